@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages omma builds and tests with, only those missing.
+# Idempotent: does nothing (not even apt-get update) when all are present.
+set -euo pipefail
+
+packages=(
+    build-essential cmake pkg-config   # the build
+    clang llvm libclang-rt-14-dev      # libFuzzer targets and sanitizers with clang
+    nodejs npm                         # npm pack for the MediaPipe models
+    xz-utils ca-certificates           # unpacking .deb test data
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "install-deps: installing ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The CUDA toolkit is not a Debian package here: it must already be installed.
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -x "$cuda_home/bin/nvcc" ] && ! command -v nvcc >/dev/null; then
+    echo "install-deps: error: the CUDA 13 toolkit (nvcc) was not found at $cuda_home;" \
+        "install it or set CUDA_HOME" >&2
+    exit 1
+fi
