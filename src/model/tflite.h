@@ -1,0 +1,94 @@
+/* Private: a strict reader of TFLite flatbuffer model files.
+ *
+ * Every offset, vtable, vector length and string is checked against the
+ * file's bounds before use; a violation is OMMA_ERR_FORMAT with a message
+ * naming what is wrong and the byte offset. Ops or options omma cannot run
+ * (custom ops, quantized tensors, unsupported dilation, several subgraphs...)
+ * are OMMA_ERR_UNSUPPORTED naming the op and its index. */
+#ifndef OMMA_MODEL_TFLITE_H
+#define OMMA_MODEL_TFLITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "omma/status.h"
+
+/* TFLite's BuiltinOperator codes for the ops omma reads. */
+typedef enum tfl_opcode {
+    TFL_ADD = 0,
+    TFL_CONCATENATION = 2,
+    TFL_CONV_2D = 3,
+    TFL_DEPTHWISE_CONV_2D = 4,
+    TFL_DEQUANTIZE = 6,
+    TFL_MAX_POOL_2D = 17,
+    TFL_RELU = 19,
+    TFL_RESHAPE = 22,
+    TFL_RESIZE_BILINEAR = 23,
+    TFL_PAD = 34,
+    TFL_PRELU = 54,
+} tfl_opcode;
+
+/* TFLite's TensorType codes omma accepts. */
+typedef enum tfl_type { TFL_FLOAT32 = 0, TFL_FLOAT16 = 1, TFL_INT32 = 2 } tfl_type;
+
+typedef enum tfl_padding { TFL_PAD_SAME = 0, TFL_PAD_VALID = 1 } tfl_padding;
+
+/* TFLite's ActivationFunctionType codes omma accepts. */
+typedef enum tfl_activation { TFL_ACT_NONE = 0, TFL_ACT_RELU = 1, TFL_ACT_RELU6 = 3 } tfl_activation;
+
+#define TFL_MAX_RANK 8
+
+typedef struct tfl_tensor {
+    const char *name;        /* points into the model's file bytes, NUL-checked copy */
+    int rank;
+    int shape[TFL_MAX_RANK];
+    tfl_type type;
+    const uint8_t *data;     /* constant contents inside the file bytes, or NULL */
+    size_t data_size;        /* bytes of data; checked against shape x type size */
+} tfl_tensor;
+
+typedef struct tfl_operator {
+    tfl_opcode opcode;
+    int n_inputs, n_outputs;
+    int *inputs;             /* tensor indices; -1 for an omitted optional input */
+    int *outputs;
+    union {
+        struct { tfl_padding padding; int stride_w, stride_h, dilation_w, dilation_h;
+                 tfl_activation act; } conv;           /* CONV_2D */
+        struct { tfl_padding padding; int stride_w, stride_h, dilation_w, dilation_h;
+                 int depth_multiplier; tfl_activation act; } dwconv; /* DEPTHWISE_CONV_2D */
+        struct { tfl_padding padding; int stride_w, stride_h, filter_w, filter_h;
+                 tfl_activation act; } pool;           /* MAX_POOL_2D */
+        struct { tfl_activation act; } add;            /* ADD */
+        struct { int axis; tfl_activation act; } concat; /* CONCATENATION */
+        struct { int align_corners, half_pixel_centers; } resize; /* RESIZE_BILINEAR */
+    } opt;
+} tfl_operator;
+
+typedef struct tfl_model {
+    uint8_t *file;           /* the whole file, owned */
+    size_t file_size;
+    uint32_t version;
+    int n_tensors;
+    tfl_tensor *tensors;
+    char **names;            /* owned copies of tensor names (tensors[i].name) */
+    int n_operators;
+    tfl_operator *operators;
+    int n_inputs, n_outputs;
+    int *inputs, *outputs;   /* subgraph input/output tensor indices */
+} tfl_model;
+
+/* Reads and validates a model file. On failure *out is NULL. */
+omma_status tfl_model_read_file(const char *path, tfl_model **out);
+
+/* Same from memory (the bytes are copied); `what` names the source in messages. */
+omma_status tfl_model_read_memory(const void *bytes, size_t size, const char *what,
+                                  tfl_model **out);
+
+/* Frees a model; accepts NULL. */
+void tfl_model_free(tfl_model *m);
+
+/* Name of an opcode ("CONV_2D"); "UNKNOWN" for others. */
+const char *tfl_opcode_name(int opcode);
+
+#endif
