@@ -3,16 +3,22 @@
 # Idempotent: does nothing (not even apt-get update) when all are present.
 set -euo pipefail
 
+# Debian packages needed as such (libraries, headers, runtimes).
 packages=(
     build-essential cmake pkg-config   # the build
     clang llvm libclang-rt-14-dev      # libFuzzer targets and sanitizers with clang
-    nodejs npm                         # npm pack for the MediaPipe models
     xz-utils ca-certificates           # unpacking .deb test data
 )
+# Commands that may come from elsewhere (npm ships its own updates): the
+# Debian package is installed only when the command is missing.
+declare -A commands=([node]=nodejs [npm]=npm)
 
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+for c in "${!commands[@]}"; do
+    command -v "$c" >/dev/null || missing+=("${commands[$c]}")
 done
 
 if ((${#missing[@]})); then
