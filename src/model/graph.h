@@ -103,13 +103,92 @@ typedef struct gr_node {
     } p;
 } gr_node;
 
+#define GR_MAX_IO 4 /* graph inputs / outputs */
+
 typedef struct gr_graph {
     int n_tensors, cap_tensors;
     gr_tensor *tensors;
     int n_nodes, cap_nodes;
     gr_node *nodes;
-    int n_inputs, inputs[4];
-    int n_outputs, outputs[4];
+    int n_inputs, inputs[GR_MAX_IO];
+    int n_outputs, outputs[GR_MAX_IO];
 } gr_graph;
+
+struct tfl_model;
+
+/* ---- container (graph.c) ---------------------------------------------- */
+
+/* An empty graph. On failure *out is NULL. */
+omma_status gr_create(gr_graph **out);
+
+/* Frees a graph, its tensors' names and constant data; accepts NULL. */
+void gr_free(gr_graph *g);
+
+/* A deep copy (names and constants copied). On failure *out is NULL. */
+omma_status gr_clone(const gr_graph *g, gr_graph **out);
+
+/* Appends a tensor; name and data (bytes, may be NULL for activations) are
+ * copied. The producer is -1 until a node writing it is added. *index (may be
+ * NULL) receives its index. */
+omma_status gr_add_tensor(gr_graph *g, const char *name, int rank, const int *dims,
+                          gr_dtype dtype, const void *data, size_t bytes, int *index);
+
+/* Appends a node (copied) and records it as the producer of n->out. */
+omma_status gr_add_node(gr_graph *g, const gr_node *n, int *index);
+
+/* Removes the nodes with drop[i] set, then every tensor no node, input or
+ * output references, renumbering tensors and producers. Cannot fail except
+ * for memory. */
+omma_status gr_compact(gr_graph *g, const bool *drop);
+
+/* Recomputes every tensor's producer from the nodes. */
+void gr_relink(gr_graph *g);
+
+/* The tensors a node reads: in[] (without absent ones), the residual and the
+ * PRELU alpha of a fused convolution or ADD. Returns how many (at most
+ * GR_MAX_INPUTS + 2) written to tensors[]. */
+int gr_node_reads(const gr_node *n, int tensors[GR_MAX_INPUTS + 2]);
+
+/* For each tensor, how many reads of it there are (a node reading it twice
+ * counts twice) plus one per appearance among the graph outputs. counts has
+ * g->n_tensors entries. */
+void gr_count_uses(const gr_graph *g, int *counts);
+
+size_t gr_dtype_size(gr_dtype dt);
+size_t gr_tensor_elems(const gr_tensor *t);
+bool gr_is_const(const gr_graph *g, int tensor);
+const char *gr_op_name(gr_op op);
+const char *gr_act_name(gr_act act);
+const char *gr_dtype_name(gr_dtype dt);
+
+/* Formats dims as "[1, 64, 64, 24]" into buf (always NUL-terminated). */
+const char *gr_dims_str(const gr_tensor *t, char *buf, size_t size);
+
+/* Nodes per op (counts has GR_OP_COUNT entries). */
+void gr_op_counts(const gr_graph *g, int *counts);
+
+/* Parameters: elements of the float constants (F32 or F16) that nodes read;
+ * int32 shape/padding operands are not parameters. */
+size_t gr_param_count(const gr_graph *g);
+
+/* fp16 bits to fp32 (every value exactly, subnormals, inf and NaN too). */
+float gr_half_to_float(unsigned short h);
+
+/* ---- building and checking (graph_build.c, graph_validate.c) ---------- */
+
+/* Builds the IR from a TFLite model: tensors keep the file's indices (then
+ * unreferenced ones are compacted away), SAME padding becomes explicit pads
+ * with TFLite's split, options are mapped, constants copied (the graph does
+ * not point into the model). The result is validated. Errors:
+ * OMMA_ERR_FORMAT (inconsistent model), OMMA_ERR_UNSUPPORTED (something the
+ * IR cannot express), naming the operator index. On failure *out is NULL. */
+omma_status gr_build_tflite(const struct tfl_model *m, gr_graph **out);
+
+/* Checks a graph: tensor shapes and constant sizes, node operands exist and
+ * have the right kinds, every activation is produced exactly once, graph
+ * inputs are not produced, nodes are in execution order without cycles, and
+ * each op's shapes agree. OMMA_ERR_FORMAT with a message naming the node
+ * (index, op, model operator index) and the tensor. */
+omma_status gr_validate(const gr_graph *g);
 
 #endif

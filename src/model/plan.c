@@ -1,0 +1,174 @@
+/* Liveness-based activation memory planning (see plan.h).
+ *
+ * Greedy by size: the largest tensors are placed first, each at the lowest
+ * offset where it overlaps in memory no already-placed tensor whose lifetime
+ * overlaps its own. Simple, deterministic and close to optimal for these
+ * chain-like networks. */
+#include "model/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+static size_t align_up(size_t v)
+{
+    return (v + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
+}
+
+static bool lifetimes_overlap(const plan_slot *a, const plan_slot *b)
+{
+    return a->first <= b->last && b->first <= a->last;
+}
+
+/* Largest first; ties by start of life, then index, so plans are stable. */
+static bool goes_before(const plan_slot *s, int a, int b)
+{
+    if (s[a].bytes != s[b].bytes)
+        return s[a].bytes > s[b].bytes;
+    if (s[a].first != s[b].first)
+        return s[a].first < s[b].first;
+    return a < b;
+}
+
+static void sort_by_size(const plan_slot *s, int *order, int n)
+{
+    for (int i = 1; i < n; i++) {
+        int v = order[i], j = i;
+        for (; j > 0 && goes_before(s, v, order[j - 1]); j--)
+            order[j] = order[j - 1];
+        order[j] = v;
+    }
+}
+
+/* Places the slots listed in order[] (already sorted) and returns the
+ * region's size. placed[] is scratch of the same length. */
+static size_t place(plan_slot *slots, const int *order, int n, int *placed)
+{
+    size_t top = 0;
+    for (int i = 0; i < n; i++) {
+        plan_slot *s = &slots[order[i]];
+        /* Candidate offsets: 0 and the end of every conflicting slot; take
+         * the lowest that fits among the conflicts. */
+        size_t best = (size_t)-1;
+        for (int c = -1; c < i; c++) {
+            size_t off = 0;
+            if (c >= 0) {
+                const plan_slot *o = &slots[placed[c]];
+                if (!lifetimes_overlap(s, o))
+                    continue;
+                off = o->offset + o->bytes;
+            }
+            if (off >= best)
+                continue;
+            bool fits = true;
+            for (int k = 0; k < i && fits; k++) {
+                const plan_slot *o = &slots[placed[k]];
+                if (lifetimes_overlap(s, o) && off < o->offset + o->bytes &&
+                    o->offset < off + s->bytes)
+                    fits = false;
+            }
+            if (fits)
+                best = off;
+        }
+        s->offset = best;
+        placed[i] = order[i];
+        if (best + s->bytes > top)
+            top = best + s->bytes;
+    }
+    return top;
+}
+
+omma_status plan_build(const gr_graph *g, plan_layout **out)
+{
+    *out = NULL;
+    int nt = g->n_tensors, nn = g->n_nodes;
+    plan_layout *p = calloc(1, sizeof *p);
+    size_t cnt = nt ? (size_t)nt : 1;
+    if (p)
+        p->slots = calloc(cnt, sizeof *p->slots);
+    int *order = malloc(cnt * sizeof *order), *placed = malloc(cnt * sizeof *placed);
+    if (!p || !p->slots || !order || !placed) {
+        plan_free(p);
+        free(order);
+        free(placed);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "plan: %d tensors", nt);
+    }
+    p->n_tensors = nt;
+    plan_slot *s = p->slots;
+    for (int t = 0; t < nt; t++) {
+        s[t].in_arena = g->tensors[t].data == NULL;
+        s[t].first = s[t].last = -1;
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        s[g->inputs[i]].batched = true;
+        s[g->inputs[i]].last = nn; /* inputs survive the run */
+    }
+    for (int i = 0; i < nn; i++) {
+        const gr_node *n = &g->nodes[i];
+        int r[GR_MAX_INPUTS + 2];
+        int k = gr_node_reads(n, r);
+        bool batched = false;
+        for (int j = 0; j < k; j++) {
+            batched = batched || s[r[j]].batched;
+            if (s[r[j]].last < i)
+                s[r[j]].last = i;
+        }
+        s[n->out].batched = batched;
+        s[n->out].first = i;
+        if (s[n->out].last < i)
+            s[n->out].last = i;
+    }
+    for (int i = 0; i < g->n_outputs; i++)
+        s[g->outputs[i]].last = nn;
+
+    /* Two regions, planned apart: fixed tensors, then one batch item. */
+    for (int pass = 0; pass < 2; pass++) {
+        bool want_batched = pass == 1;
+        int n = 0;
+        size_t naive = 0;
+        for (int t = 0; t < nt; t++) {
+            if (!s[t].in_arena || s[t].batched != want_batched)
+                continue;
+            size_t item = gr_tensor_elems(&g->tensors[t]) * sizeof(float);
+            if (want_batched && g->tensors[t].rank > 0 && g->tensors[t].dims[0] > 0)
+                item /= (size_t)g->tensors[t].dims[0];
+            s[t].bytes = align_up(item ? item : 1);
+            naive += s[t].bytes;
+            order[n++] = t;
+        }
+        sort_by_size(s, order, n);
+        size_t top = place(s, order, n, placed);
+        if (want_batched) {
+            p->item_bytes = top;
+            p->naive_bytes = naive;
+        } else {
+            p->fixed_bytes = top;
+        }
+    }
+    free(order);
+    free(placed);
+    *out = p;
+    return OMMA_OK;
+}
+
+void plan_free(plan_layout *p)
+{
+    if (!p)
+        return;
+    free(p->slots);
+    free(p);
+}
+
+size_t plan_arena_bytes(const plan_layout *p, int batch)
+{
+    return p->fixed_bytes + (size_t)(batch > 0 ? batch : 0) * p->item_bytes;
+}
+
+size_t plan_offset(const plan_layout *p, int t, int batch)
+{
+    const plan_slot *s = &p->slots[t];
+    if (!s->batched)
+        return s->offset;
+    return p->fixed_bytes + (size_t)batch * s->offset;
+}

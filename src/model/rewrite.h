@@ -1,0 +1,52 @@
+/* Private: load-time rewrites of the graph IR (rewrite_*.c, one per file).
+ *
+ * Each rewrite keeps the graph's results the same (tests run both graphs
+ * through the CPU executor and compare), keeps nodes in execution order and
+ * leaves a valid graph. Each returns how many places it changed in *count
+ * (may be NULL). Failures are only out-of-memory; on failure the graph may
+ * be partly rewritten but stays valid. */
+#ifndef OMMA_MODEL_REWRITE_H
+#define OMMA_MODEL_REWRITE_H
+
+#include "model/graph.h"
+
+/* DEQUANTIZE of an fp16 constant becomes an fp32 constant (node removed). */
+omma_status rw_fold_dequantize(gr_graph *g, int *count);
+
+/* A PAD of H and W only (zero padding, batch and channels untouched) whose
+ * single consumer is a convolution (as its input) is folded into the
+ * convolution's window padding. Into a max pool only when the padded values
+ * cannot change a maximum: the pool's input is known non-negative (it comes
+ * from RELU/RELU6) and no window would lie entirely in padding. Channel PADs
+ * stay real ops. */
+omma_status rw_fold_pad(gr_graph *g, int *count);
+
+/* ADD of a convolution's output (single consumer, no activation or
+ * residual yet) and a constant holding one value per channel becomes (part
+ * of) the convolution's bias. */
+omma_status rw_fuse_bias(gr_graph *g, int *count);
+
+/* ADD(x, conv(...)) where the convolution has no activation, no residual and
+ * the ADD is its only consumer becomes conv with residual x, taking the ADD's
+ * place in the order (x may be computed between them) and its activation. */
+omma_status rw_fuse_residual(gr_graph *g, int *count);
+
+/* RELU, or PRELU with per-channel alpha, whose input is a convolution's
+ * output with no activation yet and no other consumer becomes the
+ * convolution's activation. */
+omma_status rw_fuse_activation(gr_graph *g, int *count);
+
+typedef struct rw_stats {
+    int nodes_before, nodes_after;
+    int dequantize_folded;
+    int pads_folded;
+    int bias_fused;
+    int residual_fused;
+    int activation_fused;
+} rw_stats;
+
+/* All of the above in a sensible order (dequantize, pad, bias, residual,
+ * activation), then a validation of the result. stats may be NULL. */
+omma_status rw_apply_all(gr_graph *g, rw_stats *stats);
+
+#endif

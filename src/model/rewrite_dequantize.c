@@ -1,0 +1,46 @@
+/* Rewrite: DEQUANTIZE of an fp16 constant folded into an fp32 constant. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/rewrite.h"
+
+omma_status rw_fold_dequantize(gr_graph *g, int *count)
+{
+    int folded = 0;
+    bool *drop = calloc(g->n_nodes ? (size_t)g->n_nodes : 1, sizeof *drop);
+    if (!drop)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "rewrite: dequantize");
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *n = &g->nodes[i];
+        if (n->op != GR_DEQUANTIZE)
+            continue;
+        const gr_tensor *x = &g->tensors[n->in[0]];
+        gr_tensor *y = &g->tensors[n->out];
+        if (!x->data || x->dtype != GR_F16 || y->dtype != GR_F32)
+            continue;
+        size_t elems = gr_tensor_elems(x);
+        float *v = malloc(elems ? elems * sizeof *v : 1);
+        if (!v) {
+            free(drop);
+            return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "rewrite: dequantize '%s' (%zu values)",
+                             x->name, elems);
+        }
+        const unsigned char *src = x->data;
+        for (size_t k = 0; k < elems; k++) {
+            unsigned short h;
+            memcpy(&h, src + 2 * k, 2);
+            v[k] = gr_half_to_float(h);
+        }
+        y->data = v;
+        y->bytes = elems * sizeof *v;
+        y->producer = -1;
+        drop[i] = true;
+        folded++;
+    }
+    omma_status st = folded ? gr_compact(g, drop) : OMMA_OK;
+    free(drop);
+    if (count)
+        *count = folded;
+    return st;
+}
