@@ -1,0 +1,153 @@
+/* omma — inference engines and their executions.
+ *
+ * An omma_engine is a loaded model: its graph after the load-time rewrites,
+ * its weights, its activation memory plan. It is immutable after load and
+ * reference-counted, so any number of threads and pipelines may share one
+ * (query it, create execs from it) at once.
+ *
+ * An omma_exec is one pipeline's execution state for an engine: its
+ * activation arena (sized for max_batch items) and the input/output buffers
+ * inside it, which the caller fills and reads in place. An exec belongs to
+ * one user at a time: calling omma_exec_run on one exec from two threads at
+ * once is detected and returns OMMA_ERR_BUSY (never undefined behaviour).
+ * Different execs of one engine run concurrently without locks, and give
+ * bitwise the same results as when run one by one.
+ *
+ * Tensors are float32, NHWC for images: an input declared [1, H, W, C] by
+ * the model is a buffer of max_batch * H * W * C floats, item k at offset
+ * k * H * W * C. Outputs likewise ([1, 896, 16] -> max_batch * 896 * 16).
+ *
+ * Backends: OMMA_BACKEND_CPU, the plain-C fp32 reference (chosen explicitly,
+ * never a hidden fallback); OMMA_BACKEND_CUDA is not available yet
+ * (OMMA_ERR_UNSUPPORTED). */
+#ifndef OMMA_ENGINE_H
+#define OMMA_ENGINE_H
+
+#include <stddef.h>
+
+#include "omma/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct omma_device omma_device; /* include/omma/device.h */
+typedef struct omma_engine omma_engine;
+typedef struct omma_exec omma_exec;
+
+typedef enum omma_backend {
+    OMMA_BACKEND_CPU = 0, /* reference executor on the host, fp32 */
+    OMMA_BACKEND_CUDA,    /* on an omma_device (not available yet) */
+} omma_backend;
+
+typedef enum omma_precision {
+    OMMA_PRECISION_FP32 = 0,
+    OMMA_PRECISION_FP16, /* CUDA only: fp16 storage and math */
+} omma_precision;
+
+typedef struct omma_engine_options {
+    omma_backend backend;
+    omma_precision precision;
+    int rewrites; /* nonzero: apply the load-time rewrites (default 1) */
+} omma_engine_options;
+
+/* Fills *opt with the defaults: CPU backend, fp32, rewrites on. */
+void omma_engine_options_init(omma_engine_options *opt);
+
+#define OMMA_TENSOR_MAX_RANK 4
+
+/* A model input or output as the model declares it (batch dimension 1). */
+typedef struct omma_tensor_info {
+    const char *name;               /* owned by the engine, valid while it lives */
+    int rank;
+    int dims[OMMA_TENSOR_MAX_RANK]; /* dims[0] is the batch dimension */
+    size_t item_elems;              /* floats per batch item */
+} omma_tensor_info;
+
+/* What loading did, for reports (omma models inspect, benchmarks). */
+typedef struct omma_engine_stats {
+    int nodes_loaded;           /* graph nodes as read from the file */
+    int nodes;                  /* after the load-time rewrites */
+    size_t params;              /* weight values (constants the nodes read) */
+    size_t arena_bytes_batch1;  /* activation arena of an exec with max batch 1 */
+    size_t arena_bytes_per_item;/* added per extra batch item */
+} omma_engine_stats;
+
+/* Loads a model file (TFLite) into a new engine with reference count 1.
+ * dev: the device for OMMA_BACKEND_CUDA; must be NULL for the CPU backend.
+ * opt: NULL for the defaults (omma_engine_options_init).
+ * Errors: OMMA_ERR_INVALID_ARG (NULL path/out, a device given to the CPU
+ * backend or none to CUDA, unknown option values), OMMA_ERR_IO (cannot read
+ * the file), OMMA_ERR_FORMAT (malformed model, the message says what and
+ * where), OMMA_ERR_UNSUPPORTED (an op, option or precision the backend cannot
+ * run; the CUDA backend for now), OMMA_ERR_OUT_OF_MEMORY.
+ * On failure *out is NULL. Thread safety: any thread. */
+omma_status omma_engine_load(omma_device *dev, const char *path,
+                             const omma_engine_options *opt, omma_engine **out);
+
+/* Adds a reference; returns engine. Any thread. NULL is ignored. */
+omma_engine *omma_engine_retain(omma_engine *engine);
+
+/* Drops a reference; the last one frees the engine. Execs hold their own
+ * reference, so an engine may be released while its execs live. Any thread;
+ * accepts NULL. */
+void omma_engine_release(omma_engine *engine);
+
+/* Number of model inputs / outputs. Any thread. */
+int omma_engine_input_count(const omma_engine *engine);
+int omma_engine_output_count(const omma_engine *engine);
+
+/* Describes input (output) i. Errors: OMMA_ERR_INVALID_ARG for a NULL
+ * argument or i out of range. Any thread. */
+omma_status omma_engine_input_info(const omma_engine *engine, int i, omma_tensor_info *info);
+omma_status omma_engine_output_info(const omma_engine *engine, int i, omma_tensor_info *info);
+
+/* Index of the input (output) named name, or -1. Any thread. */
+int omma_engine_find_input(const omma_engine *engine, const char *name);
+int omma_engine_find_output(const omma_engine *engine, const char *name);
+
+/* Load statistics. Errors: OMMA_ERR_INVALID_ARG for NULL. Any thread. */
+omma_status omma_engine_get_stats(const omma_engine *engine, omma_engine_stats *stats);
+
+/* The backend the engine runs on. Any thread. */
+omma_backend omma_engine_backend(const omma_engine *engine);
+
+/* Creates an execution context able to run batches of 1..max_batch items;
+ * it allocates its arena (omma_engine_stats: batch-1 bytes + per item) and
+ * holds a reference on the engine. Errors: OMMA_ERR_INVALID_ARG (NULL,
+ * max_batch < 1 or above 65536), OMMA_ERR_OUT_OF_MEMORY. On failure *out is
+ * NULL. Any thread; the exec then belongs to its creator (see top). */
+omma_status omma_exec_create(omma_engine *engine, int max_batch, omma_exec **out);
+
+/* Frees the exec and drops its engine reference; accepts NULL. Must not run
+ * concurrently with any other call on the same exec. */
+void omma_exec_destroy(omma_exec *exec);
+
+/* The buffer of input i (max_batch items, see top), owned by the exec and
+ * valid until it is destroyed; fill the first `batch` items before
+ * omma_exec_run. Inputs are left unchanged by a run. Errors:
+ * OMMA_ERR_INVALID_ARG (NULL, i out of range). For the CPU backend this is
+ * host memory. */
+omma_status omma_exec_input(omma_exec *exec, int i, float **ptr);
+
+/* The buffer of output i, valid like the inputs'; after omma_exec_run its
+ * first `batch` items hold the results, until the next run. */
+omma_status omma_exec_output(omma_exec *exec, int i, float **ptr);
+
+/* Runs the model on the first `batch` items of the inputs. Each item's
+ * results are bitwise the same whatever the batch size and whatever else runs
+ * concurrently. Errors: OMMA_ERR_INVALID_ARG (NULL exec, batch < 1 or
+ * > max_batch), OMMA_ERR_BUSY (another thread is running this exec right
+ * now: use one exec per thread), backend errors. */
+omma_status omma_exec_run(omma_exec *exec, int batch);
+
+/* The max batch the exec was created with (0 for NULL). */
+int omma_exec_max_batch(const omma_exec *exec);
+
+/* The exec's engine (no new reference). */
+omma_engine *omma_exec_engine(const omma_exec *exec);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
