@@ -2,6 +2,7 @@
 #include "support/blazeface_decode.h"
 
 #include <math.h>
+#include <stddef.h>
 
 typedef struct layout {
     int size;
