@@ -8,6 +8,7 @@ packages=(
     build-essential cmake pkg-config   # the build
     clang llvm libclang-rt-14-dev      # libFuzzer targets and sanitizers with clang
     xz-utils ca-certificates           # unpacking .deb test data
+    libpng-dev                         # PNG photos in the tests
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.
