@@ -1,0 +1,344 @@
+/* The host side of the CUDA ops: from a graph node to a kernel launch.
+ * Shapes come from the (validated) graph, constants from cuda_weights,
+ * activations from the caller; each launcher's result is checked with
+ * OMMA_CK so a failed launch names the launcher and the CUDA error. */
+#include "engine/cuda_ops.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "engine/cuda_weights.h"
+#include "gpu/check.h"
+
+/* Elements of one tensor per launch at most: kernels index with int. */
+#define LAUNCH_ELEMS_MAX ((size_t)1 << 30)
+
+size_t cuda_prec_size(cuda_prec p)
+{
+    return p == CUDA_PREC_F16 ? 2 : 4;
+}
+
+const char *cuda_prec_name(cuda_prec p)
+{
+    return p == CUDA_PREC_F16 ? "fp16" : "fp32";
+}
+
+bool cuda_conv_is_pointwise(const gr_graph *g, const gr_node *n)
+{
+    if (n->op != GR_CONV2D)
+        return false;
+    const gr_window *w = &n->p.conv.win;
+    if (w->pad_top || w->pad_left || w->pad_bottom || w->pad_right)
+        return false;
+    if (w->kh == 1 && w->kw == 1 && w->stride_h == 1 && w->stride_w == 1)
+        return true;
+    const gr_tensor *x = &g->tensors[n->in[0]];
+    return x->rank == 4 && w->kh == x->dims[1] && w->kw == x->dims[2] && w->dil_h == 1 &&
+           w->dil_w == 1;
+}
+
+/* Elements per batch item (dims after the first). */
+static size_t item_elems(const gr_tensor *t)
+{
+    size_t n = 1;
+    for (int d = 1; d < t->rank; d++)
+        n *= (size_t)t->dims[d];
+    return n;
+}
+
+static size_t span(const gr_tensor *t, int from, int to)
+{
+    size_t n = 1;
+    for (int d = from; d < to && d < t->rank; d++)
+        n *= (size_t)t->dims[d];
+    return n;
+}
+
+/* One launch covers items [b0, b0 + nb). */
+typedef struct launch {
+    const gr_graph *g;
+    const gr_node *n;
+    int idx; /* node index */
+    const cuda_weights *w;
+    int b0, nb;
+    size_t es;
+    const void *const *inputs;
+    const void *residual;
+    void *out;
+    cudaStream_t s;
+} launch;
+
+static const gr_tensor *tensor(const launch *l, int t)
+{
+    return &l->g->tensors[t];
+}
+
+static omma_status fail_node(const launch *l, omma_status st, const char *what)
+{
+    return OMMA_FAIL(st, "cuda op: node %d (%s, model op %d): %s", l->idx, gr_op_name(l->n->op),
+                     l->n->src_index, what);
+}
+
+/* Activation pointer moved to item b0. */
+static const void *item_ptr(const launch *l, const void *p, int t)
+{
+    return (const unsigned char *)p + (size_t)l->b0 * item_elems(tensor(l, t)) * l->es;
+}
+
+/* Input k: a constant from the weights, or the caller's activation. */
+static omma_status input(const launch *l, int k, const void **p, bool *is_const)
+{
+    int t = l->n->in[k];
+    *p = NULL;
+    if (is_const)
+        *is_const = false;
+    if (t >= 0 && l->w->consts[t]) {
+        *p = l->w->consts[t];
+        if (is_const)
+            *is_const = true;
+        return OMMA_OK;
+    }
+    if (!l->inputs || !l->inputs[k])
+        return fail_node(l, OMMA_ERR_INVALID_ARG, "an input activation pointer is NULL");
+    *p = item_ptr(l, l->inputs[k], t);
+    return OMMA_OK;
+}
+
+static void *output(const launch *l)
+{
+    return (void *)item_ptr(l, l->out, l->n->out);
+}
+
+static omma_status run_conv(const launch *l, bool pool)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *x = tensor(l, n->in[0]), *y = tensor(l, n->out);
+    const cuda_node_weights *nw = &l->w->nodes[l->idx];
+    const gr_window *win = pool ? &n->p.pool.win : &n->p.conv.win;
+    cuda_conv_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    a.y = output(l);
+    a.batch = l->nb;
+    a.ih = x->dims[1], a.iw = x->dims[2], a.cin = x->dims[3];
+    a.oh = y->dims[1], a.ow = y->dims[2], a.cout = y->dims[3];
+    a.kh = win->kh, a.kw = win->kw, a.sh = win->stride_h, a.sw = win->stride_w;
+    a.dh = win->dil_h, a.dw = win->dil_w, a.pt = win->pad_top, a.pl = win->pad_left;
+    a.mult = 1;
+    a.act = GR_ACT_NONE;
+    if (pool)
+        return OMMA_CK(cuda_launch_maxpool(&a, l->s));
+    a.w = nw->filter;
+    a.bias = nw->bias;
+    a.alpha = nw->alpha;
+    a.act = (int)n->p.conv.act;
+    a.mult = n->op == GR_DWCONV2D ? n->p.conv.depth_multiplier : 1;
+    if (n->p.conv.residual >= 0) {
+        if (!l->residual)
+            return fail_node(l, OMMA_ERR_INVALID_ARG, "the residual pointer is NULL");
+        a.residual = item_ptr(l, l->residual, n->p.conv.residual);
+    }
+    if (!a.w || (n->p.conv.act == GR_ACT_PRELU && !a.alpha) || (n->in[2] >= 0 && !a.bias))
+        return fail_node(l, OMMA_ERR_INVALID_ARG, "weights of another graph");
+    if (n->op == GR_DWCONV2D)
+        return OMMA_CK(cuda_launch_dwconv(&a, l->s));
+    if (cuda_conv_is_pointwise(l->g, n))
+        return OMMA_CK(cuda_launch_conv_pointwise(&a, l->s));
+    return OMMA_CK(cuda_launch_conv_direct(&a, l->s));
+}
+
+static omma_status run_eltwise(const launch *l)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *y = tensor(l, n->out);
+    cuda_eltwise_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    a.y = output(l);
+    a.n = (int)((size_t)l->nb * item_elems(y));
+    a.c = y->dims[y->rank - 1];
+    a.alpha = l->w->nodes[l->idx].alpha;
+    if (n->op == GR_ADD) {
+        bool c0, c1;
+        const void *p0, *p1;
+        OMMA_TRY(input(l, 0, &p0, &c0));
+        OMMA_TRY(input(l, 1, &p1, &c1));
+        int tb = n->in[1];
+        if (c0) { /* put the constant second: it repeats per item */
+            const void *p = p0;
+            p0 = p1, p1 = p;
+            c1 = true;
+            tb = n->in[0];
+        }
+        a.a = p0;
+        a.b = p1;
+        a.b_period = c1 ? (int)gr_tensor_elems(tensor(l, tb)) : 0;
+        a.act = (int)n->p.add.act;
+    } else {
+        OMMA_TRY(input(l, 0, &a.a, NULL));
+        a.act = n->op == GR_PRELU ? GR_ACT_PRELU : GR_ACT_RELU;
+    }
+    if (a.act == GR_ACT_PRELU && !a.alpha)
+        return fail_node(l, OMMA_ERR_INVALID_ARG, "weights of another graph");
+    return OMMA_CK(cuda_launch_eltwise(&a, l->s));
+}
+
+static omma_status run_pad(const launch *l)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *x = tensor(l, n->in[0]), *y = tensor(l, n->out);
+    cuda_pad_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    a.y = output(l);
+    a.batch = l->nb;
+    for (int k = 0; k < 3; k++)
+        a.in[k] = a.out[k] = 1;
+    for (int d = 1; d < x->rank; d++) { /* [B, d1..] -> [B, 1.., d1..] */
+        int k = d + (4 - x->rank) - 1;
+        a.in[k] = x->dims[d];
+        a.out[k] = y->dims[d];
+        a.before[k] = n->p.pad.before[d];
+    }
+    return OMMA_CK(cuda_launch_pad(&a, l->s));
+}
+
+static omma_status run_concat(const launch *l)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *y = tensor(l, n->out);
+    int ax = n->p.concat.axis;
+    cuda_concat_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    a.n_in = n->n_in;
+    for (int k = 0; k < n->n_in; k++) {
+        OMMA_TRY(input(l, k, &a.x[k], NULL));
+        a.width[k] = (int)span(tensor(l, n->in[k]), ax, GR_MAX_RANK);
+    }
+    a.outer = (int)((size_t)l->nb * span(y, 1, ax));
+    a.out_width = (int)span(y, ax, GR_MAX_RANK);
+    a.y = output(l);
+    return OMMA_CK(cuda_launch_concat(&a, l->s));
+}
+
+static omma_status run_resize(const launch *l)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *x = tensor(l, n->in[0]), *y = tensor(l, n->out);
+    cuda_resize_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    a.y = output(l);
+    a.batch = l->nb;
+    a.ih = x->dims[1], a.iw = x->dims[2], a.c = x->dims[3];
+    a.oh = y->dims[1], a.ow = y->dims[2];
+    a.align_corners = n->p.resize.align_corners;
+    a.half_pixel_centers = n->p.resize.half_pixel_centers;
+    return OMMA_CK(cuda_launch_resize_bilinear(&a, l->s));
+}
+
+static omma_status run_copy(const launch *l)
+{
+    const gr_node *n = l->n;
+    const void *src;
+    bool is_const;
+    OMMA_TRY(input(l, 0, &src, &is_const));
+    size_t bytes = item_elems(tensor(l, n->out)) * l->es;
+    unsigned char *dst = output(l);
+    if (n->op == GR_RESHAPE) {
+        if (is_const)
+            return fail_node(l, OMMA_ERR_UNSUPPORTED, "RESHAPE of a constant");
+        return OMMA_CK(cudaMemcpyAsync(dst, src, bytes * (size_t)l->nb, cudaMemcpyDeviceToDevice,
+                                       l->s));
+    }
+    /* DEQUANTIZE: the constant (already in the storage precision), once per
+     * item when the executor treats the output as batched. */
+    if (!is_const)
+        return fail_node(l, OMMA_ERR_UNSUPPORTED, "DEQUANTIZE of an activation");
+    for (int b = 0; b < l->nb; b++)
+        OMMA_TRY(OMMA_CK(cudaMemcpyAsync(dst + (size_t)b * bytes, src, bytes,
+                                         cudaMemcpyDeviceToDevice, l->s)));
+    return OMMA_OK;
+}
+
+static omma_status run_items(const launch *l)
+{
+    switch (l->n->op) {
+    case GR_CONV2D:
+    case GR_DWCONV2D:
+        return run_conv(l, false);
+    case GR_MAXPOOL:
+        return run_conv(l, true);
+    case GR_ADD:
+    case GR_RELU:
+    case GR_PRELU:
+        return run_eltwise(l);
+    case GR_PAD:
+        return run_pad(l);
+    case GR_CONCAT:
+        return run_concat(l);
+    case GR_RESIZE_BILINEAR:
+        return run_resize(l);
+    case GR_RESHAPE:
+    case GR_DEQUANTIZE:
+        return run_copy(l);
+    case GR_OP_COUNT:
+        break;
+    }
+    return fail_node(l, OMMA_ERR_UNSUPPORTED, "unknown op");
+}
+
+omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
+                           int batch, const void *const *inputs, const void *residual, void *out,
+                           cudaStream_t stream)
+{
+    if (!g || !n || !w || !out)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda op: NULL graph, node, weights or output");
+    if (n < g->nodes || n >= g->nodes + g->n_nodes)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda op: the node is not one of the graph's");
+    if (w->n_nodes != g->n_nodes || w->n_tensors != g->n_tensors)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "cuda op: weights of a graph with %d nodes and %d tensors, this one has "
+                         "%d and %d", w->n_nodes, w->n_tensors, g->n_nodes, g->n_tensors);
+    launch l = {.g = g, .n = n, .idx = (int)(n - g->nodes), .w = w, .es = cuda_prec_size(w->prec),
+                .inputs = inputs, .residual = residual, .out = out, .s = stream};
+    if (batch < 1)
+        return fail_node(&l, OMMA_ERR_INVALID_ARG, "batch below 1");
+    if (n->op == GR_RESHAPE && inputs && inputs[0] == out)
+        return OMMA_OK;
+    /* Split the batch so that no launch spans 2^30 elements of a tensor. */
+    size_t item = item_elems(&g->tensors[n->out]);
+    int r[GR_MAX_INPUTS + 2];
+    int k = gr_node_reads(n, r);
+    for (int i = 0; i < k; i++)
+        if (!g->tensors[r[i]].data && !w->consts[r[i]] && item_elems(&g->tensors[r[i]]) > item)
+            item = item_elems(&g->tensors[r[i]]);
+    if (item == 0 || item >= LAUNCH_ELEMS_MAX)
+        return fail_node(&l, OMMA_ERR_UNSUPPORTED, "a tensor item of 2^30 elements or more");
+    int per = (int)(LAUNCH_ELEMS_MAX / item);
+    for (int b0 = 0; b0 < batch; b0 += per) {
+        l.b0 = b0;
+        l.nb = batch - b0 < per ? batch - b0 : per;
+        OMMA_TRY(run_items(&l));
+    }
+    return OMMA_OK;
+}
+
+omma_status cuda_convert(void *dst, cuda_prec dst_prec, const void *src, cuda_prec src_prec,
+                         size_t n, cudaStream_t stream)
+{
+    if ((!dst || !src) && n)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda convert: NULL buffer");
+    size_t ds = cuda_prec_size(dst_prec), ss = cuda_prec_size(src_prec);
+    for (size_t i = 0; i < n; i += LAUNCH_ELEMS_MAX) {
+        size_t m = n - i < LAUNCH_ELEMS_MAX ? n - i : LAUNCH_ELEMS_MAX;
+        OMMA_TRY(OMMA_CK(cuda_launch_convert((unsigned char *)dst + i * ds, dst_prec,
+                                             (const unsigned char *)src + i * ss, src_prec, (int)m,
+                                             stream)));
+    }
+    return OMMA_OK;
+}

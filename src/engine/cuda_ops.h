@@ -1,0 +1,215 @@
+/* Private: the CUDA kernels of the engine, one launch per graph node.
+ *
+ * cuda_op_launch() runs one node of a validated (usually rewritten) graph on
+ * a stream: it reads the node's activations from device pointers the caller
+ * passes, its constants (filters, bias, PRELU alpha, constant operands) from
+ * a cuda_weights upload (cuda_weights.h), and writes the node's output. The
+ * executor (the engine's CUDA backend) calls it for every node in order;
+ * nothing here allocates, synchronizes or keeps state, so any number of
+ * threads may launch on their own streams at once, and every launch can be
+ * captured in a CUDA graph.
+ *
+ * Precisions (cuda_prec): CUDA_PREC_F32, everything float; CUDA_PREC_F16,
+ * activations and filters stored as IEEE half, arithmetic and accumulation in
+ * float (bias and alpha stay float). Every activation a node reads or writes
+ * is in the weights' precision; cuda_convert() moves a buffer between the two
+ * (for the float32 graph inputs and outputs of the public API).
+ *
+ * Layout: NHWC activations, channels innermost, dims[0] of every activation
+ * is the batch (1 in the graph, `batch` at run time), items back to back.
+ * Rank-2/3 tensors (RESHAPE/CONCAT outputs) are [batch, ...] likewise.
+ *
+ * Kernels (one file per family, all templated on the element type only):
+ *   cuda_ops_conv.cu   pointwise (1x1, stride 1, no padding) convolutions as
+ *                      a GEMM: rows = batch*H*W pixels, K = Cin, N = Cout,
+ *                      shared-memory tiles; fp16 with K and N even runs on
+ *                      the tensor cores (mma.sync m16n8k16, fp32
+ *                      accumulators), the rest on a 64x64-tile FFMA kernel.
+ *                      Other convolutions (the 5x5/3x3 stem, FaceMesh's 3x3
+ *                      heads) run direct: one thread = one output pixel x 8
+ *                      output channels, filter re-laid out HWIO (Cout padded
+ *                      to 8) and staged in shared memory when it fits.
+ *   cuda_ops_dwconv.cu depthwise convolutions: one thread = one output
+ *                      pixel x 16 bytes of channels (float4 / 8 halves),
+ *                      scalar fallback for odd channel counts and depth
+ *                      multipliers.
+ *   cuda_ops_pool.cu   max pooling, vectorized the same way.
+ *   cuda_ops_eltwise.cu ADD (+activation), RELU, PRELU, PAD, CONCAT,
+ *                      precision conversion.
+ *   cuda_ops_resize.cu RESIZE_BILINEAR (align_corners / half_pixel_centers,
+ *                      TFLite's arithmetic).
+ * RESHAPE and DEQUANTIZE are device-to-device copies (none when a RESHAPE's
+ * input and output share memory). Every convolution applies its fused
+ * epilogue in registers: y = act(conv(x) + bias + residual), act one of
+ * none, RELU, RELU6, PRELU (per-channel alpha), as does ADD.
+ *
+ * Work per image, BlazeFace short range (models/face_detection_short_range
+ * .tflite, 128x128x3 in, counted from the model file's 101 operators):
+ *   30.76 M multiply-accumulates = 61.5 MFLOP:
+ *     5x5 stem conv (3 -> 24, stride 2)   7.37 MMAC  (24%)
+ *     1x1 convolutions (19 of them)      19.63 MMAC  (64%)
+ *     3x3 depthwise (16 of them)          3.76 MMAC  (12%)
+ *   101,390 weights (404 KB fp32, 203 KB fp16; read once per batch, L2).
+ *   After the load-time rewrites (bias, RELU and the residual ADD fused into
+ *   the convolutions) the graph is 53 launches that read and write 3.42 M
+ *   activation values per image: 13.7 MB in fp32, 6.8 MB in fp16.
+ *   The floor at batch 128 on the H100 (2.94 TB/s measured device copy,
+ *   ~60 TFLOP/s fp32 FFMA): bytes 0.30 ms (fp16) / 0.60 ms (fp32) if every
+ *   intermediate went to DRAM (at batch 128 the larger ones, 25 MB in fp16,
+ *   partly stay in the 50 MB L2); arithmetic 0.13 ms on the CUDA cores,
+ *   negligible on the tensor cores. So layer by layer the model is
+ *   memory-bound in fp16; the next gains are fusion (depthwise + 1x1 in one
+ *   kernel, so the intermediate stays in shared memory) and fewer launches.
+ *   The compulsory traffic alone (input, outputs, weights once) is 0.33 MB.
+ */
+#ifndef OMMA_ENGINE_CUDA_OPS_H
+#define OMMA_ENGINE_CUDA_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+#include "model/graph.h"
+#include "omma/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cuda_prec {
+    CUDA_PREC_F32 = 0, /* float storage and arithmetic */
+    CUDA_PREC_F16,     /* half storage, float arithmetic and accumulation */
+} cuda_prec;
+
+/* Bytes of one activation element in precision p (4 or 2). */
+size_t cuda_prec_size(cuda_prec p);
+
+/* "fp32" / "fp16". */
+const char *cuda_prec_name(cuda_prec p);
+
+struct cuda_weights;
+
+/* Runs node n (an element of g->nodes) for `batch` items on stream.
+ * inputs[k]: device pointer of the node's input k (n->in[k]) when that is an
+ *   activation; ignored (may be NULL) for constants and for absent optional
+ *   inputs, which come from w. residual: the device pointer of
+ *   n->p.conv.residual when the node has one, else ignored. out: the node's
+ *   output. Activations hold `batch` items in w's precision.
+ * batch: 1.. for batched tensors; the executor passes 1 for nodes computed
+ *   from constants only (a DEQUANTIZE left in an unrewritten graph).
+ * w: the constants of this same graph (cuda_weights_upload(g, ...)).
+ * RESHAPE with out == inputs[0] does nothing. Outputs must not overlap the
+ * inputs otherwise.
+ * The launch is asynchronous; errors of the launch itself are reported
+ * (OMMA_ERR_CUDA, naming the kernel's launcher and the CUDA error), faults
+ * during execution surface at the caller's next synchronization.
+ * Errors: OMMA_ERR_INVALID_ARG (NULL, n not in g, batch < 1, w of another
+ * graph), OMMA_ERR_UNSUPPORTED (a shape the kernels cannot index, e.g. one
+ * item over 2^30 elements), OMMA_ERR_CUDA. Thread safety: any thread, the
+ * graph and weights are only read. */
+omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
+                           int batch, const void *const *inputs, const void *residual, void *out,
+                           cudaStream_t stream);
+
+/* Converts n elements between precisions (dst and src may not overlap unless
+ * the precisions are equal and dst == src, which does nothing). For the
+ * float32 inputs and outputs of the public API around an fp16 graph. */
+omma_status cuda_convert(void *dst, cuda_prec dst_prec, const void *src, cuda_prec src_prec,
+                         size_t n, cudaStream_t stream);
+
+/* True for a CONV_2D that runs as a GEMM: no padding and either a 1x1
+ * window at stride 1 (rows = pixels, K = Cin) or a window covering the whole
+ * input (one output pixel, rows = items, K = kh*kw*Cin: FaceMesh's heads).
+ * cuda_weights keeps such a filter OHWI ([Cout][K]), other convolutions'
+ * as [kh][kw][Cin][round_up(Cout, 8)]. */
+bool cuda_conv_is_pointwise(const gr_graph *g, const gr_node *n);
+
+/* Cout rounded up to the direct convolution's output-channel group. */
+#define CUDA_CONV_COUT_GROUP 8
+
+/* ---- kernel launchers (the .cu files; cuda_op_launch fills the args) ----
+ * Each launcher enqueues its kernel(s) and returns cudaGetLastError() (or the
+ * first failing runtime call), so the caller checks it with OMMA_CK in one
+ * line that names the launcher. Pointers are device pointers; element
+ * pointers are in `prec`, bias and alpha are float. Kernels index with int:
+ * every launch covers fewer than 2^31 elements per tensor (cuda_op_launch
+ * splits large batches). */
+
+typedef struct cuda_conv_args {
+    cuda_prec prec;
+    const void *x;        /* [batch, ih, iw, cin] */
+    const void *w;        /* layout per kind, see cuda_conv_is_pointwise */
+    const float *bias;    /* [cout] or NULL */
+    const void *residual; /* like y, or NULL */
+    const float *alpha;   /* [cout] when act is PRELU */
+    void *y;              /* [batch, oh, ow, cout] */
+    int batch, ih, iw, cin, oh, ow, cout;
+    int kh, kw, sh, sw, dh, dw, pt, pl; /* window; depthwise/pool use it too */
+    int mult;             /* depthwise multiplier (cout = cin * mult) */
+    int act;              /* gr_act */
+} cuda_conv_args;
+
+cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s);
+cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStream_t s);
+cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);
+cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s); /* w, bias unused */
+
+/* y = act(a + b) (b may be NULL: y = act(a)), n elements, c channels (the
+ * innermost dimension, for alpha). b_period: b repeats every b_period
+ * elements (a constant operand broadcast over the batch), 0 = not at all. */
+typedef struct cuda_eltwise_args {
+    cuda_prec prec;
+    const void *a, *b;
+    const float *alpha;
+    void *y;
+    int n, b_period;
+    int c, act;
+} cuda_eltwise_args;
+
+cudaError_t cuda_launch_eltwise(const cuda_eltwise_args *a, cudaStream_t s);
+
+/* Zero padding of a [batch, d1, d2, d3] tensor (lower ranks padded with 1s
+ * after the batch dimension). */
+typedef struct cuda_pad_args {
+    cuda_prec prec;
+    const void *x;
+    void *y;
+    int batch;
+    int in[3], before[3], out[3];
+} cuda_pad_args;
+
+cudaError_t cuda_launch_pad(const cuda_pad_args *a, cudaStream_t s);
+
+/* Concatenation: output rows of `outer` rows (batch times the dims before
+ * the axis), input k contributing width[k] elements per row (its dims from
+ * the axis on). */
+typedef struct cuda_concat_args {
+    cuda_prec prec;
+    int n_in;
+    const void *x[GR_MAX_INPUTS];
+    int width[GR_MAX_INPUTS];
+    int outer, out_width;
+    void *y;
+} cuda_concat_args;
+
+cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_t s);
+
+typedef struct cuda_resize_args {
+    cuda_prec prec;
+    const void *x;
+    void *y;
+    int batch, ih, iw, c, oh, ow;
+    bool align_corners, half_pixel_centers;
+} cuda_resize_args;
+
+cudaError_t cuda_launch_resize_bilinear(const cuda_resize_args *a, cudaStream_t s);
+
+cudaError_t cuda_launch_convert(void *dst, cuda_prec dst_prec, const void *src, cuda_prec src_prec,
+                                int n, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,322 @@
+/* Convolutions: the GEMM form (pointwise 1x1 convolutions, and windows that
+ * cover the whole input) and the direct form (everything else: the stem
+ * convolutions of the models, strided or padded 1x1).
+ *
+ * GEMM form: Y[M][N] = act(X[M][K] * W[N][K]^T + bias + R), with M =
+ * batch*oh*ow output pixels, K = kh*kw*cin (the input rows are contiguous
+ * NHWC pixels, or whole items when the window covers the input), N = cout,
+ * W the OHWI filter as stored by cuda_weights. Two kernels:
+ * - gemm_tc (fp16, K and N even): 64x64x32 block tiles in shared memory, 4
+ *   warps of 32x32, mma.sync m16n8k16 with fp32 accumulators, fused epilogue
+ *   from the accumulator fragments (half2 stores).
+ * - gemm_simt (fp32, or fp16 with odd sizes): 64x64x16 tiles, 256 threads of
+ *   4x4 outputs each (strided by 16 so that stores coalesce), FFMA.
+ * Direct form: one thread = one output pixel x 8 output channels (the group
+ * index varies fastest so neighbours share the input pixel), filter as
+ * [kh][kw][cin][cout rounded to 8], staged in shared memory as float when it
+ * fits in 48 KB, read through the read-only cache otherwise. */
+#include "engine/cuda_ops_device.h"
+
+/* ---- GEMM, FFMA --------------------------------------------------------- */
+
+#define SIMT_BM 64
+#define SIMT_BN 64
+#define SIMT_BK 16
+
+template <typename T>
+__global__ void __launch_bounds__(256)
+gemm_simt(const T *__restrict__ x, const T *__restrict__ w, const float *__restrict__ bias,
+          const T *__restrict__ res, const float *__restrict__ alpha, T *__restrict__ y, int M,
+          int K, int N, int act)
+{
+    __shared__ float as[SIMT_BK][SIMT_BM + 1];
+    __shared__ float bs[SIMT_BK][SIMT_BN + 1];
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    const int m0 = blockIdx.x * SIMT_BM, n0 = blockIdx.y * SIMT_BN;
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0.0f;
+
+    for (int k0 = 0; k0 < K; k0 += SIMT_BK) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int idx = threadIdx.x + 256 * i;
+            int r = idx / SIMT_BK, kk = idx % SIMT_BK, k = k0 + kk;
+            int m = m0 + r, n = n0 + r;
+            as[kk][r] = (m < M && k < K) ? ld(x + (size_t)m * K + k) : 0.0f;
+            bs[kk][r] = (n < N && k < K) ? ld(w + (size_t)n * K + k) : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < SIMT_BK; kk++) {
+            float a[4], b[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                a[i] = as[kk][ty + 16 * i];
+                b[i] = bs[kk][tx + 16 * i];
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int m = m0 + ty + 16 * i;
+        if (m >= M)
+            continue;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int n = n0 + tx + 16 * j;
+            if (n >= N)
+                continue;
+            size_t o = (size_t)m * N + n;
+            float v = acc[i][j];
+            if (bias)
+                v += __ldg(bias + n);
+            if (res)
+                v += ld(res + o);
+            st(y + o, activate(v, act, alpha, n));
+        }
+    }
+}
+
+/* ---- GEMM, tensor cores (fp16) ------------------------------------------ */
+
+#define TC_BM 64
+#define TC_BN 64
+#define TC_BK 32
+#define TC_LD (TC_BK + 8) /* halves per shared row: 80 bytes, fragment loads conflict-free */
+
+static __device__ __forceinline__ void mma_16816(float *c, const unsigned *a, const unsigned *b)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* Rows [r0, r0 + 64) of a row-major [rows][K] half matrix, columns
+ * [k0, k0 + 32), into s[64][TC_LD]; zeros outside. K is even, so each pair
+ * of halves is one aligned 32-bit load. */
+static __device__ __forceinline__ void tc_load_tile(__half *s, const __half *__restrict__ g,
+                                                    int rows, int K, int r0, int k0)
+{
+    const int pairs = TC_BK / 2; /* 16 per row */
+#pragma unroll
+    for (int i = 0; i < (TC_BM * pairs) / 128; i++) {
+        int idx = threadIdx.x + 128 * i;
+        int r = idx / pairs, p = idx % pairs;
+        int row = r0 + r, k = k0 + 2 * p;
+        unsigned v = 0;
+        if (row < rows && k < K)
+            v = __ldg(reinterpret_cast<const unsigned *>(g + (size_t)row * K + k));
+        *reinterpret_cast<unsigned *>(s + r * TC_LD + 2 * p) = v;
+    }
+}
+
+__global__ void __launch_bounds__(128)
+gemm_tc(const __half *__restrict__ x, const __half *__restrict__ w, const float *__restrict__ bias,
+        const __half *__restrict__ res, const float *__restrict__ alpha, __half *__restrict__ y,
+        int M, int K, int N, int act)
+{
+    __shared__ __align__(16) __half as[TC_BM * TC_LD];
+    __shared__ __align__(16) __half bs[TC_BN * TC_LD];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4;
+    const int wm = (warp / 2) * 32, wn = (warp % 2) * 32; /* warp tile origin */
+    const int m0 = blockIdx.x * TC_BM, n0 = blockIdx.y * TC_BN;
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] = 0.0f;
+
+    for (int k0 = 0; k0 < K; k0 += TC_BK) {
+        tc_load_tile(as, x, M, K, m0, k0);
+        tc_load_tile(bs, w, N, K, n0, k0);
+        __syncthreads();
+#pragma unroll
+        for (int kb = 0; kb < TC_BK; kb += 16) {
+            unsigned a[2][4], b[4][2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const __half *p = as + (wm + 16 * i + g) * TC_LD + kb + 2 * t;
+                a[i][0] = *reinterpret_cast<const unsigned *>(p);
+                a[i][1] = *reinterpret_cast<const unsigned *>(p + 8 * TC_LD);
+                a[i][2] = *reinterpret_cast<const unsigned *>(p + 8);
+                a[i][3] = *reinterpret_cast<const unsigned *>(p + 8 * TC_LD + 8);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const __half *p = bs + (wn + 8 * j + g) * TC_LD + kb + 2 * t;
+                b[j][0] = *reinterpret_cast<const unsigned *>(p);
+                b[j][1] = *reinterpret_cast<const unsigned *>(p + 8);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    mma_16816(acc[i][j], a[i], b[j]);
+        }
+        __syncthreads();
+    }
+
+    /* Accumulator (i, j): rows m0+wm+16i+g (+8), columns n0+wn+8j+2t, +1. */
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        int n = n0 + wn + 8 * j + 2 * t;
+        if (n >= N) /* N even, so n + 1 < N too */
+            continue;
+        float b0 = bias ? __ldg(bias + n) : 0.0f, b1 = bias ? __ldg(bias + n + 1) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int m = m0 + wm + 16 * i + g + 8 * h;
+                if (m >= M)
+                    continue;
+                size_t o = (size_t)m * N + n;
+                float v0 = acc[i][j][2 * h] + b0, v1 = acc[i][j][2 * h + 1] + b1;
+                if (res) {
+                    float2 r = __half22float2(*reinterpret_cast<const __half2 *>(res + o));
+                    v0 += r.x;
+                    v1 += r.y;
+                }
+                v0 = activate(v0, act, alpha, n);
+                v1 = activate(v1, act, alpha, n + 1);
+                *reinterpret_cast<__half2 *>(y + o) = __floats2half2_rn(v0, v1);
+            }
+    }
+}
+
+extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s)
+{
+    int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
+    if (a->prec == CUDA_PREC_F16 && K % 2 == 0 && N % 2 == 0) {
+        dim3 grid((M + TC_BM - 1) / TC_BM, (N + TC_BN - 1) / TC_BN);
+        gemm_tc<<<grid, 128, 0, s>>>((const __half *)a->x, (const __half *)a->w, a->bias,
+                                     (const __half *)a->residual, a->alpha, (__half *)a->y, M, K,
+                                     N, a->act);
+    } else {
+        dim3 grid((M + SIMT_BM - 1) / SIMT_BM, (N + SIMT_BN - 1) / SIMT_BN);
+        if (a->prec == CUDA_PREC_F16)
+            gemm_simt<__half><<<grid, 256, 0, s>>>((const __half *)a->x, (const __half *)a->w,
+                                                   a->bias, (const __half *)a->residual, a->alpha,
+                                                   (__half *)a->y, M, K, N, a->act);
+        else
+            gemm_simt<float><<<grid, 256, 0, s>>>((const float *)a->x, (const float *)a->w,
+                                                  a->bias, (const float *)a->residual, a->alpha,
+                                                  (float *)a->y, M, K, N, a->act);
+    }
+    return cudaGetLastError();
+}
+
+/* ---- direct convolution ------------------------------------------------- */
+
+#define COG CUDA_CONV_COUT_GROUP
+#define DIRECT_SMEM_MAX (48 * 1024)
+
+/* 8 consecutive filter values from shared memory (float) or global (T). */
+static __device__ __forceinline__ void ld8_shared(const float *p, float *v)
+{
+    float4 a = reinterpret_cast<const float4 *>(p)[0], b = reinterpret_cast<const float4 *>(p)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+static __device__ __forceinline__ void ld8_global(const float *p, float *v)
+{
+    ld16(p, v);
+    ld16(p + 4, v + 4);
+}
+static __device__ __forceinline__ void ld8_global(const __half *p, float *v) { ld16(p, v); }
+
+template <typename T>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+conv_direct(cuda_conv_args a, int use_smem)
+{
+    extern __shared__ float4 smem4[];
+    float *sw = reinterpret_cast<float *>(smem4);
+    const int coutp = (a.cout + COG - 1) / COG * COG, groups = coutp / COG;
+    const T *w = static_cast<const T *>(a.w);
+    if (use_smem) {
+        int nw = a.kh * a.kw * a.cin * coutp;
+        for (int i = threadIdx.x; i < nw; i += blockDim.x)
+            sw[i] = ld(w + i);
+        __syncthreads();
+    }
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    int total = a.batch * a.oh * a.ow * groups;
+    if (idx >= total)
+        return;
+    int grp = idx % groups, p = idx / groups;
+    int ox = p % a.ow, q = p / a.ow;
+    int oy = q % a.oh, b = q / a.oh;
+    int c0 = grp * COG;
+    float acc[COG];
+#pragma unroll
+    for (int j = 0; j < COG; j++)
+        acc[j] = 0.0f;
+    const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.cin;
+    for (int ky = 0; ky < a.kh; ky++) {
+        int iy = oy * a.sh - a.pt + ky * a.dh;
+        if (iy < 0 || iy >= a.ih)
+            continue;
+        for (int kx = 0; kx < a.kw; kx++) {
+            int ix = ox * a.sw - a.pl + kx * a.dw;
+            if (ix < 0 || ix >= a.iw)
+                continue;
+            const T *xp = x + ((size_t)iy * a.iw + ix) * a.cin;
+            size_t wo = ((size_t)(ky * a.kw + kx) * a.cin) * coutp + c0;
+            for (int ci = 0; ci < a.cin; ci++) {
+                float xv = ld(xp + ci), wv[COG];
+                if (use_smem)
+                    ld8_shared(sw + wo + (size_t)ci * coutp, wv);
+                else
+                    ld8_global(w + wo + (size_t)ci * coutp, wv);
+#pragma unroll
+                for (int j = 0; j < COG; j++)
+                    acc[j] = fmaf(xv, wv[j], acc[j]);
+            }
+        }
+    }
+    T *y = static_cast<T *>(a.y) + (size_t)p * a.cout;
+    const T *res = static_cast<const T *>(a.residual);
+#pragma unroll
+    for (int j = 0; j < COG; j++) {
+        int c = c0 + j;
+        if (c >= a.cout)
+            break;
+        float v = acc[j];
+        if (a.bias)
+            v += __ldg(a.bias + c);
+        if (res)
+            v += ld(res + (size_t)p * a.cout + c);
+        st(y + c, activate(v, a.act, a.alpha, c));
+    }
+}
+
+extern "C" cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStream_t s)
+{
+    int coutp = (a->cout + COG - 1) / COG * COG;
+    size_t smem = (size_t)a->kh * a->kw * a->cin * coutp * sizeof(float);
+    int use_smem = smem <= DIRECT_SMEM_MAX;
+    if (!use_smem)
+        smem = 0;
+    long long total = (long long)a->batch * a->oh * a->ow * (coutp / COG);
+    unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
+    if (a->prec == CUDA_PREC_F16)
+        conv_direct<__half><<<blocks, CUDA_OPS_THREADS, smem, s>>>(*a, use_smem);
+    else
+        conv_direct<float><<<blocks, CUDA_OPS_THREADS, smem, s>>>(*a, use_smem);
+    return cudaGetLastError();
+}

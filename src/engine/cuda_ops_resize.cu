@@ -1,0 +1,63 @@
+/* RESIZE_BILINEAR with TFLite's arithmetic (reference_ops::ResizeBilinear):
+ * source coordinate (o + 0.5) * scale - 0.5 with half_pixel_centers, o *
+ * scale otherwise; scale = in / out, or (in - 1) / (out - 1) with
+ * align_corners; lower neighbour max(floor, 0), upper min(ceil, in - 1),
+ * weights from the distance to the (clamped) lower neighbour. One thread per
+ * output element, channel fastest: the four source pixels are read as
+ * contiguous channel runs. */
+#include "engine/cuda_ops_device.h"
+
+static __device__ __forceinline__ void source(int o, float scale, bool half, int in, float *f,
+                                              int *lo, int *hi)
+{
+    float v = half ? ((float)o + 0.5f) * scale - 0.5f : (float)o * scale;
+    *f = v;
+    *lo = max((int)floorf(v), 0);
+    *hi = min((int)ceilf(v), in - 1);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+resize_bilinear(cuda_resize_args a, float sy, float sx)
+{
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= a.batch * a.oh * a.ow * a.c)
+        return;
+    int c = idx % a.c, t = idx / a.c;
+    int ox = t % a.ow;
+    t /= a.ow;
+    int oy = t % a.oh, b = t / a.oh;
+    float fy, fx;
+    int y0, y1, x0, x1;
+    source(oy, sy, a.half_pixel_centers, a.ih, &fy, &y0, &y1);
+    source(ox, sx, a.half_pixel_centers, a.iw, &fx, &x0, &x1);
+    const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.c + c;
+    float v00 = ld(x + ((size_t)y0 * a.iw + x0) * a.c), v01 = ld(x + ((size_t)y0 * a.iw + x1) * a.c);
+    float v10 = ld(x + ((size_t)y1 * a.iw + x0) * a.c), v11 = ld(x + ((size_t)y1 * a.iw + x1) * a.c);
+    float ly = fy - (float)y0, lx = fx - (float)x0;
+    float v = v00 * (1.0f - ly) * (1.0f - lx) + v10 * ly * (1.0f - lx) + v01 * (1.0f - ly) * lx +
+              v11 * ly * lx;
+    st(static_cast<T *>(a.y) + idx, v);
+}
+
+static float resize_scale(int in, int out, bool align_corners)
+{
+    if (align_corners && out > 1)
+        return (float)(in - 1) / (float)(out - 1);
+    return (float)in / (float)out;
+}
+
+extern "C" cudaError_t cuda_launch_resize_bilinear(const cuda_resize_args *a, cudaStream_t s)
+{
+    long long total = (long long)a->batch * a->oh * a->ow * a->c;
+    if (total == 0)
+        return cudaSuccess;
+    float sy = resize_scale(a->ih, a->oh, a->align_corners);
+    float sx = resize_scale(a->iw, a->ow, a->align_corners);
+    unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
+    if (a->prec == CUDA_PREC_F16)
+        resize_bilinear<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, sy, sx);
+    else
+        resize_bilinear<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, sy, sx);
+    return cudaGetLastError();
+}
