@@ -37,7 +37,42 @@
     X(cuCtxPopCurrent)             \
     X(cuCtxGetDevice)              \
     X(cuCtxSynchronize)            \
-    X(cuMemGetInfo)
+    X(cuCtxGetStreamPriorityRange) \
+    X(cuCtxGetFlags)               \
+    X(cuDeviceGetUuid)             \
+    X(cuMemGetInfo)                \
+    X(cuMemAlloc)                  \
+    X(cuMemFree)                   \
+    X(cuMemHostAlloc)              \
+    X(cuMemFreeHost)               \
+    X(cuMemPoolCreate)             \
+    X(cuMemPoolDestroy)            \
+    X(cuMemPoolSetAttribute)       \
+    X(cuMemPoolGetAttribute)       \
+    X(cuMemPoolTrimTo)             \
+    X(cuMemAllocFromPoolAsync)     \
+    X(cuMemFreeAsync)              \
+    X(cuMemcpyHtoDAsync)           \
+    X(cuMemcpyDtoHAsync)           \
+    X(cuMemcpyDtoDAsync)           \
+    X(cuMemsetD8Async)             \
+    X(cuPointerGetAttribute)       \
+    X(cuStreamCreateWithPriority)  \
+    X(cuStreamDestroy)             \
+    X(cuStreamGetPriority)         \
+    X(cuStreamQuery)               \
+    X(cuStreamSynchronize)         \
+    X(cuStreamWaitEvent)           \
+    X(cuEventCreate)               \
+    X(cuEventDestroy)              \
+    X(cuEventRecord)               \
+    X(cuEventQuery)                \
+    X(cuEventSynchronize)          \
+    X(cuEventElapsedTime)          \
+    X(cuModuleLoadData)            \
+    X(cuModuleUnload)              \
+    X(cuModuleGetFunction)         \
+    X(cuLaunchKernel)
 
 typedef struct gpu_driver {
 #define GPU_DRIVER_MEMBER(name) __typeof__(&name) name;

@@ -1,0 +1,48 @@
+/* Private: device memory, pinned staging memory and counted copies.
+ *
+ * Device buffers come from a per-device stream-ordered pool
+ * (cuMemPoolCreate + cuMemAllocFromPoolAsync) whose release threshold is
+ * "keep everything": after warm-up, allocation is a pool hit and never waits
+ * for the driver (omma_device_trim_memory gives the reserve back). Every
+ * host<->device copy omma makes goes through the wrappers below, which count
+ * bytes and copies per device (omma_device_get_transfers).
+ * All functions enter the device's scope themselves and are thread-safe. */
+#ifndef OMMA_GPU_MEMORY_H
+#define OMMA_GPU_MEMORY_H
+
+#include <stddef.h>
+
+#include "gpu/driver.h"
+#include "omma/device.h"
+
+/* Stream-ordered: the buffer may be used by work queued on `stream` after
+ * this call (other streams must wait for an event recorded after it), and
+ * freed with gpu_mem_free_async on the stream that last used it.
+ * Errors: OMMA_ERR_INVALID_ARG (0 bytes), OMMA_ERR_OUT_OF_MEMORY (the detail
+ * names the device, the size and the CUDA call), OMMA_ERR_CUDA. */
+omma_status gpu_mem_alloc_async(omma_device *dev, size_t bytes, CUstream stream,
+                                CUdeviceptr *out);
+omma_status gpu_mem_free_async(omma_device *dev, CUdeviceptr ptr, CUstream stream);
+
+/* Ready for any stream when it returns (long-lived buffers: weights, rings).
+ * gpu_mem_free needs all work using the buffer to be finished or ordered
+ * before it by the caller. Free accepts 0. */
+omma_status gpu_mem_alloc(omma_device *dev, size_t bytes, CUdeviceptr *out);
+omma_status gpu_mem_free(omma_device *dev, CUdeviceptr ptr);
+
+/* Pinned (page-locked, portable) host memory for staging uploads and
+ * downloads. Free with the same size (it keeps the pinned-bytes count).
+ * Errors: OMMA_ERR_INVALID_ARG, OMMA_ERR_OUT_OF_MEMORY, OMMA_ERR_CUDA. */
+omma_status gpu_host_alloc(omma_device *dev, size_t bytes, void **out);
+void gpu_host_free(omma_device *dev, void *ptr, size_t bytes);
+
+/* Counted asynchronous copies on `stream` (bytes may be 0: no copy, not
+ * counted). Host memory should be pinned for the copy to be asynchronous. */
+omma_status gpu_copy_h2d_async(omma_device *dev, CUdeviceptr dst, const void *src, size_t bytes,
+                               CUstream stream);
+omma_status gpu_copy_d2h_async(omma_device *dev, void *dst, CUdeviceptr src, size_t bytes,
+                               CUstream stream);
+omma_status gpu_copy_d2d_async(omma_device *dev, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                               CUstream stream);
+
+#endif
