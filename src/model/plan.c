@@ -122,6 +122,21 @@ omma_status plan_build(const gr_graph *g, plan_layout **out)
     for (int i = 0; i < g->n_outputs; i++)
         s[g->outputs[i]].last = nn;
 
+    /* A RESHAPE's output is its input's bytes: it shares the slot, which
+     * then lives as long as either. In order, so chains end at one root. */
+    for (int t = 0; t < nt; t++)
+        s[t].alias_of = -1;
+    for (int i = 0; i < nn; i++) {
+        const gr_node *n = &g->nodes[i];
+        int x = n->in[0], y = n->out;
+        if (n->op != GR_RESHAPE || !s[x].in_arena || s[x].batched != s[y].batched)
+            continue;
+        int root = s[x].alias_of >= 0 ? s[x].alias_of : x;
+        s[y].alias_of = root;
+        if (s[y].last > s[root].last)
+            s[root].last = s[y].last;
+    }
+
     /* Two regions, planned apart: fixed tensors, then one batch item. */
     for (int pass = 0; pass < 2; pass++) {
         bool want_batched = pass == 1;
@@ -135,10 +150,14 @@ omma_status plan_build(const gr_graph *g, plan_layout **out)
                 item /= (size_t)g->tensors[t].dims[0];
             s[t].bytes = align_up(item ? item : 1);
             naive += s[t].bytes;
-            order[n++] = t;
+            if (s[t].alias_of < 0)
+                order[n++] = t;
         }
         sort_by_size(s, order, n);
         size_t top = place(s, order, n, placed);
+        for (int t = 0; t < nt; t++)
+            if (s[t].in_arena && s[t].batched == want_batched && s[t].alias_of >= 0)
+                s[t].offset = s[s[t].alias_of].offset;
         if (want_batched) {
             p->item_bytes = top;
             p->naive_bytes = naive;

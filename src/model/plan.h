@@ -7,6 +7,9 @@
  * live for the whole run, so callers can fill inputs before a run and read
  * outputs after it, and an input survives the run unchanged.
  *
+ * A RESHAPE's output aliases its input's slot (same bytes, same order): the
+ * executor skips a RESHAPE whose input and output are the same memory.
+ *
  * Batch: a tensor that depends on a graph input holds one item per batch
  * element ("batched"); a tensor computed from constants only (a DEQUANTIZE
  * output in an unrewritten graph) does not. The plan is made for one item,
@@ -30,6 +33,7 @@ typedef struct plan_slot {
     size_t offset;   /* in the fixed region, or in the one-item batched plan */
     size_t bytes;    /* bytes of one item (or of the whole tensor when fixed) */
     int first, last; /* lifetime in node indices (-1 = before the first node) */
+    int alias_of;    /* a RESHAPE output shares this tensor's slot, or -1 */
 } plan_slot;
 
 typedef struct plan_layout {
