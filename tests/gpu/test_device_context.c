@@ -250,7 +250,11 @@ static void sixteen_threads_share_one_context(void)
                     "cuCtxCreate context: %.1f MiB\n",
             used_mib, cost / 1048576.0);
     CHECK(cost > 0);
-    CHECK(used_mib < cost / 1048576.0 / 4);
+    const char *sanitizer = getenv("OMMA_TEST_SANITIZER");
+    if (sanitizer && *sanitizer)
+        fprintf(stderr, "under compute-sanitizer: memory figures not compared\n");
+    else
+        CHECK(used_mib < cost / 1048576.0 / 4);
     for (int i = 0; i < THREADS; i++)
         omma_device_close(w[i].dev);
     omma_device_close(dev);
