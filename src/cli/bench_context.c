@@ -278,8 +278,10 @@ static omma_status measure_extra_context(omma_device *dev, stat2 *bytes, CUconte
         st = OMMA_CK(gpu_cu.cuCtxSynchronize());
         if (st == OMMA_OK)
             st = OMMA_CK(gpu_cu.cuMemGetInfo(&free0, &total));
+        CUctxCreateParams params;
+        memset(&params, 0, sizeof params);
         if (st == OMMA_OK)
-            st = OMMA_CK(gpu_cu.cuCtxCreate(&extra, NULL, 0, cu)); /* pushes it */
+            st = OMMA_CK(gpu_cu.cuCtxCreate(&extra, &params, 0, cu)); /* pushes it */
         if (st != OMMA_OK)
             break;
         st = OMMA_CK(gpu_cu.cuMemAlloc(&p, 1 << 20));

@@ -19,6 +19,14 @@ static CUcontext current(void)
     return c;
 }
 
+/* An application's own context (cuCtxCreate v4 wants a params struct). */
+static CUresult create_context(CUcontext *out, CUdevice cu)
+{
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    return gpu_cu.cuCtxCreate(out, &params, 0, cu);
+}
+
 static size_t free_memory(omma_device *dev)
 {
     omma_scope scope;
@@ -188,7 +196,7 @@ static size_t extra_context_cost(omma_device *dev)
     CUdeviceptr p = 0;
     gpu_cu.cuCtxGetDevice(&cu);
     gpu_cu.cuMemGetInfo(&before, &total);
-    if (gpu_cu.cuCtxCreate(&extra, NULL, 0, cu) == CUDA_SUCCESS) {
+    if (create_context(&extra, cu) == CUDA_SUCCESS) {
         if (gpu_cu.cuMemAlloc(&p, 1 << 20) == CUDA_SUCCESS)
             gpu_cu.cuMemFree(p);
         gpu_cu.cuMemGetInfo(&after, &total);
@@ -223,6 +231,7 @@ static void sixteen_threads_share_one_context(void)
     for (int i = 0; i < THREADS; i++)
         pthread_join(w[i].thread, NULL);
     pthread_barrier_destroy(&start);
+    fprintf(stderr, "%d threads joined\n", THREADS);
 
     for (int i = 0; i < THREADS; i++) {
         if (!w[i].ok)
@@ -322,7 +331,7 @@ static void host_context_is_restored(void)
     CUdevice cu;
     REQUIRE(gpu_cu.cuDeviceGet(&cu, 0) == CUDA_SUCCESS);
     CUcontext app = NULL;
-    REQUIRE(gpu_cu.cuCtxCreate(&app, NULL, 0, cu) == CUDA_SUCCESS); /* current now */
+    REQUIRE(create_context(&app, cu) == CUDA_SUCCESS); /* current now */
     REQUIRE(current() == app);
 
     omma_scope scope, nested;
@@ -358,7 +367,7 @@ static void out_of_order_leave_is_reported(void)
     CUdevice cu;
     REQUIRE(gpu_cu.cuDeviceGet(&cu, 0) == CUDA_SUCCESS);
     CUcontext app = NULL;
-    REQUIRE(gpu_cu.cuCtxCreate(&app, NULL, 0, cu) == CUDA_SUCCESS);
+    REQUIRE(create_context(&app, cu) == CUDA_SUCCESS);
 
     omma_scope a, b;
     REQUIRE_OK(omma_device_enter(dev, &a)); /* pushes over app */
@@ -427,7 +436,7 @@ static void adopted_context(void)
     CUdevice cu;
     REQUIRE(gpu_cu.cuDeviceGet(&cu, 0) == CUDA_SUCCESS);
     CUcontext app = NULL;
-    REQUIRE(gpu_cu.cuCtxCreate(&app, NULL, 0, cu) == CUDA_SUCCESS);
+    REQUIRE(create_context(&app, cu) == CUDA_SUCCESS);
     CUcontext popped;
     REQUIRE(gpu_cu.cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
 
