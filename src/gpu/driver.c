@@ -18,10 +18,33 @@ static char load_detail[1024];
 typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
                                 CUdriverProcAddressQueryResult *);
 
+/* Entry points that CUDA 13 gave a new signature under the same base name
+ * while cuda.h kept the old prototype for the plain name (cudaTypedefs.h
+ * shows it: PFN_cuCtxSynchronize_v13000 takes a context). Asking for them at
+ * CUDA_VERSION would return the new ABI behind the old prototype, so they
+ * are resolved at the version whose signature the prototype describes.
+ * Check cudaTypedefs.h for a newer PFN_<name>_vNNNNN when adding functions. */
+static const struct {
+    const char *name;
+    int version;
+} abi_versions[] = {
+    {"cuCtxGetDevice", 12000},   /* _v13000 is (CUdevice *, CUcontext) */
+    {"cuCtxSynchronize", 12000}, /* _v13000 is (CUcontext) */
+};
+
+static int version_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof abi_versions / sizeof abi_versions[0]; i++)
+        if (strcmp(abi_versions[i].name, name) == 0)
+            return abi_versions[i].version < CUDA_VERSION ? abi_versions[i].version
+                                                          : CUDA_VERSION;
+    return CUDA_VERSION;
+}
+
 static omma_status resolve(get_proc_fn get_proc, const char *name, void **slot)
 {
     CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    CUresult rc = get_proc(name, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found);
+    CUresult rc = get_proc(name, slot, version_of(name), CU_GET_PROC_ADDRESS_DEFAULT, &found);
     if (rc != CUDA_SUCCESS || found != CU_GET_PROC_ADDRESS_SUCCESS || !*slot)
         return OMMA_FAIL(OMMA_ERR_NO_DEVICE,
                          "the CUDA driver lacks %s for CUDA %d.%d (driver too old?)", name,

@@ -13,7 +13,10 @@
 
 /* X(name): every driver function omma calls. The member is named like the
  * function, so gpu_cu.cuCtxPushCurrent(...) reads like the plain call (the
- * header's versioning macros map both to the same ABI). */
+ * header's versioning macros map both to the same ABI). A function whose
+ * newest ABI in cudaTypedefs.h is newer than its plain prototype (CUDA 13's
+ * cuCtxSynchronize and cuCtxGetDevice) needs a line in driver.c's
+ * abi_versions. */
 #define GPU_DRIVER_FUNCTIONS(X)    \
     X(cuInit)                      \
     X(cuDriverGetVersion)          \
