@@ -39,7 +39,7 @@ typedef enum tfl_activation { TFL_ACT_NONE = 0, TFL_ACT_RELU = 1, TFL_ACT_RELU6 
 #define TFL_MAX_RANK 8
 
 typedef struct tfl_tensor {
-    const char *name;        /* points into the model's file bytes, NUL-checked copy */
+    const char *name;        /* NUL-terminated, inside the model's file bytes ("" if none) */
     int rank;
     int shape[TFL_MAX_RANK];
     tfl_type type;
@@ -71,14 +71,17 @@ typedef struct tfl_model {
     uint32_t version;
     int n_tensors;
     tfl_tensor *tensors;
-    char **names;            /* owned copies of tensor names (tensors[i].name) */
     int n_operators;
     tfl_operator *operators;
     int n_inputs, n_outputs;
     int *inputs, *outputs;   /* subgraph input/output tensor indices */
 } tfl_model;
 
-/* Reads and validates a model file. On failure *out is NULL. */
+/* Reads and validates a model file. Errors: OMMA_ERR_IO (cannot open or
+ * read, naming the path), OMMA_ERR_FORMAT (empty or malformed file: the
+ * message names what is wrong and its byte offset), OMMA_ERR_UNSUPPORTED
+ * (valid, but uses something omma does not run: the op's index and name or
+ * the tensor), OMMA_ERR_OUT_OF_MEMORY. On failure *out is NULL. */
 omma_status tfl_model_read_file(const char *path, tfl_model **out);
 
 /* Same from memory (the bytes are copied); `what` names the source in messages. */
@@ -88,7 +91,8 @@ omma_status tfl_model_read_memory(const void *bytes, size_t size, const char *wh
 /* Frees a model; accepts NULL. */
 void tfl_model_free(tfl_model *m);
 
-/* Name of an opcode ("CONV_2D"); "UNKNOWN" for others. */
+/* Name of a builtin opcode ("CONV_2D", also for the ones omma does not run,
+ * for messages); "UNKNOWN" for codes it has no name for. */
 const char *tfl_opcode_name(int opcode);
 
 #endif

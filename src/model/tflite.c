@@ -1,0 +1,986 @@
+/* A small, strict reader of TFLite flatbuffer model files.
+ *
+ * What it checks, before any byte is used:
+ * - the file: at least 8 bytes, the "TFL3" identifier at offset 4, at most
+ *   2 GiB, schema version 3;
+ * - every table: its offset lies inside the file and is 4-aligned, its vtable
+ *   (table offset minus the signed offset stored there) lies inside the file,
+ *   is 2-aligned, has an even size >= 4, and the table's inline size from the
+ *   vtable fits in the file; every field read lies inside its table's inline
+ *   size, past the vtable offset, aligned to its own size;
+ * - every offset field (uoffset) points inside the file, 4-aligned; every
+ *   vector's length prefix is inside the file and its elements fit in the rest
+ *   of the file (checked by division, so a huge length cannot overflow);
+ *   every string has its NUL terminator inside the file;
+ * - the model: exactly one subgraph, tensor types float32 / float16 / int32
+ *   without quantization parameters, sparsity or variables, rank <= 8,
+ *   dimensions >= 0, buffer indices in range, constant data size equal to
+ *   product(shape) x element size (overflow-checked), buffers stored after
+ *   the flatbuffer (offset/size) inside the file; subgraph inputs, outputs
+ *   and every operator operand index in range (-1 only for an optional conv
+ *   bias); operator code index in range; the operator one of the eleven omma
+ *   runs (no custom ops), with its input/output counts, the options table of
+ *   its own type, and option values omma can run (padding SAME/VALID, strides,
+ *   filter sizes and dilations >= 1, fused activation NONE/RELU/RELU6, not
+ *   both align_corners and half_pixel_centers).
+ * Malformed bytes are OMMA_ERR_FORMAT and name the object, the field and the
+ * byte offset; valid files using something omma does not run are
+ * OMMA_ERR_UNSUPPORTED and name the operator (index and name) or tensor.
+ * The reader never recurses and reads each object once per reference, and
+ * operand counts are capped, so its time and memory are linear in the size
+ * of the file. Multi-byte values are read byte by byte (little-endian),
+ * never through unaligned pointers. */
+#include "model/tflite.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#define TFL_SCHEMA_VERSION 3u
+#define TFL_MAX_FILE ((size_t)0x7fffffff)
+#define TFL_MAX_OPERANDS 64 /* per operator, inputs or outputs */
+
+/* Field ids (declaration order in TFLite's schema.fbs). */
+enum { F_MODEL_VERSION = 0, F_MODEL_OPCODES = 1, F_MODEL_SUBGRAPHS = 2, F_MODEL_BUFFERS = 4 };
+enum { F_OPCODE_DEPRECATED = 0, F_OPCODE_CUSTOM = 1, F_OPCODE_BUILTIN = 3 };
+enum { F_SG_TENSORS = 0, F_SG_INPUTS = 1, F_SG_OUTPUTS = 2, F_SG_OPERATORS = 3 };
+enum {
+    F_TENSOR_SHAPE = 0, F_TENSOR_TYPE = 1, F_TENSOR_BUFFER = 2, F_TENSOR_NAME = 3,
+    F_TENSOR_QUANT = 4, F_TENSOR_VARIABLE = 5, F_TENSOR_SPARSITY = 6
+};
+enum { F_QUANT_MIN = 0, F_QUANT_MAX = 1, F_QUANT_SCALE = 2, F_QUANT_ZERO = 3, F_QUANT_DETAILS_TYPE = 4 };
+enum { F_BUFFER_DATA = 0, F_BUFFER_OFFSET = 1, F_BUFFER_SIZE = 2 };
+enum {
+    F_OP_OPCODE = 0, F_OP_INPUTS = 1, F_OP_OUTPUTS = 2, F_OP_OPTIONS_TYPE = 3, F_OP_OPTIONS = 4,
+    F_OP_CUSTOM_OPTIONS = 5
+};
+
+/* BuiltinOptions union members. */
+enum {
+    TFL_OPT_NONE = 0, TFL_OPT_CONV = 1, TFL_OPT_DWCONV = 2, TFL_OPT_POOL = 5,
+    TFL_OPT_CONCAT = 10, TFL_OPT_ADD = 11, TFL_OPT_RESIZE = 15, TFL_OPT_RESHAPE = 17,
+    TFL_OPT_PAD = 22, TFL_OPT_DEQUANTIZE = 38
+};
+
+#define TFL_OP_CUSTOM 32
+
+typedef struct tfl_rd {
+    const uint8_t *b;
+    size_t n;
+    const char *what; /* the file's name, for messages */
+} tfl_rd;
+
+/* A table: its position, its vtable and the name of the object for messages. */
+typedef struct tfl_tbl {
+    size_t pos, vt;
+    unsigned vsize, tsize;
+    const char *obj; /* "tensor 12" */
+} tfl_tbl;
+
+/* An opcode table entry, resolved. */
+typedef struct tfl_code {
+    int code;            /* max(deprecated_builtin_code, builtin_code) */
+    const char *custom;  /* custom_code inside the file, or NULL */
+} tfl_code;
+
+typedef struct tfl_buf {
+    const uint8_t *data;
+    size_t size;
+} tfl_buf;
+
+static uint16_t rd_u16(const uint8_t *p) { return (uint16_t)(p[0] | (unsigned)p[1] << 8); }
+
+static uint32_t rd_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int32_t rd_i32(const uint8_t *p)
+{
+    uint32_t u = rd_u32(p);
+    int32_t v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+static uint64_t rd_u64(const uint8_t *p) { return rd_u32(p) | (uint64_t)rd_u32(p + 4) << 32; }
+
+/* OMMA_ERR_FORMAT: "<file>: <message>". */
+static omma_status tfl_bad(const tfl_rd *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static omma_status tfl_bad(const tfl_rd *r, const char *fmt, ...)
+{
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: %s", r->what, msg);
+}
+
+/* ---- flatbuffer primitives ------------------------------------------- */
+
+static omma_status tfl_table_at(const tfl_rd *r, size_t pos, const char *obj, tfl_tbl *t)
+{
+    if (pos > r->n - 4)
+        return tfl_bad(r, "%s table at offset %zu runs past the end of the file (size %zu)", obj,
+                       pos, r->n);
+    if (pos % 4)
+        return tfl_bad(r, "%s table at offset %zu is not 4-byte aligned", obj, pos);
+    long long vt = (long long)pos - (long long)rd_i32(r->b + pos);
+    if (vt < 0 || vt > (long long)(r->n - 4))
+        return tfl_bad(r, "%s table at offset %zu has its vtable at offset %lld, outside the file "
+                       "(size %zu)", obj, pos, vt, r->n);
+    if (vt % 2)
+        return tfl_bad(r, "%s vtable at offset %lld is not 2-byte aligned", obj, vt);
+    t->pos = pos;
+    t->vt = (size_t)vt;
+    t->vsize = rd_u16(r->b + t->vt);
+    t->tsize = rd_u16(r->b + t->vt + 2);
+    t->obj = obj;
+    if (t->vsize < 4 || t->vsize % 2 || t->vsize > r->n - t->vt)
+        return tfl_bad(r, "%s vtable at offset %zu has size %u: %s", obj, t->vt, t->vsize,
+                       t->vsize < 4 || t->vsize % 2 ? "not an even size >= 4"
+                                                    : "runs past the end of the file");
+    if (t->tsize < 4 || t->tsize > r->n - pos)
+        return tfl_bad(r, "%s table at offset %zu declares %u bytes: %s (size %zu)", obj, pos,
+                       t->tsize, t->tsize < 4 ? "smaller than its vtable offset"
+                                              : "runs past the end of the file", r->n);
+    return OMMA_OK;
+}
+
+/* Position of field `id` of `size` bytes, 0 when the field is absent. */
+static omma_status tfl_field(const tfl_rd *r, const tfl_tbl *t, int id, unsigned size,
+                             const char *field, size_t *at)
+{
+    unsigned entry = 4 + 2 * (unsigned)id;
+    *at = 0;
+    if (entry + 2 > t->vsize)
+        return OMMA_OK;
+    unsigned fo = rd_u16(r->b + t->vt + entry);
+    if (fo == 0)
+        return OMMA_OK;
+    if (fo < 4 || fo + size > t->tsize)
+        return tfl_bad(r, "%s field %s at offset %zu lies outside its table (%u bytes at offset "
+                       "%zu)", t->obj, field, t->pos + fo, t->tsize, t->pos);
+    if ((t->pos + fo) % size)
+        return tfl_bad(r, "%s field %s at offset %zu is not %u-byte aligned", t->obj, field,
+                       t->pos + fo, size);
+    *at = t->pos + fo;
+    return OMMA_OK;
+}
+
+static omma_status tfl_u8(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
+                          uint8_t dflt, uint8_t *v)
+{
+    size_t at;
+    OMMA_TRY(tfl_field(r, t, id, 1, field, &at));
+    *v = at ? r->b[at] : dflt;
+    return OMMA_OK;
+}
+
+static omma_status tfl_i32(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
+                           int32_t dflt, int32_t *v)
+{
+    size_t at;
+    OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
+    *v = at ? rd_i32(r->b + at) : dflt;
+    return OMMA_OK;
+}
+
+static omma_status tfl_u32(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
+                           uint32_t *v)
+{
+    size_t at;
+    OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
+    *v = at ? rd_u32(r->b + at) : 0;
+    return OMMA_OK;
+}
+
+static omma_status tfl_u64(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
+                           uint64_t *v)
+{
+    size_t at;
+    OMMA_TRY(tfl_field(r, t, id, 8, field, &at));
+    *v = at ? rd_u64(r->b + at) : 0;
+    return OMMA_OK;
+}
+
+/* Follows the offset stored at `at` (inside the file, 4 bytes) to a
+ * 4-aligned position inside the file. */
+static omma_status tfl_follow(const tfl_rd *r, size_t at, const char *obj, const char *field,
+                              size_t *target)
+{
+    uint32_t v = rd_u32(r->b + at);
+    if (v > r->n - 4 - at) /* at <= n - 4 always holds here */
+        return tfl_bad(r, "%s %s at offset %zu points to offset %llu, past the end of the file "
+                       "(size %zu)", obj, field, at, (unsigned long long)at + v, r->n);
+    if ((at + v) % 4)
+        return tfl_bad(r, "%s %s at offset %zu points to offset %zu, not 4-byte aligned", obj,
+                       field, at, at + v);
+    *target = at + v;
+    return OMMA_OK;
+}
+
+/* A sub-table field; *present false when absent. */
+static omma_status tfl_subtable(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
+                                const char *obj, tfl_tbl *sub, bool *present)
+{
+    size_t at, pos;
+    *present = false;
+    OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
+    if (!at)
+        return OMMA_OK;
+    OMMA_TRY(tfl_follow(r, at, t->obj, field, &pos));
+    OMMA_TRY(tfl_table_at(r, pos, obj, sub));
+    *present = true;
+    return OMMA_OK;
+}
+
+/* A vector field of `elem` byte elements: *start (first element) and *len;
+ * len 0 when absent. */
+static omma_status tfl_vector(const tfl_rd *r, const tfl_tbl *t, int id, size_t elem,
+                              const char *field, size_t *start, size_t *len)
+{
+    size_t at, pos;
+    *start = 0;
+    *len = 0;
+    OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
+    if (!at)
+        return OMMA_OK;
+    OMMA_TRY(tfl_follow(r, at, t->obj, field, &pos));
+    uint32_t count = rd_u32(r->b + pos);
+    size_t room = r->n - pos - 4;
+    if (count > room / elem)
+        return tfl_bad(r, "%s %s vector at offset %zu has %u elements of %zu bytes: runs past "
+                       "the end of the file (size %zu)", t->obj, field, pos, count, elem, r->n);
+    *start = pos + 4;
+    *len = count;
+    return OMMA_OK;
+}
+
+/* A string field: a pointer into the file (NUL-terminated there) or NULL. */
+static omma_status tfl_string(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
+                              const char **s)
+{
+    size_t start, len;
+    *s = NULL;
+    OMMA_TRY(tfl_vector(r, t, id, 1, field, &start, &len));
+    if (!start)
+        return OMMA_OK;
+    if (len >= r->n - start)
+        return tfl_bad(r, "%s %s string at offset %zu runs past the end of the file (size %zu)",
+                       t->obj, field, start - 4, r->n);
+    if (r->b[start + len] != 0)
+        return tfl_bad(r, "%s %s string at offset %zu is not NUL-terminated", t->obj, field,
+                       start - 4);
+    *s = (const char *)r->b + start;
+    return OMMA_OK;
+}
+
+/* Element k of a vector of tables starting at `start`. */
+static omma_status tfl_vector_table(const tfl_rd *r, size_t start, size_t k, const char *obj,
+                                    tfl_tbl *t)
+{
+    size_t pos;
+    OMMA_TRY(tfl_follow(r, start + 4 * k, obj, "offset", &pos));
+    return tfl_table_at(r, pos, obj, t);
+}
+
+/* A vector of int32 values copied into a new array (*out NULL when empty). */
+static omma_status tfl_int_vector(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
+                                  size_t max, int **out, int *count)
+{
+    size_t start, len;
+    *out = NULL;
+    *count = 0;
+    OMMA_TRY(tfl_vector(r, t, id, 4, field, &start, &len));
+    if (len > max)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: %s has %zu %s (omma reads at most %zu)",
+                         r->what, t->obj, len, field, max);
+    if (!len)
+        return OMMA_OK;
+    int *v = malloc(len * sizeof *v);
+    if (!v)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %s %s", r->what, t->obj, field);
+    for (size_t i = 0; i < len; i++)
+        v[i] = rd_i32(r->b + start + 4 * i);
+    *out = v;
+    *count = (int)len;
+    return OMMA_OK;
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+const char *tfl_opcode_name(int opcode)
+{
+    static const char *const names[] = {
+        "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D",
+        "DEPTH_TO_SPACE", "DEQUANTIZE", "EMBEDDING_LOOKUP", "FLOOR", "FULLY_CONNECTED",
+        "HASHTABLE_LOOKUP", "L2_NORMALIZATION", "L2_POOL_2D", "LOCAL_RESPONSE_NORMALIZATION",
+        "LOGISTIC", "LSH_PROJECTION", "LSTM", "MAX_POOL_2D", "MUL", "RELU", "RELU_N1_TO_1",
+        "RELU6", "RESHAPE", "RESIZE_BILINEAR", "RNN", "SOFTMAX", "SPACE_TO_DEPTH", "SVDF", "TANH",
+        "CONCAT_EMBEDDINGS", "SKIP_GRAM", "CALL", "CUSTOM", "EMBEDDING_LOOKUP_SPARSE", "PAD",
+        "UNIDIRECTIONAL_SEQUENCE_RNN", "GATHER", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND",
+        "TRANSPOSE", "MEAN", "SUB", "DIV", "SQUEEZE", "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        "STRIDED_SLICE", "BIDIRECTIONAL_SEQUENCE_RNN", "EXP", "TOPK_V2", "SPLIT", "LOG_SOFTMAX",
+        "DELEGATE", "BIDIRECTIONAL_SEQUENCE_LSTM", "CAST", "PRELU",
+    };
+    if (opcode < 0 || (size_t)opcode >= sizeof names / sizeof names[0])
+        return "UNKNOWN";
+    return names[opcode];
+}
+
+static const char *act_name(int act)
+{
+    static const char *const names[] = {"NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH",
+                                        "SIGN_BIT"};
+    return act >= 0 && act < 6 ? names[act] : "unknown";
+}
+
+static const char *type_name(int type)
+{
+    static const char *const names[] = {
+        "FLOAT32", "FLOAT16", "INT32", "UINT8", "INT64", "STRING", "BOOL", "INT16",
+        "COMPLEX64", "INT8", "FLOAT64", "COMPLEX128", "UINT64", "RESOURCE", "VARIANT", "UINT32",
+        "UINT16", "INT4"};
+    return type >= 0 && type < 18 ? names[type] : "unknown";
+}
+
+static size_t type_size(tfl_type t) { return t == TFL_FLOAT16 ? 2 : 4; }
+
+/* ---- model parts -------------------------------------------------------- */
+
+static omma_status read_opcodes(const tfl_rd *r, const tfl_tbl *model, tfl_code **out, size_t *count)
+{
+    size_t start, len;
+    *out = NULL;
+    *count = 0;
+    OMMA_TRY(tfl_vector(r, model, F_MODEL_OPCODES, 4, "operator_codes", &start, &len));
+    if (!len)
+        return OMMA_OK;
+    tfl_code *c = calloc(len, sizeof *c);
+    if (!c)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %zu operator codes", r->what, len);
+    for (size_t i = 0; i < len; i++) {
+        char obj[48];
+        snprintf(obj, sizeof obj, "operator code %zu", i);
+        tfl_tbl t;
+        uint8_t dep;
+        int32_t builtin;
+        omma_status st;
+        if ((st = tfl_vector_table(r, start, i, obj, &t)) != OMMA_OK ||
+            (st = tfl_u8(r, &t, F_OPCODE_DEPRECATED, "deprecated_builtin_code", 0, &dep)) != OMMA_OK ||
+            (st = tfl_i32(r, &t, F_OPCODE_BUILTIN, "builtin_code", 0, &builtin)) != OMMA_OK ||
+            (st = tfl_string(r, &t, F_OPCODE_CUSTOM, "custom_code", &c[i].custom)) != OMMA_OK) {
+            free(c);
+            return st;
+        }
+        int d = (int8_t)dep;
+        c[i].code = builtin > d ? builtin : d;
+    }
+    *out = c;
+    *count = len;
+    return OMMA_OK;
+}
+
+static omma_status read_buffers(const tfl_rd *r, const tfl_tbl *model, tfl_buf **out, size_t *count)
+{
+    size_t start, len;
+    *out = NULL;
+    *count = 0;
+    OMMA_TRY(tfl_vector(r, model, F_MODEL_BUFFERS, 4, "buffers", &start, &len));
+    if (!len)
+        return OMMA_OK;
+    tfl_buf *bufs = calloc(len, sizeof *bufs);
+    if (!bufs)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %zu buffers", r->what, len);
+    omma_status st = OMMA_OK;
+    for (size_t i = 0; i < len && st == OMMA_OK; i++) {
+        char obj[48];
+        snprintf(obj, sizeof obj, "buffer %zu", i);
+        tfl_tbl t;
+        size_t dstart, dlen;
+        uint64_t off, size;
+        if ((st = tfl_vector_table(r, start, i, obj, &t)) != OMMA_OK ||
+            (st = tfl_vector(r, &t, F_BUFFER_DATA, 1, "data", &dstart, &dlen)) != OMMA_OK ||
+            (st = tfl_u64(r, &t, F_BUFFER_OFFSET, "offset", &off)) != OMMA_OK ||
+            (st = tfl_u64(r, &t, F_BUFFER_SIZE, "size", &size)) != OMMA_OK)
+            break;
+        if (dlen) {
+            bufs[i].data = r->b + dstart;
+            bufs[i].size = dlen;
+        } else if (off > 1) { /* data stored after the flatbuffer (offset 1 = none) */
+            if (off > r->n || size > r->n - off) {
+                st = tfl_bad(r, "%s holds %llu bytes at offset %llu: runs past the end of the "
+                             "file (size %zu)", obj, (unsigned long long)size,
+                             (unsigned long long)off, r->n);
+                break;
+            }
+            bufs[i].data = size ? r->b + off : NULL;
+            bufs[i].size = (size_t)size;
+        }
+    }
+    if (st != OMMA_OK) {
+        free(bufs);
+        return st;
+    }
+    *out = bufs;
+    *count = len;
+    return OMMA_OK;
+}
+
+static omma_status read_tensor(const tfl_rd *r, const tfl_tbl *t, int index, const tfl_buf *bufs,
+                               size_t n_bufs, tfl_tensor *out)
+{
+    size_t sstart, rank;
+    OMMA_TRY(tfl_vector(r, t, F_TENSOR_SHAPE, 4, "shape", &sstart, &rank));
+    uint8_t type;
+    uint32_t buffer;
+    uint8_t variable;
+    const char *name;
+    OMMA_TRY(tfl_u8(r, t, F_TENSOR_TYPE, "type", 0, &type));
+    OMMA_TRY(tfl_u32(r, t, F_TENSOR_BUFFER, "buffer", &buffer));
+    OMMA_TRY(tfl_string(r, t, F_TENSOR_NAME, "name", &name));
+    OMMA_TRY(tfl_u8(r, t, F_TENSOR_VARIABLE, "is_variable", 0, &variable));
+    out->name = name ? name : "";
+
+    tfl_tbl q;
+    bool has_q;
+    char qobj[64];
+    snprintf(qobj, sizeof qobj, "%s quantization", t->obj);
+    OMMA_TRY(tfl_subtable(r, t, F_TENSOR_QUANT, "quantization", qobj, &q, &has_q));
+    if (has_q) {
+        size_t s, nscale, nzero, nmin, nmax;
+        uint8_t details;
+        OMMA_TRY(tfl_vector(r, &q, F_QUANT_MIN, 4, "min", &s, &nmin));
+        OMMA_TRY(tfl_vector(r, &q, F_QUANT_MAX, 4, "max", &s, &nmax));
+        OMMA_TRY(tfl_vector(r, &q, F_QUANT_SCALE, 4, "scale", &s, &nscale));
+        OMMA_TRY(tfl_vector(r, &q, F_QUANT_ZERO, 8, "zero_point", &s, &nzero));
+        OMMA_TRY(tfl_u8(r, &q, F_QUANT_DETAILS_TYPE, "details_type", 0, &details));
+        if (nscale || nzero || nmin || nmax || details)
+            return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                             "%s: tensor %d '%s' is quantized (%zu scales, %zu zero points): "
+                             "omma runs float models only", r->what, index, out->name, nscale,
+                             nzero);
+    }
+    tfl_tbl sp;
+    bool has_sp;
+    char sobj[64];
+    snprintf(sobj, sizeof sobj, "%s sparsity", t->obj);
+    OMMA_TRY(tfl_subtable(r, t, F_TENSOR_SPARSITY, "sparsity", sobj, &sp, &has_sp));
+    if (has_sp)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: tensor %d '%s' is sparse", r->what, index,
+                         out->name);
+    if (variable)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: tensor %d '%s' is a variable tensor",
+                         r->what, index, out->name);
+
+    if (type != TFL_FLOAT32 && type != TFL_FLOAT16 && type != TFL_INT32) {
+        bool quantized = type == 3 || type == 7 || type == 9 || type == 17; /* UINT8 INT16 INT8 INT4 */
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: tensor %d '%s' has type %s (%d)%s", r->what,
+                         index, out->name, type_name(type), type,
+                         quantized ? ": quantized models are not supported" : "");
+    }
+    out->type = (tfl_type)type;
+    if (rank > TFL_MAX_RANK)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: tensor %d '%s' has rank %zu (at most %d)",
+                         r->what, index, out->name, rank, TFL_MAX_RANK);
+    out->rank = (int)rank;
+    size_t elems = 1;
+    bool overflow = false;
+    for (size_t d = 0; d < rank; d++) {
+        int32_t v = rd_i32(r->b + sstart + 4 * d);
+        if (v < 0)
+            return tfl_bad(r, "tensor %d '%s' shape at offset %zu has dimension %zu = %d", index,
+                           out->name, sstart - 4, d, v);
+        out->shape[d] = v;
+        if (v && elems > SIZE_MAX / (size_t)v)
+            overflow = true;
+        elems *= (size_t)v;
+    }
+    if (buffer >= n_bufs)
+        return tfl_bad(r, "tensor %d '%s' names buffer %u of %zu", index, out->name, buffer,
+                       n_bufs);
+    out->data = bufs[buffer].data;
+    out->data_size = bufs[buffer].size;
+    if (out->data) {
+        size_t es = type_size(out->type);
+        if (overflow || elems > SIZE_MAX / es || elems * es != out->data_size)
+            return tfl_bad(r, "tensor %d '%s': buffer %u holds %zu bytes, its shape of %s%zu "
+                           "elements of %s needs %s%zu", index, out->name, buffer,
+                           out->data_size, overflow ? "more than " : "", elems,
+                           type_name(type), overflow ? "more than " : "",
+                           overflow || elems > SIZE_MAX / es ? SIZE_MAX : elems * es);
+    }
+    return OMMA_OK;
+}
+
+/* Expected BuiltinOptions member of an op. */
+static int options_type_of(int code)
+{
+    switch (code) {
+    case TFL_CONV_2D: return TFL_OPT_CONV;
+    case TFL_DEPTHWISE_CONV_2D: return TFL_OPT_DWCONV;
+    case TFL_MAX_POOL_2D: return TFL_OPT_POOL;
+    case TFL_CONCATENATION: return TFL_OPT_CONCAT;
+    case TFL_ADD: return TFL_OPT_ADD;
+    case TFL_RESIZE_BILINEAR: return TFL_OPT_RESIZE;
+    case TFL_RESHAPE: return TFL_OPT_RESHAPE;
+    case TFL_PAD: return TFL_OPT_PAD;
+    case TFL_DEQUANTIZE: return TFL_OPT_DEQUANTIZE;
+    default: return TFL_OPT_NONE;
+    }
+}
+
+static bool supported_op(int code)
+{
+    switch (code) {
+    case TFL_ADD: case TFL_CONCATENATION: case TFL_CONV_2D: case TFL_DEPTHWISE_CONV_2D:
+    case TFL_DEQUANTIZE: case TFL_MAX_POOL_2D: case TFL_RELU: case TFL_RESHAPE:
+    case TFL_RESIZE_BILINEAR: case TFL_PAD: case TFL_PRELU:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Context for option checks: "<file>: op 12 (CONV_2D)". */
+typedef struct tfl_opctx {
+    const tfl_rd *r;
+    int index;
+    const char *name;
+} tfl_opctx;
+
+static omma_status op_unsupported(const tfl_opctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static omma_status op_unsupported(const tfl_opctx *c, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: op %d (%s): %s", c->r->what, c->index, c->name,
+                     msg);
+}
+
+static omma_status op_malformed(const tfl_opctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static omma_status op_malformed(const tfl_opctx *c, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: op %d (%s): %s", c->r->what, c->index, c->name, msg);
+}
+
+static omma_status check_act(const tfl_opctx *c, uint8_t raw, tfl_activation *act)
+{
+    int a = (int8_t)raw;
+    if (a == TFL_ACT_NONE || a == TFL_ACT_RELU || a == TFL_ACT_RELU6) {
+        *act = (tfl_activation)a;
+        return OMMA_OK;
+    }
+    if (a > 0 && a <= 5)
+        return op_unsupported(c, "fused activation %s (%d)", act_name(a), a);
+    return op_malformed(c, "fused activation code %d", a);
+}
+
+static omma_status check_padding(const tfl_opctx *c, uint8_t raw, tfl_padding *p)
+{
+    if (raw > TFL_PAD_VALID)
+        return op_malformed(c, "padding code %d (0 SAME or 1 VALID)", (int)(int8_t)raw);
+    *p = (tfl_padding)raw;
+    return OMMA_OK;
+}
+
+static omma_status check_positive(const tfl_opctx *c, const char *what, int32_t v)
+{
+    if (v < 1)
+        return op_malformed(c, "%s %d (must be >= 1)", what, (int)v);
+    return OMMA_OK;
+}
+
+/* Reads the options of a supported op (defaults where the table or a field is
+ * absent, as in TFLite's schema) and checks them. */
+static omma_status read_options(const tfl_rd *r, const tfl_opctx *c, const tfl_tbl *o,
+                                tfl_operator *op)
+{
+    uint8_t opt_type;
+    OMMA_TRY(tfl_u8(r, o, F_OP_OPTIONS_TYPE, "builtin_options_type", 0, &opt_type));
+    int want = options_type_of((int)op->opcode);
+    if (opt_type != TFL_OPT_NONE && opt_type != want)
+        return op_malformed(c, "builtin options of type %u, expected %d", opt_type, want);
+    char obj[64];
+    snprintf(obj, sizeof obj, "%s options", o->obj);
+    tfl_tbl t;
+    bool has = false;
+    if (opt_type != TFL_OPT_NONE)
+        OMMA_TRY(tfl_subtable(r, o, F_OP_OPTIONS, "builtin_options", obj, &t, &has));
+    /* An absent table reads every field's default: use an empty vtable. */
+    tfl_tbl none = {.pos = 0, .vt = 0, .vsize = 0, .tsize = 0, .obj = obj};
+    const tfl_tbl *ot = has ? &t : &none;
+    uint8_t pad = 0, act = 0, b1 = 0, b2 = 0;
+    int32_t sw = 0, sh = 0, a = 1, b = 1, m = 0;
+
+    switch (op->opcode) {
+    case TFL_CONV_2D:
+        OMMA_TRY(tfl_u8(r, ot, 0, "padding", 0, &pad));
+        OMMA_TRY(tfl_i32(r, ot, 1, "stride_w", 0, &sw));
+        OMMA_TRY(tfl_i32(r, ot, 2, "stride_h", 0, &sh));
+        OMMA_TRY(tfl_u8(r, ot, 3, "fused_activation_function", 0, &act));
+        OMMA_TRY(tfl_i32(r, ot, 4, "dilation_w_factor", 1, &a));
+        OMMA_TRY(tfl_i32(r, ot, 5, "dilation_h_factor", 1, &b));
+        OMMA_TRY(check_padding(c, pad, &op->opt.conv.padding));
+        OMMA_TRY(check_positive(c, "stride_w", sw));
+        OMMA_TRY(check_positive(c, "stride_h", sh));
+        OMMA_TRY(check_positive(c, "dilation_w_factor", a));
+        OMMA_TRY(check_positive(c, "dilation_h_factor", b));
+        OMMA_TRY(check_act(c, act, &op->opt.conv.act));
+        op->opt.conv.stride_w = sw;
+        op->opt.conv.stride_h = sh;
+        op->opt.conv.dilation_w = a;
+        op->opt.conv.dilation_h = b;
+        return OMMA_OK;
+    case TFL_DEPTHWISE_CONV_2D:
+        OMMA_TRY(tfl_u8(r, ot, 0, "padding", 0, &pad));
+        OMMA_TRY(tfl_i32(r, ot, 1, "stride_w", 0, &sw));
+        OMMA_TRY(tfl_i32(r, ot, 2, "stride_h", 0, &sh));
+        OMMA_TRY(tfl_i32(r, ot, 3, "depth_multiplier", 0, &m));
+        OMMA_TRY(tfl_u8(r, ot, 4, "fused_activation_function", 0, &act));
+        OMMA_TRY(tfl_i32(r, ot, 5, "dilation_w_factor", 1, &a));
+        OMMA_TRY(tfl_i32(r, ot, 6, "dilation_h_factor", 1, &b));
+        OMMA_TRY(check_padding(c, pad, &op->opt.dwconv.padding));
+        OMMA_TRY(check_positive(c, "stride_w", sw));
+        OMMA_TRY(check_positive(c, "stride_h", sh));
+        OMMA_TRY(check_positive(c, "dilation_w_factor", a));
+        OMMA_TRY(check_positive(c, "dilation_h_factor", b));
+        if (m < 0) /* 0 is left by some converters: the filter's shape decides */
+            return op_malformed(c, "depth_multiplier %d", (int)m);
+        OMMA_TRY(check_act(c, act, &op->opt.dwconv.act));
+        op->opt.dwconv.stride_w = sw;
+        op->opt.dwconv.stride_h = sh;
+        op->opt.dwconv.dilation_w = a;
+        op->opt.dwconv.dilation_h = b;
+        op->opt.dwconv.depth_multiplier = m;
+        return OMMA_OK;
+    case TFL_MAX_POOL_2D:
+        OMMA_TRY(tfl_u8(r, ot, 0, "padding", 0, &pad));
+        OMMA_TRY(tfl_i32(r, ot, 1, "stride_w", 0, &sw));
+        OMMA_TRY(tfl_i32(r, ot, 2, "stride_h", 0, &sh));
+        OMMA_TRY(tfl_i32(r, ot, 3, "filter_width", 0, &a));
+        OMMA_TRY(tfl_i32(r, ot, 4, "filter_height", 0, &b));
+        OMMA_TRY(tfl_u8(r, ot, 5, "fused_activation_function", 0, &act));
+        OMMA_TRY(check_padding(c, pad, &op->opt.pool.padding));
+        OMMA_TRY(check_positive(c, "stride_w", sw));
+        OMMA_TRY(check_positive(c, "stride_h", sh));
+        OMMA_TRY(check_positive(c, "filter_width", a));
+        OMMA_TRY(check_positive(c, "filter_height", b));
+        OMMA_TRY(check_act(c, act, &op->opt.pool.act));
+        op->opt.pool.stride_w = sw;
+        op->opt.pool.stride_h = sh;
+        op->opt.pool.filter_w = a;
+        op->opt.pool.filter_h = b;
+        return OMMA_OK;
+    case TFL_ADD:
+        OMMA_TRY(tfl_u8(r, ot, 0, "fused_activation_function", 0, &act));
+        return check_act(c, act, &op->opt.add.act);
+    case TFL_CONCATENATION:
+        OMMA_TRY(tfl_i32(r, ot, 0, "axis", 0, &a));
+        OMMA_TRY(tfl_u8(r, ot, 1, "fused_activation_function", 0, &act));
+        if (a < -TFL_MAX_RANK || a >= TFL_MAX_RANK)
+            return op_malformed(c, "axis %d", (int)a);
+        op->opt.concat.axis = a;
+        return check_act(c, act, &op->opt.concat.act);
+    case TFL_RESIZE_BILINEAR:
+        OMMA_TRY(tfl_u8(r, ot, 2, "align_corners", 0, &b1));
+        OMMA_TRY(tfl_u8(r, ot, 3, "half_pixel_centers", 0, &b2));
+        if (b1 > 1 || b2 > 1)
+            return op_malformed(c, "align_corners %u / half_pixel_centers %u are not booleans",
+                                b1, b2);
+        if (b1 && b2)
+            return op_malformed(c, "align_corners and half_pixel_centers are both set");
+        op->opt.resize.align_corners = b1;
+        op->opt.resize.half_pixel_centers = b2;
+        return OMMA_OK;
+    default: /* RESHAPE's new_shape duplicates its output's shape: not read */
+        return OMMA_OK;
+    }
+}
+
+/* Input/output counts: min..max inputs, exactly one output. */
+static omma_status check_operands(const tfl_opctx *c, const tfl_operator *op, int n_tensors)
+{
+    int lo = 1, hi = 1;
+    switch (op->opcode) {
+    case TFL_CONV_2D: case TFL_DEPTHWISE_CONV_2D: lo = 2; hi = 3; break;
+    case TFL_ADD: case TFL_PRELU: case TFL_PAD: case TFL_RESIZE_BILINEAR: lo = hi = 2; break;
+    case TFL_RESHAPE: lo = 1; hi = 2; break;
+    case TFL_CONCATENATION: lo = 1; hi = TFL_MAX_OPERANDS; break;
+    default: break;
+    }
+    if (op->n_inputs < lo || op->n_inputs > hi) {
+        if (lo == hi)
+            return op_malformed(c, "has %d inputs, expected %d", op->n_inputs, lo);
+        return op_malformed(c, "has %d inputs, expected %d to %d", op->n_inputs, lo, hi);
+    }
+    if (op->n_outputs != 1)
+        return op_malformed(c, "has %d outputs, expected 1", op->n_outputs);
+    for (int k = 0; k < op->n_inputs; k++) {
+        int t = op->inputs[k];
+        bool optional = k == 2 && (op->opcode == TFL_CONV_2D ||
+                                   op->opcode == TFL_DEPTHWISE_CONV_2D);
+        if (t == -1 && optional)
+            continue;
+        if (t < 0 || t >= n_tensors)
+            return op_malformed(c, "input %d names tensor %d of %d", k, t, n_tensors);
+    }
+    if (op->outputs[0] < 0 || op->outputs[0] >= n_tensors)
+        return op_malformed(c, "output 0 names tensor %d of %d", op->outputs[0], n_tensors);
+    return OMMA_OK;
+}
+
+static omma_status read_operator(const tfl_rd *r, const tfl_tbl *o, int index,
+                                 const tfl_code *codes, size_t n_codes, int n_tensors,
+                                 tfl_operator *op)
+{
+    uint32_t ci;
+    OMMA_TRY(tfl_u32(r, o, F_OP_OPCODE, "opcode_index", &ci));
+    if (ci >= n_codes)
+        return tfl_bad(r, "op %d names operator code %u of %zu", index, ci, n_codes);
+    const tfl_code *code = &codes[ci];
+    tfl_opctx c = {.r = r, .index = index, .name = tfl_opcode_name(code->code)};
+    if (code->custom || code->code == TFL_OP_CUSTOM)
+        return op_unsupported(&c, "custom operator '%s' is not supported",
+                              code->custom ? code->custom : "");
+    if (!supported_op(code->code)) {
+        if (code->code < 0)
+            return op_malformed(&c, "builtin operator code %d", code->code);
+        return op_unsupported(&c, "operator not supported (builtin code %d)", code->code);
+    }
+    op->opcode = (tfl_opcode)code->code;
+    OMMA_TRY(tfl_int_vector(r, o, F_OP_INPUTS, "inputs", TFL_MAX_OPERANDS, &op->inputs,
+                            &op->n_inputs));
+    OMMA_TRY(tfl_int_vector(r, o, F_OP_OUTPUTS, "outputs", TFL_MAX_OPERANDS, &op->outputs,
+                            &op->n_outputs));
+    size_t s, ncustom;
+    OMMA_TRY(tfl_vector(r, o, F_OP_CUSTOM_OPTIONS, 1, "custom_options", &s, &ncustom));
+    if (ncustom)
+        return op_unsupported(&c, "custom options (%zu bytes) on a builtin operator", ncustom);
+    OMMA_TRY(check_operands(&c, op, n_tensors));
+    return read_options(r, &c, o, op);
+}
+
+static omma_status read_index_list(const tfl_rd *r, const tfl_tbl *sg, int id, const char *field,
+                                   int n_tensors, int **out, int *count)
+{
+    OMMA_TRY(tfl_int_vector(r, sg, id, field, (size_t)n_tensors, out, count));
+    for (int i = 0; i < *count; i++)
+        if ((*out)[i] < 0 || (*out)[i] >= n_tensors)
+            return tfl_bad(r, "subgraph %s %d names tensor %d of %d", field, i, (*out)[i],
+                           n_tensors);
+    return OMMA_OK;
+}
+
+static omma_status read_subgraph(const tfl_rd *r, const tfl_tbl *sg, const tfl_code *codes,
+                                 size_t n_codes, const tfl_buf *bufs, size_t n_bufs, tfl_model *m)
+{
+    size_t tstart, nt, ostart, no;
+    OMMA_TRY(tfl_vector(r, sg, F_SG_TENSORS, 4, "tensors", &tstart, &nt));
+    OMMA_TRY(tfl_vector(r, sg, F_SG_OPERATORS, 4, "operators", &ostart, &no));
+    /* Both are bounded by the file size / 4 < 2^29. */
+    m->tensors = calloc(nt ? nt : 1, sizeof *m->tensors);
+    m->operators = calloc(no ? no : 1, sizeof *m->operators);
+    if (!m->tensors || !m->operators)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %zu tensors, %zu operators", r->what, nt,
+                         no);
+    m->n_tensors = (int)nt;
+    for (size_t i = 0; i < nt; i++) {
+        char obj[48];
+        snprintf(obj, sizeof obj, "tensor %zu", i);
+        tfl_tbl t;
+        OMMA_TRY(tfl_vector_table(r, tstart, i, obj, &t));
+        OMMA_TRY(read_tensor(r, &t, (int)i, bufs, n_bufs, &m->tensors[i]));
+    }
+    OMMA_TRY(read_index_list(r, sg, F_SG_INPUTS, "inputs", m->n_tensors, &m->inputs, &m->n_inputs));
+    OMMA_TRY(read_index_list(r, sg, F_SG_OUTPUTS, "outputs", m->n_tensors, &m->outputs,
+                             &m->n_outputs));
+    m->n_operators = (int)no; /* counted before reading so that free() sees each */
+    for (size_t i = 0; i < no; i++) {
+        char obj[48];
+        snprintf(obj, sizeof obj, "op %zu", i);
+        tfl_tbl t;
+        OMMA_TRY(tfl_vector_table(r, ostart, i, obj, &t));
+        OMMA_TRY(read_operator(r, &t, (int)i, codes, n_codes, m->n_tensors, &m->operators[i]));
+    }
+    return OMMA_OK;
+}
+
+static omma_status read_model(const tfl_rd *r, tfl_model *m)
+{
+    if (r->n == 0)
+        return tfl_bad(r, "the file is empty");
+    if (r->n < 8)
+        return tfl_bad(r, "%zu bytes is too small for a TFLite model (header is 8 bytes)", r->n);
+    if (memcmp(r->b + 4, "TFL3", 4) != 0)
+        return tfl_bad(r, "no \"TFL3\" file identifier at offset 4: not a TFLite model");
+    if (r->n > TFL_MAX_FILE)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: %zu bytes (flatbuffers are at most 2 GiB)",
+                         r->what, r->n);
+    size_t root;
+    tfl_tbl model;
+    OMMA_TRY(tfl_follow(r, 0, "model", "root offset", &root));
+    OMMA_TRY(tfl_table_at(r, root, "model", &model));
+    OMMA_TRY(tfl_u32(r, &model, F_MODEL_VERSION, "version", &m->version));
+    if (m->version != TFL_SCHEMA_VERSION)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: schema version %u (omma reads version %u)",
+                         r->what, m->version, TFL_SCHEMA_VERSION);
+
+    tfl_code *codes = NULL;
+    tfl_buf *bufs = NULL;
+    size_t n_codes = 0, n_bufs = 0, sgstart, nsg;
+    omma_status st;
+    if ((st = read_opcodes(r, &model, &codes, &n_codes)) != OMMA_OK ||
+        (st = read_buffers(r, &model, &bufs, &n_bufs)) != OMMA_OK ||
+        (st = tfl_vector(r, &model, F_MODEL_SUBGRAPHS, 4, "subgraphs", &sgstart, &nsg)) != OMMA_OK)
+        goto done;
+    if (nsg == 0) {
+        st = tfl_bad(r, "the model has no subgraph");
+        goto done;
+    }
+    if (nsg > 1) {
+        st = OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: %zu subgraphs (omma runs models with one)",
+                       r->what, nsg);
+        goto done;
+    }
+    tfl_tbl sg;
+    if ((st = tfl_vector_table(r, sgstart, 0, "subgraph 0", &sg)) != OMMA_OK)
+        goto done;
+    st = read_subgraph(r, &sg, codes, n_codes, bufs, n_bufs, m);
+done:
+    free(codes);
+    free(bufs);
+    return st;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+void tfl_model_free(tfl_model *m)
+{
+    if (!m)
+        return;
+    if (m->operators)
+        for (int i = 0; i < m->n_operators; i++) {
+            free(m->operators[i].inputs);
+            free(m->operators[i].outputs);
+        }
+    free(m->operators);
+    free(m->tensors);
+    free(m->inputs);
+    free(m->outputs);
+    free(m->file);
+    free(m);
+}
+
+/* Takes ownership of `file` (freed on failure too). */
+static omma_status read_owned(uint8_t *file, size_t size, const char *what, tfl_model **out)
+{
+    tfl_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        free(file);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: model", what);
+    }
+    m->file = file;
+    m->file_size = size;
+    tfl_rd r = {.b = file, .n = size, .what = what};
+    omma_status st = read_model(&r, m);
+    if (st != OMMA_OK) {
+        tfl_model_free(m);
+        return st;
+    }
+    *out = m;
+    return OMMA_OK;
+}
+
+omma_status tfl_model_read_memory(const void *bytes, size_t size, const char *what,
+                                  tfl_model **out)
+{
+    if (!out)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "tfl_model_read_memory: out is NULL");
+    *out = NULL;
+    if (!what)
+        what = "model";
+    if (!bytes && size)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: NULL bytes", what);
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: copying %zu bytes", what, size);
+    if (size)
+        memcpy(copy, bytes, size);
+    return read_owned(copy, size, what, out);
+}
+
+omma_status tfl_model_read_file(const char *path, tfl_model **out)
+{
+    if (!out)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "tfl_model_read_file: out is NULL");
+    *out = NULL;
+    if (!path)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "tfl_model_read_file: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: cannot open model file: %s", path, strerror(errno));
+    uint8_t *buf = NULL;
+    size_t size = 0, cap = 0;
+    for (;;) {
+        if (size == cap) {
+            size_t ncap = cap ? cap * 2 : 1 << 16;
+            if (ncap > TFL_MAX_FILE + 1)
+                ncap = TFL_MAX_FILE + 1;
+            if (ncap == cap) { /* more than 2 GiB: read_model reports it */
+                break;
+            }
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: reading %zu bytes", path, ncap);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + size, 1, cap - size, f);
+        size += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                int e = errno;
+                free(buf);
+                fclose(f);
+                return OMMA_FAIL(OMMA_ERR_IO, "%s: cannot read model file: %s", path,
+                                 strerror(e));
+            }
+            break;
+        }
+    }
+    fclose(f);
+    if (!buf && !(buf = malloc(1)))
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: reading", path);
+    return read_owned(buf, size, path, out);
+}
