@@ -130,7 +130,7 @@ unsigned omma_scope_depth(void);
  * in docs/PERFORMANCE.md). On an H100, SPIN and YIELD (and AUTO, which spins
  * there) burn a whole CPU core for the entire wait: waiting for 1 ms of GPU
  * work costs 1006 us of CPU. BLOCKING costs 25-50 us of CPU per
- * synchronization whatever the wait, for 30-80 us more wake-up latency at the
+ * synchronization whatever the wait, for 30-85 us more wake-up latency at the
  * median. A multi-camera process has one waiting thread per pipeline, so
  * spinning would take a core from decoding and pre-processing for every
  * camera, to save under 0.1 ms of a 33 ms frame. Choose SPIN where the lowest
