@@ -1,0 +1,541 @@
+/* The CPU reference implementation of the graph IR ops: plain loops, fp32,
+ * NHWC, TFLite's reference arithmetic. Every output element is computed by
+ * one loop nest whose summation order (filter row, filter column, input
+ * channel) does not depend on the batch, so results are bit-identical for
+ * any batch size. */
+#include "engine/cpu_ops.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* What is being run, for messages: "cpu CONV2D (model op 12)". */
+typedef struct cpu_ctx {
+    const gr_graph *g;
+    const gr_node *n;
+    int batch;
+} cpu_ctx;
+
+static omma_status cpu_fail(const cpu_ctx *c, omma_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static omma_status cpu_fail(const cpu_ctx *c, omma_status st, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return OMMA_FAIL(st, "cpu %s (model op %d): %s", gr_op_name(c->n->op), c->n->src_index, msg);
+}
+
+static const gr_tensor *tensor(const cpu_ctx *c, int t) { return &c->g->tensors[t]; }
+
+static size_t item_elems(const gr_tensor *t)
+{
+    size_t e = 1;
+    for (int d = 1; d < t->rank; d++)
+        e *= (size_t)t->dims[d];
+    return e;
+}
+
+/* Whether a tensor depends on a graph input (has a batch dimension at run
+ * time); constants and tensors computed from constants only do not. */
+static bool cpu_batched(const gr_graph *g, int t, int depth)
+{
+    if (t < 0 || t >= g->n_tensors || g->tensors[t].data)
+        return false;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] == t)
+            return true;
+    int p = g->tensors[t].producer;
+    if (p < 0 || p >= g->n_nodes || depth > 64)
+        return true; /* unknown: assume an activation */
+    int r[GR_MAX_INPUTS + 2];
+    int k = gr_node_reads(&g->nodes[p], r);
+    for (int j = 0; j < k; j++)
+        if (cpu_batched(g, r[j], depth + 1))
+            return true;
+    return false;
+}
+
+/* An activation operand: the caller's buffer. */
+static omma_status act_in(const cpu_ctx *c, const float *const *inputs, int k, const float **p)
+{
+    int t = c->n->in[k];
+    if (t < 0 || t >= c->g->n_tensors)
+        return cpu_fail(c, OMMA_ERR_INVALID_ARG, "input %d names tensor %d of %d", k, t,
+                        c->g->n_tensors);
+    if (tensor(c, t)->dtype != GR_F32)
+        return cpu_fail(c, OMMA_ERR_UNSUPPORTED, "input %d '%s' is %s, expected float32", k,
+                        tensor(c, t)->name, gr_dtype_name(tensor(c, t)->dtype));
+    *p = inputs[k];
+    if (!*p)
+        return cpu_fail(c, OMMA_ERR_INVALID_ARG, "no buffer for input %d '%s'", k,
+                        tensor(c, t)->name);
+    return OMMA_OK;
+}
+
+/* A constant operand (filter, bias, alpha): the caller's buffer when given
+ * (a constant computed at run time, e.g. by DEQUANTIZE), else the tensor's
+ * fp32 data. `want` elements are checked. */
+static omma_status const_in(const cpu_ctx *c, const float *given, int t, const char *role,
+                            size_t want, const float **p)
+{
+    if (t < 0 || t >= c->g->n_tensors)
+        return cpu_fail(c, OMMA_ERR_INVALID_ARG, "%s names tensor %d of %d", role, t,
+                        c->g->n_tensors);
+    const gr_tensor *x = tensor(c, t);
+    if (x->dtype != GR_F32)
+        return cpu_fail(c, OMMA_ERR_UNSUPPORTED, "%s '%s' is %s, expected float32", role,
+                        x->name, gr_dtype_name(x->dtype));
+    if (gr_tensor_elems(x) != want)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "%s '%s' has %zu values, expected %zu", role,
+                        x->name, gr_tensor_elems(x), want);
+    *p = given ? given : (const float *)x->data;
+    if (!*p)
+        return cpu_fail(c, OMMA_ERR_INVALID_ARG, "no data for %s '%s'", role, x->name);
+    return OMMA_OK;
+}
+
+static omma_status want_rank4(const cpu_ctx *c, const gr_tensor *t, const char *role)
+{
+    if (t->rank != 4)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "%s '%s' has rank %d, expected 4", role, t->name,
+                        t->rank);
+    return OMMA_OK;
+}
+
+static float act_apply(gr_act act, float v, const float *alpha, int ch)
+{
+    switch (act) {
+    case GR_ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case GR_ACT_RELU6: return v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f;
+    case GR_ACT_PRELU: return v >= 0.0f ? v : v * alpha[ch];
+    case GR_ACT_NONE: break;
+    }
+    return v;
+}
+
+static omma_status check_act(const cpu_ctx *c, gr_act act, int alpha_t, int channels,
+                             const float **alpha)
+{
+    *alpha = NULL;
+    if ((int)act < GR_ACT_NONE || act > GR_ACT_PRELU)
+        return cpu_fail(c, OMMA_ERR_UNSUPPORTED, "activation %d", (int)act);
+    if (act != GR_ACT_PRELU)
+        return OMMA_OK;
+    return const_in(c, NULL, alpha_t, "alpha", (size_t)channels, alpha);
+}
+
+/* ---- convolutions ---------------------------------------------------- */
+
+static omma_status run_conv(const cpu_ctx *c, const float *const *inputs, const float *residual,
+                            float *out)
+{
+    const gr_node *n = c->n;
+    bool dw = n->op == GR_DWCONV2D;
+    if (n->n_in < 2)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "has %d inputs, expected input, filter, bias", n->n_in);
+    const gr_tensor *xt = tensor(c, n->in[0]), *wt = tensor(c, n->in[1]), *yt = tensor(c, n->out);
+    OMMA_TRY(want_rank4(c, xt, "input"));
+    OMMA_TRY(want_rank4(c, wt, "filter"));
+    OMMA_TRY(want_rank4(c, yt, "output"));
+    const gr_window *w = &n->p.conv.win;
+    int H = xt->dims[1], W = xt->dims[2], C = xt->dims[3];
+    int OH = yt->dims[1], OW = yt->dims[2], OC = yt->dims[3];
+    int mult = dw ? n->p.conv.depth_multiplier : 1;
+    if (w->kh != wt->dims[1] || w->kw != wt->dims[2] || w->stride_h < 1 || w->stride_w < 1 ||
+        w->dil_h < 1 || w->dil_w < 1)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "window %dx%d stride %dx%d dilation %dx%d for filter "
+                        "%dx%d", w->kh, w->kw, w->stride_h, w->stride_w, w->dil_h, w->dil_w,
+                        wt->dims[1], wt->dims[2]);
+    if (dw ? (mult < 1 || wt->dims[0] != 1 || wt->dims[3] != C * mult || OC != C * mult)
+           : (wt->dims[3] != C || wt->dims[0] != OC))
+        return cpu_fail(c, OMMA_ERR_FORMAT, "filter '%s' [%d, %d, %d, %d] does not fit input '%s' "
+                        "(%d channels) and output '%s' (%d channels)", wt->name, wt->dims[0],
+                        wt->dims[1], wt->dims[2], wt->dims[3], xt->name, C, yt->name, OC);
+    const float *x, *f, *bias = NULL, *alpha;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    OMMA_TRY(const_in(c, inputs[1], n->in[1], "filter", gr_tensor_elems(wt), &f));
+    if (n->n_in > 2 && n->in[2] >= 0)
+        OMMA_TRY(const_in(c, inputs[2], n->in[2], "bias", (size_t)OC, &bias));
+    OMMA_TRY(check_act(c, n->p.conv.act, n->p.conv.alpha, OC, &alpha));
+    if (n->p.conv.residual >= 0 && !residual)
+        return cpu_fail(c, OMMA_ERR_INVALID_ARG, "no buffer for residual '%s'",
+                        tensor(c, n->p.conv.residual)->name);
+    if (n->p.conv.residual >= 0 && item_elems(tensor(c, n->p.conv.residual)) != item_elems(yt))
+        return cpu_fail(c, OMMA_ERR_FORMAT, "residual '%s' differs from output '%s'",
+                        tensor(c, n->p.conv.residual)->name, yt->name);
+    if (n->p.conv.residual < 0)
+        residual = NULL;
+
+    int KH = w->kh, KW = w->kw;
+    for (int b = 0; b < c->batch; b++) {
+        const float *xb = x + (size_t)b * H * W * C;
+        for (int oy = 0; oy < OH; oy++) {
+            for (int ox = 0; ox < OW; ox++) {
+                size_t o = (((size_t)b * OH + oy) * OW + ox) * OC;
+                int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
+                for (int oc = 0; oc < OC; oc++) {
+                    float acc = 0.0f;
+                    for (int ky = 0; ky < KH; ky++) {
+                        int iy = y0 + ky * w->dil_h;
+                        if (iy < 0 || iy >= H)
+                            continue; /* zero padding */
+                        for (int kx = 0; kx < KW; kx++) {
+                            int ix = x0 + kx * w->dil_w;
+                            if (ix < 0 || ix >= W)
+                                continue;
+                            const float *px = xb + ((size_t)iy * W + ix) * C;
+                            if (dw) {
+                                acc += px[oc / mult] * f[((size_t)ky * KW + kx) * OC + oc];
+                            } else {
+                                const float *pf = f + (((size_t)oc * KH + ky) * KW + kx) * C;
+                                for (int ic = 0; ic < C; ic++)
+                                    acc += px[ic] * pf[ic];
+                            }
+                        }
+                    }
+                    /* Epilogue in the IR's order: act(acc + bias + residual). */
+                    if (bias)
+                        acc += bias[oc];
+                    if (residual)
+                        acc += residual[o + oc];
+                    out[o + oc] = act_apply(n->p.conv.act, acc, alpha, oc);
+                }
+            }
+        }
+    }
+    return OMMA_OK;
+}
+
+/* ---- pooling ----------------------------------------------------------- */
+
+static omma_status run_maxpool(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    const gr_tensor *xt = tensor(c, n->in[0]), *yt = tensor(c, n->out);
+    OMMA_TRY(want_rank4(c, xt, "input"));
+    OMMA_TRY(want_rank4(c, yt, "output"));
+    const gr_window *w = &n->p.pool.win;
+    int H = xt->dims[1], W = xt->dims[2], C = xt->dims[3];
+    int OH = yt->dims[1], OW = yt->dims[2];
+    if (yt->dims[3] != C || w->kh < 1 || w->kw < 1 || w->stride_h < 1 || w->stride_w < 1)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "window %dx%d stride %dx%d, %d -> %d channels",
+                        w->kh, w->kw, w->stride_h, w->stride_w, C, yt->dims[3]);
+    const float *x;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    for (int b = 0; b < c->batch; b++)
+        for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++) {
+                int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
+                float *po = out + (((size_t)b * OH + oy) * OW + ox) * C;
+                for (int ch = 0; ch < C; ch++) {
+                    /* Padded cells are ignored (TFLite starts at the lowest float). */
+                    float m = -INFINITY;
+                    for (int ky = 0; ky < w->kh; ky++) {
+                        int iy = y0 + ky;
+                        if (iy < 0 || iy >= H)
+                            continue;
+                        for (int kx = 0; kx < w->kw; kx++) {
+                            int ix = x0 + kx;
+                            if (ix < 0 || ix >= W)
+                                continue;
+                            float v = x[(((size_t)b * H + iy) * W + ix) * C + ch];
+                            if (v > m)
+                                m = v;
+                        }
+                    }
+                    po[ch] = m;
+                }
+            }
+    return OMMA_OK;
+}
+
+/* ---- element-wise ------------------------------------------------------ */
+
+static omma_status run_add(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    if (n->n_in != 2)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "has %d inputs, expected 2", n->n_in);
+    const gr_tensor *yt = tensor(c, n->out);
+    size_t item = item_elems(yt);
+    int C = yt->rank > 0 ? yt->dims[yt->rank - 1] : 1;
+    const float *v[2];
+    size_t stride[2];
+    for (int k = 0; k < 2; k++) {
+        int t = n->in[k];
+        if (t < 0 || t >= c->g->n_tensors)
+            return cpu_fail(c, OMMA_ERR_INVALID_ARG, "input %d names tensor %d", k, t);
+        if (cpu_batched(c->g, t, 0)) {
+            OMMA_TRY(act_in(c, inputs, k, &v[k]));
+            if (item_elems(tensor(c, t)) != item)
+                return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' and output '%s' differ in size",
+                                tensor(c, t)->name, yt->name);
+            stride[k] = item;
+        } else { /* a constant: the same values for every batch item */
+            OMMA_TRY(const_in(c, inputs[k], t, "constant input", item, &v[k]));
+            stride[k] = 0;
+        }
+    }
+    const float *alpha;
+    OMMA_TRY(check_act(c, n->p.add.act, n->p.add.alpha, C, &alpha));
+    for (int b = 0; b < c->batch; b++) {
+        const float *a = v[0] + b * stride[0], *bb = v[1] + b * stride[1];
+        float *y = out + (size_t)b * item;
+        for (size_t i = 0; i < item; i++)
+            y[i] = act_apply(n->p.add.act, a[i] + bb[i], alpha, C ? (int)(i % (size_t)C) : 0);
+    }
+    return OMMA_OK;
+}
+
+static omma_status run_relu(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const float *x;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    const gr_tensor *xt = tensor(c, c->n->in[0]), *yt = tensor(c, c->n->out);
+    if (item_elems(xt) != item_elems(yt))
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' and output '%s' differ in size",
+                        xt->name, yt->name);
+    size_t total = (size_t)c->batch * item_elems(yt);
+    for (size_t i = 0; i < total; i++)
+        out[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    return OMMA_OK;
+}
+
+static omma_status run_prelu(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    if (n->n_in != 2)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "has %d inputs, expected 2", n->n_in);
+    const gr_tensor *xt = tensor(c, n->in[0]), *yt = tensor(c, n->out);
+    if (item_elems(xt) != item_elems(yt) || xt->rank < 1)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' and output '%s' differ in size",
+                        xt->name, yt->name);
+    int C = xt->dims[xt->rank - 1];
+    const float *x, *alpha;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    OMMA_TRY(const_in(c, inputs[1], n->in[1], "alpha", (size_t)C, &alpha));
+    size_t total = (size_t)c->batch * item_elems(yt);
+    for (size_t i = 0; i < total; i++)
+        out[i] = act_apply(GR_ACT_PRELU, x[i], alpha, (int)(i % (size_t)C));
+    return OMMA_OK;
+}
+
+/* ---- data movement ------------------------------------------------------ */
+
+/* Dims padded on the left to rank 4, with the batch substituted. */
+static void dims4(const gr_tensor *t, int batch, int d[4])
+{
+    int shift = 4 - t->rank;
+    for (int i = 0; i < 4; i++)
+        d[i] = i < shift ? 1 : t->dims[i - shift];
+    if (t->rank > 0)
+        d[shift] = batch;
+}
+
+static omma_status run_pad(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    const gr_tensor *xt = tensor(c, n->in[0]), *yt = tensor(c, n->out);
+    if (xt->rank != yt->rank || xt->rank < 1 || xt->rank > 4)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' rank %d, output '%s' rank %d", xt->name,
+                        xt->rank, yt->name, yt->rank);
+    if (n->p.pad.before[0] || n->p.pad.after[0])
+        return cpu_fail(c, OMMA_ERR_UNSUPPORTED, "padding the batch dimension");
+    int xd[4], yd[4], before[4] = {0};
+    dims4(xt, c->batch, xd);
+    dims4(yt, c->batch, yd);
+    int shift = 4 - xt->rank;
+    for (int d = 0; d < xt->rank; d++) {
+        int p = n->p.pad.before[d], q = n->p.pad.after[d];
+        if (p < 0 || q < 0 || (d > 0 && xt->dims[d] + p + q != yt->dims[d]))
+            return cpu_fail(c, OMMA_ERR_FORMAT, "padding %d/%d on dimension %d: '%s' %d -> '%s' "
+                            "%d", p, q, d, xt->name, xt->dims[d], yt->name, yt->dims[d]);
+        before[shift + d] = p;
+    }
+    const float *x;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    memset(out, 0, (size_t)yd[0] * yd[1] * yd[2] * yd[3] * sizeof *out);
+    for (int i0 = 0; i0 < xd[0]; i0++)
+        for (int i1 = 0; i1 < xd[1]; i1++)
+            for (int i2 = 0; i2 < xd[2]; i2++) {
+                size_t src = (((size_t)i0 * xd[1] + i1) * xd[2] + i2) * xd[3];
+                size_t dst = ((((size_t)i0 + before[0]) * yd[1] + i1 + before[1]) * yd[2] + i2 +
+                              before[2]) * yd[3] + before[3];
+                memcpy(out + dst, x + src, (size_t)xd[3] * sizeof *out);
+            }
+    return OMMA_OK;
+}
+
+static omma_status run_reshape(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_tensor *xt = tensor(c, c->n->in[0]), *yt = tensor(c, c->n->out);
+    if (item_elems(xt) != item_elems(yt))
+        return cpu_fail(c, OMMA_ERR_FORMAT, "'%s' and '%s' differ in size", xt->name, yt->name);
+    const float *x;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    if (x != out)
+        memmove(out, x, (size_t)c->batch * item_elems(yt) * sizeof *out);
+    return OMMA_OK;
+}
+
+static omma_status run_concat(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    const gr_tensor *yt = tensor(c, n->out);
+    int ax = n->p.concat.axis;
+    if (ax < 1 || ax >= yt->rank || n->n_in < 1 || n->n_in > GR_MAX_INPUTS)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "axis %d of output '%s' rank %d, %d inputs", ax,
+                        yt->name, yt->rank, n->n_in);
+    /* [outer = batch x dims before the axis][dims[axis] x inner] */
+    size_t outer = (size_t)c->batch, inner = 1;
+    for (int d = 1; d < ax; d++)
+        outer *= (size_t)yt->dims[d];
+    for (int d = ax + 1; d < yt->rank; d++)
+        inner *= (size_t)yt->dims[d];
+    const float *x[GR_MAX_INPUTS];
+    size_t run[GR_MAX_INPUTS], total = 0;
+    for (int k = 0; k < n->n_in; k++) {
+        OMMA_TRY(act_in(c, inputs, k, &x[k]));
+        const gr_tensor *a = tensor(c, n->in[k]);
+        bool ok = a->rank == yt->rank;
+        for (int d = 1; ok && d < a->rank; d++)
+            ok = d == ax || a->dims[d] == yt->dims[d];
+        if (!ok)
+            return cpu_fail(c, OMMA_ERR_FORMAT, "input %d '%s' does not fit output '%s' on axis "
+                            "%d", k, a->name, yt->name, ax);
+        run[k] = (size_t)a->dims[ax] * inner;
+        total += run[k];
+    }
+    if (total != (size_t)yt->dims[ax] * inner)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "inputs add up to %zu along axis %d, output '%s' has "
+                        "%d", total / (inner ? inner : 1), ax, yt->name, yt->dims[ax]);
+    float *y = out;
+    for (size_t o = 0; o < outer; o++)
+        for (int k = 0; k < n->n_in; k++) {
+            memcpy(y, x[k] + o * run[k], run[k] * sizeof *y);
+            y += run[k];
+        }
+    return OMMA_OK;
+}
+
+/* TFLite's reference_ops::ComputeInterpolationValues, in float. */
+static void resize_source(int o, float scale, bool half, int in, float *v, int *lo, int *hi)
+{
+    *v = half ? ((float)o + 0.5f) * scale - 0.5f : (float)o * scale;
+    int f = (int)floorf(*v), cl = (int)ceilf(*v);
+    *lo = f > 0 ? f : 0;
+    *hi = cl < in - 1 ? cl : in - 1;
+}
+
+static float resize_scale(int in, int out, bool align_corners)
+{
+    if (align_corners && out > 1)
+        return (float)(in - 1) / (float)(out - 1);
+    return (float)in / (float)out;
+}
+
+static omma_status run_resize(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    const gr_tensor *xt = tensor(c, n->in[0]), *yt = tensor(c, n->out);
+    OMMA_TRY(want_rank4(c, xt, "input"));
+    OMMA_TRY(want_rank4(c, yt, "output"));
+    int H = xt->dims[1], W = xt->dims[2], C = xt->dims[3], OH = yt->dims[1], OW = yt->dims[2];
+    if (yt->dims[3] != C || H < 1 || W < 1)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' %dx%dx%d, output '%s' %d channels",
+                        xt->name, H, W, C, yt->name, yt->dims[3]);
+    bool half = n->p.resize.half_pixel_centers, align = n->p.resize.align_corners;
+    if (half && align)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "align_corners and half_pixel_centers both set");
+    const float *x;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    float sy = resize_scale(H, OH, align), sx = resize_scale(W, OW, align);
+    for (int b = 0; b < c->batch; b++) {
+        const float *xb = x + (size_t)b * H * W * C;
+        for (int oy = 0; oy < OH; oy++) {
+            float fy;
+            int y0, y1;
+            resize_source(oy, sy, half, H, &fy, &y0, &y1);
+            float ly = fy - (float)y0;
+            for (int ox = 0; ox < OW; ox++) {
+                float fx;
+                int x0, x1;
+                resize_source(ox, sx, half, W, &fx, &x0, &x1);
+                float lx = fx - (float)x0;
+                const float *p00 = xb + ((size_t)y0 * W + x0) * C;
+                const float *p01 = xb + ((size_t)y0 * W + x1) * C;
+                const float *p10 = xb + ((size_t)y1 * W + x0) * C;
+                const float *p11 = xb + ((size_t)y1 * W + x1) * C;
+                float *po = out + (((size_t)b * OH + oy) * OW + ox) * C;
+                for (int ch = 0; ch < C; ch++)
+                    po[ch] = p00[ch] * (1.0f - ly) * (1.0f - lx) + p10[ch] * ly * (1.0f - lx) +
+                             p01[ch] * (1.0f - ly) * lx + p11[ch] * ly * lx;
+            }
+        }
+    }
+    return OMMA_OK;
+}
+
+static omma_status run_dequantize(const cpu_ctx *c, float *out)
+{
+    const gr_tensor *xt = tensor(c, c->n->in[0]), *yt = tensor(c, c->n->out);
+    if (xt->dtype != GR_F16 || !xt->data)
+        return cpu_fail(c, OMMA_ERR_UNSUPPORTED, "input '%s' must be a float16 constant",
+                        xt->name);
+    size_t count = gr_tensor_elems(xt);
+    if (gr_tensor_elems(yt) != count || xt->bytes < count * 2)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' and output '%s' differ in size",
+                        xt->name, yt->name);
+    const unsigned char *h = xt->data;
+    for (size_t i = 0; i < count; i++) {
+        unsigned short bits = (unsigned short)(h[2 * i] | h[2 * i + 1] << 8);
+        out[i] = gr_half_to_float(bits);
+    }
+    return OMMA_OK;
+}
+
+omma_status cpu_op_run(const gr_graph *g, const gr_node *n, int batch,
+                       const float *const *inputs, const float *residual, float *out)
+{
+    if (!g || !n || !out || (!inputs && n->n_in > 0))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cpu_op_run: NULL argument");
+    cpu_ctx c = {.g = g, .n = n, .batch = batch};
+    if (batch < 1)
+        return cpu_fail(&c, OMMA_ERR_INVALID_ARG, "batch %d", batch);
+    if (n->out < 0 || n->out >= g->n_tensors || n->n_in < 1 || n->n_in > GR_MAX_INPUTS ||
+        n->in[0] < 0 || n->in[0] >= g->n_tensors)
+        return cpu_fail(&c, OMMA_ERR_INVALID_ARG, "output tensor %d, %d inputs, input 0 tensor %d"
+                        " (graph has %d tensors)", n->out, n->n_in, n->in[0], g->n_tensors);
+    for (int k = 1; k < n->n_in; k++)
+        if (n->in[k] >= g->n_tensors)
+            return cpu_fail(&c, OMMA_ERR_INVALID_ARG, "input %d names tensor %d of %d", k,
+                            n->in[k], g->n_tensors);
+    if (n->op != GR_DEQUANTIZE && g->tensors[n->out].dtype != GR_F32)
+        return cpu_fail(&c, OMMA_ERR_UNSUPPORTED, "output '%s' is %s, expected float32",
+                        g->tensors[n->out].name, gr_dtype_name(g->tensors[n->out].dtype));
+    switch (n->op) {
+    case GR_CONV2D:
+    case GR_DWCONV2D: return run_conv(&c, inputs, residual, out);
+    case GR_MAXPOOL: return run_maxpool(&c, inputs, out);
+    case GR_ADD: return run_add(&c, inputs, out);
+    case GR_RELU: return run_relu(&c, inputs, out);
+    case GR_PRELU: return run_prelu(&c, inputs, out);
+    case GR_PAD: return run_pad(&c, inputs, out);
+    case GR_RESHAPE: return run_reshape(&c, inputs, out);
+    case GR_CONCAT: return run_concat(&c, inputs, out);
+    case GR_RESIZE_BILINEAR: return run_resize(&c, inputs, out);
+    case GR_DEQUANTIZE: return run_dequantize(&c, out);
+    case GR_OP_COUNT: break;
+    }
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "cpu: op %d (model op %d) has no CPU implementation",
+                     (int)n->op, n->src_index);
+}
