@@ -1,9 +1,10 @@
 /* Liveness-based activation memory planning (see plan.h).
  *
- * Greedy by size: the largest tensors are placed first, each at the lowest
- * offset where it overlaps in memory no already-placed tensor whose lifetime
- * overlaps its own. Simple, deterministic and close to optimal for these
- * chain-like networks. */
+ * Greedy placement: tensors are placed one by one, each at the lowest offset
+ * where it overlaps in memory no already-placed tensor whose lifetime
+ * overlaps its own. A few placement orders are tried (largest first, first
+ * used first, ...) and the smallest arena kept: simple, deterministic, and
+ * at or near the peak of live bytes on these chain-like networks. */
 #include "model/plan.h"
 
 #include <stdlib.h>
@@ -21,9 +22,30 @@ static bool lifetimes_overlap(const plan_slot *a, const plan_slot *b)
     return a->first <= b->last && b->first <= a->last;
 }
 
-/* Largest first; ties by start of life, then index, so plans are stable. */
-static bool goes_before(const plan_slot *s, int a, int b)
+/* Placement orders tried; the smallest arena wins. Greedy by size alone
+ * fragments on some block patterns that execution order handles, and the
+ * other way round. */
+enum { ORDER_SIZE, ORDER_FIRST_USE, ORDER_AREA, ORDER_LONGEST, ORDER_COUNT };
+#define PLAN_SHUFFLES 64
+
+static long long order_key(const plan_slot *s, int order, int t)
 {
+    long long len = (long long)s[t].last - s[t].first + 1;
+    switch (order) {
+    case ORDER_SIZE: return (long long)s[t].bytes;
+    case ORDER_FIRST_USE: return -(long long)s[t].first;
+    case ORDER_AREA: return (long long)(s[t].bytes / PLAN_ALIGN) * len;
+    default: return len;
+    }
+}
+
+/* Descending key; ties by size, then start of life, then index, so plans
+ * are deterministic. */
+static bool goes_before(const plan_slot *s, int order, int a, int b)
+{
+    long long ka = order_key(s, order, a), kb = order_key(s, order, b);
+    if (ka != kb)
+        return ka > kb;
     if (s[a].bytes != s[b].bytes)
         return s[a].bytes > s[b].bytes;
     if (s[a].first != s[b].first)
@@ -31,13 +53,13 @@ static bool goes_before(const plan_slot *s, int a, int b)
     return a < b;
 }
 
-static void sort_by_size(const plan_slot *s, int *order, int n)
+static void sort_slots(const plan_slot *s, int order, int *idx, int n)
 {
     for (int i = 1; i < n; i++) {
-        int v = order[i], j = i;
-        for (; j > 0 && goes_before(s, v, order[j - 1]); j--)
-            order[j] = order[j - 1];
-        order[j] = v;
+        int v = idx[i], j = i;
+        for (; j > 0 && goes_before(s, order, v, idx[j - 1]); j--)
+            idx[j] = idx[j - 1];
+        idx[j] = v;
     }
 }
 
@@ -88,10 +110,12 @@ omma_status plan_build(const gr_graph *g, plan_layout **out)
     if (p)
         p->slots = calloc(cnt, sizeof *p->slots);
     int *order = malloc(cnt * sizeof *order), *placed = malloc(cnt * sizeof *placed);
-    if (!p || !p->slots || !order || !placed) {
+    size_t *best = malloc(cnt * sizeof *best);
+    if (!p || !p->slots || !order || !placed || !best) {
         plan_free(p);
         free(order);
         free(placed);
+        free(best);
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "plan: %d tensors", nt);
     }
     p->n_tensors = nt;
@@ -153,20 +177,59 @@ omma_status plan_build(const gr_graph *g, plan_layout **out)
             if (s[t].alias_of < 0)
                 order[n++] = t;
         }
-        sort_by_size(s, order, n);
-        size_t top = place(s, order, n, placed);
+        size_t top = (size_t)-1;
+        unsigned seed = 12345u;
+        for (int o = 0; o < ORDER_COUNT + PLAN_SHUFFLES; o++) {
+            if (o < ORDER_COUNT) {
+                sort_slots(s, o, order, n);
+            } else {
+                /* Then the size order with a few neighbours swapped at
+                 * random (a fixed seed: plans stay deterministic). */
+                sort_slots(s, ORDER_SIZE, order, n);
+                for (int k = 0; k + 1 < n; k++) {
+                    seed = seed * 1664525u + 1013904223u;
+                    if ((seed >> 16) % 3 == 0) {
+                        int tmp = order[k];
+                        order[k] = order[k + 1];
+                        order[k + 1] = tmp;
+                    }
+                }
+            }
+            size_t t = place(s, order, n, placed);
+            if (t < top) {
+                top = t;
+                for (int k = 0; k < n; k++)
+                    best[order[k]] = s[order[k]].offset;
+            }
+        }
+        for (int k = 0; k < n; k++)
+            s[order[k]].offset = best[order[k]];
+        /* The floor no placement can beat: the most bytes alive at once. */
+        size_t peak = 0;
+        for (int step = -1; step <= nn; step++) {
+            size_t live = 0;
+            for (int k = 0; k < n; k++)
+                if (s[order[k]].first <= step && step <= s[order[k]].last)
+                    live += s[order[k]].bytes;
+            if (live > peak)
+                peak = live;
+        }
         for (int t = 0; t < nt; t++)
             if (s[t].in_arena && s[t].batched == want_batched && s[t].alias_of >= 0)
                 s[t].offset = s[s[t].alias_of].offset;
+        if (n == 0)
+            top = 0;
         if (want_batched) {
             p->item_bytes = top;
             p->naive_bytes = naive;
+            p->peak_bytes = peak;
         } else {
             p->fixed_bytes = top;
         }
     }
     free(order);
     free(placed);
+    free(best);
     *out = p;
     return OMMA_OK;
 }

@@ -42,6 +42,7 @@ typedef struct plan_layout {
     size_t fixed_bytes; /* multiple of PLAN_ALIGN */
     size_t item_bytes;  /* multiple of PLAN_ALIGN */
     size_t naive_bytes; /* one item, without reuse (every slot apart): for reports */
+    size_t peak_bytes;  /* one item, most bytes alive at one node: the floor */
 } plan_layout;
 
 /* Plans a validated graph. On failure *out is NULL. */
