@@ -1,4 +1,165 @@
-/* placeholder: replaced by the real command */
+/* omma models inspect FILE [--json]: what a model file declares (inputs,
+ * outputs, operators, parameters) and what loading makes of it (nodes
+ * after the load-time rewrites, activation arena). */
+#include <stdbool.h>
 #include <stdio.h>
-int cli_models(int argc, char **argv);
-int cli_models(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "not built yet\n"); return 1; }
+#include <string.h>
+
+#include "cli/commands.h"
+#include "model/graph.h"
+#include "model/plan.h"
+#include "model/rewrite.h"
+#include "model/tflite.h"
+
+typedef struct report {
+    const char *path;
+    gr_graph *g;      /* as read */
+    gr_graph *rw;     /* after the rewrites */
+    plan_layout *plan;
+    rw_stats stats;
+    int ops[GR_OP_COUNT];
+    size_t params;
+} report;
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void json_tensors(const gr_graph *g, const int *list, int n)
+{
+    putchar('[');
+    for (int i = 0; i < n; i++) {
+        const gr_tensor *t = &g->tensors[list[i]];
+        printf("%s{\"name\":", i ? "," : "");
+        json_string(t->name);
+        printf(",\"shape\":[");
+        for (int d = 0; d < t->rank; d++)
+            printf("%s%d", d ? "," : "", t->dims[d]);
+        printf("]}");
+    }
+    putchar(']');
+}
+
+static void print_json(const report *r)
+{
+    printf("{\"model\":");
+    json_string(r->path);
+    printf(",\"inputs\":");
+    json_tensors(r->g, r->g->inputs, r->g->n_inputs);
+    printf(",\"outputs\":");
+    json_tensors(r->g, r->g->outputs, r->g->n_outputs);
+    printf(",\"operators\":%d,\"op_counts\":{", r->g->n_nodes);
+    int k = 0;
+    for (int op = 0; op < GR_OP_COUNT; op++)
+        if (r->ops[op])
+            printf("%s\"%s\":%d", k++ ? "," : "", gr_op_name((gr_op)op), r->ops[op]);
+    printf("},\"params\":%zu,\"nodes_loaded\":%d,\"nodes_rewritten\":%d,", r->params,
+           r->stats.nodes_before, r->stats.nodes_after);
+    printf("\"rewrites\":{\"dequantize_folded\":%d,\"pads_folded\":%d,\"bias_fused\":%d,"
+           "\"residual_fused\":%d,\"activation_fused\":%d},",
+           r->stats.dequantize_folded, r->stats.pads_folded, r->stats.bias_fused,
+           r->stats.residual_fused, r->stats.activation_fused);
+    printf("\"arena_bytes_batch1\":%zu,\"arena_bytes_per_item\":%zu}\n",
+           plan_arena_bytes(r->plan, 1), r->plan->item_bytes);
+}
+
+static void print_text(const report *r)
+{
+    char dims[96];
+    printf("model: %s\n", r->path);
+    printf("inputs:\n");
+    for (int i = 0; i < r->g->n_inputs; i++) {
+        const gr_tensor *t = &r->g->tensors[r->g->inputs[i]];
+        printf("  %-32s %s\n", t->name, gr_dims_str(t, dims, sizeof dims));
+    }
+    printf("outputs:\n");
+    for (int i = 0; i < r->g->n_outputs; i++) {
+        const gr_tensor *t = &r->g->tensors[r->g->outputs[i]];
+        printf("  %-32s %s\n", t->name, gr_dims_str(t, dims, sizeof dims));
+    }
+    printf("operators: %d\n", r->g->n_nodes);
+    for (int op = 0; op < GR_OP_COUNT; op++)
+        if (r->ops[op])
+            printf("  %-20s %4d\n", gr_op_name((gr_op)op), r->ops[op]);
+    printf("parameters: %zu\n", r->params);
+    printf("nodes: %d as read, %d after load-time rewrites\n", r->stats.nodes_before,
+           r->stats.nodes_after);
+    printf("  dequantize folded %d, pads folded %d, bias fused %d, residual adds fused %d, "
+           "activations fused %d\n",
+           r->stats.dequantize_folded, r->stats.pads_folded, r->stats.bias_fused,
+           r->stats.residual_fused, r->stats.activation_fused);
+    printf("activation arena: %zu bytes at batch 1, + %zu bytes per extra batch item\n",
+           plan_arena_bytes(r->plan, 1), r->plan->item_bytes);
+}
+
+static int inspect(const char *path, bool json)
+{
+    report r = {.path = path};
+    tfl_model *m = NULL;
+    int rc = CLI_EXIT_OK;
+    omma_status st = tfl_model_read_file(path, &m);
+    if (st == OMMA_OK)
+        st = gr_build_tflite(m, &r.g);
+    tfl_model_free(m);
+    if (st == OMMA_OK) {
+        gr_op_counts(r.g, r.ops);
+        r.params = gr_param_count(r.g);
+        st = gr_clone(r.g, &r.rw);
+    }
+    if (st == OMMA_OK)
+        st = rw_apply_all(r.rw, &r.stats);
+    if (st == OMMA_OK)
+        st = plan_build(r.rw, &r.plan);
+    if (st != OMMA_OK)
+        rc = cli_fail(st, "cannot inspect %s", path);
+    else if (json)
+        print_json(&r);
+    else
+        print_text(&r);
+    plan_free(r.plan);
+    gr_free(r.rw);
+    gr_free(r.g);
+    return rc;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: omma models inspect FILE [--json]\n"
+                    "  prints a model's inputs, outputs, operator counts, parameter count,\n"
+                    "  node count before and after the load-time rewrites and the\n"
+                    "  activation arena size (batch 1 and per extra item)\n");
+    return CLI_EXIT_USAGE;
+}
+
+int cli_models(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "inspect") != 0)
+        return usage();
+    const char *path = NULL;
+    bool json = false;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage();
+            return CLI_EXIT_OK;
+        } else if (argv[i][0] == '-' || path)
+            return usage();
+        else
+            path = argv[i];
+    }
+    if (!path)
+        return usage();
+    return inspect(path, json);
+}

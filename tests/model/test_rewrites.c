@@ -1,0 +1,397 @@
+/* Load-time rewrites: each one, applied alone, must leave the results of
+ * the graph the same as the original's, run through the CPU executor on
+ * real inputs (the astronaut photo for the three models; pseudo-random data
+ * for hand-built graphs that exercise the cases the models lack). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/graph.h"
+#include "model/rewrite.h"
+#include "model/tflite.h"
+#include "support/face_inputs.h"
+#include "support/test_graph.h"
+#include "testing.h"
+
+#define TOL 1e-5
+
+typedef omma_status (*rewrite_fn)(gr_graph *g, int *count);
+
+/* Applies fn (all rewrites when NULL) to a copy of g and checks every
+ * output of the copy against ref (g's outputs on input, computed once by the
+ * caller) within TOL. Returns the count the rewrite reported (nodes removed
+ * for all), or -1 on any failure. A rewrite that changed nothing is not run
+ * again. */
+static int check_same(const gr_graph *g, float **ref, rewrite_fn fn, int batch,
+                      const float *input, const char *what)
+{
+    gr_graph *r = NULL;
+    float *outs[GR_MAX_IO];
+    int count = -1;
+    if (gr_clone(g, &r) != OMMA_OK)
+        return -1;
+    omma_status st = fn ? fn(r, &count) : OMMA_OK;
+    if (st == OMMA_OK && !fn) {
+        rw_stats s;
+        st = rw_apply_all(r, &s);
+        count = s.nodes_before - s.nodes_after;
+    }
+    if (st == OMMA_OK)
+        st = gr_validate(r);
+    if (st != OMMA_OK) {
+        fprintf(stderr, "%s: rewrite failed: %s\n", what, omma_last_error());
+        gr_free(r);
+        return -1;
+    }
+    if (count == 0) {
+        fprintf(stderr, "  %s: no change (%d nodes)\n", what, r->n_nodes);
+        gr_free(r);
+        return 0;
+    }
+    int nodes = 0;
+    if (tg_alloc_outputs(g, batch, outs) != 0 ||
+        tg_run(r, false, batch, input, outs, &nodes) != OMMA_OK) {
+        fprintf(stderr, "  %s: run failed: %s\n", what, omma_last_error());
+        count = -1;
+    }
+    for (int o = 0; count >= 0 && o < g->n_outputs; o++) {
+        size_t n = (size_t)batch * gr_tensor_elems(&g->tensors[g->outputs[o]]);
+        double d = tg_max_rel_diff(outs[o], ref[o], n);
+        fprintf(stderr, "  %s: %d -> %d nodes (count %d), output %d max rel diff %.3g\n", what,
+                g->n_nodes, nodes, count, o, d);
+        if (!(d <= TOL))
+            count = -1;
+    }
+    tg_free_outputs(outs);
+    gr_free(r);
+    return count;
+}
+
+/* ---- the three models on the photo -------------------------------------- */
+
+static gr_graph *load_graph(const char *path)
+{
+    tfl_model *m = NULL;
+    gr_graph *g = NULL;
+    if (tfl_model_read_file(path, &m) != OMMA_OK) {
+        fprintf(stderr, "%s: %s\n", path, omma_last_error());
+        return NULL;
+    }
+    if (gr_build_tflite(m, &g) != OMMA_OK)
+        fprintf(stderr, "%s: %s\n", path, omma_last_error());
+    tfl_model_free(m);
+    return g;
+}
+
+static float *photo_input(int size, bool mesh)
+{
+    rgb_image img;
+    if (rgb_image_load_png(FACE_PHOTO, &img) != OMMA_OK)
+        return NULL;
+    float *in = malloc((size_t)size * size * 3 * sizeof *in);
+    if (in) {
+        if (mesh)
+            face_mesh_input(&img, FACE_CROP_CX, FACE_CROP_CY, FACE_CROP_SIDE, in);
+        else
+            face_detector_input(&img, size, in);
+    }
+    rgb_image_free(&img);
+    return in;
+}
+
+typedef struct model_case {
+    const char *path;
+    int size;
+    bool mesh;
+    int dequantize, residual, activation, total_removed;
+} model_case;
+
+/* Expected counts: DEQUANTIZE ops in each file; residual ADDs (every ADD
+ * adds a conv output without activation, except the full-range model's 3
+ * feature-pyramid merges, ADD(RELU(conv), RESIZE(...)), where neither operand
+ * is one); RELU/PRELU fused (after the DEQUANTIZE fold, since PRELU alphas
+ * are fp16 constants too: into convs, or into the ADDs left); nodes removed
+ * by the whole pipeline (164 -> 57, 354 -> 109, 210 -> 54). */
+static const model_case models[] = {
+    {FACE_MODEL_SHORT, 128, false, 74, 16, 17, 164 - 57},
+    {FACE_MODEL_FULL, 192, false, 178, 20, 47, 354 - 109},
+    {FACE_MODEL_MESH, 192, true, 113, 20, 23, 210 - 54},
+};
+
+static void run_model_case(const model_case *mc)
+{
+    gr_graph *g = load_graph(mc->path);
+    float *in = photo_input(mc->size, mc->mesh);
+    float *ref[GR_MAX_IO] = {0};
+    if (!g || !in || tg_alloc_outputs(g, 1, ref) != 0) {
+        gr_free(g);
+        free(in);
+        REQUIRE(!"model, photo and buffers");
+    }
+    fprintf(stderr, "%s\n", mc->path);
+    omma_status st = tg_run(g, false, 1, in, ref, NULL);
+    CHECK(st == OMMA_OK);
+    if (st == OMMA_OK) {
+        CHECK(check_same(g, ref, rw_fold_dequantize, 1, in, "dequantize") == mc->dequantize);
+        CHECK(check_same(g, ref, rw_fold_pad, 1, in, "pad") == 0); /* only channel PADs */
+        CHECK(check_same(g, ref, rw_fuse_bias, 1, in, "bias") == 0);
+        CHECK(check_same(g, ref, rw_fuse_residual, 1, in, "residual") == mc->residual);
+        gr_graph *dq = NULL;
+        if (gr_clone(g, &dq) == OMMA_OK && rw_fold_dequantize(dq, NULL) == OMMA_OK)
+            CHECK(check_same(dq, ref, rw_fuse_activation, 1, in, "activation") ==
+                  mc->activation);
+        else
+            CHECK(!"dequantized copy");
+        gr_free(dq);
+        CHECK(check_same(g, ref, NULL, 1, in, "all") == mc->total_removed);
+    }
+    tg_free_outputs(ref);
+    gr_free(g);
+    free(in);
+}
+
+static void test_short_range_rewrites(void) { run_model_case(&models[0]); }
+static void test_full_range_rewrites(void) { run_model_case(&models[1]); }
+static void test_face_mesh_rewrites(void) { run_model_case(&models[2]); }
+
+/* ---- hand-built graphs -------------------------------------------------- */
+
+static gr_graph *begin(int h, int w, int c, int *x)
+{
+    gr_graph *g = NULL;
+    if (gr_create(&g) != OMMA_OK)
+        return NULL;
+    *x = tg_act(g, "input", 1, h, w, c);
+    g->n_inputs = 1;
+    g->inputs[0] = *x;
+    return g;
+}
+
+static void finish(gr_graph *g, int y)
+{
+    g->n_outputs = 1;
+    g->outputs[0] = y;
+}
+
+static int pad(gr_graph *g, int x, int t, int b, int l, int r, int c0, int c1, const char *name)
+{
+    const gr_tensor *xt = &g->tensors[x];
+    int d1 = xt->dims[1] + t + b, d2 = xt->dims[2] + l + r, d3 = xt->dims[3] + c0 + c1;
+    gr_node n = tg_node(GR_PAD);
+    n.p.pad.before[1] = t;
+    n.p.pad.after[1] = b;
+    n.p.pad.before[2] = l;
+    n.p.pad.after[2] = r;
+    n.p.pad.before[3] = c0;
+    n.p.pad.after[3] = c1;
+    return tg_unary(g, n, x, name, 1, d1, d2, d3);
+}
+
+static int relu(gr_graph *g, int x, const char *name)
+{
+    const gr_tensor *t = &g->tensors[x];
+    return tg_unary(g, tg_node(GR_RELU), x, name, t->dims[0], t->dims[1], t->dims[2], t->dims[3]);
+}
+
+static int maxpool(gr_graph *g, int x, int k, int s, const char *name)
+{
+    const gr_tensor *t = &g->tensors[x];
+    gr_node n = tg_node(GR_MAXPOOL);
+    n.p.pool.win = (gr_window){.kh = k, .kw = k, .stride_h = s, .stride_w = s, .dil_h = 1,
+                               .dil_w = 1};
+    return tg_unary(g, n, x, name, 1, (t->dims[1] - k) / s + 1, (t->dims[2] - k) / s + 1,
+                    t->dims[3]);
+}
+
+static int add(gr_graph *g, int a, int b, const char *name)
+{
+    const gr_tensor *t = &g->tensors[a];
+    int y = tg_act(g, name, t->dims[0], t->dims[1], t->dims[2], t->dims[3]);
+    gr_node n = tg_node(GR_ADD);
+    n.n_in = 2;
+    n.in[0] = a;
+    n.in[1] = b;
+    n.out = y;
+    return gr_add_node(g, &n, NULL) == OMMA_OK ? y : -1;
+}
+
+#define BATCH 2
+
+static float *random_input(const gr_graph *g, unsigned seed)
+{
+    size_t n = BATCH * gr_tensor_elems(&g->tensors[g->inputs[0]]);
+    float *v = malloc(n * sizeof *v);
+    if (v)
+        tg_fill(v, n, seed, -1.0f, 1.0f);
+    return v;
+}
+
+static int hand_case(gr_graph *g, rewrite_fn fn, const char *what)
+{
+    float *in = random_input(g, 7);
+    float *ref[GR_MAX_IO] = {0};
+    int count = -1;
+    if (in && tg_alloc_outputs(g, BATCH, ref) == 0 &&
+        tg_run(g, false, BATCH, in, ref, NULL) == OMMA_OK)
+        count = check_same(g, ref, fn, BATCH, in, what);
+    else
+        fprintf(stderr, "  %s: reference run failed: %s\n", what, omma_last_error());
+    tg_free_outputs(ref);
+    free(in);
+    gr_free(g);
+    return count;
+}
+
+static void test_pad_into_conv(void)
+{
+    int x;
+    gr_graph *g = begin(9, 9, 3, &x);
+    REQUIRE(g);
+    /* Uneven padding, stride 2, VALID conv: the folded window pads 1/2, 2/1. */
+    int p = pad(g, x, 1, 2, 2, 1, 0, 0, "pad");
+    finish(g, tg_conv(g, p, false, 5, 3, 3, 2, 0, 0, 0, 0, "conv", 3));
+    CHECK(hand_case(g, rw_fold_pad, "pad -> conv") == 1);
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* Added to a depthwise conv's own SAME padding. */
+    p = pad(g, x, 1, 1, 1, 1, 0, 0, "pad");
+    finish(g, tg_conv(g, p, true, 4, 3, 3, 1, 1, 1, 1, 1, "dw", 4));
+    CHECK(hand_case(g, rw_fold_pad, "pad -> depthwise") == 1);
+}
+
+static void test_pad_into_maxpool_when_legal(void)
+{
+    int x;
+    gr_graph *g = begin(7, 7, 4, &x);
+    REQUIRE(g);
+    /* RELU output (>= 0), padding 1 < window 2: legal. */
+    int p = pad(g, relu(g, x, "relu"), 0, 1, 0, 1, 0, 0, "pad");
+    finish(g, maxpool(g, p, 2, 2, "pool"));
+    CHECK(hand_case(g, rw_fold_pad, "relu -> pad -> maxpool") == 1);
+
+    g = begin(7, 7, 4, &x);
+    REQUIRE(g);
+    /* The input can be negative: a padded zero could win the max. Kept. */
+    p = pad(g, x, 0, 1, 0, 1, 0, 0, "pad");
+    finish(g, maxpool(g, p, 2, 2, "pool"));
+    CHECK(hand_case(g, rw_fold_pad, "pad -> maxpool (negative input)") == 0);
+
+    g = begin(6, 6, 4, &x);
+    REQUIRE(g);
+    /* Padding 2 = window 2: a window would see padding only. Kept. */
+    p = pad(g, relu(g, x, "relu"), 2, 0, 2, 0, 0, 0, "pad");
+    finish(g, maxpool(g, p, 2, 2, "pool"));
+    CHECK(hand_case(g, rw_fold_pad, "relu -> pad 2 -> maxpool 2") == 0);
+}
+
+static void test_channel_pad_kept(void)
+{
+    int x;
+    gr_graph *g = begin(6, 6, 4, &x);
+    REQUIRE(g);
+    int p = pad(g, relu(g, x, "relu"), 0, 0, 0, 0, 0, 4, "pad");
+    finish(g, tg_conv(g, p, false, 6, 1, 1, 1, 0, 0, 0, 0, "conv", 5));
+    CHECK(hand_case(g, rw_fold_pad, "channel pad -> conv") == 0);
+}
+
+static int channel_const(gr_graph *g, int like, bool per_channel, unsigned seed)
+{
+    const gr_tensor *t = &g->tensors[like];
+    int h = t->dims[1], w = t->dims[2], c = t->dims[3];
+    float *v = malloc((size_t)h * w * c * sizeof *v);
+    if (!v)
+        return -1;
+    tg_fill(v, (size_t)(per_channel ? c : h * w * c), seed, -0.5f, 0.5f);
+    for (int k = c; per_channel && k < h * w * c; k++)
+        v[k] = v[k % c];
+    int dims[4] = {1, h, w, c}, id;
+    omma_status st = gr_add_tensor(g, "const", 4, dims, GR_F32, v, (size_t)h * w * c * sizeof *v, &id);
+    free(v);
+    return st == OMMA_OK ? id : -1;
+}
+
+static void test_bias_fusion(void)
+{
+    int x;
+    gr_graph *g = begin(6, 6, 3, &x);
+    REQUIRE(g);
+    int c = tg_conv(g, x, false, 5, 3, 3, 1, 1, 1, 1, 1, "conv", 6);
+    finish(g, add(g, c, channel_const(g, c, true, 8), "biased"));
+    CHECK(hand_case(g, rw_fuse_bias, "conv + per-channel constant") == 1);
+
+    g = begin(6, 6, 3, &x);
+    REQUIRE(g);
+    c = tg_conv(g, x, true, 3, 3, 3, 1, 1, 1, 1, 1, "dw", 6);
+    g->nodes[0].in[2] = -1; /* no bias of its own */
+    finish(g, add(g, channel_const(g, c, true, 9), c, "biased"));
+    CHECK(hand_case(g, rw_fuse_bias, "per-channel constant + depthwise without bias") == 1);
+
+    g = begin(6, 6, 3, &x);
+    REQUIRE(g);
+    c = tg_conv(g, x, false, 5, 3, 3, 1, 1, 1, 1, 1, "conv", 6);
+    finish(g, add(g, c, channel_const(g, c, false, 10), "biased"));
+    CHECK(hand_case(g, rw_fuse_bias, "conv + position-varying constant") == 0);
+}
+
+static void test_residual_and_activation_fusion(void)
+{
+    int x;
+    gr_graph *g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* The BlazeFace block: r = relu(x); y = relu(r + conv1x1(dw(r))). */
+    int r = relu(g, x, "r");
+    int d = tg_conv(g, r, true, 4, 3, 3, 1, 1, 1, 1, 1, "dw", 11);
+    int c = tg_conv(g, d, false, 4, 1, 1, 1, 0, 0, 0, 0, "pw", 12);
+    finish(g, relu(g, add(g, r, c, "sum"), "y"));
+    CHECK(hand_case(g, rw_fuse_residual, "residual alone") == 1);
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    r = relu(g, x, "r");
+    d = tg_conv(g, r, true, 4, 3, 3, 1, 1, 1, 1, 1, "dw", 11);
+    c = tg_conv(g, d, false, 4, 1, 1, 1, 0, 0, 0, 0, "pw", 12);
+    finish(g, relu(g, add(g, r, c, "sum"), "y"));
+    CHECK(hand_case(g, NULL, "residual then activation") == 2); /* 5 -> 3 nodes */
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* The conv output is read twice: no residual fusion. */
+    c = tg_conv(g, x, false, 4, 1, 1, 1, 0, 0, 0, 0, "pw", 13);
+    finish(g, add(g, add(g, x, c, "sum"), c, "sum2"));
+    CHECK(hand_case(g, rw_fuse_residual, "conv with two readers") == 0);
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* The conv has its own activation: act(conv) + x != act(conv + x). */
+    c = tg_conv(g, x, false, 4, 1, 1, 1, 0, 0, 0, 0, "pw", 14);
+    g->nodes[0].p.conv.act = GR_ACT_RELU;
+    finish(g, add(g, x, c, "sum"));
+    CHECK(hand_case(g, rw_fuse_residual, "conv with activation") == 0);
+}
+
+static void test_prelu_fusion(void)
+{
+    int x;
+    gr_graph *g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    int c = tg_conv(g, x, false, 6, 3, 3, 2, 0, 0, 1, 1, "conv", 15);
+    gr_node p = tg_node(GR_PRELU);
+    p.n_in = 2;
+    p.in[1] = tg_const(g, "alpha", 1, 1, 6, 0, 16, 0.0f, 0.5f);
+    finish(g, tg_unary(g, p, c, "prelu", 1, 4, 4, 6));
+    CHECK(hand_case(g, rw_fuse_activation, "conv -> prelu") == 1);
+}
+
+int main(void)
+{
+    RUN(test_pad_into_conv);
+    RUN(test_pad_into_maxpool_when_legal);
+    RUN(test_channel_pad_kept);
+    RUN(test_bias_fusion);
+    RUN(test_residual_and_activation_fusion);
+    RUN(test_prelu_fusion);
+    RUN(test_short_range_rewrites);
+    RUN(test_full_range_rewrites);
+    RUN(test_face_mesh_rewrites);
+    return testing_finish();
+}
