@@ -252,7 +252,7 @@ static omma_status build(const tfl_model *m, gr_graph *g)
 {
     for (int i = 0; i < m->n_tensors; i++) {
         const tfl_tensor *t = &m->tensors[i];
-        gr_dtype dt;
+        gr_dtype dt = GR_F32;
         OMMA_TRY(map_dtype(t, i, &dt));
         if (t->rank > GR_MAX_RANK)
             return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "tensor %d ('%s'): rank %d (at most %d)", i,
