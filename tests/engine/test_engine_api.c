@@ -212,6 +212,72 @@ static void test_concurrent_run_is_busy(void)
     omma_exec_destroy(r.x);
 }
 
+/* Two pipelines sharing one engine, each with its own exec, running at the
+ * same time: each gets bitwise what it gets running alone. */
+typedef struct pipeline {
+    omma_engine *e;
+    const float *image; /* 128 * 128 * 3 */
+    const float *want;  /* 896 scores */
+    int runs, mismatches, errors;
+} pipeline;
+
+static void *pipeline_main(void *arg)
+{
+    pipeline *p = arg;
+    omma_exec *x = NULL;
+    float *in, *out;
+    if (omma_exec_create(p->e, 1, &x) != OMMA_OK || omma_exec_input(x, 0, &in) != OMMA_OK ||
+        omma_exec_output(x, 1, &out) != OMMA_OK) {
+        p->errors++;
+        omma_exec_destroy(x);
+        return NULL;
+    }
+    for (int r = 0; r < 3; r++) {
+        memcpy(in, p->image, 128 * 128 * 3 * sizeof *in);
+        if (omma_exec_run(x, 1) != OMMA_OK)
+            p->errors++;
+        else if (memcmp(out, p->want, 896 * sizeof *out) != 0)
+            p->mismatches++;
+        p->runs++;
+    }
+    omma_exec_destroy(x);
+    return NULL;
+}
+
+static void test_concurrent_execs_share_an_engine(void)
+{
+    rgb_image img;
+    omma_engine *e = NULL;
+    omma_exec *x = NULL;
+    static float images[2][128 * 128 * 3], want[2][896];
+    float *in, *out;
+    REQUIRE_OK(rgb_image_load_png(FACE_PHOTO, &img));
+    face_detector_input(&img, 128, images[0]);
+    rgb_image_sample(&img, 100, 20, 350, 270, 128, 128, 1.0f / 127.5f, -1.0f, images[1]);
+    rgb_image_free(&img);
+    REQUIRE_OK(omma_engine_load(NULL, FACE_MODEL_SHORT, NULL, &e));
+    omma_status st = omma_exec_create(e, 1, &x);
+    for (int k = 0; st == OMMA_OK && k < 2; k++) {
+        if ((st = omma_exec_input(x, 0, &in)) == OMMA_OK) {
+            memcpy(in, images[k], sizeof images[k]);
+            if ((st = omma_exec_run(x, 1)) == OMMA_OK && (st = omma_exec_output(x, 1, &out)) == OMMA_OK)
+                memcpy(want[k], out, sizeof want[k]);
+        }
+    }
+    omma_exec_destroy(x);
+    CHECK(st == OMMA_OK);
+    pipeline p[2] = {{e, images[0], want[0], 0, 0, 0}, {e, images[1], want[1], 0, 0, 0}};
+    pthread_t t[2];
+    for (int k = 0; st == OMMA_OK && k < 2; k++)
+        CHECK(pthread_create(&t[k], NULL, pipeline_main, &p[k]) == 0);
+    for (int k = 0; st == OMMA_OK && k < 2; k++) {
+        pthread_join(t[k], NULL);
+        CHECK(p[k].runs == 3 && p[k].errors == 0 && p[k].mismatches == 0);
+    }
+    CHECK(memcmp(want[0], want[1], sizeof want[0]) != 0);
+    omma_engine_release(e);
+}
+
 /* Same input, same bits: across runs, and item k of a batch of 8 equals the
  * same image run alone. Two real images alternate in the batch: the whole
  * photo and a face crop, both resized to the detector's input. */
@@ -294,6 +360,7 @@ int main(void)
     RUN(test_bad_files);
     RUN(test_misuse);
     RUN(test_concurrent_run_is_busy);
+    RUN(test_concurrent_execs_share_an_engine);
     RUN(test_deterministic_across_runs_and_batches);
     return testing_finish();
 }
