@@ -247,8 +247,9 @@ static omma_status tfl_subtable(const tfl_rd *r, const tfl_tbl *t, int id, const
 
 /* A vector field of `elem` byte elements: *start (first element) and *len;
  * len 0 when absent. */
-static omma_status tfl_vector(const tfl_rd *r, const tfl_tbl *t, int id, size_t elem,
-                              const char *field, size_t *start, size_t *len)
+static omma_status tfl_vector_kind(const tfl_rd *r, const tfl_tbl *t, int id, size_t elem,
+                                   const char *field, const char *kind, size_t *start,
+                                   size_t *len)
 {
     size_t at, pos;
     *start = 0;
@@ -260,11 +261,17 @@ static omma_status tfl_vector(const tfl_rd *r, const tfl_tbl *t, int id, size_t 
     uint32_t count = rd_u32(r->b + pos);
     size_t room = r->n - pos - 4;
     if (count > room / elem)
-        return tfl_bad(r, "%s %s vector at offset %zu has %u elements of %zu bytes: runs past "
-                       "the end of the file (size %zu)", t->obj, field, pos, count, elem, r->n);
+        return tfl_bad(r, "%s %s %s at offset %zu (%u x %zu bytes) runs past the end of the "
+                       "file (size %zu)", t->obj, field, kind, pos, count, elem, r->n);
     *start = pos + 4;
     *len = count;
     return OMMA_OK;
+}
+
+static omma_status tfl_vector(const tfl_rd *r, const tfl_tbl *t, int id, size_t elem,
+                              const char *field, size_t *start, size_t *len)
+{
+    return tfl_vector_kind(r, t, id, elem, field, "vector", start, len);
 }
 
 /* A string field: a pointer into the file (NUL-terminated there) or NULL. */
@@ -273,7 +280,7 @@ static omma_status tfl_string(const tfl_rd *r, const tfl_tbl *t, int id, const c
 {
     size_t start, len;
     *s = NULL;
-    OMMA_TRY(tfl_vector(r, t, id, 1, field, &start, &len));
+    OMMA_TRY(tfl_vector_kind(r, t, id, 1, field, "string", &start, &len));
     if (!start)
         return OMMA_OK;
     if (len >= r->n - start)
@@ -291,7 +298,7 @@ static omma_status tfl_vector_table(const tfl_rd *r, size_t start, size_t k, con
                                     tfl_tbl *t)
 {
     size_t pos;
-    OMMA_TRY(tfl_follow(r, start + 4 * k, obj, "offset", &pos));
+    OMMA_TRY(tfl_follow(r, start + 4 * k, obj, "reference", &pos));
     return tfl_table_at(r, pos, obj, t);
 }
 
@@ -447,8 +454,10 @@ static omma_status read_tensor(const tfl_rd *r, const tfl_tbl *t, int index, con
     uint32_t buffer;
     uint8_t variable;
     const char *name;
+    size_t buffer_at;
     OMMA_TRY(tfl_u8(r, t, F_TENSOR_TYPE, "type", 0, &type));
-    OMMA_TRY(tfl_u32(r, t, F_TENSOR_BUFFER, "buffer", &buffer));
+    OMMA_TRY(tfl_field(r, t, F_TENSOR_BUFFER, 4, "buffer", &buffer_at));
+    buffer = buffer_at ? rd_u32(r->b + buffer_at) : 0;
     OMMA_TRY(tfl_string(r, t, F_TENSOR_NAME, "name", &name));
     OMMA_TRY(tfl_u8(r, t, F_TENSOR_VARIABLE, "is_variable", 0, &variable));
     out->name = name ? name : "";
@@ -508,8 +517,8 @@ static omma_status read_tensor(const tfl_rd *r, const tfl_tbl *t, int index, con
         elems *= (size_t)v;
     }
     if (buffer >= n_bufs)
-        return tfl_bad(r, "tensor %d '%s' names buffer %u of %zu", index, out->name, buffer,
-                       n_bufs);
+        return tfl_bad(r, "tensor %d '%s' buffer field at offset %zu names buffer %u of %zu",
+                       index, out->name, buffer_at, buffer, n_bufs);
     out->data = bufs[buffer].data;
     out->data_size = bufs[buffer].size;
     if (out->data) {
@@ -762,9 +771,12 @@ static omma_status read_operator(const tfl_rd *r, const tfl_tbl *o, int index,
                                  tfl_operator *op)
 {
     uint32_t ci;
-    OMMA_TRY(tfl_u32(r, o, F_OP_OPCODE, "opcode_index", &ci));
+    size_t at;
+    OMMA_TRY(tfl_field(r, o, F_OP_OPCODE, 4, "opcode_index", &at));
+    ci = at ? rd_u32(r->b + at) : 0;
     if (ci >= n_codes)
-        return tfl_bad(r, "op %d names operator code %u of %zu", index, ci, n_codes);
+        return tfl_bad(r, "op %d opcode_index at offset %zu names operator code %u of %zu", index,
+                       at, ci, n_codes);
     const tfl_code *code = &codes[ci];
     tfl_opctx c = {.r = r, .index = index, .name = tfl_opcode_name(code->code)};
     if (code->custom || code->code == TFL_OP_CUSTOM)
