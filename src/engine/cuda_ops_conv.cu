@@ -203,7 +203,10 @@ gemm_tc(const __half *__restrict__ x, const __half *__restrict__ w, const float 
 extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s)
 {
     int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
-    if (a->prec == CUDA_PREC_F16 && K % 2 == 0 && N % 2 == 0) {
+    /* The tensor-core kernel moves pairs of halves: even sizes, 4-byte
+     * aligned buffers. */
+    size_t align = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual;
+    if (a->prec == CUDA_PREC_F16 && K % 2 == 0 && N % 2 == 0 && (align & 3) == 0) {
         dim3 grid((M + TC_BM - 1) / TC_BM, (N + TC_BN - 1) / TC_BN);
         gemm_tc<<<grid, 128, 0, s>>>((const __half *)a->x, (const __half *)a->w, a->bias,
                                      (const __half *)a->residual, a->alpha, (__half *)a->y, M, K,

@@ -1,0 +1,870 @@
+/* Every CUDA op against the CPU reference (cpu_op_run), like ggml's
+ * test-backend-ops: a table of cases (op x shape x window x activation x
+ * residual x batch), each built as a small hand-made graph, validated, run
+ * node by node on the CPU and on the GPU in both precisions.
+ *
+ * - Fresh random inputs every run (the seed is printed; pass --seed N to
+ *   replay), constants random too; for fp16 the inputs are rounded through
+ *   half on the device first so that the reference sees the same values.
+ * - Every GPU output buffer is poisoned (all bytes 0xFF: NaN in float and
+ *   half) before its launch and has a 256-byte guard after it: an unwritten
+ *   element stays NaN and fails, a write past the end changes the guard.
+ * - Error = max|gpu - cpu| / max(max|cpu|, 1e-6) over a node's output (a
+ *   relative error normalized by the output's scale); NaN or inf fails.
+ *   Bounds: 1e-5 in fp32, 5e-3 in fp16 (activations, filters and the
+ *   residual stored as half, accumulation in float).
+ *
+ * Usage: test_cuda_ops [--quick] [--seed N] [--verbose]. --quick runs every
+ * fourth case (for compute-sanitizer). Exits 77 where there is no GPU. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "engine/cpu_ops.h"
+#include "engine/cuda_ops.h"
+#include "engine/cuda_weights.h"
+#include "model/graph.h"
+#include "support/test_graph.h"
+#include "testing.h"
+
+#define GUARD 256
+#define TOL_F32 1e-5
+#define TOL_F16 5e-3
+
+static bool verbose, quick_mode;
+static unsigned rng_state = 1;
+static double worst[2];  /* per precision */
+static int cases_run, cases_failed;
+
+static unsigned rnd(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
+
+static int pick(const int *v, int n)
+{
+    return v[rnd() % (unsigned)n];
+}
+#define PICK(...) pick((const int[]){__VA_ARGS__}, (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)))
+
+/* ---- cases ---------------------------------------------------------------- */
+
+typedef enum chain { CHAIN_NONE, CHAIN_DEQUANTIZE_ADD, CHAIN_BLAZE_BLOCK } chain;
+
+typedef struct spec {
+    gr_op op;
+    int batch;
+    int h, w, c;           /* input 0 is [1, h, w, c] (rank 4) */
+    int kh, kw, sh, sw, dil;
+    int pt, pl, pb, pr;    /* window padding; PAD: before/after of H and W */
+    int cout, mult;        /* CONV2D output channels; DWCONV2D multiplier */
+    gr_act act;
+    bool residual, no_bias;
+    int const_operand;     /* ADD: 1 = second operand constant, 2 = first */
+    int pad_c0, pad_c1;    /* PAD: channels before / after */
+    int rank;              /* PAD, RESHAPE, CONCAT: 3 for [1, h, c]-shaped tensors */
+    int axis, ext[3];      /* CONCAT: axis and the inputs' extents along it */
+    int oh, ow, mode;      /* RESIZE_BILINEAR; mode 1 align_corners, 2 half_pixel */
+    chain chain;
+} spec;
+
+#define MAX_CASES 512
+static spec cases[MAX_CASES];
+static int n_cases;
+
+static spec *add_case(gr_op op, int batch, int h, int w, int c)
+{
+    if (n_cases >= MAX_CASES)
+        return &cases[MAX_CASES - 1];
+    spec *s = &cases[n_cases++];
+    memset(s, 0, sizeof *s);
+    s->op = op;
+    s->batch = batch;
+    s->h = h, s->w = w, s->c = c;
+    s->kh = s->kw = s->sh = s->sw = s->dil = 1;
+    s->mult = 1;
+    s->rank = 4;
+    return s;
+}
+
+/* TFLite's SAME split: the extra pixel after. */
+static void same_pad(int size, int k, int s, int dil, int *before, int *after)
+{
+    int out = (size + s - 1) / s, ke = (k - 1) * dil + 1;
+    int total = (out - 1) * s + ke - size;
+    if (total < 0)
+        total = 0;
+    *before = total / 2;
+    *after = total - *before;
+}
+
+/* Sets a k x k window; grows the input to at least the window's extent so
+ * that every random combination has an output. */
+static void window(spec *s, int k, int stride, int dil, int padmode)
+{
+    int ke = (k - 1) * dil + 1;
+    if (s->h < ke)
+        s->h = ke;
+    if (s->w < ke)
+        s->w = ke;
+    s->kh = s->kw = k;
+    s->sh = s->sw = stride;
+    s->dil = dil;
+    s->pt = s->pl = s->pb = s->pr = 0;
+    if (padmode == 1) { /* SAME */
+        same_pad(s->h, k, stride, dil, &s->pt, &s->pb);
+        same_pad(s->w, k, stride, dil, &s->pl, &s->pr);
+    } else if (padmode == 2) { /* asymmetric */
+        s->pt = 1, s->pl = 0, s->pb = 0, s->pr = 1;
+    } else if (padmode == 3) { /* generous */
+        s->pt = s->pl = s->pb = s->pr = k / 2 + 1;
+    }
+}
+
+static gr_act any_act(void)
+{
+    return (gr_act)PICK(GR_ACT_NONE, GR_ACT_RELU, GR_ACT_RELU6, GR_ACT_PRELU);
+}
+
+static void make_cases(void)
+{
+    spec *s;
+    /* Pointwise (GEMM) convolutions: odd and model channel counts. */
+    s = add_case(GR_CONV2D, 3, 64, 64, 24); /* BlazeFace block */
+    s->cout = 24, s->residual = true, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 2, 16, 16, 88);
+    s->cout = 96, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 8, 8, 8, 96);
+    s->cout = 96, s->residual = true, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 1, 12, 12, 128);
+    s->cout = 128, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 1, 5, 7, 3);
+    s->cout = 1, s->no_bias = true;
+    for (int i = 0; i < 40; i++) {
+        s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 2, 5, 9, 16), PICK(1, 3, 7, 16),
+                     PICK(1, 2, 3, 8, 16, 24, 28, 31, 42, 64, 96, 128));
+        s->cout = PICK(1, 2, 6, 7, 16, 24, 28, 32, 33, 48, 64, 96, 128);
+        s->act = any_act();
+        s->residual = rnd() % 2;
+        s->no_bias = rnd() % 5 == 0;
+    }
+    /* Whole-input windows (FaceMesh's heads): GEMM over items. */
+    s = add_case(GR_CONV2D, 8, 3, 3, 32);
+    window(s, 3, 3, 1, 0);
+    s->cout = 1404;
+    s = add_case(GR_CONV2D, 8, 3, 3, 32);
+    window(s, 3, 3, 1, 0);
+    s->cout = 1;
+    s = add_case(GR_CONV2D, 3, 2, 2, 5);
+    window(s, 2, 1, 1, 0);
+    s->cout = 7, s->act = GR_ACT_PRELU;
+    /* Direct convolutions: the stems and a sweep. */
+    s = add_case(GR_CONV2D, 2, 128, 128, 3);
+    window(s, 5, 2, 1, 1);
+    s->cout = 24, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 1, 192, 192, 3);
+    window(s, 3, 2, 1, 1);
+    s->cout = 16, s->act = GR_ACT_PRELU;
+    for (int i = 0; i < 30; i++) {
+        s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 4, 7, 12), PICK(1, 5, 9, 12),
+                     PICK(1, 2, 3, 4, 5, 16, 32));
+        window(s, PICK(1, 2, 3, 5), PICK(1, 2), PICK(1, 1, 2), PICK(0, 1, 2, 3));
+        if (s->kh == 1 && s->sh == 1 && s->pt + s->pl + s->pb + s->pr == 0)
+            s->sh = s->sw = 2; /* keep it off the GEMM path */
+        s->cout = PICK(1, 5, 8, 13, 16, 24, 33, 40);
+        s->act = any_act();
+        s->residual = rnd() % 3 == 0;
+        s->no_bias = rnd() % 5 == 0;
+    }
+    /* Depthwise. */
+    s = add_case(GR_DWCONV2D, 3, 64, 64, 24);
+    window(s, 3, 1, 1, 1);
+    s = add_case(GR_DWCONV2D, 3, 64, 64, 28);
+    window(s, 3, 2, 1, 1);
+    s = add_case(GR_DWCONV2D, 8, 8, 8, 96);
+    window(s, 5, 1, 1, 1);
+    s->act = GR_ACT_PRELU, s->residual = true;
+    for (int i = 0; i < 40; i++) {
+        s = add_case(GR_DWCONV2D, PICK(1, 3, 8), PICK(1, 3, 6, 11, 16), PICK(1, 4, 9, 16),
+                     PICK(1, 3, 4, 8, 16, 24, 28, 42, 64, 127, 128));
+        window(s, PICK(1, 3, 3, 5), PICK(1, 2), PICK(1, 1, 1, 2), PICK(0, 1, 1, 2, 3));
+        s->mult = PICK(1, 1, 1, 2, 3);
+        s->act = any_act();
+        s->residual = rnd() % 3 == 0;
+        s->no_bias = rnd() % 5 == 0;
+    }
+    /* Max pooling: 2x2/2 of the models, with SAME padding, and others. */
+    s = add_case(GR_MAXPOOL, 3, 64, 64, 28);
+    window(s, 2, 2, 1, 0);
+    s = add_case(GR_MAXPOOL, 2, 96, 96, 16);
+    window(s, 2, 2, 1, 1);
+    for (int i = 0; i < 16; i++) {
+        s = add_case(GR_MAXPOOL, PICK(1, 3, 8), PICK(2, 5, 8, 15), PICK(2, 7, 8, 16),
+                     PICK(1, 3, 7, 8, 16, 28, 64, 96));
+        window(s, PICK(2, 3), PICK(1, 2), 1, PICK(0, 1));
+    }
+    /* Element-wise. */
+    for (int i = 0; i < 14; i++) {
+        s = add_case(GR_ADD, PICK(1, 3, 8), PICK(1, 4, 9), PICK(1, 5, 16), PICK(1, 3, 8, 24, 28, 96));
+        s->act = any_act();
+    }
+    s = add_case(GR_ADD, 3, 6, 6, 8);
+    s->const_operand = 1, s->act = GR_ACT_RELU;
+    s = add_case(GR_ADD, 8, 3, 5, 7);
+    s->const_operand = 2;
+    for (int i = 0; i < 6; i++) {
+        s = add_case(PICK(GR_RELU, GR_PRELU), PICK(1, 3, 8), PICK(1, 4, 9), PICK(1, 5, 16),
+                     PICK(1, 3, 8, 24, 32, 33));
+        s->act = s->op == GR_PRELU ? GR_ACT_PRELU : GR_ACT_RELU;
+    }
+    /* PAD: channels (BlazeFace's 24 -> 28), spatial, both; rank 3. */
+    s = add_case(GR_PAD, 3, 64, 64, 24);
+    s->pad_c1 = 4;
+    s = add_case(GR_PAD, 3, 16, 16, 64);
+    s->pad_c1 = 8;
+    s = add_case(GR_PAD, 2, 5, 7, 3);
+    s->pt = 1, s->pl = 2, s->pb = 0, s->pr = 3, s->pad_c0 = 2, s->pad_c1 = 1;
+    s = add_case(GR_PAD, 8, 4, 4, 8);
+    s->pt = 2, s->pr = 1, s->pad_c0 = 8, s->pad_c1 = 16;
+    s = add_case(GR_PAD, 3, 1, 10, 6);
+    s->rank = 3, s->pl = 1, s->pr = 2, s->pad_c1 = 3;
+    /* RESHAPE (a copy on the GPU when buffers differ). */
+    s = add_case(GR_RESHAPE, 3, 16, 16, 2);
+    s->ext[0] = 1;
+    s = add_case(GR_RESHAPE, 8, 8, 8, 96);
+    s->ext[0] = 16;
+    /* CONCAT: BlazeFace's rank-3 axis 1, channels, rows. */
+    s = add_case(GR_CONCAT, 3, 0, 0, 16);
+    s->rank = 3, s->axis = 1, s->ext[0] = 512, s->ext[1] = 384;
+    s = add_case(GR_CONCAT, 8, 0, 0, 1);
+    s->rank = 3, s->axis = 1, s->ext[0] = 512, s->ext[1] = 384;
+    s = add_case(GR_CONCAT, 2, 5, 6, 0);
+    s->axis = 3, s->ext[0] = 3, s->ext[1] = 8, s->ext[2] = 5;
+    s = add_case(GR_CONCAT, 3, 0, 7, 4);
+    s->axis = 1, s->ext[0] = 2, s->ext[1] = 5;
+    s = add_case(GR_CONCAT, 1, 4, 0, 3);
+    s->axis = 2, s->ext[0] = 1, s->ext[1] = 6, s->ext[2] = 2;
+    /* RESIZE_BILINEAR: full-range's 2x upsampling and odd scales, all modes. */
+    s = add_case(GR_RESIZE_BILINEAR, 3, 6, 6, 96);
+    s->oh = 12, s->ow = 12, s->mode = 2;
+    s = add_case(GR_RESIZE_BILINEAR, 2, 24, 24, 48);
+    s->oh = 48, s->ow = 48, s->mode = 2;
+    for (int i = 0; i < 12; i++) {
+        s = add_case(GR_RESIZE_BILINEAR, PICK(1, 3, 8), PICK(1, 3, 7, 12), PICK(1, 4, 9),
+                     PICK(1, 3, 8, 24));
+        s->oh = PICK(1, 2, 5, 12, 17), s->ow = PICK(1, 3, 8, 13);
+        s->mode = i % 3;
+    }
+    /* Chains: DEQUANTIZE of an fp16 constant feeding an ADD; a BlazeFace
+     * block (depthwise, channel PAD, pointwise with the padded residual). */
+    s = add_case(GR_DEQUANTIZE, 1, 4, 5, 8);
+    s->chain = CHAIN_DEQUANTIZE_ADD;
+    s = add_case(GR_DEQUANTIZE, 1, 3, 3, 5);
+    s->chain = CHAIN_DEQUANTIZE_ADD;
+    s = add_case(GR_CONV2D, 3, 32, 32, 28);
+    s->chain = CHAIN_BLAZE_BLOCK, s->cout = 32;
+    s = add_case(GR_CONV2D, 2, 16, 16, 42);
+    s->chain = CHAIN_BLAZE_BLOCK, s->cout = 48;
+}
+
+/* ---- graphs --------------------------------------------------------------- */
+
+static int tensor(gr_graph *g, int rank, int d1, int d2, int d3)
+{
+    int dims[4] = {1, d1, d2, d3}, t;
+    return gr_add_tensor(g, "t", rank, dims, GR_F32, NULL, 0, &t) == OMMA_OK ? t : -1;
+}
+
+static int input(gr_graph *g, int rank, int d1, int d2, int d3)
+{
+    int t = tensor(g, rank, d1, d2, d3);
+    if (t >= 0 && g->n_inputs < GR_MAX_IO)
+        g->inputs[g->n_inputs++] = t;
+    return t;
+}
+
+static int constant(gr_graph *g, int rank, int d0, int d1, int d2, int d3, float lo, float hi)
+{
+    int v[4] = {d0, d1, d2, d3};
+    return tg_const(g, "c", v[0], rank > 1 ? v[1] : 0, rank > 2 ? v[2] : 0, rank > 3 ? v[3] : 0,
+                    rnd(), lo, hi);
+}
+
+static int add_node(gr_graph *g, gr_node *n)
+{
+    return gr_add_node(g, n, NULL) == OMMA_OK ? n->out : -1;
+}
+
+static int window_out(int size, int pa, int pb, int k, int s, int dil)
+{
+    return (size + pa + pb - ((k - 1) * dil + 1)) / s + 1;
+}
+
+/* A convolution node of x (activation [1,h,w,c]) per s; residual and alpha
+ * as s says. Returns the output tensor. */
+static int build_conv(gr_graph *g, const spec *s, gr_op op, int x, int h, int w, int c, int cout)
+{
+    gr_node n = tg_node(op);
+    n.n_in = 3;
+    n.in[0] = x;
+    n.p.conv.win = (gr_window){.kh = s->kh, .kw = s->kw, .stride_h = s->sh, .stride_w = s->sw,
+                               .dil_h = s->dil, .dil_w = s->dil, .pad_top = s->pt,
+                               .pad_left = s->pl, .pad_bottom = s->pb, .pad_right = s->pr};
+    int oh = window_out(h, s->pt, s->pb, s->kh, s->sh, s->dil);
+    int ow = window_out(w, s->pl, s->pr, s->kw, s->sw, s->dil);
+    float bound;
+    if (op == GR_DWCONV2D) {
+        n.p.conv.depth_multiplier = s->mult;
+        cout = c * s->mult;
+        bound = 1.0f / sqrtf((float)(s->kh * s->kw));
+        n.in[1] = constant(g, 4, 1, s->kh, s->kw, cout, -bound, bound);
+    } else {
+        bound = 1.0f / sqrtf((float)(s->kh * s->kw * c));
+        n.in[1] = constant(g, 4, cout, s->kh, s->kw, c, -bound, bound);
+    }
+    n.in[2] = s->no_bias ? -1 : constant(g, 1, cout, 0, 0, 0, -0.5f, 0.5f);
+    n.p.conv.act = s->act;
+    if (s->act == GR_ACT_PRELU)
+        n.p.conv.alpha = constant(g, 1, cout, 0, 0, 0, -0.5f, 1.0f);
+    if (s->residual)
+        n.p.conv.residual = input(g, 4, oh, ow, cout);
+    n.out = tensor(g, 4, oh, ow, cout);
+    return add_node(g, &n);
+}
+
+static int build(gr_graph *g, const spec *s)
+{
+    int x, y = -1;
+    gr_node n = tg_node(s->op);
+    switch (s->chain) {
+    case CHAIN_DEQUANTIZE_ADD: {
+        size_t e = (size_t)s->h * s->w * s->c;
+        unsigned short *h = malloc(e * sizeof *h);
+        if (!h)
+            return -1;
+        for (size_t i = 0; i < e; i++) /* finite halves of magnitude 2^-8 .. 2^4 */
+            h[i] = (unsigned short)((rnd() & 0x8000u) | ((7u + rnd() % 12u) << 10) | (rnd() & 0x3ffu));
+        int dims[4] = {1, s->h, s->w, s->c}, c16;
+        omma_status st = gr_add_tensor(g, "w16", 4, dims, GR_F16, h, e * sizeof *h, &c16);
+        free(h);
+        if (st != OMMA_OK)
+            return -1;
+        x = input(g, 4, s->h, s->w, s->c);
+        n.n_in = 1;
+        n.in[0] = c16;
+        n.out = tensor(g, 4, s->h, s->w, s->c);
+        int dq = add_node(g, &n);
+        gr_node a = tg_node(GR_ADD);
+        a.n_in = 2;
+        a.in[0] = x;
+        a.in[1] = dq;
+        a.out = tensor(g, 4, s->h, s->w, s->c);
+        return add_node(g, &a);
+    }
+    case CHAIN_BLAZE_BLOCK: {
+        x = input(g, 4, s->h, s->w, s->c);
+        spec d = *s;
+        d.kh = d.kw = 3;
+        d.pt = d.pl = d.pb = d.pr = 1;
+        d.act = GR_ACT_NONE;
+        d.residual = false;
+        int t = build_conv(g, &d, GR_DWCONV2D, x, s->h, s->w, s->c, s->c);
+        gr_node p = tg_node(GR_PAD);
+        p.n_in = 1;
+        p.in[0] = x;
+        p.p.pad.after[3] = s->cout - s->c;
+        p.out = tensor(g, 4, s->h, s->w, s->cout);
+        int padded = add_node(g, &p);
+        gr_node c = tg_node(GR_CONV2D);
+        c.n_in = 3;
+        c.in[0] = t;
+        c.in[1] = constant(g, 4, s->cout, 1, 1, s->c, -0.3f, 0.3f);
+        c.in[2] = constant(g, 1, s->cout, 0, 0, 0, -0.5f, 0.5f);
+        c.p.conv.win = (gr_window){.kh = 1, .kw = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1,
+                                   .dil_w = 1};
+        c.p.conv.residual = padded;
+        c.p.conv.act = GR_ACT_RELU;
+        c.out = tensor(g, 4, s->h, s->w, s->cout);
+        return t < 0 || padded < 0 ? -1 : add_node(g, &c);
+    }
+    case CHAIN_NONE:
+        break;
+    }
+    switch (s->op) {
+    case GR_CONV2D:
+    case GR_DWCONV2D:
+        x = input(g, 4, s->h, s->w, s->c);
+        return build_conv(g, s, s->op, x, s->h, s->w, s->c, s->cout);
+    case GR_MAXPOOL:
+        x = input(g, 4, s->h, s->w, s->c);
+        n.n_in = 1;
+        n.in[0] = x;
+        n.p.pool.win = (gr_window){.kh = s->kh, .kw = s->kw, .stride_h = s->sh, .stride_w = s->sw,
+                                   .dil_h = 1, .dil_w = 1, .pad_top = s->pt, .pad_left = s->pl,
+                                   .pad_bottom = s->pb, .pad_right = s->pr};
+        n.out = tensor(g, 4, window_out(s->h, s->pt, s->pb, s->kh, s->sh, 1),
+                       window_out(s->w, s->pl, s->pr, s->kw, s->sw, 1), s->c);
+        return add_node(g, &n);
+    case GR_ADD:
+    case GR_RELU:
+    case GR_PRELU:
+        n.n_in = s->op == GR_RELU ? 1 : 2;
+        if (s->op == GR_ADD) {
+            for (int k = 0; k < 2; k++)
+                n.in[k] = s->const_operand == k + 1
+                              ? constant(g, 4, 1, s->h, s->w, s->c, -1.0f, 1.0f)
+                              : input(g, 4, s->h, s->w, s->c);
+            n.p.add.act = s->act;
+            if (s->act == GR_ACT_PRELU)
+                n.p.add.alpha = constant(g, 1, s->c, 0, 0, 0, -0.5f, 1.0f);
+        } else {
+            n.in[0] = input(g, 4, s->h, s->w, s->c);
+            if (s->op == GR_PRELU)
+                n.in[1] = constant(g, 3, 1, 1, s->c, 0, -0.5f, 1.0f);
+        }
+        n.out = tensor(g, 4, s->h, s->w, s->c);
+        return add_node(g, &n);
+    case GR_PAD:
+        n.n_in = 1;
+        if (s->rank == 3) {
+            n.in[0] = input(g, 3, s->w, s->c, 0);
+            n.p.pad.before[1] = s->pl, n.p.pad.after[1] = s->pr;
+            n.p.pad.before[2] = s->pad_c0, n.p.pad.after[2] = s->pad_c1;
+            n.out = tensor(g, 3, s->w + s->pl + s->pr, s->c + s->pad_c0 + s->pad_c1, 0);
+        } else {
+            n.in[0] = input(g, 4, s->h, s->w, s->c);
+            n.p.pad.before[1] = s->pt, n.p.pad.after[1] = s->pb;
+            n.p.pad.before[2] = s->pl, n.p.pad.after[2] = s->pr;
+            n.p.pad.before[3] = s->pad_c0, n.p.pad.after[3] = s->pad_c1;
+            n.out = tensor(g, 4, s->h + s->pt + s->pb, s->w + s->pl + s->pr,
+                           s->c + s->pad_c0 + s->pad_c1);
+        }
+        return add_node(g, &n);
+    case GR_RESHAPE:
+        n.n_in = 1;
+        n.in[0] = input(g, 4, s->h, s->w, s->c);
+        n.out = tensor(g, 3, s->h * s->w * s->c / s->ext[0], s->ext[0], 0);
+        return add_node(g, &n);
+    case GR_CONCAT: {
+        n.p.concat.axis = s->axis;
+        int rank = s->rank, d[4] = {1, s->h, s->w, s->c}, sum = 0;
+        if (rank == 3) /* [1, rows, c] */
+            d[2] = s->c;
+        for (int k = 0; k < 3 && s->ext[k] > 0; k++) {
+            d[s->axis] = s->ext[k];
+            sum += s->ext[k];
+            n.in[n.n_in++] = input(g, rank, d[1], d[2], rank == 4 ? d[3] : 0);
+        }
+        d[s->axis] = sum;
+        n.out = tensor(g, rank, d[1], d[2], rank == 4 ? d[3] : 0);
+        return add_node(g, &n);
+    }
+    case GR_RESIZE_BILINEAR:
+        n.n_in = 1;
+        n.in[0] = input(g, 4, s->h, s->w, s->c);
+        n.p.resize.align_corners = s->mode == 1;
+        n.p.resize.half_pixel_centers = s->mode == 2;
+        n.out = tensor(g, 4, s->oh, s->ow, s->c);
+        return add_node(g, &n);
+    default:
+        break;
+    }
+    (void)y;
+    return -1;
+}
+
+static void describe(const spec *s, char *buf, size_t size)
+{
+    int k = snprintf(buf, size, "%s%s b%d [%d,%d,%d]", gr_op_name(s->op),
+                     s->chain == CHAIN_BLAZE_BLOCK ? "(block)"
+                     : s->chain == CHAIN_DEQUANTIZE_ADD ? "(+ADD)" : "",
+                     s->batch, s->h, s->w, s->c);
+    if (k < 0 || (size_t)k >= size)
+        return;
+    if (s->op == GR_CONV2D || s->op == GR_DWCONV2D || s->op == GR_MAXPOOL)
+        snprintf(buf + k, size - (size_t)k, " k%dx%d s%d d%d pad %d,%d,%d,%d cout %d m%d %s%s%s",
+                 s->kh, s->kw, s->sh, s->dil, s->pt, s->pl, s->pb, s->pr, s->cout, s->mult,
+                 gr_act_name(s->act), s->residual ? " +res" : "", s->no_bias ? " nobias" : "");
+    else if (s->op == GR_RESIZE_BILINEAR)
+        snprintf(buf + k, size - (size_t)k, " -> %dx%d mode %d", s->oh, s->ow, s->mode);
+    else if (s->op == GR_ADD)
+        snprintf(buf + k, size - (size_t)k, " %s const %d", gr_act_name(s->act), s->const_operand);
+    else if (s->op == GR_CONCAT)
+        snprintf(buf + k, size - (size_t)k, " axis %d ext %d,%d,%d", s->axis, s->ext[0],
+                 s->ext[1], s->ext[2]);
+}
+
+/* ---- running -------------------------------------------------------------- */
+
+#define CUDA_GO(call)                                                       \
+    do {                                                                         \
+        cudaError_t e_ = (call);                                                 \
+        if (e_ != cudaSuccess) {                                                 \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,        \
+                    cudaGetErrorString(e_));                                     \
+            testing_case_failed = 1;                                             \
+            goto done;                                                           \
+        }                                                                        \
+    } while (0)
+
+/* In run_graph: fail the case and clean up. */
+#define GO(cond)                                                                 \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);   \
+            testing_case_failed = 1;                                             \
+            goto done;                                                           \
+        }                                                                        \
+    } while (0)
+#define GO_OK(expr)                                                              \
+    do {                                                                         \
+        omma_status st_ = (expr);                                                \
+        if (st_ != OMMA_OK) {                                                    \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr,    \
+                    omma_status_str(st_), omma_last_error());                    \
+            testing_case_failed = 1;                                             \
+            goto done;                                                           \
+        }                                                                        \
+    } while (0)
+
+typedef struct bufs {
+    int n;
+    float **host;         /* reference values per tensor (batch items), NULL for constants */
+    unsigned char **dev;  /* device buffer per activation, + GUARD bytes */
+    size_t *elems;        /* elements per tensor at run-time batch */
+} bufs;
+
+static size_t item_of(const gr_tensor *t)
+{
+    size_t n = 1;
+    for (int d = 1; d < t->rank; d++)
+        n *= (size_t)t->dims[d];
+    return n;
+}
+
+static void bufs_free(bufs *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        if (b->host)
+            free(b->host[i]);
+        if (b->dev && b->dev[i])
+            cudaFree(b->dev[i]);
+    }
+    free(b->host);
+    free(b->dev);
+    free(b->elems);
+    memset(b, 0, sizeof *b);
+}
+
+static bool guard_intact(const unsigned char *dev_guard)
+{
+    unsigned char g[GUARD];
+    if (cudaMemcpy(g, dev_guard, GUARD, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return false;
+    for (int i = 0; i < GUARD; i++)
+        if (g[i] != 0xFF)
+            return false;
+    return true;
+}
+
+/* Runs graph g (nodes in order) on the CPU and on the GPU in precision p,
+ * checks every node's output. */
+static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *label)
+{
+    size_t es = cuda_prec_size(p);
+    double tol = p == CUDA_PREC_F16 ? TOL_F16 : TOL_F32;
+    bufs b = {0};
+    cuda_weights *w = NULL;
+    cudaStream_t stream = NULL;
+    float *tmp = NULL, *got = NULL;
+    void *dtmp = NULL;
+    bool *is_static = calloc((size_t)g->n_tensors, sizeof *is_static);
+    b.n = g->n_tensors;
+    b.host = calloc((size_t)b.n, sizeof *b.host);
+    b.dev = calloc((size_t)b.n, sizeof *b.dev);
+    b.elems = calloc((size_t)b.n, sizeof *b.elems);
+    GO(is_static && b.host && b.dev && b.elems);
+    for (int t = 0; t < g->n_tensors; t++)
+        is_static[t] = g->tensors[t].data != NULL;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int r[GR_MAX_INPUTS + 2], k = gr_node_reads(&g->nodes[i], r);
+        bool st = true;
+        for (int j = 0; j < k; j++)
+            st = st && is_static[r[j]];
+        is_static[g->nodes[i].out] = st;
+    }
+    CUDA_GO(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    /* Activations: host reference buffers and poisoned device buffers. */
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (g->tensors[t].data)
+            continue;
+        size_t e = item_of(&g->tensors[t]) * (is_static[t] ? 1 : (size_t)batch);
+        b.elems[t] = e;
+        b.host[t] = malloc(e * sizeof(float));
+        GO(b.host[t]);
+        CUDA_GO(cudaMalloc((void **)&b.dev[t], e * es + GUARD));
+        CUDA_GO(cudaMemsetAsync(b.dev[t], 0xFF, e * es + GUARD, stream));
+    }
+    /* Graph inputs: fresh random values, stored in p, read back as the
+     * reference sees them. */
+    for (int i = 0; i < g->n_inputs; i++) {
+        int t = g->inputs[i];
+        size_t e = b.elems[t];
+        tg_fill(b.host[t], e, rnd(), -1.0f, 1.0f);
+        CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
+        CUDA_GO(cudaMemcpy(dtmp, b.host[t], e * sizeof(float), cudaMemcpyHostToDevice));
+        GO_OK(cuda_convert(b.dev[t], p, dtmp, CUDA_PREC_F32, e, stream));
+        GO_OK(cuda_convert(dtmp, CUDA_PREC_F32, b.dev[t], p, e, stream));
+        CUDA_GO(cudaStreamSynchronize(stream));
+        CUDA_GO(cudaMemcpy(b.host[t], dtmp, e * sizeof(float), cudaMemcpyDeviceToHost));
+        CUDA_GO(cudaFree(dtmp));
+        dtmp = NULL;
+    }
+    GO_OK(cuda_weights_upload(g, p, &w));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *n = &g->nodes[i];
+        int nb = is_static[n->out] ? 1 : batch;
+        const float *in[GR_MAX_INPUTS] = {0};
+        const void *din[GR_MAX_INPUTS] = {0};
+        for (int k = 0; k < n->n_in; k++) {
+            int t = n->in[k];
+            if (t < 0)
+                continue;
+            in[k] = g->tensors[t].data ? (const float *)g->tensors[t].data : b.host[t];
+            din[k] = g->tensors[t].data ? NULL : b.dev[t];
+        }
+        int rt = (n->op == GR_CONV2D || n->op == GR_DWCONV2D) ? n->p.conv.residual : -1;
+        GO_OK(cpu_op_run(g, n, nb, in, rt >= 0 ? b.host[rt] : NULL, b.host[n->out]));
+        GO_OK(cuda_op_launch(g, n, w, nb, din, rt >= 0 ? b.dev[rt] : NULL, b.dev[n->out],
+                                  stream));
+        CUDA_GO(cudaStreamSynchronize(stream));
+        CUDA_GO(cudaGetLastError());
+
+        size_t e = b.elems[n->out];
+        tmp = malloc(e * sizeof(float));
+        GO(tmp);
+        CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
+        GO_OK(cuda_convert(dtmp, CUDA_PREC_F32, b.dev[n->out], p, e, stream));
+        CUDA_GO(cudaStreamSynchronize(stream));
+        CUDA_GO(cudaMemcpy(tmp, dtmp, e * sizeof(float), cudaMemcpyDeviceToHost));
+        CUDA_GO(cudaFree(dtmp));
+        dtmp = NULL;
+        got = tmp;
+        tmp = NULL;
+        const float *ref = b.host[n->out];
+        double maxref = 0, maxdiff = 0;
+        size_t bad = 0, first_bad = 0;
+        for (size_t j = 0; j < e; j++) {
+            double d = fabs((double)got[j] - (double)ref[j]);
+            if (!isfinite(got[j]) || !isfinite(d)) {
+                if (!bad++)
+                    first_bad = j;
+                continue;
+            }
+            maxdiff = fmax(maxdiff, d);
+            maxref = fmax(maxref, fabs((double)ref[j]));
+        }
+        double err = bad ? INFINITY : maxdiff / fmax(maxref, 1e-6);
+        bool guard = guard_intact(b.dev[n->out] + e * es);
+        int pi = p == CUDA_PREC_F16;
+        if (err > worst[pi])
+            worst[pi] = err;
+        if (err > tol || !guard) {
+            fprintf(stderr, "FAIL %s %s node %d (%s): error %.3g (tol %.0e)%s", label,
+                    cuda_prec_name(p), i, gr_op_name(n->op), err, tol,
+                    guard ? "" : ", guard bytes overwritten");
+            if (bad)
+                fprintf(stderr, ", %zu non-finite outputs, first at %zu (gpu %g, cpu %g)", bad,
+                        first_bad, (double)got[first_bad], (double)ref[first_bad]);
+            fprintf(stderr, "\n");
+            testing_case_failed = 1;
+        } else if (verbose) {
+            fprintf(stderr, "  %s %s node %d: error %.3g\n", label, cuda_prec_name(p), i, err);
+        }
+        free(got);
+        got = NULL;
+    }
+done:
+    if (dtmp)
+        cudaFree(dtmp);
+    free(tmp);
+    free(got);
+    cuda_weights_free(w);
+    bufs_free(&b);
+    free(is_static);
+    if (stream)
+        cudaStreamDestroy(stream);
+}
+
+static void test_op_table(void)
+{
+    for (int i = 0; i < n_cases; i++) {
+        if (quick_mode && i % 4)
+            continue;
+        const spec *s = &cases[i];
+        char label[256];
+        describe(s, label, sizeof label);
+        gr_graph *g = NULL;
+        REQUIRE_OK(gr_create(&g));
+        int out = build(g, s);
+        if (out < 0) {
+            fprintf(stderr, "case %d (%s): building the graph failed: %s\n", i, label,
+                    omma_last_error());
+            testing_case_failed = 1;
+            gr_free(g);
+            continue;
+        }
+        g->outputs[g->n_outputs++] = out;
+        omma_status st = gr_validate(g);
+        if (st != OMMA_OK) {
+            fprintf(stderr, "case %d (%s): invalid graph: %s\n", i, label, omma_last_error());
+            testing_case_failed = 1;
+            gr_free(g);
+            continue;
+        }
+        int before = testing_case_failed;
+        testing_case_failed = 0;
+        run_graph(g, s->batch, CUDA_PREC_F32, label);
+        run_graph(g, s->batch, CUDA_PREC_F16, label);
+        cases_run++;
+        if (testing_case_failed) {
+            cases_failed++;
+            fprintf(stderr, "  case %d: %s\n", i, label);
+        } else if (verbose) {
+            fprintf(stderr, "ok case %d: %s\n", i, label);
+        }
+        testing_case_failed |= before;
+        gr_free(g);
+    }
+    fprintf(stderr, "op table: %d cases x 2 precisions, %d failed; worst error fp32 %.3g "
+                    "(tol %.0e), fp16 %.3g (tol %.0e)\n",
+            cases_run, cases_failed, worst[0], TOL_F32, worst[1], TOL_F16);
+    CHECK(cases_failed == 0);
+    CHECK(cases_run > 0);
+}
+
+/* ---- API misuse and memory ------------------------------------------------ */
+
+static gr_graph *small_conv_graph(void)
+{
+    gr_graph *g = NULL;
+    if (gr_create(&g) != OMMA_OK)
+        return NULL;
+    spec s;
+    memset(&s, 0, sizeof s);
+    s.kh = s.kw = s.sh = s.sw = s.dil = 1;
+    s.mult = 1;
+    int x = input(g, 4, 4, 4, 8);
+    int y = build_conv(g, &s, GR_CONV2D, x, 4, 4, 8, 8);
+    if (y < 0) {
+        gr_free(g);
+        return NULL;
+    }
+    g->outputs[g->n_outputs++] = y;
+    return g;
+}
+
+static void test_errors(void)
+{
+    gr_graph *g = small_conv_graph(), *other = small_conv_graph();
+    cuda_weights *w = NULL;
+    void *x = NULL, *y = NULL;
+    GO(g && other);
+    CHECK_FAILS(cuda_weights_upload(NULL, CUDA_PREC_F32, &w), OMMA_ERR_INVALID_ARG, "NULL");
+    CHECK(w == NULL);
+    CHECK_FAILS(cuda_weights_upload(g, (cuda_prec)7, &w), OMMA_ERR_INVALID_ARG, "precision");
+    GO_OK(cuda_weights_upload(g, CUDA_PREC_F32, &w));
+    /* An extra node makes `other` a different graph for the weights. */
+    gr_node r = tg_node(GR_RELU);
+    r.n_in = 1;
+    r.in[0] = other->nodes[0].out;
+    r.out = tensor(other, 4, 4, 4, 8);
+    GO(gr_add_node(other, &r, NULL) == OMMA_OK);
+    if (cudaMalloc(&x, 4 * 4 * 8 * 4) != cudaSuccess || cudaMalloc(&y, 4 * 4 * 8 * 4) != cudaSuccess)
+        goto done;
+    const void *in[GR_MAX_INPUTS] = {x};
+    CHECK_FAILS(cuda_op_launch(g, &g->nodes[0], w, 0, in, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
+                "batch");
+    CHECK_FAILS(cuda_op_launch(other, &other->nodes[0], w, 1, in, NULL, y, NULL),
+                OMMA_ERR_INVALID_ARG, "weights of a graph");
+    CHECK_FAILS(cuda_op_launch(g, &other->nodes[0], w, 1, in, NULL, y, NULL),
+                OMMA_ERR_INVALID_ARG, "not one of the graph");
+    const void *none[GR_MAX_INPUTS] = {NULL};
+    CHECK_FAILS(cuda_op_launch(g, &g->nodes[0], w, 1, none, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
+                "NULL");
+    CHECK(cuda_op_launch(g, &g->nodes[0], w, 1, in, NULL, y, NULL) == OMMA_OK);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+done:
+    cudaFree(x);
+    cudaFree(y);
+    cuda_weights_free(w);
+    cuda_weights_free(NULL);
+    gr_free(g);
+    gr_free(other);
+}
+
+/* Uploading and freeing weights gives the device memory back. */
+static void test_weights_memory(void)
+{
+    gr_graph *g = NULL;
+    cuda_weights *w = NULL;
+    GO_OK(gr_create(&g));
+    spec s;
+    memset(&s, 0, sizeof s);
+    s.kh = s.kw = s.sh = s.sw = s.dil = 1;
+    s.mult = 1;
+    int x = input(g, 4, 8, 8, 512);
+    int y = build_conv(g, &s, GR_CONV2D, x, 8, 8, 512, 1024); /* 2 MB of fp32 filter */
+    GO(y >= 0);
+    g->outputs[g->n_outputs++] = y;
+    size_t free0, free1, free2, total;
+    GO_OK(cuda_weights_upload(g, CUDA_PREC_F32, &w)); /* warm-up */
+    cuda_weights_free(w);
+    w = NULL;
+    GO(cudaMemGetInfo(&free0, &total) == cudaSuccess);
+    GO_OK(cuda_weights_upload(g, CUDA_PREC_F16, &w));
+    CHECK(w->bytes >= (size_t)512 * 1024 * 2);
+    GO(cudaMemGetInfo(&free1, &total) == cudaSuccess);
+    cuda_weights_free(w);
+    w = NULL;
+    GO(cudaMemGetInfo(&free2, &total) == cudaSuccess);
+    CHECK(free1 < free0);
+    CHECK(free2 == free0);
+    if (free2 != free0)
+        fprintf(stderr, "device memory free: %zu before, %zu after upload, %zu after free\n",
+                free0, free1, free2);
+done:
+    cuda_weights_free(w);
+    gr_free(g);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned seed = (unsigned)time(NULL);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick_mode = true;
+        else if (!strcmp(argv[i], "--verbose"))
+            verbose = true;
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = (unsigned)strtoul(argv[++i], NULL, 10);
+    }
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
+        SKIP_TEST("no CUDA device");
+    fprintf(stderr, "seed %u%s\n", seed, quick_mode ? " (quick)" : "");
+    rng_state = 7; /* shapes: the same table every run */
+    make_cases();
+    rng_state = seed; /* values: fresh */
+    RUN(test_errors);
+    RUN(test_weights_memory);
+    RUN(test_op_table);
+    return testing_finish();
+}
