@@ -6,6 +6,9 @@
  * - Fresh random inputs every run (the seed is printed; pass --seed N to
  *   replay), constants random too; for fp16 the inputs are rounded through
  *   half on the device first so that the reference sees the same values.
+ * - All transfers are ordered on the test's own stream (a plain cudaMemcpy
+ *   from pageable memory may return before its data lands, and a
+ *   non-blocking stream does not wait for it).
  * - Every GPU output buffer is poisoned (all bytes 0xFF: NaN in float and
  *   half) before its launch and has a 256-byte guard after it: an unwritten
  *   element stays NaN and fails, a write past the end changes the guard.
@@ -563,10 +566,11 @@ static void bufs_free(bufs *b)
     memset(b, 0, sizeof *b);
 }
 
-static bool guard_intact(const unsigned char *dev_guard)
+static bool guard_intact(const unsigned char *dev_guard, cudaStream_t s)
 {
     unsigned char g[GUARD];
-    if (cudaMemcpy(g, dev_guard, GUARD, cudaMemcpyDeviceToHost) != cudaSuccess)
+    if (cudaMemcpyAsync(g, dev_guard, GUARD, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
+        cudaStreamSynchronize(s) != cudaSuccess)
         return false;
     for (int i = 0; i < GUARD; i++)
         if (g[i] != 0xFF)
@@ -619,11 +623,13 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
         size_t e = b.elems[t];
         tg_fill(b.host[t], e, rnd(), -1.0f, 1.0f);
         CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
-        CUDA_GO(cudaMemcpy(dtmp, b.host[t], e * sizeof(float), cudaMemcpyHostToDevice));
+        CUDA_GO(cudaMemcpyAsync(dtmp, b.host[t], e * sizeof(float), cudaMemcpyHostToDevice,
+                                stream));
         GO_OK(cuda_convert(b.dev[t], p, dtmp, CUDA_PREC_F32, e, stream));
         GO_OK(cuda_convert(dtmp, CUDA_PREC_F32, b.dev[t], p, e, stream));
+        CUDA_GO(cudaMemcpyAsync(b.host[t], dtmp, e * sizeof(float), cudaMemcpyDeviceToHost,
+                                stream));
         CUDA_GO(cudaStreamSynchronize(stream));
-        CUDA_GO(cudaMemcpy(b.host[t], dtmp, e * sizeof(float), cudaMemcpyDeviceToHost));
         CUDA_GO(cudaFree(dtmp));
         dtmp = NULL;
     }
@@ -652,8 +658,8 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
         GO(tmp);
         CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
         GO_OK(cuda_convert(dtmp, CUDA_PREC_F32, b.dev[n->out], p, e, stream));
+        CUDA_GO(cudaMemcpyAsync(tmp, dtmp, e * sizeof(float), cudaMemcpyDeviceToHost, stream));
         CUDA_GO(cudaStreamSynchronize(stream));
-        CUDA_GO(cudaMemcpy(tmp, dtmp, e * sizeof(float), cudaMemcpyDeviceToHost));
         CUDA_GO(cudaFree(dtmp));
         dtmp = NULL;
         got = tmp;
@@ -672,7 +678,7 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
             maxref = fmax(maxref, fabs((double)ref[j]));
         }
         double err = bad ? INFINITY : maxdiff / fmax(maxref, 1e-6);
-        bool guard = guard_intact(b.dev[n->out] + e * es);
+        bool guard = guard_intact(b.dev[n->out] + e * es, stream);
         int pi = p == CUDA_PREC_F16;
         if (err > worst[pi])
             worst[pi] = err;
