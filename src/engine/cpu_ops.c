@@ -111,6 +111,30 @@ static omma_status want_rank4(const cpu_ctx *c, const gr_tensor *t, const char *
     return OMMA_OK;
 }
 
+/* Output size of a window along one dimension (0 if it does not fit). */
+static int window_out(int size, int pad_a, int pad_b, int k, int stride, int dil)
+{
+    long long span = (long long)size + pad_a + pad_b - ((long long)(k - 1) * dil + 1);
+    return span < 0 ? 0 : (int)(span / stride + 1);
+}
+
+static omma_status check_window(const cpu_ctx *c, const gr_window *w, int H, int W, int OH,
+                                int OW, const char *out_name)
+{
+    if (w->kh < 1 || w->kw < 1 || w->stride_h < 1 || w->stride_w < 1 || w->dil_h < 1 ||
+        w->dil_w < 1 || w->pad_top < 0 || w->pad_left < 0 || w->pad_bottom < 0 ||
+        w->pad_right < 0)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "window %dx%d stride %dx%d dilation %dx%d padding "
+                        "%d,%d,%d,%d", w->kh, w->kw, w->stride_h, w->stride_w, w->dil_h,
+                        w->dil_w, w->pad_top, w->pad_left, w->pad_bottom, w->pad_right);
+    int oh = window_out(H, w->pad_top, w->pad_bottom, w->kh, w->stride_h, w->dil_h);
+    int ow = window_out(W, w->pad_left, w->pad_right, w->kw, w->stride_w, w->dil_w);
+    if (oh != OH || ow != OW)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "the window gives %dx%d, output '%s' is %dx%d", oh,
+                        ow, out_name, OH, OW);
+    return OMMA_OK;
+}
+
 static float act_apply(gr_act act, float v, const float *alpha, int ch)
 {
     switch (act) {
@@ -150,11 +174,10 @@ static omma_status run_conv(const cpu_ctx *c, const float *const *inputs, const 
     int H = xt->dims[1], W = xt->dims[2], C = xt->dims[3];
     int OH = yt->dims[1], OW = yt->dims[2], OC = yt->dims[3];
     int mult = dw ? n->p.conv.depth_multiplier : 1;
-    if (w->kh != wt->dims[1] || w->kw != wt->dims[2] || w->stride_h < 1 || w->stride_w < 1 ||
-        w->dil_h < 1 || w->dil_w < 1)
-        return cpu_fail(c, OMMA_ERR_FORMAT, "window %dx%d stride %dx%d dilation %dx%d for filter "
-                        "%dx%d", w->kh, w->kw, w->stride_h, w->stride_w, w->dil_h, w->dil_w,
-                        wt->dims[1], wt->dims[2]);
+    if (w->kh != wt->dims[1] || w->kw != wt->dims[2])
+        return cpu_fail(c, OMMA_ERR_FORMAT, "window %dx%d for filter '%s' %dx%d", w->kh, w->kw,
+                        wt->name, wt->dims[1], wt->dims[2]);
+    OMMA_TRY(check_window(c, w, H, W, OH, OW, yt->name));
     if (dw ? (mult < 1 || wt->dims[0] != 1 || wt->dims[3] != C * mult || OC != C * mult)
            : (wt->dims[3] != C || wt->dims[0] != OC))
         return cpu_fail(c, OMMA_ERR_FORMAT, "filter '%s' [%d, %d, %d, %d] does not fit input '%s' "
@@ -226,9 +249,10 @@ static omma_status run_maxpool(const cpu_ctx *c, const float *const *inputs, flo
     const gr_window *w = &n->p.pool.win;
     int H = xt->dims[1], W = xt->dims[2], C = xt->dims[3];
     int OH = yt->dims[1], OW = yt->dims[2];
-    if (yt->dims[3] != C || w->kh < 1 || w->kw < 1 || w->stride_h < 1 || w->stride_w < 1)
-        return cpu_fail(c, OMMA_ERR_FORMAT, "window %dx%d stride %dx%d, %d -> %d channels",
-                        w->kh, w->kw, w->stride_h, w->stride_w, C, yt->dims[3]);
+    if (yt->dims[3] != C || w->dil_h != 1 || w->dil_w != 1)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' %d channels, output '%s' %d, dilation "
+                        "%dx%d", xt->name, C, yt->name, yt->dims[3], w->dil_h, w->dil_w);
+    OMMA_TRY(check_window(c, w, H, W, OH, OW, yt->name));
     const float *x;
     OMMA_TRY(act_in(c, inputs, 0, &x));
     for (int b = 0; b < c->batch; b++)
