@@ -33,5 +33,11 @@ run: setup build
 test: setup build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# Fuzz the TFLite reader with libFuzzer (clang) for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 60
+fuzz: data
+	@mkdir -p $(BUILD)
+	@tests/model/run_fuzz.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS)
+
 clean:
 	rm -rf $(BUILD)

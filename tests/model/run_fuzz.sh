@@ -1,0 +1,54 @@
+#!/bin/sh
+# Builds the TFLite reader's libFuzzer target with clang (ASan + UBSan) and
+# runs it for a while, seeded from the three models. Fails when a crash,
+# leak, timeout or invariant violation is found (the input is kept under
+# BUILD/fuzz/). Exit 77 (skipped) where clang's libFuzzer is missing.
+#   run_fuzz.sh SOURCE_DIR BUILD_DIR SECONDS
+set -eu
+src=${1:?source dir}
+build=${2:?build dir}
+seconds=${3:-60}
+out=$build/fuzz
+mkdir -p "$out/corpus" "$out/seeds"
+
+cc=${FUZZ_CC:-clang}
+if ! command -v "$cc" >/dev/null 2>&1; then
+    echo "SKIP: $cc not found (apt-get install clang)"
+    exit 77
+fi
+for m in face_detection_short_range face_detection_full_range face_landmark; do
+    if [ ! -f "$src/models/$m.tflite" ]; then
+        echo "SKIP: $src/models/$m.tflite missing (scripts/fetch-models.sh)"
+        exit 77
+    fi
+    cp "$src/models/$m.tflite" "$out/seeds/"
+done
+cp "$src"/fuzz/seeds/*.tflite "$out/seeds/" # small forged models (tests/model/test_tflite_forge.c)
+
+bin=$out/fuzz_tflite
+if ! "$cc" -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+        -fno-omit-frame-pointer -Wall -Wextra -Werror \
+        -I"$src/include" -I"$src/src" \
+        "$src/fuzz/fuzz_tflite.c" "$src/src/model/tflite.c" "$src/src/core/status.c" \
+        -o "$bin" 2>"$out/build.log"; then
+    if grep -q "fuzzer" "$out/build.log" && grep -qi "cannot find\|no such file\|unsupported" "$out/build.log"; then
+        cat "$out/build.log"
+        echo "SKIP: $cc cannot link libFuzzer"
+        exit 77
+    fi
+    cat "$out/build.log"
+    exit 1
+fi
+
+# New inputs go to corpus/ (kept between runs); seeds/ is read only.
+# -rss_limit_mb bounds memory per input; -timeout catches hangs.
+cd "$out"
+status=0
+"$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$out/" corpus seeds >"$out/fuzz.log" 2>&1 || status=$?
+grep -v '^"\|^#\|^###' "$out/fuzz.log" | tail -n 60
+if [ "$status" -ne 0 ]; then
+    echo "FAIL: the fuzzer found a problem (exit $status); the input is in $out/ (crash-*, leak-*, timeout-*)"
+    exit 1
+fi
+echo "ok: no problem found; $(grep 'stat::number_of_executed_units' "$out/fuzz.log")"
