@@ -768,7 +768,7 @@ static omma_status check_operands(const tfl_opctx *c, const tfl_operator *op, in
 
 static omma_status read_operator(const tfl_rd *r, const tfl_tbl *o, int index,
                                  const tfl_code *codes, size_t n_codes, int n_tensors,
-                                 tfl_operator *op)
+                                 size_t *operand_budget, tfl_operator *op)
 {
     uint32_t ci;
     size_t at;
@@ -792,6 +792,14 @@ static omma_status read_operator(const tfl_rd *r, const tfl_tbl *o, int index,
                             &op->n_inputs));
     OMMA_TRY(tfl_int_vector(r, o, F_OP_OUTPUTS, "outputs", TFL_MAX_OPERANDS, &op->outputs,
                             &op->n_outputs));
+    /* Operand indices copied for all operators cannot outnumber the int32
+     * slots of the file, unless operators share vectors: refusing that keeps
+     * memory linear in the file size. */
+    size_t used = (size_t)op->n_inputs + (size_t)op->n_outputs;
+    if (used > *operand_budget)
+        return tfl_bad(r, "op %d: the operators name more operands than the file can hold "
+                       "(shared operand vectors)", index);
+    *operand_budget -= used;
     size_t s, ncustom;
     OMMA_TRY(tfl_vector(r, o, F_OP_CUSTOM_OPTIONS, 1, "custom_options", &s, &ncustom));
     if (ncustom)
@@ -835,12 +843,14 @@ static omma_status read_subgraph(const tfl_rd *r, const tfl_tbl *sg, const tfl_c
     OMMA_TRY(read_index_list(r, sg, F_SG_OUTPUTS, "outputs", m->n_tensors, &m->outputs,
                              &m->n_outputs));
     m->n_operators = (int)no; /* counted before reading so that free() sees each */
+    size_t operand_budget = r->n / 4;
     for (size_t i = 0; i < no; i++) {
         char obj[48];
         snprintf(obj, sizeof obj, "op %zu", i);
         tfl_tbl t;
         OMMA_TRY(tfl_vector_table(r, ostart, i, obj, &t));
-        OMMA_TRY(read_operator(r, &t, (int)i, codes, n_codes, m->n_tensors, &m->operators[i]));
+        OMMA_TRY(read_operator(r, &t, (int)i, codes, n_codes, m->n_tensors, &operand_budget,
+                               &m->operators[i]));
     }
     return OMMA_OK;
 }

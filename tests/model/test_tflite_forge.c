@@ -30,6 +30,7 @@ struct fb {
     fb *items[80];                                        /* FB_VREF */
     int n_items;
     size_t pos, vt; /* where it was written (table start / length prefix; vtable) */
+    int emitted;    /* written once; later references share it (they must come first) */
 };
 
 static fb pool[256];
@@ -133,6 +134,9 @@ static void link_ref(size_t at, fb *child)
 
 static size_t emit(fb *n)
 {
+    if (n->emitted)
+        return n->pos;
+    n->emitted = 1;
     switch (n->kind) {
     case FB_TABLE: {
         int maxid = -1;
@@ -209,6 +213,8 @@ static size_t finish(fb *model)
     memset(buf, 0, sizeof buf);
     memcpy(buf + 4, "TFL3", 4);
     blen = 8;
+    for (int i = 0; i < npool; i++)
+        pool[i].emitted = 0;
     size_t r = emit(model);
     put(0, r, 4);
     pad_to(16);
@@ -519,6 +525,28 @@ static void test_unsupported(void)
     EXPECT(f, OMMA_ERR_UNSUPPORTED, "op 0 (MUL): operator not supported (builtin code 18)");
 }
 
+/* Operators sharing one table (legal flatbuffers, never written by TFLite's
+ * converter) cannot make the reader copy more operands than the file holds. */
+static void test_shared_operators(void)
+{
+    forged f = base();
+    fb *same[80];
+    for (int i = 0; i < 80; i++)
+        same[i] = f.op;
+    ref(f.subgraph, 3, vref(80, same));
+    size_t n = finish(f.model);
+    REQUIRE(n / 4 < 80 * 4); /* 80 ops x 4 operands */
+    tfl_model *m = (tfl_model *)(uintptr_t)1;
+    CHECK_FAILS(read_forged(&f, &m), OMMA_ERR_FORMAT,
+                "the operators name more operands than the file can hold");
+    CHECK(m == NULL);
+    /* A few shared ones are fine. */
+    ref(f.subgraph, 3, vref(8, same));
+    REQUIRE_OK(read_forged(&f, &m));
+    CHECK(m->n_operators == 8 && m->operators[7].inputs[2] == 2);
+    tfl_model_free(m);
+}
+
 /* ---- malformed models ---------------------------------------------------------- */
 
 static void test_malformed_values(void)
@@ -808,6 +836,7 @@ int main(void)
     RUN(test_valid_variants);
     RUN(test_every_op);
     RUN(test_unsupported);
+    RUN(test_shared_operators);
     RUN(test_malformed_values);
     RUN(test_malformed_structure);
     RUN(test_every_byte);
