@@ -26,10 +26,13 @@
  * Malformed bytes are OMMA_ERR_FORMAT and name the object, the field and the
  * byte offset; valid files using something omma does not run are
  * OMMA_ERR_UNSUPPORTED and name the operator (index and name) or tensor.
- * The reader never recurses and reads each object once per reference, and
- * operand counts are capped, so its time and memory are linear in the size
- * of the file. Multi-byte values are read byte by byte (little-endian),
- * never through unaligned pointers. */
+ * The reader never recurses and reads each object once per reference;
+ * operands are capped at 64 per operator and, over all operators, at one per
+ * 4 bytes of file (operators sharing vectors are refused), so its time and
+ * memory are linear in the size of the file. Multi-byte values are read byte
+ * by byte (little-endian), never through unaligned pointers. Tensor names
+ * point into the model's own copy of the file (NUL-terminated there).
+ * Tested by tests/model/test_tflite*.c and fuzzed by fuzz/fuzz_tflite.c. */
 #include "model/tflite.h"
 
 #include <errno.h>
