@@ -237,7 +237,7 @@ static omma_status tfl_follow(const tfl_rd *r, size_t at, const char *obj, const
 static omma_status tfl_subtable(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
                                 const char *obj, tfl_tbl *sub, bool *present)
 {
-    size_t at, pos;
+    size_t at = 0, pos = 0;
     *present = false;
     OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
     if (!at)
@@ -254,7 +254,7 @@ static omma_status tfl_vector_kind(const tfl_rd *r, const tfl_tbl *t, int id, si
                                    const char *field, const char *kind, size_t *start,
                                    size_t *len)
 {
-    size_t at, pos;
+    size_t at = 0, pos = 0;
     *start = 0;
     *len = 0;
     OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
@@ -300,7 +300,7 @@ static omma_status tfl_string(const tfl_rd *r, const tfl_tbl *t, int id, const c
 static omma_status tfl_vector_table(const tfl_rd *r, size_t start, size_t k, const char *obj,
                                     tfl_tbl *t)
 {
-    size_t pos;
+    size_t pos = 0;
     OMMA_TRY(tfl_follow(r, start + 4 * k, obj, "reference", &pos));
     return tfl_table_at(r, pos, obj, t);
 }
