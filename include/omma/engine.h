@@ -18,8 +18,39 @@
  * k * H * W * C. Outputs likewise ([1, 896, 16] -> max_batch * 896 * 16).
  *
  * Backends: OMMA_BACKEND_CPU, the plain-C fp32 reference (chosen explicitly,
- * never a hidden fallback); OMMA_BACKEND_CUDA is not available yet
- * (OMMA_ERR_UNSUPPORTED). */
+ * never a hidden fallback), and OMMA_BACKEND_CUDA on an omma_device, fp32 or
+ * fp16.
+ *
+ * The CUDA backend:
+ * - Loading uploads the weights once, into one device allocation. Engines
+ *   are cached per device: loading the same file (same inode, size and
+ *   modification time) with the same precision and rewrites on the same
+ *   device returns the engine already loaded, retained, never a second copy
+ *   of the weights. The cache is the one other piece of per-process state
+ *   (guarded by a lock); an engine leaves it when its last reference goes.
+ *   The device must stay open until every engine on it is released.
+ * - An exec owns a CUDA stream (from the device's stream pool) or uses one
+ *   the caller passes (omma_exec_options.stream), and one device allocation:
+ *   the activation arena plus its float32 I/O buffers (omma_exec_get_stats).
+ * - omma_exec_input/omma_exec_output return DEVICE pointers. Inputs and
+ *   outputs are float32 at the API boundary in both precisions, so a
+ *   pre-processing kernel writes straight into the input and a decoding
+ *   kernel reads straight from the output (zero copy). An fp32 exec's I/O
+ *   buffers are the arena slots themselves; an fp16 exec converts inputs to
+ *   half in one kernel per input at the start of the run and outputs back to
+ *   float32 in one kernel per output at the end (inside the same graph).
+ * - omma_exec_run is ASYNCHRONOUS: it enqueues the run on the exec's stream
+ *   and returns. The results are ready after omma_exec_wait, or for work
+ *   ordered after the run on omma_exec_stream (record an event there, or
+ *   enqueue the next kernel on it). Do not write the inputs of a queued run
+ *   from another stream before it is done.
+ * - The first run at a batch size captures the launches in a CUDA graph,
+ *   later runs at that size replay it (one launch); omma_exec_options.graphs
+ *   = 0 launches node by node instead. Both give bitwise the same results.
+ * - A device with a sticky error (illegal address, failed launch...) makes
+ *   every later run and wait fail with OMMA_ERR_DEVICE_LOST.
+ * - All CUDA calls are made inside the device's scope (omma_device_enter);
+ *   callers need none. */
 #ifndef OMMA_ENGINE_H
 #define OMMA_ENGINE_H
 
@@ -37,12 +68,12 @@ typedef struct omma_exec omma_exec;
 
 typedef enum omma_backend {
     OMMA_BACKEND_CPU = 0, /* reference executor on the host, fp32 */
-    OMMA_BACKEND_CUDA,    /* on an omma_device (not available yet) */
+    OMMA_BACKEND_CUDA,    /* on an omma_device, fp32 or fp16 (see top) */
 } omma_backend;
 
 typedef enum omma_precision {
     OMMA_PRECISION_FP32 = 0,
-    OMMA_PRECISION_FP16, /* CUDA only: fp16 storage and math */
+    OMMA_PRECISION_FP16, /* CUDA only: fp16 storage, fp32 accumulation */
 } omma_precision;
 
 typedef struct omma_engine_options {
@@ -80,7 +111,9 @@ typedef struct omma_engine_stats {
  * backend or none to CUDA, unknown option values), OMMA_ERR_IO (cannot read
  * the file), OMMA_ERR_FORMAT (malformed model, the message says what and
  * where), OMMA_ERR_UNSUPPORTED (an op, option or precision the backend cannot
- * run; the CUDA backend for now), OMMA_ERR_OUT_OF_MEMORY.
+ * run; fp16 on the CPU), OMMA_ERR_OUT_OF_MEMORY, OMMA_ERR_CUDA and
+ * OMMA_ERR_DEVICE_LOST (uploading the weights).
+ * CUDA: a cached engine may be returned (see top); release it like any other.
  * On failure *out is NULL. Thread safety: any thread. */
 omma_status omma_engine_load(omma_device *dev, const char *path,
                              const omma_engine_options *opt, omma_engine **out);
@@ -119,15 +152,38 @@ omma_backend omma_engine_backend(const omma_engine *engine);
  * NULL. Any thread; the exec then belongs to its creator (see top). */
 omma_status omma_exec_create(omma_engine *engine, int max_batch, omma_exec **out);
 
+/* Options of an exec (omma_exec_create_with). */
+typedef struct omma_exec_options {
+    void *stream; /* CUDA: a CUstream/cudaStream_t of the engine's device to run
+                   * on (not the legacy NULL stream when graphs are on; the
+                   * caller keeps it alive until the exec is destroyed), or
+                   * NULL: the exec takes one from the device's stream pool.
+                   * Must be NULL for the CPU backend. */
+    int graphs;   /* CUDA: nonzero (default) captures one CUDA graph per batch
+                   * size at its first run and replays it; 0 launches node by
+                   * node every run. Ignored by the CPU backend. */
+} omma_exec_options;
+
+/* Fills *opt with the defaults: own stream, graphs on. */
+void omma_exec_options_init(omma_exec_options *opt);
+
+/* omma_exec_create with options (NULL: the defaults). Errors as
+ * omma_exec_create, plus OMMA_ERR_INVALID_ARG for a stream given to a CPU
+ * engine, OMMA_ERR_CUDA and OMMA_ERR_DEVICE_LOST (CUDA). */
+omma_status omma_exec_create_with(omma_engine *engine, int max_batch,
+                                  const omma_exec_options *opt, omma_exec **out);
+
 /* Frees the exec and drops its engine reference; accepts NULL. Must not run
- * concurrently with any other call on the same exec. */
+ * concurrently with any other call on the same exec. CUDA: waits for the
+ * exec's queued runs first. */
 void omma_exec_destroy(omma_exec *exec);
 
 /* The buffer of input i (max_batch items, see top), owned by the exec and
  * valid until it is destroyed; fill the first `batch` items before
  * omma_exec_run. Inputs are left unchanged by a run. Errors:
  * OMMA_ERR_INVALID_ARG (NULL, i out of range). For the CPU backend this is
- * host memory. */
+ * host memory; for the CUDA backend DEVICE memory (float32 in both
+ * precisions), to be written on the exec's stream or before the run. */
 omma_status omma_exec_input(omma_exec *exec, int i, float **ptr);
 
 /* The buffer of output i, valid like the inputs'; after omma_exec_run its
@@ -136,10 +192,37 @@ omma_status omma_exec_output(omma_exec *exec, int i, float **ptr);
 
 /* Runs the model on the first `batch` items of the inputs. Each item's
  * results are bitwise the same whatever the batch size and whatever else runs
- * concurrently. Errors: OMMA_ERR_INVALID_ARG (NULL exec, batch < 1 or
- * > max_batch), OMMA_ERR_BUSY (another thread is running this exec right
- * now: use one exec per thread), backend errors. */
+ * concurrently. CPU: returns when the outputs are ready. CUDA: enqueues the
+ * run on the exec's stream and returns (see top: omma_exec_wait).
+ * Errors: OMMA_ERR_INVALID_ARG (NULL exec, batch < 1 or > max_batch),
+ * OMMA_ERR_BUSY (another thread is using this exec right now: use one exec
+ * per thread), OMMA_ERR_DEVICE_LOST (the device had a sticky error),
+ * OMMA_ERR_CUDA, backend errors. */
 omma_status omma_exec_run(omma_exec *exec, int batch);
+
+/* Blocks until every run queued on the exec is done (CUDA: synchronizes the
+ * exec's stream, so work others queued there is waited for too). CPU:
+ * returns OMMA_OK at once. Errors: OMMA_ERR_INVALID_ARG (NULL),
+ * OMMA_ERR_BUSY (another thread is using the exec), OMMA_ERR_DEVICE_LOST (a
+ * run hit a sticky error: the device is unusable), OMMA_ERR_CUDA. */
+omma_status omma_exec_wait(omma_exec *exec);
+
+/* The exec's CUDA stream (a CUstream as void *), NULL for the CPU backend.
+ * Order work after a run on it instead of waiting on the host. */
+void *omma_exec_stream(const omma_exec *exec);
+
+typedef struct omma_exec_stats {
+    size_t arena_bytes;   /* activation arena (plan for max_batch) */
+    size_t io_bytes;      /* I/O buffers outside the arena (CUDA fp16: float32 I/O) */
+    size_t device_bytes;  /* CUDA: device memory the exec holds (arena + I/O,
+                           * rounded to alignment); 0 for the CPU backend */
+    int launches;         /* kernels and copies the last run launched: the
+                           * graph's node count with graphs on; 0 before a run */
+    int graphs;           /* CUDA graphs captured so far (one per batch size) */
+} omma_exec_stats;
+
+/* Statistics of the exec. Errors: OMMA_ERR_INVALID_ARG for NULL. */
+omma_status omma_exec_get_stats(const omma_exec *exec, omma_exec_stats *stats);
 
 /* The max batch the exec was created with (0 for NULL). */
 int omma_exec_max_batch(const omma_exec *exec);

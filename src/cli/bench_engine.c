@@ -1,7 +1,14 @@
 /* omma bench engine: latency and throughput of one model on one backend,
  * per batch size: warm-up, repeated timed runs, median and p99, images/s.
  * Inputs are fixed pseudo-random values in [-1, 1] (the timing of these
- * dense networks does not depend on the values). */
+ * dense networks does not depend on the values).
+ *
+ * GPU: each timed run is one omma_exec_run between two CUDA events recorded
+ * on the exec's stream (GPU time of the run, launch included, host
+ * enqueueing of the first event excluded), then a wait; the first run at a
+ * batch size (graph capture) is part of the warm-up. Also reported: the
+ * launches per run (the CUDA graph's nodes with graphs on) and the exec's
+ * device bytes (arena + I/O). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,7 +18,10 @@
 #include "cli/bench.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "omma/device.h"
 #include "omma/engine.h"
+
+#include <cuda_runtime_api.h>
 
 #define MAX_BATCHES 16
 
@@ -20,14 +30,18 @@ typedef struct result {
     int iters;
     double median_ms, p99_ms, min_ms;
     double images_per_s;
+    int launches;
+    size_t device_bytes, arena_bytes;
 } result;
 
 static int usage(void)
 {
     fprintf(stderr,
             "usage: omma bench engine --backend cpu|gpu --model FILE [--batch 1,8] [--iters N]\n"
-            "                         [--warmup N] [--json]\n"
+            "                         [--warmup N] [--precision fp32|fp16] [--graphs on|off]\n"
+            "                         [--device N] [--json]\n"
             "  times omma_exec_run per batch size: median and p99 latency, images/s;\n"
+            "  gpu: CUDA-event time per run, launches per run, exec device bytes;\n"
             "  --json prints the table to stderr and one JSON line to stdout\n");
     return CLI_EXIT_USAGE;
 }
@@ -73,26 +87,100 @@ static void fill(float *p, size_t n, unsigned seed)
     }
 }
 
-static omma_status bench_batch(omma_engine *e, int batch, int warmup, int iters, result *r)
+static omma_status cuda_fail(cudaError_t rc, const char *what)
+{
+    if (rc == cudaSuccess)
+        return OMMA_OK;
+    fprintf(stderr, "omma: %s: %s\n", what, cudaGetErrorString(rc));
+    return OMMA_ERR_CUDA;
+}
+
+/* GPU: fills the inputs through a host buffer, times with events. */
+static omma_status gpu_fill(omma_device *dev, omma_exec *x, int i, size_t n, unsigned seed)
+{
+    float *d, *h = malloc(n * sizeof *h);
+    omma_scope sc;
+    omma_status st = h ? omma_exec_input(x, i, &d) : OMMA_ERR_OUT_OF_MEMORY;
+    if (st == OMMA_OK && (st = omma_device_enter(dev, &sc)) == OMMA_OK) {
+        fill(h, n, seed);
+        st = cuda_fail(cudaMemcpyAsync(d, h, n * sizeof *h, cudaMemcpyHostToDevice,
+                                       (cudaStream_t)omma_exec_stream(x)),
+                       "cudaMemcpyAsync");
+        omma_device_leave(&sc);
+        if (st == OMMA_OK)
+            st = omma_exec_wait(x);
+    }
+    free(h);
+    return st;
+}
+
+static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, cudaEvent_t ev[2],
+                                 double *ms)
+{
+    omma_scope sc;
+    cudaStream_t s = (cudaStream_t)omma_exec_stream(x);
+    omma_status st = omma_device_enter(dev, &sc);
+    if (st != OMMA_OK)
+        return st;
+    st = cuda_fail(cudaEventRecord(ev[0], s), "cudaEventRecord");
+    if (st == OMMA_OK)
+        st = omma_exec_run(x, batch);
+    if (st == OMMA_OK)
+        st = cuda_fail(cudaEventRecord(ev[1], s), "cudaEventRecord");
+    if (st == OMMA_OK)
+        st = omma_exec_wait(x);
+    float f = 0;
+    if (st == OMMA_OK)
+        st = cuda_fail(cudaEventElapsedTime(&f, ev[0], ev[1]), "cudaEventElapsedTime");
+    *ms = f;
+    omma_device_leave(&sc);
+    return st;
+}
+
+static omma_status bench_batch(omma_device *dev, omma_engine *e, const omma_exec_options *xo,
+                               int batch, int warmup, int iters, result *r)
 {
     omma_exec *x = NULL;
+    cudaEvent_t ev[2] = {0};
+    omma_scope sc;
     double *ms = malloc((size_t)iters * sizeof *ms);
-    omma_status st = ms ? omma_exec_create(e, batch, &x) : OMMA_ERR_OUT_OF_MEMORY;
+    omma_status st = ms ? omma_exec_create_with(e, batch, xo, &x) : OMMA_ERR_OUT_OF_MEMORY;
     for (int i = 0; st == OMMA_OK && i < omma_engine_input_count(e); i++) {
         omma_tensor_info info;
         float *p;
-        if ((st = omma_engine_input_info(e, i, &info)) == OMMA_OK &&
-            (st = omma_exec_input(x, i, &p)) == OMMA_OK)
+        if ((st = omma_engine_input_info(e, i, &info)) != OMMA_OK)
+            break;
+        if (dev)
+            st = gpu_fill(dev, x, i, (size_t)batch * info.item_elems, (unsigned)i + 1);
+        else if ((st = omma_exec_input(x, i, &p)) == OMMA_OK)
             fill(p, (size_t)batch * info.item_elems, (unsigned)i + 1);
+    }
+    if (st == OMMA_OK && dev && (st = omma_device_enter(dev, &sc)) == OMMA_OK) {
+        st = cuda_fail(cudaEventCreate(&ev[0]), "cudaEventCreate");
+        if (st == OMMA_OK)
+            st = cuda_fail(cudaEventCreate(&ev[1]), "cudaEventCreate");
+        omma_device_leave(&sc);
     }
     for (int i = 0; st == OMMA_OK && i < warmup; i++)
         st = omma_exec_run(x, batch);
+    if (st == OMMA_OK)
+        st = omma_exec_wait(x);
     for (int i = 0; st == OMMA_OK && i < iters; i++) {
-        uint64_t t0 = core_now_ns();
-        st = omma_exec_run(x, batch);
-        ms[i] = (double)(core_now_ns() - t0) / 1e6;
+        if (dev) {
+            st = gpu_timed_run(dev, x, batch, ev, &ms[i]);
+        } else {
+            uint64_t t0 = core_now_ns();
+            st = omma_exec_run(x, batch);
+            ms[i] = (double)(core_now_ns() - t0) / 1e6;
+        }
     }
+    omma_exec_stats xs = {0};
+    if (st == OMMA_OK)
+        st = omma_exec_get_stats(x, &xs);
     if (st == OMMA_OK) {
+        r->launches = xs.launches;
+        r->device_bytes = xs.device_bytes;
+        r->arena_bytes = xs.arena_bytes;
         qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
         r->batch = batch;
         r->iters = iters;
@@ -101,6 +189,12 @@ static omma_status bench_batch(omma_engine *e, int batch, int warmup, int iters,
         int k = (99 * iters + 99) / 100 - 1; /* nearest rank: ceil(0.99 n) - 1 */
         r->p99_ms = ms[k < 0 ? 0 : k];
         r->images_per_s = batch / (r->median_ms / 1e3);
+    }
+    if (dev && ev[0] && omma_device_enter(dev, &sc) == OMMA_OK) {
+        cudaEventDestroy(ev[0]);
+        if (ev[1])
+            cudaEventDestroy(ev[1]);
+        omma_device_leave(&sc);
     }
     omma_exec_destroy(x);
     free(ms);
@@ -124,8 +218,8 @@ static void json_string(const char *s)
 
 int cli_bench_engine(int argc, char **argv)
 {
-    const char *backend = NULL, *model = NULL;
-    int batches[MAX_BATCHES] = {1, 8}, n_batches = 2, iters = 20, warmup = 3;
+    const char *backend = NULL, *model = NULL, *precision = "fp32", *graphs = "on";
+    int batches[MAX_BATCHES] = {1, 8}, n_batches = 2, iters = 20, warmup = 3, ordinal = 0;
     bool json = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -144,6 +238,13 @@ int cli_bench_engine(int argc, char **argv)
         } else if (strcmp(a, "--iters") == 0 && has_value) {
             if (parse_int(argv[++i], 1, 1000000, &iters) != 0)
                 return usage();
+        } else if (strcmp(a, "--precision") == 0 && has_value) {
+            precision = argv[++i];
+        } else if (strcmp(a, "--graphs") == 0 && has_value) {
+            graphs = argv[++i];
+        } else if (strcmp(a, "--device") == 0 && has_value) {
+            if (parse_int(argv[++i], 0, 1024, &ordinal) != 0)
+                return usage();
         } else if (strcmp(a, "--warmup") == 0 && has_value) {
             if (parse_int(argv[++i], 0, 1000000, &warmup) != 0)
                 return usage();
@@ -155,34 +256,61 @@ int cli_bench_engine(int argc, char **argv)
         return usage();
     omma_engine_options opt;
     omma_engine_options_init(&opt);
-    if (strcmp(backend, "gpu") == 0 || strcmp(backend, "cuda") == 0) {
-        cli_fail(OMMA_OK, "--backend %s is not supported yet: the CUDA engine comes with the "
-                          "next issue; use --backend cpu", backend);
-        return CLI_EXIT_ERROR;
-    }
-    if (strcmp(backend, "cpu") != 0) {
+    bool gpu = strcmp(backend, "gpu") == 0 || strcmp(backend, "cuda") == 0;
+    if (!gpu && strcmp(backend, "cpu") != 0) {
         cli_fail(OMMA_OK, "unknown backend '%s' (cpu or gpu)", backend);
         return CLI_EXIT_USAGE;
     }
+    if (strcmp(precision, "fp32") != 0 && strcmp(precision, "fp16") != 0) {
+        cli_fail(OMMA_OK, "unknown precision '%s' (fp32 or fp16)", precision);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(graphs, "on") != 0 && strcmp(graphs, "off") != 0) {
+        cli_fail(OMMA_OK, "--graphs wants on or off (got '%s')", graphs);
+        return CLI_EXIT_USAGE;
+    }
+    opt.precision = strcmp(precision, "fp16") == 0 ? OMMA_PRECISION_FP16 : OMMA_PRECISION_FP32;
+    omma_exec_options xo;
+    omma_exec_options_init(&xo);
+    xo.graphs = strcmp(graphs, "on") == 0;
+    omma_device *dev = NULL;
+    omma_status st;
+    if (gpu) {
+        opt.backend = OMMA_BACKEND_CUDA;
+        if ((st = omma_device_open(ordinal, &dev)) != OMMA_OK)
+            return cli_fail(st, "cannot open GPU %d", ordinal);
+    }
     omma_engine *e = NULL;
-    omma_status st = omma_engine_load(NULL, model, &opt, &e);
-    if (st != OMMA_OK)
+    st = omma_engine_load(dev, model, &opt, &e);
+    if (st != OMMA_OK) {
+        omma_device_close(dev);
         return cli_fail(st, "cannot load %s", model);
+    }
 
     result res[MAX_BATCHES];
     FILE *table = json ? stderr : stdout;
-    fprintf(table, "model %s, backend %s, %d warm-up + %d timed runs per batch\n", model, backend,
-            warmup, iters);
-    fprintf(table, "%6s %12s %12s %12s %12s\n", "batch", "median ms", "p99 ms", "min ms",
+    fprintf(table, "model %s, backend %s", model, backend);
+    if (gpu)
+        fprintf(table, " (GPU %d, %s, graphs %s, CUDA-event time per run)", ordinal, precision,
+                graphs);
+    fprintf(table, ", %d warm-up + %d timed runs per batch\n", warmup, iters);
+    fprintf(table, "%6s %12s %12s %12s %12s", "batch", "median ms", "p99 ms", "min ms",
             "images/s");
+    if (gpu)
+        fprintf(table, " %9s %14s", "launches", "device bytes");
+    fprintf(table, "\n");
     for (int b = 0; b < n_batches; b++) {
-        st = bench_batch(e, batches[b], warmup, iters, &res[b]);
+        st = bench_batch(dev, e, &xo, batches[b], warmup, iters, &res[b]);
         if (st != OMMA_OK) {
             omma_engine_release(e);
+            omma_device_close(dev);
             return cli_fail(st, "batch %d", batches[b]);
         }
-        fprintf(table, "%6d %12.3f %12.3f %12.3f %12.1f\n", res[b].batch, res[b].median_ms,
+        fprintf(table, "%6d %12.3f %12.3f %12.3f %12.1f", res[b].batch, res[b].median_ms,
                 res[b].p99_ms, res[b].min_ms, res[b].images_per_s);
+        if (gpu)
+            fprintf(table, " %9d %14zu", res[b].launches, res[b].device_bytes);
+        fprintf(table, "\n");
         fflush(table);
     }
     if (json) {
@@ -190,14 +318,25 @@ int cli_bench_engine(int argc, char **argv)
         json_string(backend);
         printf(",\"model\":");
         json_string(model);
+        if (gpu) {
+            printf(",\"precision\":");
+            json_string(precision);
+            printf(",\"graphs\":%s,\"device\":%d", xo.graphs ? "true" : "false", ordinal);
+        }
         printf(",\"warmup\":%d,\"iters\":%d,\"results\":[", warmup, iters);
-        for (int b = 0; b < n_batches; b++)
+        for (int b = 0; b < n_batches; b++) {
             printf("%s{\"batch\":%d,\"median_ms\":%.4f,\"p99_ms\":%.4f,\"min_ms\":%.4f,"
-                   "\"images_per_s\":%.2f}",
+                   "\"images_per_s\":%.2f",
                    b ? "," : "", res[b].batch, res[b].median_ms, res[b].p99_ms, res[b].min_ms,
                    res[b].images_per_s);
+            if (gpu)
+                printf(",\"launches\":%d,\"device_bytes\":%zu,\"arena_bytes\":%zu",
+                       res[b].launches, res[b].device_bytes, res[b].arena_bytes);
+            printf("}");
+        }
         printf("]}\n");
     }
     omma_engine_release(e);
+    omma_device_close(dev);
     return CLI_EXIT_OK;
 }

@@ -25,8 +25,7 @@ static omma_status check_options(omma_device *dev, const omma_engine_options *o)
     if (o->backend == OMMA_BACKEND_CUDA) {
         if (!dev)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "engine: the CUDA backend needs a device");
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "engine: the CUDA backend is not available yet (use the CPU backend)");
+        return OMMA_OK;
     }
     if (dev)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
@@ -40,6 +39,8 @@ static void engine_free(omma_engine *e)
 {
     if (!e)
         return;
+    if (e->backend && e->backend->engine_fini)
+        e->backend->engine_fini(e);
     plan_free(e->plan);
     gr_free(e->graph);
     free(e);
@@ -47,6 +48,12 @@ static void engine_free(omma_engine *e)
 
 omma_status eng_engine_from_graph(gr_graph *g, const omma_engine_options *opt,
                                   omma_engine **out)
+{
+    return eng_engine_create(NULL, g, opt, out);
+}
+
+omma_status eng_engine_create(omma_device *dev, gr_graph *g, const omma_engine_options *opt,
+                              omma_engine **out)
 {
     omma_engine_options defaults;
     omma_status st;
@@ -62,9 +69,10 @@ omma_status eng_engine_from_graph(gr_graph *g, const omma_engine_options *opt,
     }
     e->graph = g;
     e->opt = *opt;
-    e->backend = &eng_cpu_backend;
+    e->dev = dev;
+    e->backend = opt->backend == OMMA_BACKEND_CUDA ? &eng_cuda_backend : &eng_cpu_backend;
     atomic_init(&e->refs, 1);
-    if ((st = check_options(NULL, opt)) != OMMA_OK || (st = gr_validate(g)) != OMMA_OK)
+    if ((st = check_options(dev, opt)) != OMMA_OK || (st = gr_validate(g)) != OMMA_OK)
         goto fail;
     e->stats.nodes_loaded = g->n_nodes;
     e->stats.params = gr_param_count(g);
@@ -75,6 +83,8 @@ omma_status eng_engine_from_graph(gr_graph *g, const omma_engine_options *opt,
         goto fail;
     e->stats.arena_bytes_batch1 = plan_arena_bytes(e->plan, 1);
     e->stats.arena_bytes_per_item = e->plan->item_bytes;
+    if (opt->backend == OMMA_BACKEND_CUDA && (st = eng_cuda_engine_init(e)) != OMMA_OK)
+        goto fail;
     *out = e;
     return OMMA_OK;
 fail:
@@ -96,14 +106,21 @@ omma_status omma_engine_load(omma_device *dev, const char *path,
         opt = &defaults;
     }
     OMMA_TRY(check_options(dev, opt));
-    tfl_model *m = NULL;
-    OMMA_TRY(tfl_model_read_file(path, &m));
+    if (opt->backend == OMMA_BACKEND_CUDA)
+        return eng_cuda_engine_load(dev, path, opt, out);
     gr_graph *g = NULL;
-    omma_status st = gr_build_tflite(m, &g);
+    OMMA_TRY(eng_read_graph(path, &g));
+    return eng_engine_create(dev, g, opt, out);
+}
+
+omma_status eng_read_graph(const char *path, gr_graph **out)
+{
+    tfl_model *m = NULL;
+    *out = NULL;
+    OMMA_TRY(tfl_model_read_file(path, &m));
+    omma_status st = gr_build_tflite(m, out);
     tfl_model_free(m);
-    if (st != OMMA_OK)
-        return st;
-    return eng_engine_from_graph(g, opt, out);
+    return st;
 }
 
 omma_engine *omma_engine_retain(omma_engine *engine)
@@ -117,8 +134,11 @@ void omma_engine_release(omma_engine *engine)
 {
     if (!engine)
         return;
-    if (atomic_fetch_sub_explicit(&engine->refs, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&engine->refs, 1, memory_order_acq_rel) == 1) {
+        if (engine->cuda)
+            eng_cuda_engine_uncache(engine);
         engine_free(engine);
+    }
 }
 
 const gr_graph *eng_engine_graph(const omma_engine *engine)

@@ -1,0 +1,435 @@
+/* The CUDA backend of the engine: weights uploaded once per engine (and
+ * engines cached per device), execs with a device arena on their own stream,
+ * runs enqueued asynchronously, captured as one CUDA graph per batch size at
+ * their first run and replayed afterwards.
+ *
+ * Every CUDA call here is made inside the device's scope. Kernels come from
+ * cuda_ops (one cuda_op_launch per graph node); the arena is laid out by the
+ * activation plan (model/plan.h), which is made for float32 elements, so an
+ * fp16 exec uses the same offsets with each slot half full: simpler than a
+ * second plan, and the arena of these models is small next to the weights'
+ * and I/O's fixed costs.
+ *
+ * Per-process state: the engine cache (a list guarded by cache_lock), the
+ * documented exception to "no global mutable state" in engine.h. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cuda_runtime_api.h>
+
+#include "core/error.h"
+#include "engine/cuda_ops.h"
+#include "engine/cuda_weights.h"
+#include "engine/engine_private.h"
+#include "gpu/check.h"
+#include "gpu/device_private.h"
+#include "gpu/memory.h"
+#include "gpu/stream_pool.h"
+
+/* ---- engine: weights and the per-device cache ---------------------------- */
+
+typedef struct cuda_engine {
+    cuda_weights *w;
+    bool cached;            /* linked in the cache list */
+    /* cache key: device, file identity, precision, rewrites */
+    omma_device *dev;
+    dev_t st_dev;
+    ino_t st_ino;
+    off_t st_size;
+    struct timespec st_mtim;
+    omma_precision precision;
+    int rewrites;
+    omma_engine *engine;
+    struct cuda_engine *next;
+} cuda_engine;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static cuda_engine *cache_head;
+
+static cuda_prec prec_of(const omma_engine *e)
+{
+    return e->opt.precision == OMMA_PRECISION_FP16 ? CUDA_PREC_F16 : CUDA_PREC_F32;
+}
+
+/* A failed CUDA status that means the context is gone is remembered on the
+ * device, so that every later run and health check reports it. */
+static omma_status note_lost(omma_device *dev, omma_status st)
+{
+    if (st == OMMA_ERR_DEVICE_LOST)
+        gpu_device_mark_lost(dev, omma_last_error());
+    return st;
+}
+
+static omma_status check_alive(omma_device *dev, const char *what)
+{
+    if (atomic_load(&dev->lost))
+        return OMMA_FAIL(OMMA_ERR_DEVICE_LOST,
+                         "%s: device %d is lost after a sticky error (%s); create a new "
+                         "process to use it again", what, dev->ordinal, dev->lost_detail);
+    return OMMA_OK;
+}
+
+omma_status eng_cuda_engine_init(omma_engine *e)
+{
+    cuda_engine *c = calloc(1, sizeof *c);
+    if (!c)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda engine: allocating");
+    c->engine = e;
+    c->dev = e->dev;
+    e->cuda = c;
+    OMMA_TRY(check_alive(e->dev, "omma_engine_load"));
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(e->dev, &scope));
+    omma_status st = cuda_weights_upload(e->graph, prec_of(e), &c->w);
+    return note_lost(e->dev, gpu_leave_keep(&scope, st));
+}
+
+static void cuda_engine_fini(omma_engine *e)
+{
+    cuda_engine *c = e->cuda;
+    if (!c)
+        return;
+    if (c->w) {
+        omma_scope scope;
+        if (omma_device_enter(e->dev, &scope) == OMMA_OK) {
+            cuda_weights_free(c->w);
+            omma_device_leave(&scope);
+        }
+    }
+    free(c);
+    e->cuda = NULL;
+}
+
+/* Retains e unless its count already reached zero (it is being freed by the
+ * thread that dropped the last reference, which will unlink it). */
+static bool retain_if_alive(omma_engine *e)
+{
+    int n = atomic_load_explicit(&e->refs, memory_order_relaxed);
+    while (n > 0)
+        if (atomic_compare_exchange_weak_explicit(&e->refs, &n, n + 1, memory_order_acq_rel,
+                                                  memory_order_relaxed))
+            return true;
+    return false;
+}
+
+omma_status eng_cuda_engine_load(omma_device *dev, const char *path,
+                                 const omma_engine_options *opt, omma_engine **out)
+{
+    struct stat sb;
+    *out = NULL;
+    if (stat(path, &sb) != 0)
+        return OMMA_FAIL(OMMA_ERR_IO, "omma_engine_load: cannot stat %s", path);
+    /* The whole load runs under the lock, so that two threads loading the
+     * same model never upload it twice (loads are rare and slow anyway). */
+    pthread_mutex_lock(&cache_lock);
+    for (cuda_engine *c = cache_head; c; c = c->next) {
+        if (c->dev == dev && c->st_dev == sb.st_dev && c->st_ino == sb.st_ino &&
+            c->st_size == sb.st_size && c->st_mtim.tv_sec == sb.st_mtim.tv_sec &&
+            c->st_mtim.tv_nsec == sb.st_mtim.tv_nsec && c->precision == opt->precision &&
+            c->rewrites == (opt->rewrites != 0) && retain_if_alive(c->engine)) {
+            *out = c->engine;
+            pthread_mutex_unlock(&cache_lock);
+            return OMMA_OK;
+        }
+    }
+    gr_graph *g = NULL;
+    omma_status st = eng_read_graph(path, &g);
+    if (st == OMMA_OK)
+        st = eng_engine_create(dev, g, opt, out);
+    if (st == OMMA_OK) {
+        cuda_engine *c = (*out)->cuda;
+        c->st_dev = sb.st_dev;
+        c->st_ino = sb.st_ino;
+        c->st_size = sb.st_size;
+        c->st_mtim = sb.st_mtim;
+        c->precision = opt->precision;
+        c->rewrites = opt->rewrites != 0;
+        c->cached = true;
+        c->next = cache_head;
+        cache_head = c;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return st;
+}
+
+void eng_cuda_engine_uncache(omma_engine *e)
+{
+    cuda_engine *c = e->cuda;
+    if (!c || !c->cached)
+        return;
+    pthread_mutex_lock(&cache_lock);
+    for (cuda_engine **p = &cache_head; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    c->cached = false;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+/* ---- exec ------------------------------------------------------------------ */
+
+typedef struct cuda_exec {
+    CUstream stream;
+    bool own_stream;
+    CUdeviceptr mem;         /* arena + float32 I/O buffers (fp16 execs) */
+    float **in, **out;       /* float32 I/O device pointers, per input/output */
+    cudaGraphExec_t *graph;  /* [max_batch + 1], NULL until captured */
+    int *graph_nodes;        /* [max_batch + 1] */
+} cuda_exec;
+
+#define IO_ALIGN 256
+
+static size_t round_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+static size_t tensor_item_elems(const gr_graph *g, int t)
+{
+    const gr_tensor *x = &g->tensors[t];
+    return gr_tensor_elems(x) / (size_t)(x->rank > 0 && x->dims[0] > 0 ? x->dims[0] : 1);
+}
+
+static void *arena_ptr(const omma_exec *x, int t)
+{
+    return x->arena + plan_offset(x->engine->plan, t, x->max_batch);
+}
+
+static omma_status exec_alloc(omma_exec *x, cuda_exec *c)
+{
+    omma_engine *e = x->engine;
+    const gr_graph *g = e->graph;
+    bool f16 = prec_of(e) == CUDA_PREC_F16;
+    size_t arena = round_up(x->arena_bytes ? x->arena_bytes : PLAN_ALIGN, IO_ALIGN);
+    size_t io = 0;
+    if (f16) {
+        for (int i = 0; i < g->n_inputs; i++)
+            io += round_up(tensor_item_elems(g, g->inputs[i]) * sizeof(float) *
+                               (size_t)x->max_batch, IO_ALIGN);
+        for (int i = 0; i < g->n_outputs; i++)
+            io += round_up(tensor_item_elems(g, g->outputs[i]) * sizeof(float) *
+                               (size_t)x->max_batch, IO_ALIGN);
+    }
+    x->io_bytes = io;
+    x->device_bytes = arena + io;
+    OMMA_TRY(gpu_mem_alloc(e->dev, arena + io, &c->mem));
+    x->arena = (unsigned char *)(uintptr_t)c->mem;
+    size_t off = arena;
+    for (int i = 0; i < g->n_inputs; i++) {
+        if (f16) {
+            c->in[i] = (float *)(uintptr_t)(c->mem + off);
+            off += round_up(tensor_item_elems(g, g->inputs[i]) * sizeof(float) *
+                                (size_t)x->max_batch, IO_ALIGN);
+        } else {
+            c->in[i] = arena_ptr(x, g->inputs[i]);
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        if (f16) {
+            c->out[i] = (float *)(uintptr_t)(c->mem + off);
+            off += round_up(tensor_item_elems(g, g->outputs[i]) * sizeof(float) *
+                                (size_t)x->max_batch, IO_ALIGN);
+        } else {
+            c->out[i] = arena_ptr(x, g->outputs[i]);
+        }
+    }
+    /* Zeroed so that items beyond a run's batch read back deterministically. */
+    OMMA_TRY(OMMA_CK(gpu_cu.cuMemsetD8Async(c->mem, 0, arena + io, c->stream)));
+    return OMMA_CK(gpu_cu.cuStreamSynchronize(c->stream));
+}
+
+static omma_status exec_init_in_scope(omma_exec *x, cuda_exec *c)
+{
+    omma_engine *e = x->engine;
+    const gr_graph *g = e->graph;
+    c->in = calloc((size_t)g->n_inputs + 1, sizeof *c->in);
+    c->out = calloc((size_t)g->n_outputs + 1, sizeof *c->out);
+    c->graph = calloc((size_t)x->max_batch + 1, sizeof *c->graph);
+    c->graph_nodes = calloc((size_t)x->max_batch + 1, sizeof *c->graph_nodes);
+    if (!c->in || !c->out || !c->graph || !c->graph_nodes)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
+    if (x->opt.stream) {
+        c->stream = (CUstream)x->opt.stream;
+    } else {
+        OMMA_TRY(gpu_stream_acquire(e->dev, GPU_PRIORITY_NORMAL, &c->stream));
+        c->own_stream = true;
+        x->opt.stream = c->stream;
+    }
+    return exec_alloc(x, c);
+}
+
+static omma_status cuda_exec_init(omma_exec *x)
+{
+    omma_device *dev = x->engine->dev;
+    cuda_exec *c = calloc(1, sizeof *c);
+    if (!c)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
+    x->state = c;
+    OMMA_TRY(check_alive(dev, "omma_exec_create"));
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(dev, &scope));
+    omma_status st = exec_init_in_scope(x, c);
+    return note_lost(dev, gpu_leave_keep(&scope, st));
+}
+
+static void cuda_exec_fini(omma_exec *x)
+{
+    cuda_exec *c = x->state;
+    omma_device *dev = x->engine->dev;
+    if (!c)
+        return;
+    omma_scope scope;
+    if (omma_device_enter(dev, &scope) == OMMA_OK) {
+        if (c->stream)
+            (void)OMMA_CK(gpu_cu.cuStreamSynchronize(c->stream));
+        for (int b = 0; c->graph && b <= x->max_batch; b++)
+            if (c->graph[b])
+                cudaGraphExecDestroy(c->graph[b]);
+        if (c->mem)
+            gpu_mem_free(dev, c->mem);
+        if (c->own_stream)
+            gpu_stream_release(dev, c->stream);
+        omma_device_leave(&scope);
+    }
+    free(c->in);
+    free(c->out);
+    free(c->graph);
+    free(c->graph_nodes);
+    free(c);
+    x->state = NULL;
+    x->arena = NULL;
+}
+
+static float *cuda_io_buffer(omma_exec *x, bool input, int i)
+{
+    cuda_exec *c = x->state;
+    return input ? c->in[i] : c->out[i];
+}
+
+/* The device pointer of an activation; NULL for a constant (cuda_op_launch
+ * reads constants from the weights). */
+static const void *act_ptr(const omma_exec *x, int t)
+{
+    if (t < 0 || x->engine->graph->tensors[t].data)
+        return NULL;
+    return arena_ptr(x, t);
+}
+
+/* Enqueues one whole run; *launches counts the launches made. */
+static omma_status enqueue(omma_exec *x, int batch, int *launches)
+{
+    cuda_exec *c = x->state;
+    const omma_engine *e = x->engine;
+    const gr_graph *g = e->graph;
+    const plan_layout *p = e->plan;
+    const cuda_weights *w = ((const cuda_engine *)e->cuda)->w;
+    cudaStream_t s = (cudaStream_t)c->stream;
+    bool f16 = prec_of(e) == CUDA_PREC_F16;
+    *launches = 0;
+    if (f16) {
+        for (int i = 0; i < g->n_inputs; i++, ++*launches)
+            OMMA_TRY(cuda_convert(arena_ptr(x, g->inputs[i]), CUDA_PREC_F16, c->in[i],
+                                  CUDA_PREC_F32,
+                                  tensor_item_elems(g, g->inputs[i]) * (size_t)batch, s));
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *n = &g->nodes[i];
+        const void *in[GR_MAX_INPUTS] = {0};
+        for (int k = 0; k < n->n_in; k++)
+            in[k] = act_ptr(x, n->in[k]);
+        const void *residual = NULL;
+        if ((n->op == GR_CONV2D || n->op == GR_DWCONV2D) && n->p.conv.residual >= 0)
+            residual = act_ptr(x, n->p.conv.residual);
+        void *out = arena_ptr(x, n->out);
+        if (n->op == GR_RESHAPE && in[0] == out)
+            continue; /* aliased by the plan: nothing to do */
+        int nb = p->slots[n->out].batched ? batch : 1;
+        OMMA_TRY(cuda_op_launch(g, n, w, nb, in, residual, out, s));
+        ++*launches;
+    }
+    if (f16) {
+        for (int i = 0; i < g->n_outputs; i++, ++*launches)
+            OMMA_TRY(cuda_convert(c->out[i], CUDA_PREC_F32, arena_ptr(x, g->outputs[i]),
+                                  CUDA_PREC_F16,
+                                  tensor_item_elems(g, g->outputs[i]) * (size_t)batch, s));
+    }
+    return OMMA_OK;
+}
+
+/* Captures the run at `batch` into c->graph[batch]. */
+static omma_status capture(omma_exec *x, int batch)
+{
+    cuda_exec *c = x->state;
+    cudaStream_t s = (cudaStream_t)c->stream;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    int launches = 0;
+    /* Thread-local mode: other threads' unsafe calls (allocations...) are
+     * not affected by this capture, and it by theirs. */
+    OMMA_TRY(OMMA_CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal)));
+    omma_status st = enqueue(x, batch, &launches);
+    omma_status end = OMMA_CK(cudaStreamEndCapture(s, &graph));
+    if (st == OMMA_OK)
+        st = end;
+    size_t nodes = 0;
+    if (st == OMMA_OK)
+        st = OMMA_CK(cudaGraphGetNodes(graph, NULL, &nodes));
+    if (st == OMMA_OK)
+        st = OMMA_CK(cudaGraphInstantiate(&exec, graph, 0));
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (st != OMMA_OK)
+        return st;
+    c->graph[batch] = exec;
+    c->graph_nodes[batch] = (int)nodes;
+    x->n_graphs++;
+    return OMMA_OK;
+}
+
+static omma_status run_in_scope(omma_exec *x, int batch)
+{
+    cuda_exec *c = x->state;
+    if (!x->opt.graphs)
+        return enqueue(x, batch, &x->launches);
+    if (!c->graph[batch])
+        OMMA_TRY(capture(x, batch));
+    x->launches = c->graph_nodes[batch];
+    return OMMA_CK(cudaGraphLaunch(c->graph[batch], (cudaStream_t)c->stream));
+}
+
+static omma_status cuda_run(omma_exec *x, int batch)
+{
+    omma_device *dev = x->engine->dev;
+    OMMA_TRY(check_alive(dev, "omma_exec_run"));
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(dev, &scope));
+    omma_status st = run_in_scope(x, batch);
+    return note_lost(dev, gpu_leave_keep(&scope, st));
+}
+
+static omma_status cuda_wait(omma_exec *x)
+{
+    cuda_exec *c = x->state;
+    omma_device *dev = x->engine->dev;
+    OMMA_TRY(check_alive(dev, "omma_exec_wait"));
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(dev, &scope));
+    omma_status st = OMMA_CK(gpu_cu.cuStreamSynchronize(c->stream));
+    return note_lost(dev, gpu_leave_keep(&scope, st));
+}
+
+const eng_backend eng_cuda_backend = {
+    .name = "cuda",
+    .exec_init = cuda_exec_init,
+    .exec_fini = cuda_exec_fini,
+    .run = cuda_run,
+    .io_buffer = cuda_io_buffer,
+    .wait = cuda_wait,
+    .engine_fini = cuda_engine_fini,
+};
