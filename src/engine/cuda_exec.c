@@ -5,10 +5,10 @@
  *
  * Every CUDA call here is made inside the device's scope. Kernels come from
  * cuda_ops (one cuda_op_launch per graph node); the arena is laid out by the
- * activation plan (model/plan.h), which is made for float32 elements, so an
- * fp16 exec uses the same offsets with each slot half full: simpler than a
- * second plan, and the arena of these models is small next to the weights'
- * and I/O's fixed costs.
+ * activation plan (model/plan.h), which is made for float32 elements; an
+ * fp16 exec halves every offset and size of it (all are multiples of
+ * PLAN_ALIGN, so the halved layout stays disjoint and 128-byte aligned) and
+ * needs half the arena.
  *
  * Per-process state: the engine cache (a list guarded by cache_lock), the
  * documented exception to "no global mutable state" in engine.h. */
@@ -55,6 +55,12 @@ static cuda_prec prec_of(const omma_engine *e)
     return e->opt.precision == OMMA_PRECISION_FP16 ? CUDA_PREC_F16 : CUDA_PREC_F32;
 }
 
+/* 1 for fp32, 2 for fp16: the plan's float32 bytes per stored byte. */
+static size_t shrink(const omma_engine *e)
+{
+    return sizeof(float) / cuda_prec_size(prec_of(e));
+}
+
 /* A failed CUDA status that means the context is gone is remembered on the
  * device, so that every later run and health check reports it. */
 static omma_status note_lost(omma_device *dev, omma_status st)
@@ -81,6 +87,8 @@ omma_status eng_cuda_engine_init(omma_engine *e)
     c->engine = e;
     c->dev = e->dev;
     e->cuda = c;
+    e->stats.arena_bytes_batch1 /= shrink(e);
+    e->stats.arena_bytes_per_item /= shrink(e);
     OMMA_TRY(check_alive(e->dev, "omma_engine_load"));
     omma_scope scope;
     OMMA_TRY(omma_device_enter(e->dev, &scope));
@@ -198,7 +206,7 @@ static size_t tensor_item_elems(const gr_graph *g, int t)
 
 static void *arena_ptr(const omma_exec *x, int t)
 {
-    return x->arena + plan_offset(x->engine->plan, t, x->max_batch);
+    return x->arena + plan_offset(x->engine->plan, t, x->max_batch) / shrink(x->engine);
 }
 
 static omma_status exec_alloc(omma_exec *x, cuda_exec *c)
@@ -271,6 +279,7 @@ static omma_status cuda_exec_init(omma_exec *x)
     if (!c)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
     x->state = c;
+    x->arena_bytes = plan_arena_bytes(x->engine->plan, x->max_batch) / shrink(x->engine);
     OMMA_TRY(check_alive(dev, "omma_exec_create"));
     omma_scope scope;
     OMMA_TRY(omma_device_enter(dev, &scope));
