@@ -6,8 +6,9 @@
  *   (fp32) / 1.5 px (fp16) at 192x192;
  * - the per-device engine cache (same file and precision: same engine);
  * - CUDA graph replay bitwise equal to node-by-node launches at batch 1, 3, 8;
- * - one shared engine, 16 threads with an exec each, ~200 runs each on
- *   different inputs, every output bitwise equal to the serial result;
+ * - one shared engine, 16 threads with an exec each, 1000 runs each on
+ *   different inputs (OMMA_TEST_RUNS=N to change), every output bitwise
+ *   equal to the serial result;
  * - device memory after 1 and after 64 execs: the difference is the execs'
  *   arena + I/O only (printed per exec), and all of it comes back;
  * - two threads on one exec: one gets OMMA_ERR_BUSY, the exec still works;
@@ -447,7 +448,8 @@ static void test_threads_share_an_engine(void)
 {
     shared_run s = {0};
     int threads = quick ? 4 : 16;
-    s.runs = quick ? 4 : 200;
+    const char *runs = getenv("OMMA_TEST_RUNS");
+    s.runs = runs && atoi(runs) > 0 ? atoi(runs) : quick ? 4 : 1000;
     REQUIRE_OK(load(FACE_MODEL_SHORT, OMMA_BACKEND_CUDA, OMMA_PRECISION_FP16, &s.e));
     s.ni = in_elems(s.e, 0);
     s.no[0] = out_elems(s.e, 0);
