@@ -660,7 +660,8 @@ int main(void)
     if (omma_device_count(&n) != OMMA_OK || n < 1)
         SKIP_TEST("no GPU");
     const char *q = getenv("OMMA_TEST_QUICK");
-    quick = q && *q && strcmp(q, "0") != 0;
+    /* Quick under compute-sanitizer too (scripts/gpu-check.sh sets it). */
+    quick = (q && *q && strcmp(q, "0") != 0) || getenv("OMMA_TEST_SANITIZER") != NULL;
     if (omma_device_open(0, &dev) != OMMA_OK) {
         fprintf(stderr, "omma_device_open: %s\n", omma_last_error());
         return 1;
