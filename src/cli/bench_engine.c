@@ -17,6 +17,7 @@
 
 #include "cli/bench.h"
 #include "cli/commands.h"
+#include "cli/json.h"
 #include "core/clock.h"
 #include "omma/device.h"
 #include "omma/engine.h"
@@ -201,21 +202,6 @@ static omma_status bench_batch(omma_device *dev, omma_engine *e, const omma_exec
     return st;
 }
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 int cli_bench_engine(int argc, char **argv)
 {
     const char *backend = NULL, *model = NULL, *precision = "fp32", *graphs = "on";
@@ -315,12 +301,12 @@ int cli_bench_engine(int argc, char **argv)
     }
     if (json) {
         printf("{\"bench\":\"engine\",\"backend\":");
-        json_string(backend);
+        cli_json_string(backend);
         printf(",\"model\":");
-        json_string(model);
+        cli_json_string(model);
         if (gpu) {
             printf(",\"precision\":");
-            json_string(precision);
+            cli_json_string(precision);
             printf(",\"graphs\":%s,\"device\":%d", xo.graphs ? "true" : "false", ordinal);
         }
         printf(",\"warmup\":%d,\"iters\":%d,\"results\":[", warmup, iters);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/json.h"
 #include "omma/device.h"
 
 static void usage(FILE *to)
@@ -16,22 +17,6 @@ static void usage(FILE *to)
 
 static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 static double gib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
-
-/* A JSON string literal of s (names and messages are short). */
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
 
 static void print_text(const omma_device_info *in, const omma_device_metrics *m)
 {
@@ -77,11 +62,11 @@ static void print_text(const omma_device_info *in, const omma_device_metrics *m)
 static void print_json(const omma_device_info *in, const omma_device_metrics *m)
 {
     printf("{\"ordinal\":%d,\"name\":", in->ordinal);
-    json_str(in->name);
+    cli_json_string(in->name);
     printf(",\"pci_bus_id\":");
-    json_str(in->pci_bus_id);
+    cli_json_string(in->pci_bus_id);
     printf(",\"uuid\":");
-    json_str(in->uuid);
+    cli_json_string(in->uuid);
     printf(",\"compute_capability\":\"%d.%d\",\"sm_count\":%d,\"l2_bytes\":%d,"
            "\"memory_total\":%llu,\"memory_free\":%llu,\"schedule\":\"%s\",\"driver_version\":%d,\"nvml\":",
            in->cc_major, in->cc_minor, in->sm_count, in->l2_bytes,
@@ -89,7 +74,7 @@ static void print_json(const omma_device_info *in, const omma_device_metrics *m)
            omma_schedule_name(in->schedule), in->driver_version);
     if (!m->available) {
         printf("{\"available\":false,\"reason\":");
-        json_str(m->reason);
+        cli_json_string(m->reason);
         printf("}}");
         return;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/json.h"
 #include "model/graph.h"
 #include "model/plan.h"
 #include "model/rewrite.h"
@@ -21,28 +22,13 @@ typedef struct report {
     size_t params;
 } report;
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static void json_tensors(const gr_graph *g, const int *list, int n)
 {
     putchar('[');
     for (int i = 0; i < n; i++) {
         const gr_tensor *t = &g->tensors[list[i]];
         printf("%s{\"name\":", i ? "," : "");
-        json_string(t->name);
+        cli_json_string(t->name);
         printf(",\"shape\":[");
         for (int d = 0; d < t->rank; d++)
             printf("%s%d", d ? "," : "", t->dims[d]);
@@ -54,7 +40,7 @@ static void json_tensors(const gr_graph *g, const int *list, int n)
 static void print_json(const report *r)
 {
     printf("{\"model\":");
-    json_string(r->path);
+    cli_json_string(r->path);
     printf(",\"inputs\":");
     json_tensors(r->g, r->g->inputs, r->g->n_inputs);
     printf(",\"outputs\":");
