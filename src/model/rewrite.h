@@ -36,6 +36,24 @@ omma_status rw_fuse_residual(gr_graph *g, int *count);
  * convolution's activation. */
 omma_status rw_fuse_activation(gr_graph *g, int *count);
 
+/* What every rewrite works with: which nodes it drops, how many places it
+ * changed, and each tensor's consumer count when it started. */
+typedef struct rw_scratch {
+    bool *drop;  /* g->n_nodes flags */
+    int *uses;   /* g->n_tensors counts (gr_count_uses) */
+    int changed;
+} rw_scratch;
+
+/* Allocates and fills the scratch for graph g; `rewrite` names the rewrite
+ * in the out-of-memory message. */
+omma_status rw_scratch_begin(const gr_graph *g, rw_scratch *s, const char *rewrite);
+
+/* Ends a rewrite: removes the dropped nodes (when it changed anything, also
+ * after a failure, so the graph stays valid), frees the scratch and stores
+ * the number of changes in *count (may be NULL). Returns st, or the
+ * compaction's failure when st is OMMA_OK. */
+omma_status rw_scratch_end(gr_graph *g, rw_scratch *s, omma_status st, int *count);
+
 typedef struct rw_stats {
     int nodes_before, nodes_after;
     int dequantize_folded;

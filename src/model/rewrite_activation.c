@@ -8,22 +8,15 @@
 
 omma_status rw_fuse_activation(gr_graph *g, int *count)
 {
-    int fused = 0;
-    bool *drop = calloc(g->n_nodes ? (size_t)g->n_nodes : 1, sizeof *drop);
-    int *uses = malloc((g->n_tensors ? (size_t)g->n_tensors : 1) * sizeof *uses);
-    if (!drop || !uses) {
-        free(drop);
-        free(uses);
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "rewrite: activation");
-    }
-    gr_count_uses(g, uses);
+    rw_scratch s;
+    OMMA_TRY(rw_scratch_begin(g, &s, "activation"));
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *r = &g->nodes[i];
         if (r->op != GR_RELU && r->op != GR_PRELU)
             continue;
         int x = r->in[0];
         int p = g->tensors[x].producer;
-        if (p < 0 || uses[x] != 1 || drop[p])
+        if (p < 0 || s.uses[x] != 1 || s.drop[p])
             continue;
         gr_node *c = &g->nodes[p];
         gr_act *act;
@@ -50,13 +43,8 @@ omma_status rw_fuse_activation(gr_graph *g, int *count)
             *act = GR_ACT_RELU;
         }
         c->out = r->out;
-        drop[i] = true;
-        fused++;
+        s.drop[i] = true;
+        s.changed++;
     }
-    omma_status st = fused ? gr_compact(g, drop) : OMMA_OK;
-    free(drop);
-    free(uses);
-    if (count)
-        *count = fused;
-    return st;
+    return rw_scratch_end(g, &s, OMMA_OK, count);
 }

@@ -60,39 +60,26 @@ static omma_status fuse_one(gr_graph *g, int add_index, int conv_index, int cons
 
 omma_status rw_fuse_bias(gr_graph *g, int *count)
 {
-    int fused = 0;
-    bool *drop = calloc(g->n_nodes ? (size_t)g->n_nodes : 1, sizeof *drop);
-    int *uses = malloc((g->n_tensors ? (size_t)g->n_tensors : 1) * sizeof *uses);
+    rw_scratch s;
+    OMMA_TRY(rw_scratch_begin(g, &s, "bias"));
     omma_status st = OMMA_OK;
-    if (!drop || !uses) {
-        st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "rewrite: bias");
-        goto done;
-    }
-    gr_count_uses(g, uses);
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *a = &g->nodes[i];
         if (a->op != GR_ADD)
             continue;
         for (int k = 0; k < 2; k++) {
             int t = a->in[k], other = a->in[1 - k];
-            if (!fusable_conv(g, uses, t) || !gr_is_const(g, other))
+            if (!fusable_conv(g, s.uses, t) || !gr_is_const(g, other))
                 continue;
             const gr_tensor *y = &g->tensors[t];
             if (y->rank != 4 || !per_channel(&g->tensors[other], y->dims[3]))
                 continue;
             if ((st = fuse_one(g, i, g->tensors[t].producer, other)) != OMMA_OK)
-                goto done;
-            drop[i] = true;
-            fused++;
+                return rw_scratch_end(g, &s, st, count);
+            s.drop[i] = true;
+            s.changed++;
             break;
         }
     }
-    if (fused)
-        st = gr_compact(g, drop);
-done:
-    free(drop);
-    free(uses);
-    if (count)
-        *count = fused;
-    return st;
+    return rw_scratch_end(g, &s, OMMA_OK, count);
 }

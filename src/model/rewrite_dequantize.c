@@ -7,10 +7,8 @@
 
 omma_status rw_fold_dequantize(gr_graph *g, int *count)
 {
-    int folded = 0;
-    bool *drop = calloc(g->n_nodes ? (size_t)g->n_nodes : 1, sizeof *drop);
-    if (!drop)
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "rewrite: dequantize");
+    rw_scratch s;
+    OMMA_TRY(rw_scratch_begin(g, &s, "dequantize"));
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
         if (n->op != GR_DEQUANTIZE)
@@ -21,11 +19,12 @@ omma_status rw_fold_dequantize(gr_graph *g, int *count)
             continue;
         size_t elems = gr_tensor_elems(x);
         float *v = malloc(elems ? elems * sizeof *v : 1);
-        if (!v) {
-            free(drop);
-            return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "rewrite: dequantize '%s' (%zu values)",
-                             x->name, elems);
-        }
+        if (!v)
+            return rw_scratch_end(g, &s,
+                                  OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY,
+                                            "rewrite: dequantize '%s' (%zu values)", x->name,
+                                            elems),
+                                  count);
         const unsigned char *src = x->data;
         for (size_t k = 0; k < elems; k++) {
             unsigned short h;
@@ -35,12 +34,8 @@ omma_status rw_fold_dequantize(gr_graph *g, int *count)
         y->data = v;
         y->bytes = elems * sizeof *v;
         y->producer = -1;
-        drop[i] = true;
-        folded++;
+        s.drop[i] = true;
+        s.changed++;
     }
-    omma_status st = folded ? gr_compact(g, drop) : OMMA_OK;
-    free(drop);
-    if (count)
-        *count = folded;
-    return st;
+    return rw_scratch_end(g, &s, OMMA_OK, count);
 }

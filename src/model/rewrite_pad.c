@@ -60,19 +60,11 @@ static void add_pads(gr_window *w, const gr_node *p)
 
 omma_status rw_fold_pad(gr_graph *g, int *count)
 {
-    int folded = 0;
-    size_t nn = g->n_nodes ? (size_t)g->n_nodes : 1;
-    bool *drop = calloc(nn, sizeof *drop);
-    int *uses = malloc((g->n_tensors ? (size_t)g->n_tensors : 1) * sizeof *uses);
-    if (!drop || !uses) {
-        free(drop);
-        free(uses);
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "rewrite: pad");
-    }
-    gr_count_uses(g, uses);
+    rw_scratch s;
+    OMMA_TRY(rw_scratch_begin(g, &s, "pad"));
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *p = &g->nodes[i];
-        if (p->op != GR_PAD || !spatial_only(p, &g->tensors[p->in[0]]) || uses[p->out] != 1)
+        if (p->op != GR_PAD || !spatial_only(p, &g->tensors[p->in[0]]) || s.uses[p->out] != 1)
             continue;
         int ci = consumer_of(g, i + 1, p->out);
         if (ci < 0)
@@ -93,13 +85,8 @@ omma_status rw_fold_pad(gr_graph *g, int *count)
             continue;
         }
         c->in[0] = p->in[0];
-        drop[i] = true;
-        folded++;
+        s.drop[i] = true;
+        s.changed++;
     }
-    omma_status st = folded ? gr_compact(g, drop) : OMMA_OK;
-    free(drop);
-    free(uses);
-    if (count)
-        *count = folded;
-    return st;
+    return rw_scratch_end(g, &s, OMMA_OK, count);
 }

@@ -21,15 +21,8 @@ static int fusable_conv(const gr_graph *g, const int *uses, int t)
 
 omma_status rw_fuse_residual(gr_graph *g, int *count)
 {
-    int fused = 0;
-    bool *drop = calloc(g->n_nodes ? (size_t)g->n_nodes : 1, sizeof *drop);
-    int *uses = malloc((g->n_tensors ? (size_t)g->n_tensors : 1) * sizeof *uses);
-    if (!drop || !uses) {
-        free(drop);
-        free(uses);
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "rewrite: residual");
-    }
-    gr_count_uses(g, uses);
+    rw_scratch s;
+    OMMA_TRY(rw_scratch_begin(g, &s, "residual"));
     for (int i = 0; i < g->n_nodes; i++) {
         gr_node *a = &g->nodes[i];
         if (a->op != GR_ADD || a->in[0] == a->in[1])
@@ -39,8 +32,8 @@ omma_status rw_fuse_residual(gr_graph *g, int *count)
         int best = -1, k_best = -1;
         for (int k = 0; k < 2; k++) {
             int other = a->in[1 - k];
-            int p = fusable_conv(g, uses, a->in[k]);
-            if (p < 0 || drop[p] || gr_is_const(g, other) || g->tensors[other].producer == p)
+            int p = fusable_conv(g, s.uses, a->in[k]);
+            if (p < 0 || s.drop[p] || gr_is_const(g, other) || g->tensors[other].producer == p)
                 continue;
             if (p > best) {
                 best = p;
@@ -57,13 +50,8 @@ omma_status rw_fuse_residual(gr_graph *g, int *count)
         /* The fused node runs where the ADD ran: by then the residual exists,
          * and the conv's own inputs existed even before its old place. */
         g->nodes[i] = fused_node;
-        drop[best] = true;
-        fused++;
+        s.drop[best] = true;
+        s.changed++;
     }
-    omma_status st = fused ? gr_compact(g, drop) : OMMA_OK;
-    free(drop);
-    free(uses);
-    if (count)
-        *count = fused;
-    return st;
+    return rw_scratch_end(g, &s, OMMA_OK, count);
 }
