@@ -57,6 +57,84 @@ static __device__ __forceinline__ void st16(__half *p, const float *v)
     *reinterpret_cast<uint4 *>(p) = q;
 }
 
+/* n elements at p (n * sizeof(T) bytes: 16, 8 or 4, aligned to that; or one
+ * element) into floats, and back. n is a constant after inlining, so each
+ * call becomes one load or store of that width. */
+static __device__ __forceinline__ void ldv(const float *p, float *v, const int n)
+{
+    if (n == 4) {
+        ld16(p, v);
+    } else if (n == 2) {
+        float2 q = __ldg(reinterpret_cast<const float2 *>(p));
+        v[0] = q.x;
+        v[1] = q.y;
+    } else {
+        v[0] = __ldg(p);
+    }
+}
+
+static __device__ __forceinline__ void ldv(const __half *p, float *v, const int n)
+{
+    if (n == 8) {
+        ld16(p, v);
+    } else if (n == 4) {
+        uint2 q = __ldg(reinterpret_cast<const uint2 *>(p));
+        const __half2 *h = reinterpret_cast<const __half2 *>(&q);
+        float2 f0 = __half22float2(h[0]), f1 = __half22float2(h[1]);
+        v[0] = f0.x;
+        v[1] = f0.y;
+        v[2] = f1.x;
+        v[3] = f1.y;
+    } else if (n == 2) {
+        unsigned q = __ldg(reinterpret_cast<const unsigned *>(p));
+        float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&q));
+        v[0] = f.x;
+        v[1] = f.y;
+    } else {
+        v[0] = __half2float(__ldg(p));
+    }
+}
+
+static __device__ __forceinline__ void stv(float *p, const float *v, const int n)
+{
+    if (n == 4)
+        st16(p, v);
+    else if (n == 2)
+        *reinterpret_cast<float2 *>(p) = make_float2(v[0], v[1]);
+    else
+        *p = v[0];
+}
+
+static __device__ __forceinline__ void stv(__half *p, const float *v, const int n)
+{
+    if (n == 8) {
+        st16(p, v);
+    } else if (n == 4) {
+        uint2 q;
+        __half2 *h = reinterpret_cast<__half2 *>(&q);
+        h[0] = __floats2half2_rn(v[0], v[1]);
+        h[1] = __floats2half2_rn(v[2], v[3]);
+        *reinterpret_cast<uint2 *>(p) = q;
+    } else if (n == 2) {
+        *reinterpret_cast<__half2 *>(p) = __floats2half2_rn(v[0], v[1]);
+    } else {
+        *p = __float2half_rn(v[0]);
+    }
+}
+
+/* Host: the widest vector (elements) for rows of c elements of es bytes
+ * whose pointers OR together to `addr`: 16, 8 or 4 bytes, at least 2
+ * elements; 0 when none fits (scalar kernels). */
+static inline int cuda_ops_vec(int es, long long c, size_t addr)
+{
+    for (int vb = 16; vb >= 4; vb /= 2) {
+        int v = vb / es;
+        if (v >= 2 && c % v == 0 && (addr & (size_t)(vb - 1)) == 0)
+            return v;
+    }
+    return 0;
+}
+
 /* The activation of the fused epilogue; c is the channel (for PRELU). */
 static __device__ __forceinline__ float activate(float v, int act, const float *alpha, int c)
 {

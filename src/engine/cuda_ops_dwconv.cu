@@ -7,10 +7,8 @@
 #include "engine/cuda_ops_device.h"
 
 template <typename T>
-__global__ void __launch_bounds__(CUDA_OPS_THREADS)
-dwconv_vec(cuda_conv_args a)
+static __device__ __forceinline__ void dwconv_vec_body(const cuda_conv_args &a, const int V)
 {
-    const int V = vec16<T>::n;
     const int groups = a.cout / V;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= a.batch * a.oh * a.ow * groups)
@@ -20,7 +18,7 @@ dwconv_vec(cuda_conv_args a)
     int oy = q % a.oh, b = q / a.oh;
     const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.cin + c0;
     const T *w = static_cast<const T *>(a.w) + c0;
-    float acc[V];
+    float acc[vec16<T>::n];
 #pragma unroll
     for (int i = 0; i < V; i++)
         acc[i] = 0.0f;
@@ -32,9 +30,9 @@ dwconv_vec(cuda_conv_args a)
             int ix = ox * a.sw - a.pl + kx * a.dw;
             if (ix < 0 || ix >= a.iw)
                 continue;
-            float xv[V], wv[V];
-            ld16(x + ((size_t)iy * a.iw + ix) * a.cin, xv);
-            ld16(w + (size_t)(ky * a.kw + kx) * a.cout, wv);
+            float xv[vec16<T>::n], wv[vec16<T>::n];
+            ldv(x + ((size_t)iy * a.iw + ix) * a.cin, xv, V);
+            ldv(w + (size_t)(ky * a.kw + kx) * a.cout, wv, V);
 #pragma unroll
             for (int i = 0; i < V; i++)
                 acc[i] = fmaf(xv[i], wv[i], acc[i]);
@@ -46,8 +44,8 @@ dwconv_vec(cuda_conv_args a)
         for (int i = 0; i < V; i++)
             acc[i] += __ldg(a.bias + c0 + i);
     if (a.residual) {
-        float r[V];
-        ld16(static_cast<const T *>(a.residual) + o, r);
+        float r[vec16<T>::n];
+        ldv(static_cast<const T *>(a.residual) + o, r, V);
 #pragma unroll
         for (int i = 0; i < V; i++)
             acc[i] += r[i];
@@ -55,7 +53,21 @@ dwconv_vec(cuda_conv_args a)
 #pragma unroll
     for (int i = 0; i < V; i++)
         acc[i] = activate(acc[i], a.act, a.alpha, c0 + i);
-    st16(static_cast<T *>(a.y) + o, acc);
+    stv(static_cast<T *>(a.y) + o, acc, V);
+}
+
+/* V: elements per thread, 16, 8 or 4 bytes of them (the widest that the
+ * channel count and alignment allow). */
+template <typename T>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+dwconv_vec(cuda_conv_args a, int V)
+{
+    if (V == vec16<T>::n)
+        dwconv_vec_body<T>(a, vec16<T>::n);
+    else if (V == vec16<T>::n / 2)
+        dwconv_vec_body<T>(a, vec16<T>::n / 2);
+    else
+        dwconv_vec_body<T>(a, vec16<T>::n / 4);
 }
 
 template <typename T>
@@ -91,23 +103,21 @@ dwconv_scalar(cuda_conv_args a)
     st(static_cast<T *>(a.y) + idx, activate(acc, a.act, a.alpha, c));
 }
 
-static bool aligned16(const void *p) { return ((size_t)p & 15) == 0; }
-
 extern "C" cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s)
 {
-    int V = a->prec == CUDA_PREC_F16 ? 8 : 4;
-    bool vec = a->mult == 1 && a->cout % V == 0 && aligned16(a->x) && aligned16(a->w) &&
-               aligned16(a->y) && (!a->residual || aligned16(a->residual));
-    long long total = (long long)a->batch * a->oh * a->ow * (vec ? a->cout / V : a->cout);
+    int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
+    size_t addr = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual;
+    int V = a->mult == 1 ? cuda_ops_vec(es, a->cout, addr) : 0;
+    long long total = (long long)a->batch * a->oh * a->ow * (V ? a->cout / V : a->cout);
     unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16) {
-        if (vec)
-            dwconv_vec<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+        if (V)
+            dwconv_vec<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
         else
             dwconv_scalar<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
     } else {
-        if (vec)
-            dwconv_vec<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+        if (V)
+            dwconv_vec<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
         else
             dwconv_scalar<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
     }

@@ -1,27 +1,23 @@
 /* Element-wise and data-movement ops: ADD with its fused activation, RELU,
  * PRELU (one kernel: y = act(a + b)), zero PAD, CONCAT, precision
- * conversion. All memory-bound: 16-byte accesses per thread where the shapes
- * and alignment allow, one element per thread otherwise; consecutive threads
+ * conversion. All memory-bound: 16-, 8- or 4-byte accesses per thread where
+ * the shapes and alignment allow, one element per thread otherwise; consecutive threads
  * touch consecutive elements. */
 #include "engine/cuda_ops_device.h"
-
-static bool aligned16(const void *p) { return ((size_t)p & 15) == 0; }
 
 /* ---- y = act(a + b) ------------------------------------------------------ */
 
 template <typename T>
-__global__ void __launch_bounds__(CUDA_OPS_THREADS)
-eltwise_vec(cuda_eltwise_args a)
+static __device__ __forceinline__ void eltwise_vec_body(const cuda_eltwise_args &a, const int V)
 {
-    const int V = vec16<T>::n;
     int i = (blockIdx.x * blockDim.x + threadIdx.x) * V;
     if (i >= a.n)
         return;
-    float v[V];
-    ld16(static_cast<const T *>(a.a) + i, v);
+    float v[vec16<T>::n];
+    ldv(static_cast<const T *>(a.a) + i, v, V);
     if (a.b) {
-        float u[V];
-        ld16(static_cast<const T *>(a.b) + (a.b_period ? i % a.b_period : i), u);
+        float u[vec16<T>::n];
+        ldv(static_cast<const T *>(a.b) + (a.b_period ? i % a.b_period : i), u, V);
 #pragma unroll
         for (int e = 0; e < V; e++)
             v[e] += u[e];
@@ -30,7 +26,20 @@ eltwise_vec(cuda_eltwise_args a)
 #pragma unroll
     for (int e = 0; e < V; e++)
         v[e] = activate(v[e], a.act, a.alpha, c + e);
-    st16(static_cast<T *>(a.y) + i, v);
+    stv(static_cast<T *>(a.y) + i, v, V);
+}
+
+/* V: elements per thread (16, 8 or 4 bytes of them). */
+template <typename T>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+eltwise_vec(cuda_eltwise_args a, int V)
+{
+    if (V == vec16<T>::n)
+        eltwise_vec_body<T>(a, vec16<T>::n);
+    else if (V == vec16<T>::n / 2)
+        eltwise_vec_body<T>(a, vec16<T>::n / 2);
+    else
+        eltwise_vec_body<T>(a, vec16<T>::n / 4);
 }
 
 template <typename T>
@@ -51,18 +60,24 @@ extern "C" cudaError_t cuda_launch_eltwise(const cuda_eltwise_args *a, cudaStrea
 {
     if (a->n <= 0)
         return cudaSuccess;
-    int V = a->prec == CUDA_PREC_F16 ? 8 : 4;
-    bool vec = a->n % V == 0 && a->c % V == 0 && a->b_period % V == 0 && aligned16(a->a) &&
-               aligned16(a->y) && (!a->b || aligned16(a->b));
-    unsigned blocks = cuda_ops_blocks(vec ? a->n / V : a->n, CUDA_OPS_THREADS);
+    int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
+    size_t addr = (size_t)a->a | (size_t)a->y | (size_t)a->b;
+    /* Every vector must stay inside one channel row (PRELU's alpha) and one
+     * period of b: the vector divides n, c and b_period. */
+    int V = cuda_ops_vec(es, a->c, addr);
+    while (V >= 2 && (a->n % V != 0 || a->b_period % V != 0))
+        V /= 2;
+    if (V < 2)
+        V = 0;
+    unsigned blocks = cuda_ops_blocks(V ? a->n / V : a->n, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16) {
-        if (vec)
-            eltwise_vec<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+        if (V)
+            eltwise_vec<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
         else
             eltwise_scalar<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
     } else {
-        if (vec)
-            eltwise_vec<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+        if (V)
+            eltwise_vec<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
         else
             eltwise_scalar<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
     }
@@ -71,68 +86,79 @@ extern "C" cudaError_t cuda_launch_eltwise(const cuda_eltwise_args *a, cudaStrea
 
 /* ---- zero padding --------------------------------------------------------- */
 
-/* One thread per `e` consecutive innermost elements (e = 1, or 16 bytes when
- * every innermost extent and offset is a multiple of it). */
+/* One thread per V consecutive innermost elements (V = 1, or 16, 8 or 4
+ * bytes when every innermost extent and offset is a multiple of it). */
 template <typename T>
-__global__ void __launch_bounds__(CUDA_OPS_THREADS)
-pad_kernel(cuda_pad_args a, int vec)
+static __device__ __forceinline__ void pad_body(const cuda_pad_args &a, const int V)
 {
-    const int V = vec16<T>::n;
-    const int e = vec ? V : 1;
-    int groups = a.out[2] / e;
+    int groups = a.out[2] / V;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= a.batch * a.out[0] * a.out[1] * groups)
         return;
-    int c = (idx % groups) * e, t = idx / groups;
+    int c = (idx % groups) * V, t = idx / groups;
     int x1 = t % a.out[1];
     t /= a.out[1];
     int x0 = t % a.out[0], b = t / a.out[0];
     int i0 = x0 - a.before[0], i1 = x1 - a.before[1], i2 = c - a.before[2];
     bool inside = i0 >= 0 && i0 < a.in[0] && i1 >= 0 && i1 < a.in[1] && i2 >= 0 && i2 < a.in[2];
     size_t src = (((size_t)b * a.in[0] + i0) * a.in[1] + i1) * a.in[2] + i2;
-    T *y = static_cast<T *>(a.y) + (size_t)idx * e;
-    const T *x = static_cast<const T *>(a.x);
-    if (vec) {
-        float v[V];
-        if (inside) {
-            ld16(x + src, v);
-        } else {
-#pragma unroll
-            for (int k = 0; k < V; k++)
-                v[k] = 0.0f;
-        }
-        st16(y, v);
+    T *y = static_cast<T *>(a.y) + (size_t)idx * V;
+    float v[vec16<T>::n];
+    if (inside) {
+        ldv(static_cast<const T *>(a.x) + src, v, V);
     } else {
-        st(y, inside ? ld(x + src) : 0.0f);
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            v[k] = 0.0f;
     }
+    stv(y, v, V);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+pad_kernel(cuda_pad_args a, int V)
+{
+    if (V == vec16<T>::n)
+        pad_body<T>(a, vec16<T>::n);
+    else if (V == vec16<T>::n / 2)
+        pad_body<T>(a, vec16<T>::n / 2);
+    else if (V == vec16<T>::n / 4)
+        pad_body<T>(a, vec16<T>::n / 4);
+    else
+        pad_body<T>(a, 1);
 }
 
 extern "C" cudaError_t cuda_launch_pad(const cuda_pad_args *a, cudaStream_t s)
 {
-    int V = a->prec == CUDA_PREC_F16 ? 8 : 4;
-    int vec = a->in[2] % V == 0 && a->out[2] % V == 0 && a->before[2] % V == 0 &&
-              aligned16(a->x) && aligned16(a->y);
-    long long total = (long long)a->batch * a->out[0] * a->out[1] * (a->out[2] / (vec ? V : 1));
+    int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
+    int V = cuda_ops_vec(es, a->in[2], (size_t)a->x | (size_t)a->y);
+    while (V >= 2 && (a->out[2] % V != 0 || a->before[2] % V != 0))
+        V /= 2;
+    if (V < 2)
+        V = 1;
+    long long total = (long long)a->batch * a->out[0] * a->out[1] * (a->out[2] / V);
     unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
     if (total == 0)
         return cudaSuccess;
     if (a->prec == CUDA_PREC_F16)
-        pad_kernel<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, vec);
+        pad_kernel<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
     else
-        pad_kernel<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, vec);
+        pad_kernel<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
     return cudaGetLastError();
 }
 
 /* ---- concatenation ------------------------------------------------------- */
 
+/* One thread per V consecutive elements of an output row (V = 1, or 16, 8
+ * or 4 bytes when every width and pointer allows). */
 template <typename T>
-__global__ void __launch_bounds__(CUDA_OPS_THREADS)
-concat_kernel(cuda_concat_args a)
+static __device__ __forceinline__ void concat_body(const cuda_concat_args &a, const int V)
 {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= a.outer * a.out_width)
+    int vw = a.out_width / V;
+    if (idx >= a.outer * vw)
         return;
-    int row = idx / a.out_width, col = idx % a.out_width;
+    int row = idx / vw, col = (idx % vw) * V;
     const T *src = NULL;
     int width = 0;
     /* Unrolled with constant indices, so the arguments stay in the
@@ -148,7 +174,23 @@ concat_kernel(cuda_concat_args a)
             }
         }
     }
-    st(static_cast<T *>(a.y) + idx, ld(src + (size_t)row * width + col));
+    float v[vec16<T>::n];
+    ldv(src + (size_t)row * width + col, v, V);
+    stv(static_cast<T *>(a.y) + (size_t)idx * V, v, V);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+concat_kernel(cuda_concat_args a, int V)
+{
+    if (V == vec16<T>::n)
+        concat_body<T>(a, vec16<T>::n);
+    else if (V == vec16<T>::n / 2)
+        concat_body<T>(a, vec16<T>::n / 2);
+    else if (V == vec16<T>::n / 4)
+        concat_body<T>(a, vec16<T>::n / 4);
+    else
+        concat_body<T>(a, 1);
 }
 
 extern "C" cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_t s)
@@ -156,11 +198,21 @@ extern "C" cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_
     long long total = (long long)a->outer * a->out_width;
     if (total == 0)
         return cudaSuccess;
-    unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
+    int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
+    size_t addr = (size_t)a->y;
+    for (int k = 0; k < a->n_in; k++)
+        addr |= (size_t)a->x[k];
+    int V = cuda_ops_vec(es, a->out_width, addr);
+    for (int k = 0; k < a->n_in && V >= 2; k++)
+        while (V >= 2 && a->width[k] % V != 0)
+            V /= 2;
+    if (V < 2)
+        V = 1;
+    unsigned blocks = cuda_ops_blocks(total / V, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16)
-        concat_kernel<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+        concat_kernel<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
     else
-        concat_kernel<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+        concat_kernel<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
     return cudaGetLastError();
 }
 

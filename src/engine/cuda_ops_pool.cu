@@ -1,16 +1,14 @@
 /* Max pooling over NHWC: like the depthwise kernels, one thread per output
- * pixel and 16 bytes of channels when the channel count allows, one per
- * element otherwise. Padding positions are skipped (TFLite's semantics: they
+ * pixel and 16 (or 8, 4) bytes of channels when the channel count allows,
+ * one per element otherwise. Padding positions are skipped (TFLite's semantics: they
  * never win); validation guarantees each window holds an input. */
 #include <math.h>
 
 #include "engine/cuda_ops_device.h"
 
 template <typename T>
-__global__ void __launch_bounds__(CUDA_OPS_THREADS)
-maxpool_vec(cuda_conv_args a)
+static __device__ __forceinline__ void maxpool_vec_body(const cuda_conv_args &a, const int V)
 {
-    const int V = vec16<T>::n;
     const int groups = a.cout / V;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= a.batch * a.oh * a.ow * groups)
@@ -19,7 +17,7 @@ maxpool_vec(cuda_conv_args a)
     int ox = p % a.ow, q = p / a.ow;
     int oy = q % a.oh, b = q / a.oh;
     const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.cin + c0;
-    float m[V];
+    float m[vec16<T>::n];
 #pragma unroll
     for (int i = 0; i < V; i++)
         m[i] = -INFINITY;
@@ -31,14 +29,27 @@ maxpool_vec(cuda_conv_args a)
             int ix = ox * a.sw - a.pl + kx;
             if (ix < 0 || ix >= a.iw)
                 continue;
-            float v[V];
-            ld16(x + ((size_t)iy * a.iw + ix) * a.cin, v);
+            float v[vec16<T>::n];
+            ldv(x + ((size_t)iy * a.iw + ix) * a.cin, v, V);
 #pragma unroll
             for (int i = 0; i < V; i++)
                 m[i] = fmaxf(m[i], v[i]);
         }
     }
-    st16(static_cast<T *>(a.y) + (size_t)p * a.cout + c0, m);
+    stv(static_cast<T *>(a.y) + (size_t)p * a.cout + c0, m, V);
+}
+
+/* V: elements per thread (16, 8 or 4 bytes of them). */
+template <typename T>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+maxpool_vec(cuda_conv_args a, int V)
+{
+    if (V == vec16<T>::n)
+        maxpool_vec_body<T>(a, vec16<T>::n);
+    else if (V == vec16<T>::n / 2)
+        maxpool_vec_body<T>(a, vec16<T>::n / 2);
+    else
+        maxpool_vec_body<T>(a, vec16<T>::n / 4);
 }
 
 template <typename T>
@@ -69,18 +80,17 @@ maxpool_scalar(cuda_conv_args a)
 
 extern "C" cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s)
 {
-    int V = a->prec == CUDA_PREC_F16 ? 8 : 4;
-    bool vec = a->cout % V == 0 && ((size_t)a->x & 15) == 0 && ((size_t)a->y & 15) == 0;
-    long long total = (long long)a->batch * a->oh * a->ow * (vec ? a->cout / V : a->cout);
+    int V = cuda_ops_vec(a->prec == CUDA_PREC_F16 ? 2 : 4, a->cout, (size_t)a->x | (size_t)a->y);
+    long long total = (long long)a->batch * a->oh * a->ow * (V ? a->cout / V : a->cout);
     unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16) {
-        if (vec)
-            maxpool_vec<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+        if (V)
+            maxpool_vec<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
         else
             maxpool_scalar<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
     } else {
-        if (vec)
-            maxpool_vec<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+        if (V)
+            maxpool_vec<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
         else
             maxpool_scalar<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
     }
