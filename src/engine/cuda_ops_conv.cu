@@ -8,10 +8,15 @@
  * W the OHWI filter as stored by cuda_weights. Two kernels:
  * - gemm_tc (fp16, K and N even): 64x64x32 block tiles in shared memory, 4
  *   warps of 32x32, mma.sync m16n8k16 with fp32 accumulators, fused epilogue
- *   from the accumulator fragments (half2 stores).
+ *   from the accumulator fragments (half2 stores). Variants: 16-byte tile
+ *   loads when K % 8 == 0 (gemm_tc16), and for N <= 32 128x32 tiles with the
+ *   4 warps stacked along M (gemm_tc16_narrow), so no warp idles on zero
+ *   columns.
  * - gemm_simt (fp32, or fp16 with odd sizes): 64x64x16 tiles, 256 threads of
  *   4x4 outputs each (strided by 16 so that stores coalesce), FFMA.
- * Direct form: one thread = one output pixel x 8 output channels (the group
+ * Stem form (square 5x5 or 3x3 window, stride 2, 3 input channels, Cout <=
+ * 32): register-blocked, filter and input tile in shared memory, see
+ * stem_body. Direct form: one thread = one output pixel x 8 output channels (the group
  * index varies fastest so neighbours share the input pixel), filter as
  * [kh][kw][cin][cout rounded to 8], staged in shared memory as float when it
  * fits in 48 KB, read through the read-only cache otherwise. */
@@ -122,17 +127,39 @@ static __device__ __forceinline__ void tc_load_tile(__half *s, const __half *__r
     }
 }
 
-__global__ void __launch_bounds__(128)
-gemm_tc(const __half *__restrict__ x, const __half *__restrict__ w, const float *__restrict__ bias,
-        const __half *__restrict__ res, const float *__restrict__ alpha, __half *__restrict__ y,
-        int M, int K, int N, int act)
+/* The same tile with 16-byte loads (8 halves): K a multiple of 8 and g
+ * 16-byte aligned, so a chunk is either wholly inside K or wholly outside.
+ * A quarter of the load instructions of tc_load_tile, more bytes in flight. */
+static __device__ __forceinline__ void tc_load_tile16(__half *s, const __half *__restrict__ g,
+                                                      int rows, int K, int r0, int k0)
 {
-    __shared__ __align__(16) __half as[TC_BM * TC_LD];
+    const int chunks = TC_BK / 8; /* 4 per row */
+#pragma unroll
+    for (int i = 0; i < (TC_BM * chunks) / 128; i++) {
+        int idx = threadIdx.x + 128 * i;
+        int r = idx / chunks, c = idx % chunks;
+        int row = r0 + r, k = k0 + 8 * c;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (row < rows && k < K)
+            v = __ldg(reinterpret_cast<const uint4 *>(g + (size_t)row * K + k));
+        *reinterpret_cast<uint4 *>(s + r * TC_LD + 8 * c) = v;
+    }
+}
+
+static __device__ __forceinline__ void
+gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
+             const float *__restrict__ bias, const __half *__restrict__ res,
+             const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act,
+             const int vec16, const int narrow)
+{
+    __shared__ __align__(16) __half as[2 * TC_BM * TC_LD];
     __shared__ __align__(16) __half bs[TC_BN * TC_LD];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;
-    const int wm = (warp / 2) * 32, wn = (warp % 2) * 32; /* warp tile origin */
-    const int m0 = blockIdx.x * TC_BM, n0 = blockIdx.y * TC_BN;
+    /* Warp tile origin: 2x2 warps over 64x64, or (narrow, N <= 32) 4x1 warps
+     * over 128x32, so no warp multiplies zero columns. */
+    const int wm = narrow ? warp * 32 : (warp / 2) * 32, wn = narrow ? 0 : (warp % 2) * 32;
+    const int m0 = blockIdx.x * (narrow ? 2 * TC_BM : TC_BM), n0 = blockIdx.y * TC_BN;
     float acc[2][4][4];
 #pragma unroll
     for (int i = 0; i < 2; i++)
@@ -143,8 +170,17 @@ gemm_tc(const __half *__restrict__ x, const __half *__restrict__ w, const float 
                 acc[i][j][e] = 0.0f;
 
     for (int k0 = 0; k0 < K; k0 += TC_BK) {
-        tc_load_tile(as, x, M, K, m0, k0);
-        tc_load_tile(bs, w, N, K, n0, k0);
+        if (vec16) {
+            tc_load_tile16(as, x, M, K, m0, k0);
+            if (narrow)
+                tc_load_tile16(as + TC_BM * TC_LD, x, M, K, m0 + TC_BM, k0);
+            tc_load_tile16(bs, w, N, K, n0, k0);
+        } else {
+            tc_load_tile(as, x, M, K, m0, k0);
+            if (narrow)
+                tc_load_tile(as + TC_BM * TC_LD, x, M, K, m0 + TC_BM, k0);
+            tc_load_tile(bs, w, N, K, n0, k0);
+        }
         __syncthreads();
 #pragma unroll
         for (int kb = 0; kb < TC_BK; kb += 16) {
@@ -200,6 +236,21 @@ gemm_tc(const __half *__restrict__ x, const __half *__restrict__ w, const float 
     }
 }
 
+/* vec16 and narrow are constants in each kernel: the 16-byte loader (K % 8
+ * == 0, 16-byte aligned operands) or the 4-byte one; 64x64 block tiles or
+ * (N <= 32, with the 16-byte loader) 128x32. */
+#define GEMM_TC_KERNEL(name, vec16, narrow)                                                      \
+    __global__ void __launch_bounds__(128)                                                     \
+    name(const __half *__restrict__ x, const __half *__restrict__ w,                           \
+         const float *__restrict__ bias, const __half *__restrict__ res,                       \
+         const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act) \
+    {                                                                                          \
+        gemm_tc_body(x, w, bias, res, alpha, y, M, K, N, act, vec16, narrow);                  \
+    }
+GEMM_TC_KERNEL(gemm_tc, 0, 0)
+GEMM_TC_KERNEL(gemm_tc16, 1, 0)
+GEMM_TC_KERNEL(gemm_tc16_narrow, 1, 1)
+
 extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s)
 {
     int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
@@ -207,10 +258,19 @@ extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaS
      * aligned buffers. */
     size_t align = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual;
     if (a->prec == CUDA_PREC_F16 && K % 2 == 0 && N % 2 == 0 && (align & 3) == 0) {
-        dim3 grid((M + TC_BM - 1) / TC_BM, (N + TC_BN - 1) / TC_BN);
-        gemm_tc<<<grid, 128, 0, s>>>((const __half *)a->x, (const __half *)a->w, a->bias,
-                                     (const __half *)a->residual, a->alpha, (__half *)a->y, M, K,
-                                     N, a->act);
+        int vec16 = K % 8 == 0 && (((size_t)a->x | (size_t)a->w) & 15) == 0;
+        int narrow = N <= 32 && vec16;
+        int bm = narrow ? 2 * TC_BM : TC_BM;
+        dim3 grid((M + bm - 1) / bm, (N + TC_BN - 1) / TC_BN);
+        const __half *x = (const __half *)a->x, *w = (const __half *)a->w;
+        const __half *r = (const __half *)a->residual;
+        __half *y = (__half *)a->y;
+        if (narrow)
+            gemm_tc16_narrow<<<grid, 128, 0, s>>>(x, w, a->bias, r, a->alpha, y, M, K, N, a->act);
+        else if (vec16)
+            gemm_tc16<<<grid, 128, 0, s>>>(x, w, a->bias, r, a->alpha, y, M, K, N, a->act);
+        else
+            gemm_tc<<<grid, 128, 0, s>>>(x, w, a->bias, r, a->alpha, y, M, K, N, a->act);
     } else {
         dim3 grid((M + SIMT_BM - 1) / SIMT_BM, (N + SIMT_BN - 1) / SIMT_BN);
         if (a->prec == CUDA_PREC_F16)
