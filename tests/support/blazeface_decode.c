@@ -1,60 +1,52 @@
-/* MediaPipe's SsdAnchorsCalculator for the face detectors, and decoding. */
+/* MediaPipe's SsdAnchorsCalculator for the face detectors (the library's),
+ * and decoding one anchor. */
 #include "support/blazeface_decode.h"
 
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 
-typedef struct layout {
-    int size;
-    int n_layers;
-    int strides[4];
-    int anchors_per_layer; /* aspect ratio 1.0, plus the interpolated one if any */
-} layout;
+#include "vision/anchors.h"
 
-static const layout layouts[] = {
-    [BF_SHORT_RANGE] = {128, 4, {8, 16, 16, 16}, 2},
-    [BF_FULL_RANGE] = {192, 1, {4}, 1},
-};
+/* The anchors come from the library (src/vision/anchors.c); this file keeps
+ * the one-anchor decode the engine tests use to look at the best anchor. */
+static void options(bf_kind kind, vis_anchor_options *opt)
+{
+    if (kind == BF_FULL_RANGE)
+        vis_anchor_options_full_range(opt);
+    else
+        vis_anchor_options_short_range(opt);
+}
 
 int bf_input_size(bf_kind kind)
 {
-    return layouts[kind].size;
-}
-
-/* Layers with the same stride share one grid; their anchors are
- * interleaved per cell, as the calculator emits them. */
-static int generate(bf_kind kind, float *xy)
-{
-    const layout *l = &layouts[kind];
-    int n = 0;
-    for (int i = 0; i < l->n_layers;) {
-        int j = i;
-        while (j < l->n_layers && l->strides[j] == l->strides[i])
-            j++;
-        int per_cell = l->anchors_per_layer * (j - i);
-        int fm = (l->size + l->strides[i] - 1) / l->strides[i];
-        for (int y = 0; y < fm; y++)
-            for (int x = 0; x < fm; x++)
-                for (int k = 0; k < per_cell; k++) {
-                    if (xy) {
-                        xy[2 * n] = ((float)x + 0.5f) / (float)fm;
-                        xy[2 * n + 1] = ((float)y + 0.5f) / (float)fm;
-                    }
-                    n++;
-                }
-        i = j;
-    }
-    return n;
+    vis_anchor_options opt;
+    options(kind, &opt);
+    return opt.input_width;
 }
 
 int bf_anchor_count(bf_kind kind)
 {
-    return generate(kind, NULL);
+    vis_anchor_options opt;
+    int n = 0;
+    options(kind, &opt);
+    return vis_anchors_generate(&opt, NULL, 0, &n) == OMMA_OK ? n : 0;
 }
 
 int bf_anchors(bf_kind kind, float *xy)
 {
-    return generate(kind, xy);
+    vis_anchor_options opt;
+    int n = bf_anchor_count(kind);
+    vis_anchor *a = n > 0 ? malloc((size_t)n * sizeof *a) : NULL;
+    options(kind, &opt);
+    if (!a || vis_anchors_generate(&opt, a, n, &n) != OMMA_OK) {
+        free(a);
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        xy[2 * i] = a[i].x, xy[2 * i + 1] = a[i].y;
+    free(a);
+    return n;
 }
 
 float bf_score(float raw)
@@ -66,7 +58,7 @@ float bf_score(float raw)
 void bf_decode(bf_kind kind, const float *raw, const float anchor_xy[2], float raw_score, int a,
                bf_detection *out)
 {
-    float s = (float)layouts[kind].size;
+    float s = (float)bf_input_size(kind);
     /* x = raw / size * anchor_w + anchor_x with anchor_w = anchor_h = 1. */
     float cx = raw[0] / s + anchor_xy[0], cy = raw[1] / s + anchor_xy[1];
     float w = raw[2] / s, h = raw[3] / s;

@@ -1,5 +1,7 @@
-/* Test support: MediaPipe's SSD anchors for the BlazeFace detectors and the
- * decoding of one anchor's raw outputs (../shared/REFERENCE.md). */
+/* Test support: MediaPipe's SSD anchors for the BlazeFace detectors (made by
+ * the library's src/vision/anchors.c) and the decoding of one anchor's raw
+ * outputs (../shared/REFERENCE.md); the library's full decoder with weighted
+ * NMS is src/vision/detect_decode.c. */
 #ifndef OMMA_TESTS_BLAZEFACE_DECODE_H
 #define OMMA_TESTS_BLAZEFACE_DECODE_H
 

@@ -31,13 +31,18 @@ static void test_short_range_anchors(void)
         CHECK(a[512].x == 0.5f / 8 && a[512].y == 0.5f / 8);
         CHECK(a[517].x == 0.5f / 8 && a[518].x == 1.5f / 8);
         CHECK(a[895].x == 7.5f / 8 && a[895].y == 7.5f / 8);
-        /* The same centres as the test-support table the engine tests used. */
-        float xy[2 * 896];
-        CHECK(bf_anchors(BF_SHORT_RANGE, xy) == 896);
+        /* Every centre: cell i / 2 of 16x16, then cell (i - 512) / 6 of 8x8. */
         int diff = 0;
-        for (int i = 0; i < 896; i++)
-            diff += xy[2 * i] != a[i].x || xy[2 * i + 1] != a[i].y;
+        for (int i = 0; i < 896; i++) {
+            int c = i < 512 ? i / 2 : (i - 512) / 6, g = i < 512 ? 16 : 8;
+            diff += a[i].x != ((float)(c % g) + 0.5f) / (float)g ||
+                    a[i].y != ((float)(c / g) + 0.5f) / (float)g || a[i].w != 1.0f;
+        }
         CHECK(diff == 0);
+        /* The test-support table the engine tests use is this one. */
+        float xy[2 * 896];
+        CHECK(bf_anchors(BF_SHORT_RANGE, xy) == 896 && bf_anchor_count(BF_SHORT_RANGE) == 896);
+        CHECK(xy[2 * 895] == a[895].x && xy[2 * 600 + 1] == a[600].y);
     }
     /* Sizes when not fixed: layer scales 0.1484375 + k * (0.75 - 0.1484375) / 3,
      * the interpolated anchor sqrt(s_k * s_k+1) (1 after the last layer). */
@@ -75,15 +80,12 @@ static void test_full_range_anchors(void)
         CHECK(a[1].x == 1.5f / 48 && a[1].y == 0.5f / 48);
         CHECK(a[48].x == 0.5f / 48 && a[48].y == 1.5f / 48);
         CHECK(a[2303].x == 47.5f / 48 && a[2303].y == 47.5f / 48);
-        float *xy = malloc(2 * 2304 * sizeof *xy);
-        if (xy) {
-            CHECK(bf_anchors(BF_FULL_RANGE, xy) == 2304);
-            int diff = 0;
-            for (int i = 0; i < 2304; i++)
-                diff += xy[2 * i] != a[i].x || xy[2 * i + 1] != a[i].y;
-            CHECK(diff == 0);
-            free(xy);
-        }
+        int diff = 0;
+        for (int i = 0; i < 2304; i++)
+            diff += a[i].x != ((float)(i % 48) + 0.5f) / 48 ||
+                    a[i].y != ((float)(i / 48) + 0.5f) / 48 || a[i].h != 1.0f;
+        CHECK(diff == 0);
+        CHECK(bf_anchor_count(BF_FULL_RANGE) == 2304 && bf_input_size(BF_FULL_RANGE) == 192);
         /* One layer: its scale is (min + max) / 2. */
         o.fixed_anchor_size = 0;
         CHECK(vis_anchors_generate(&o, a, 2304, &n) == OMMA_OK);
