@@ -24,15 +24,21 @@
  *                      a GEMM: rows = batch*H*W pixels, K = Cin, N = Cout,
  *                      shared-memory tiles; fp16 with K and N even runs on
  *                      the tensor cores (mma.sync m16n8k16, fp32
- *                      accumulators), the rest on a 64x64-tile FFMA kernel.
- *                      Other convolutions (the 5x5/3x3 stem, FaceMesh's 3x3
- *                      heads) run direct: one thread = one output pixel x 8
- *                      output channels, filter re-laid out HWIO (Cout padded
- *                      to 8) and staged in shared memory when it fits.
+ *                      accumulators; 16-byte tile loads when K % 8 == 0,
+ *                      128x32 tiles when N <= 32), the rest on a 64x64-tile
+ *                      FFMA kernel. The stems (square 5x5 or 3x3 window,
+ *                      stride 2, 3 input channels, Cout <= 32) run a
+ *                      register-blocked kernel: filter and input tile in
+ *                      shared memory, one thread = 4 output pixels x 8
+ *                      output channels. Other convolutions run direct: one
+ *                      thread = one output pixel x 8 output channels, filter
+ *                      re-laid out HWIO (Cout padded to 8) and staged in
+ *                      shared memory when it fits.
  *   cuda_ops_dwconv.cu depthwise convolutions: one thread = one output
- *                      pixel x 16 bytes of channels (float4 / 8 halves),
- *                      scalar fallback for odd channel counts and depth
- *                      multipliers.
+ *                      pixel x 16 bytes of channels (float4 / 8 halves), or
+ *                      8 / 4 bytes when the channel count is even but not a
+ *                      multiple of that (28, 36, 42 halves); scalar fallback
+ *                      for odd channel counts and depth multipliers.
  *   cuda_ops_pool.cu   max pooling, vectorized the same way.
  *   cuda_ops_eltwise.cu ADD (+activation), RELU, PRELU, PAD, CONCAT,
  *                      precision conversion.
@@ -75,6 +81,11 @@
  * So for fp16: the stem first, then 4-byte (half2) vector paths for channel
  * counts that are even but not multiples of 8 (28, 42 in BlazeFace), then
  * fusing depthwise + pointwise.
+ * Done since (docs/PERFORMANCE.md "Kernel update", H200, batch 128, fp16,
+ * before -> after in us): stem 257 -> 118, dw 3x3/2 64x64x28 81 -> 28,
+ * maxpool 64x64x28 37 -> 14, pad 64x64 24->28 95 -> 24, pw 24->24+res+relu
+ * 58 -> 47; the whole short-range model 1.307 -> 0.820 ms. Next: stem input
+ * staging with wider loads, 16-byte GEMM epilogue stores, dw + pw fusion.
  */
 #ifndef OMMA_ENGINE_CUDA_OPS_H
 #define OMMA_ENGINE_CUDA_OPS_H
