@@ -18,6 +18,7 @@
 #include "vision/detect_decode.h"
 #include "vision/face_roi.h"
 #include "vision/preprocess_ref.h"
+#include "vision_frames.h"
 
 static const omma_box expected_face = {181.0f, 84.0f, 270.0f, 176.0f};
 static const float pi = 3.14159265358979f;
@@ -136,6 +137,10 @@ static void print_result(const char *what, const result *r)
     fprintf(stderr, "\n");
 }
 
+/* The upright result, for the comparisons of the second test. */
+static result upright;
+static int have_upright;
+
 static void test_astronaut_upright_and_rotated(void)
 {
     rgb_image img;
@@ -181,6 +186,10 @@ static void test_astronaut_upright_and_rotated(void)
     CHECK(hypotf(up->next_roi.cx - up->det_roi.cx, up->next_roi.cy - up->det_roi.cy) <
           0.1f * up->det_roi.w);
     CHECK(fabsf(up->next_roi.w / up->det_roi.w - 1) < 0.25f);
+    if (st == OMMA_OK && up->n_faces == 1) {
+        upright = *up;
+        have_upright = 1;
+    }
     CHECK(fabsf(up->next_roi.rotation - up->det_roi.rotation) < 10 * pi / 180);
 
     /* The tracking loop on a still frame: the detection's ROI, then four
@@ -226,8 +235,124 @@ done:
     rgb_image_free(&img);
 }
 
+
+/* One run of the pipeline (one mesh pass after the detection's, like the
+ * upright run) on frame b, compared with the upright RGB result shifted by
+ * (0, dy): same face, same landmarks. */
+static void check_same_face(models *m, const char *what, const omma_frame *f, float dy,
+                            float min_iou, result *r)
+{
+    omma_status st = run_pipeline(m, f, 1, r);
+    CHECK(st == OMMA_OK);
+    if (st != OMMA_OK)
+        fprintf(stderr, "%s: %s\n", what, omma_last_error());
+    CHECK(r->n_faces == 1);
+    if (r->n_faces != 1)
+        return;
+    omma_box want = upright.det.box;
+    want.ymin += dy, want.ymax += dy;
+    float iou = vis_box_iou(&r->det.box, &want), worst = 0;
+    for (int i = 0; i < OMMA_FACE_LANDMARKS; i++)
+        worst = fmaxf(worst, hypotf(r->lm[3 * i] - upright.lm[3 * i],
+                                    r->lm[3 * i + 1] - (upright.lm[3 * i + 1] + dy)));
+    float nose = hypotf(r->lm[3] - upright.lm[3], r->lm[4] - (upright.lm[4] + dy));
+    fprintf(stderr,
+            "%s: box IoU with the upright RGB detection %.4f, nose tip %.2f px away, worst "
+            "landmark %.2f px, presence %.4f\n",
+            what, iou, nose, worst, r->presence);
+    CHECK(iou >= min_iou);
+    CHECK(nose < 1.5f);
+    CHECK(worst < 3.0f);
+    CHECK(r->presence > 0.9f);
+}
+
+static void test_yuv_letterbox_and_full_range(void)
+{
+    REQUIRE(have_upright);
+    rgb_image img, band;
+    REQUIRE_OK(rgb_image_load_png(FACE_PHOTO, &img));
+    models m;
+    vision_frame b = {0};
+    result *r = malloc(sizeof *r);
+    omma_engine *full = NULL;
+    omma_exec *xfull = NULL;
+    vis_anchor *anchors = malloc(2304 * sizeof *anchors);
+    omma_status st = r && anchors ? models_open(&m) : OMMA_ERR_OUT_OF_MEMORY;
+    if (st != OMMA_OK) {
+        CHECK(st == OMMA_OK);
+        free(r);
+        free(anchors);
+        rgb_image_free(&img);
+        return;
+    }
+    /* The whole photo as NV12 (padded rows): the same face within the YUV
+     * round trip. */
+    if (vision_frame_build(&img, OMMA_PIXEL_NV12, &b)) {
+        check_same_face(&m, "NV12", &b.f, 0.0f, 0.95f, r);
+        vision_frame_free(&b);
+    }
+    /* A 512x384 band (rows 64..447) as I420: letterboxed with 16 border
+     * rows each side of the 128x128 input, the detection mapped back to
+     * the band's own pixels. The input's content rows sample the same
+     * photo points as the square photo's, but the black bands change the
+     * detector's context (its box moves a few px: IoU ~0.92); the landmarks,
+     * from the ROI of the landmarks, agree closely. */
+    band.width = 512, band.height = 384, band.rgb = img.rgb + (size_t)64 * 512 * 3;
+    if (vision_frame_build(&band, OMMA_PIXEL_I420, &b)) {
+        check_same_face(&m, "I420 512x384 band", &b.f, -64.0f, 0.88f, r);
+        vision_frame_free(&b);
+    }
+    /* The full-range detector through the same decoder: 2304 anchors from
+     * its options match its output, one face on the expected box. */
+    vis_anchor_options ao;
+    vis_anchor_options_full_range(&ao);
+    int n = 0;
+    float *in, *boxes, *scores;
+    omma_tensor_info info;
+    if ((st = vis_anchors_generate(&ao, anchors, 2304, &n)) == OMMA_OK &&
+        (st = omma_engine_load(NULL, FACE_MODEL_FULL, NULL, &full)) == OMMA_OK &&
+        (st = omma_exec_create(full, 1, &xfull)) == OMMA_OK) {
+        int oreg = output_with_last_dim(full, 16), ocls = output_with_last_dim(full, 1);
+        CHECK(oreg >= 0 && ocls >= 0);
+        if (oreg >= 0 && ocls >= 0 && omma_engine_output_info(full, oreg, &info) == OMMA_OK) {
+            CHECK(info.dims[1] == n && n == 2304);
+            omma_frame f = {512, 512, OMMA_PIXEL_RGB, {img.rgb, NULL, NULL}, {3 * 512, 0, 0}};
+            vis_letterbox lb;
+            vis_decode_options dopt;
+            omma_detection dets[4];
+            int found = 0;
+            vis_decode_options_init(&dopt, 192);
+            if ((st = omma_exec_input(xfull, 0, &in)) == OMMA_OK &&
+                (st = omma_exec_output(xfull, oreg, &boxes)) == OMMA_OK &&
+                (st = omma_exec_output(xfull, ocls, &scores)) == OMMA_OK &&
+                (st = vis_preprocess_ref(&f, 192, 1.0f / 127.5f, -1.0f, in, &lb)) == OMMA_OK &&
+                (st = omma_exec_run(xfull, 1)) == OMMA_OK)
+                st = vis_detect_decode(&dopt, anchors, n, boxes, scores, &lb, dets, &found);
+            CHECK(st == OMMA_OK);
+            CHECK(found == 1);
+            if (found >= 1) {
+                float iou = vis_box_iou(&dets[0].box, &expected_face);
+                fprintf(stderr,
+                        "full range: %d face(s), score %.4f, box x %.1f..%.1f y %.1f..%.1f, "
+                        "IoU with the expected box %.3f\n",
+                        found, dets[0].score, dets[0].box.xmin, dets[0].box.xmax, dets[0].box.ymin,
+                        dets[0].box.ymax, iou);
+                CHECK(iou >= 0.6f);
+            }
+        }
+    }
+    CHECK(st == OMMA_OK);
+    omma_exec_destroy(xfull);
+    omma_engine_release(full);
+    models_close(&m);
+    free(r);
+    free(anchors);
+    rgb_image_free(&img);
+}
+
 int main(void)
 {
     RUN(test_astronaut_upright_and_rotated);
+    RUN(test_yuv_letterbox_and_full_range);
     return testing_finish();
 }

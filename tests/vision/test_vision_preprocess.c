@@ -13,97 +13,9 @@
 #include "testing.h"
 #include "vision/frame.h"
 #include "vision/preprocess_ref.h"
+#include "vision_frames.h"
 
 #define S 128
-#define PAD 13 /* extra bytes per row in every plane */
-
-static uint8_t clamp_u8(double v)
-{
-    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : lround(v));
-}
-
-/* The photo in one format; the buffers are malloc'ed into f->planes. */
-typedef struct built {
-    omma_frame f;
-    uint8_t *mem[3];
-} built;
-
-static void built_free(built *b)
-{
-    for (int i = 0; i < 3; i++)
-        free(b->mem[i]);
-    memset(b, 0, sizeof *b);
-}
-
-static int plane_alloc(built *b, int p, int row, int rows)
-{
-    b->f.pitch[p] = row + PAD;
-    b->mem[p] = malloc((size_t)b->f.pitch[p] * (size_t)rows);
-    if (!b->mem[p])
-        return 0;
-    memset(b->mem[p], 0xAB, (size_t)b->f.pitch[p] * (size_t)rows); /* garbage in the padding */
-    b->f.planes[p] = b->mem[p];
-    return 1;
-}
-
-/* RGB -> BT.601 limited range, the inverse of the library's YUV -> RGB
- * (Y = 16 + 0.257 R + 0.504 G + 0.098 B ...), chroma averaged over 2x2. */
-static int build(const rgb_image *img, omma_pixel_format fmt, built *b)
-{
-    int w = img->width, h = img->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
-    memset(b, 0, sizeof *b);
-    b->f.width = w, b->f.height = h, b->f.format = fmt;
-    const uint8_t *src = img->rgb;
-    if (fmt <= OMMA_PIXEL_BGRA) {
-        int bpp = fmt == OMMA_PIXEL_RGB || fmt == OMMA_PIXEL_BGR ? 3 : 4;
-        int swap = fmt == OMMA_PIXEL_BGR || fmt == OMMA_PIXEL_BGRA;
-        if (!plane_alloc(b, 0, w * bpp, h))
-            return 0;
-        for (int y = 0; y < h; y++)
-            for (int x = 0; x < w; x++) {
-                const uint8_t *s = src + ((size_t)y * w + x) * 3;
-                uint8_t *d = b->mem[0] + (size_t)y * b->f.pitch[0] + (size_t)x * bpp;
-                d[0] = s[swap ? 2 : 0], d[1] = s[1], d[2] = s[swap ? 0 : 2];
-                if (bpp == 4)
-                    d[3] = (uint8_t)(x * 7 + y); /* alpha must not matter */
-            }
-        return 1;
-    }
-    if (!plane_alloc(b, 0, w, h))
-        return 0;
-    if (fmt == OMMA_PIXEL_NV12 ? !plane_alloc(b, 1, 2 * cw, ch)
-                               : !plane_alloc(b, 1, cw, ch) || !plane_alloc(b, 2, cw, ch))
-        return 0;
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++) {
-            const uint8_t *s = src + ((size_t)y * w + x) * 3;
-            b->mem[0][(size_t)y * b->f.pitch[0] + x] =
-                clamp_u8(16 + 0.257 * s[0] + 0.504 * s[1] + 0.098 * s[2]);
-        }
-    for (int y = 0; y < ch; y++)
-        for (int x = 0; x < cw; x++) {
-            double u = 0, v = 0;
-            int k = 0;
-            for (int dy = 0; dy < 2; dy++)
-                for (int dx = 0; dx < 2; dx++) {
-                    int sx = 2 * x + dx, sy = 2 * y + dy;
-                    if (sx >= w || sy >= h)
-                        continue;
-                    const uint8_t *s = src + ((size_t)sy * w + sx) * 3;
-                    u += 128 - 0.148 * s[0] - 0.291 * s[1] + 0.439 * s[2];
-                    v += 128 + 0.439 * s[0] - 0.368 * s[1] - 0.071 * s[2];
-                    k++;
-                }
-            if (fmt == OMMA_PIXEL_NV12) {
-                uint8_t *d = b->mem[1] + (size_t)y * b->f.pitch[1] + 2 * (size_t)x;
-                d[0] = clamp_u8(u / k), d[1] = clamp_u8(v / k);
-            } else {
-                b->mem[1][(size_t)y * b->f.pitch[1] + x] = clamp_u8(u / k);
-                b->mem[2][(size_t)y * b->f.pitch[2] + x] = clamp_u8(v / k);
-            }
-        }
-    return 1;
-}
 
 static const char *const names[] = {"RGB", "BGR", "RGBA", "BGRA", "NV12", "I420"};
 
@@ -113,14 +25,14 @@ static void test_every_format_matches_rgb(void)
     REQUIRE_OK(rgb_image_load_png(FACE_PHOTO, &img));
     float *ref = malloc(S * S * 3 * sizeof *ref), *eng = malloc(S * S * 3 * sizeof *eng);
     float *out = malloc(S * S * 3 * sizeof *out);
-    built b;
-    if (!ref || !eng || !out || !build(&img, OMMA_PIXEL_RGB, &b)) {
+    vision_frame b;
+    if (!ref || !eng || !out || !vision_frame_build(&img, OMMA_PIXEL_RGB, &b)) {
         CHECK(!"out of memory");
         goto done;
     }
     vis_letterbox lb;
     omma_status st = vis_preprocess_ref(&b.f, S, 1.0f / 127.5f, -1.0f, ref, &lb);
-    built_free(&b);
+    vision_frame_free(&b);
     CHECK(st == OMMA_OK);
     /* Square photo: no border, and the same input the engine tests feed. */
     CHECK(lb.scale == 0.25f && lb.offset_x == 0.0f && lb.offset_y == 0.0f && lb.size == S);
@@ -130,12 +42,12 @@ static void test_every_format_matches_rgb(void)
         worst = fmaxf(worst, fabsf(ref[i] - eng[i]));
     CHECK(worst <= 1e-6f);
     for (int fmt = OMMA_PIXEL_BGR; fmt < OMMA_PIXEL_FORMAT_COUNT; fmt++) {
-        if (!build(&img, (omma_pixel_format)fmt, &b)) {
+        if (!vision_frame_build(&img, (omma_pixel_format)fmt, &b)) {
             CHECK(!"out of memory");
             break;
         }
         st = vis_preprocess_ref(&b.f, S, 1.0f / 127.5f, -1.0f, out, NULL);
-        built_free(&b);
+        vision_frame_free(&b);
         CHECK(st == OMMA_OK);
         double sum = 0;
         float max = 0;
@@ -198,14 +110,14 @@ static void test_letterbox_border(void)
      * rows above and below in the 128x128 input. */
     band.width = 512, band.height = 256, band.rgb = img.rgb + (size_t)128 * 512 * 3;
     float *out = malloc(S * S * 3 * sizeof *out), *want = malloc(S * S * 3 * sizeof *want);
-    built b;
-    if (!out || !want || !build(&band, OMMA_PIXEL_NV12, &b)) {
+    vision_frame b;
+    if (!out || !want || !vision_frame_build(&band, OMMA_PIXEL_NV12, &b)) {
         CHECK(!"out of memory");
         goto done;
     }
     vis_letterbox lb;
     omma_status st = vis_preprocess_ref(&b.f, S, 1.0f / 127.5f, -1.0f, out, &lb);
-    built_free(&b);
+    vision_frame_free(&b);
     CHECK(st == OMMA_OK);
     CHECK(lb.scale == 0.25f && lb.offset_x == 0.0f && lb.offset_y == 32.0f);
     int bad = 0;
@@ -216,12 +128,12 @@ static void test_letterbox_border(void)
     CHECK(bad == 0);
     /* RGB and a tall frame (the transposed case), against the engine tests'
      * sampler over the letterboxed square. */
-    if (!build(&band, OMMA_PIXEL_BGRA, &b)) {
+    if (!vision_frame_build(&band, OMMA_PIXEL_BGRA, &b)) {
         CHECK(!"out of memory");
         goto done;
     }
     st = vis_preprocess_ref(&b.f, S, 2.0f, 0.5f, out, &lb);
-    built_free(&b);
+    vision_frame_free(&b);
     CHECK(st == OMMA_OK);
     rgb_image_sample(&band, 0.0f, -128.0f, 512.0f, 384.0f, S, S, 2.0f, 0.5f, want);
     float worst = 0;
@@ -237,9 +149,9 @@ static void test_letterbox_border(void)
     }
     for (int y = 0; y < 300; y++)
         memcpy(tall.rgb + (size_t)y * 300, img.rgb + (size_t)y * 512 * 3, 300);
-    if (build(&tall, OMMA_PIXEL_RGB, &b)) {
+    if (vision_frame_build(&tall, OMMA_PIXEL_RGB, &b)) {
         st = vis_preprocess_ref(&b.f, S, 1.0f, 0.0f, out, &lb);
-        built_free(&b);
+        vision_frame_free(&b);
         CHECK(st == OMMA_OK);
         CHECK_NEAR(lb.offset_x, (300 - 100) / 2.0 * 128 / 300, 1e-4);
         CHECK(lb.offset_y == 0.0f);
