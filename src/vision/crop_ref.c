@@ -1,4 +1,8 @@
-/* The crop is one affine sample of the frame, like the preprocessing. */
+/* The crop is one affine sample of the frame, like the preprocessing, but
+ * with the edge replicated: MediaPipe's FaceMesh crop is an
+ * ImageToTensorCalculator with no border_mode, i.e. BORDER_REPLICATE (the
+ * older graphs said BORDER_REPLICATE to ImageCroppingCalculator), while the
+ * detector's letterbox asks for BORDER_ZERO. */
 #include "vision/crop_ref.h"
 
 #include <math.h>
@@ -19,6 +23,7 @@ omma_status vis_crop_ref(const omma_frame *frame, const vis_roi *roi, int size, 
                          roi->h, roi->cx, roi->cy, roi->rotation);
     float m[6];
     vis_roi_crop_to_frame(roi, size, m);
-    vis_frame_sample_affine(frame, m, size, size, 1.0f / 255.0f, 0.0f, out);
+    vis_frame_sample_affine(frame, m, size, size, VIS_BORDER_REPLICATE, 1.0f / 255.0f, 0.0f,
+                            out);
     return OMMA_OK;
 }

@@ -8,7 +8,7 @@
 #include "vision/face_roi.h"
 
 /* Samples roi of frame into a size x size crop (vis_roi_crop_to_frame;
- * outside the frame reads black), values in [0, 1], NHWC RGB (size * size
+ * outside the frame the edge pixels are replicated), values in [0, 1], NHWC RGB (size * size
  * * 3 floats). Errors: OMMA_ERR_INVALID_ARG for a bad frame (see
  * vis_frame_check), NULL roi or out, size not in 1..4096, a ROI with a
  * non-finite or non-positive size. */

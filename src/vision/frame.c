@@ -119,8 +119,13 @@ static float texel_coord(float p, int n)
     return t;
 }
 
+static int clampi(int v, int hi)
+{
+    return v < 0 ? 0 : v > hi ? hi : v;
+}
+
 void vis_frame_sample_affine(const omma_frame *f, const float m[6], int out_w, int out_h,
-                             float scale, float bias, float *out)
+                             vis_border border, float scale, float bias, float *out)
 {
     for (int oy = 0; oy < out_h; oy++) {
         float v = (float)oy + 0.5f;
@@ -129,20 +134,28 @@ void vis_frame_sample_affine(const omma_frame *f, const float m[6], int out_w, i
             float fx = texel_coord(m[0] * u + m[1] * v + m[2], f->width);
             float fy = texel_coord(m[3] * u + m[4] * v + m[5], f->height);
             float *o = out + ((size_t)oy * (size_t)out_w + (size_t)ox) * 3;
-            /* Far outside: black without touching memory (also keeps the
-             * int conversion below in range). */
-            if (!(fx > -1.0f && fy > -1.0f && fx < (float)f->width && fy < (float)f->height)) {
+            if (border == VIS_BORDER_REPLICATE) {
+                /* Clamping the point = clamping each texel index (and keeps
+                 * the int conversion below in range; NaN -> 0). */
+                fx = fx > 0.0f ? fminf(fx, (float)(f->width - 1)) : 0.0f;
+                fy = fy > 0.0f ? fminf(fy, (float)(f->height - 1)) : 0.0f;
+            } else if (!(fx > -1.0f && fy > -1.0f && fx < (float)f->width &&
+                         fy < (float)f->height)) {
+                /* Far outside: black without touching memory. */
                 o[0] = o[1] = o[2] = bias;
                 continue;
             }
             float flx = floorf(fx), fly = floorf(fy);
             int ix = (int)flx, iy = (int)fly;
             float wx = fx - flx, wy = fy - fly;
+            int ix1 = ix + 1, iy1 = iy + 1;
+            if (border == VIS_BORDER_REPLICATE)
+                ix1 = clampi(ix1, f->width - 1), iy1 = clampi(iy1, f->height - 1);
             float p00[3], p10[3], p01[3], p11[3];
             vis_frame_texel(f, ix, iy, p00);
-            vis_frame_texel(f, ix + 1, iy, p10);
-            vis_frame_texel(f, ix, iy + 1, p01);
-            vis_frame_texel(f, ix + 1, iy + 1, p11);
+            vis_frame_texel(f, ix1, iy, p10);
+            vis_frame_texel(f, ix, iy1, p01);
+            vis_frame_texel(f, ix1, iy1, p11);
             for (int c = 0; c < 3; c++) {
                 float top = p00[c] * (1 - wx) + p10[c] * wx;
                 float bot = p01[c] * (1 - wx) + p11[c] * wx;

@@ -16,7 +16,7 @@ omma_status vis_preprocess_ref(const omma_frame *frame, int size, float scale, f
     vis_letterbox l = vis_letterbox_make(frame->width, frame->height, size);
     float inv = 1.0f / l.scale;
     const float m[6] = {inv, 0.0f, -l.offset_x * inv, 0.0f, inv, -l.offset_y * inv};
-    vis_frame_sample_affine(frame, m, size, size, scale, bias, out);
+    vis_frame_sample_affine(frame, m, size, size, VIS_BORDER_ZERO, scale, bias, out);
     if (lb)
         *lb = l;
     return OMMA_OK;

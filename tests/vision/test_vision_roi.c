@@ -164,20 +164,31 @@ static void test_crop_ref_rotated(void)
     CHECK(worst < 2e-3f);
     /* The crop's first row runs down the frame (rotation +90). */
     CHECK(out[(0 * 64 + 63) * 3 + 1] > out[(0 * 64 + 0) * 3 + 1] + 0.2f);
-    /* Outside the frame reads black. */
+    /* Outside the frame the edge replicates: up and left of the corner
+     * everything is pixel (0, 0); past the right edge, column W - 1. */
     vis_roi off = {-100, -100, 20, 20, 0.3f};
     REQUIRE_OK(vis_crop_ref(&f, &off, 64, out));
-    int nonzero = 0;
-    for (int i = 0; i < 64 * 64 * 3; i++)
-        nonzero += out[i] != 0.0f;
-    CHECK(nonzero == 0);
+    int bad = 0;
+    for (int i = 0; i < 64 * 64; i++)
+        bad += out[3 * i] != 0.0f || out[3 * i + 1] != 0.0f || fabsf(out[3 * i + 2] * 255 - 7) > 1e-4f;
+    CHECK(bad == 0);
+    vis_roi right = {W + 40, 75, 20, 20, 0.0f};
+    REQUIRE_OK(vis_crop_ref(&f, &right, 64, out));
+    bad = 0;
+    for (int y = 0; y < 64; y++)
+        for (int x = 0; x < 64; x++) {
+            const float *o = out + (y * 64 + x) * 3;
+            float row = 65.0f + ((float)y + 0.5f) * 20 / 64 - 0.5f;
+            bad += fabsf(o[0] * 255 - (float)(W - 1)) > 1e-4f || fabsf(o[1] * 255 - row) > 1e-3f;
+        }
+    CHECK(bad == 0);
 
     /* Bad arguments. */
     CHECK_FAILS(vis_crop_ref(&f, NULL, 64, out), OMMA_ERR_INVALID_ARG, "NULL ROI");
-    vis_roi bad = {10, 10, 0, 0, 0};
-    CHECK_FAILS(vis_crop_ref(&f, &bad, 64, out), OMMA_ERR_INVALID_ARG, "ROI 0x0");
-    bad.w = bad.h = NAN;
-    CHECK_FAILS(vis_crop_ref(&f, &bad, 64, out), OMMA_ERR_INVALID_ARG, "ROI nan");
+    vis_roi broken = {10, 10, 0, 0, 0};
+    CHECK_FAILS(vis_crop_ref(&f, &broken, 64, out), OMMA_ERR_INVALID_ARG, "ROI 0x0");
+    broken.w = broken.h = NAN;
+    CHECK_FAILS(vis_crop_ref(&f, &broken, 64, out), OMMA_ERR_INVALID_ARG, "ROI nan");
     CHECK_FAILS(vis_crop_ref(&f, &r, 0, out), OMMA_ERR_INVALID_ARG, "crop size 0");
     omma_frame g = f;
     g.pitch[0] = 3 * W - 1;
