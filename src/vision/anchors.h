@@ -1,5 +1,6 @@
 /* Private: SSD anchors as MediaPipe's SsdAnchorsCalculator generates them,
- * from its options (the BlazeFace detectors' settings are presets). */
+ * from its options (the BlazeFace detectors' settings are presets). No
+ * state: any thread. */
 #ifndef OMMA_VISION_ANCHORS_H
 #define OMMA_VISION_ANCHORS_H
 

@@ -1,5 +1,5 @@
 /* Private: the CPU reference of the FaceMesh crop: a rotated ROI of a frame
- * resampled (bilinear) to the model's input. */
+ * resampled (bilinear) to the model's input. No shared state: any thread. */
 #ifndef OMMA_VISION_CROP_REF_H
 #define OMMA_VISION_CROP_REF_H
 

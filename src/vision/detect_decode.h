@@ -1,6 +1,6 @@
 /* Private: the CPU reference of the detector's decoding: raw SSD outputs
  * -> scored boxes and keypoints -> MediaPipe's weighted non-maximum
- * suppression -> detections in frame pixels. */
+ * suppression -> detections in frame pixels. No shared state: any thread. */
 #ifndef OMMA_VISION_DETECT_DECODE_H
 #define OMMA_VISION_DETECT_DECODE_H
 

@@ -1,6 +1,7 @@
 /* Private: face regions of interest as MediaPipe's face-mesh graph makes
  * them (from a detection, from the previous frame's landmarks), the affine
- * map between a ROI and the FaceMesh crop, and the landmarks' way back. */
+ * map between a ROI and the FaceMesh crop, and the landmarks' way back.
+ * Pure functions: any thread. */
 #ifndef OMMA_VISION_FACE_ROI_H
 #define OMMA_VISION_FACE_ROI_H
 

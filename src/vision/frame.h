@@ -1,5 +1,6 @@
 /* Private: checking frame descriptors and sampling them (the CPU
- * reference every vision stage reads frames through). */
+ * reference every vision stage reads frames through). Functions here only
+ * read the frame and write their outputs: any thread. */
 #ifndef OMMA_VISION_FRAME_H
 #define OMMA_VISION_FRAME_H
 

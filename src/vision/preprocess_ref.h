@@ -1,5 +1,6 @@
 /* Private: the CPU reference of the detector preprocessing: a frame in any
- * omma_pixel_format -> letterboxed, resized, normalized NHWC float input. */
+ * omma_pixel_format -> letterboxed, resized, normalized NHWC float input.
+ * No shared state: any thread. */
 #ifndef OMMA_VISION_PREPROCESS_REF_H
 #define OMMA_VISION_PREPROCESS_REF_H
 

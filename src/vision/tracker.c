@@ -94,6 +94,18 @@ void vis_tracker_update(vis_tracker *t, int i, const float *landmarks, float pre
         tr->roi = vis_roi_from_landmarks(landmarks, NULL);
 }
 
+void vis_tracker_face(const vis_tracker *t, int i, const float *landmarks, float presence,
+                      omma_face *out)
+{
+    const vis_track *tr = &t->tracks[i];
+    out->id = tr->id;
+    out->score = tr->score;
+    memcpy(out->keypoints, tr->keypoints, sizeof out->keypoints);
+    memcpy(out->landmarks, landmarks, sizeof out->landmarks);
+    out->presence = presence;
+    vis_roi_from_landmarks(landmarks, &out->box);
+}
+
 void vis_tracker_end_frame(vis_tracker *t)
 {
     int kept = 0;

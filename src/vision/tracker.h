@@ -67,6 +67,12 @@ int vis_tracker_add_detections(vis_tracker *t, const omma_detection *dets, int n
  * the landmarks; one below min_presence is removed at the frame's end. */
 void vis_tracker_update(vis_tracker *t, int i, const float *landmarks, float presence);
 
+/* The public result for track i of this frame: id, score, keypoints from
+ * the track, landmarks (468 x, y, z in frame pixels) and presence as given,
+ * box = the landmarks' bounding box. */
+void vis_tracker_face(const vis_tracker *t, int i, const float *landmarks, float presence,
+                      omma_face *out);
+
 /* Ends the frame: removes lost faces and faces not updated, and of two
  * tracks whose ROIs now overlap (overlap_iou) keeps the older one. */
 void vis_tracker_end_frame(vis_tracker *t);

@@ -244,6 +244,26 @@ static void test_letterbox_removal(void)
     CHECK_NEAR(d[0].keypoints[2][1], (68 - 2 - 16) / 0.2, 1e-3);
 }
 
+static void test_decode_non_finite(void)
+{
+    /* NaN logits score 0 (the clamp maps NaN to -100); a scoring anchor with
+     * a NaN box overlaps nothing, not even itself: it comes out alone and
+     * the loop still ends. */
+    static raw r;
+    REQUIRE(raw_init(&r));
+    raw_put(&r, cell(8, 8, 0), 3.0f, 0.0f, 0.0f, 32.0f);
+    raw_put(&r, cell(2, 2, 0), 2.0f, NAN, 0.0f, 16.0f);
+    r.scores[cell(4, 4, 0)] = NAN;
+    vis_decode_options o;
+    vis_decode_options_init(&o, 128);
+    vis_letterbox id = vis_letterbox_make(128, 128, 128);
+    omma_detection d[4];
+    int n = -1;
+    REQUIRE_OK(vis_detect_decode(&o, r.anchors, 896, r.boxes, r.scores, &id, d, &n));
+    CHECK(n == 2);
+    CHECK(n >= 1 && d[0].score == sig(3.0f) && d[0].box.xmin == 68 - 16);
+}
+
 static void test_decode_bad_args(void)
 {
     static raw r;
@@ -270,6 +290,7 @@ int main(void)
     RUN(test_anchor_bad_options);
     RUN(test_weighted_nms);
     RUN(test_letterbox_removal);
+    RUN(test_decode_non_finite);
     RUN(test_decode_bad_args);
     return testing_finish();
 }

@@ -87,6 +87,13 @@ static void test_ids_and_detector_gating(void)
             face_landmarks(x, y, is_a ? 60 : 50, lm);
             float presence = !is_a && frame == 11 ? 0.2f : 0.98f;
             vis_tracker_update(&t, i, lm, presence);
+            if (i == 0) {
+                static omma_face face;
+                vis_tracker_face(&t, i, lm, presence, &face);
+                CHECK(face.id == tr->id && face.presence == presence && face.score == 0.9f);
+                CHECK(face.box.xmin == lm[0] && face.landmarks[263][0] == lm[3 * 263]);
+                CHECK_NEAR(face.box.xmax - face.box.xmin, is_a ? 60 : 50, 1e-3);
+            }
             if (presence < 0.5f)
                 continue; /* lost: its ROI is left as it was */
             /* Next ROI from the landmarks: centred, 1.5 x the face, level. */
