@@ -4,12 +4,8 @@
 
 #include "omma/status.h"
 #include "omma/log.h"
-#include "omma/engine.h"
-
-#if defined(__has_include)
-#if __has_include("omma/device.h")
 #include "omma/device.h"
-#endif
-#endif
+#include "omma/engine.h"
+#include "omma/face.h"
 
 #endif
