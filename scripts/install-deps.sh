@@ -8,7 +8,8 @@ packages=(
     build-essential cmake pkg-config   # the build
     clang llvm libclang-rt-14-dev      # libFuzzer targets and sanitizers with clang
     xz-utils ca-certificates           # unpacking .deb test data
-    libpng-dev                         # PNG photos in the tests
+    libpng-dev                         # PNG images (omma run, the tests)
+    libjpeg-dev                        # JPEG images (omma run)
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.

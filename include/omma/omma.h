@@ -7,5 +7,6 @@
 #include "omma/device.h"
 #include "omma/engine.h"
 #include "omma/face.h"
+#include "omma/pipeline.h"
 
 #endif

@@ -11,6 +11,7 @@ static const struct {
     int (*run)(int argc, char **argv);
     const char *help;
 } commands[] = {
+    {"run", cli_run, "face pipeline on images, JSON Lines out (run [--backend cpu] FILE...)"},
     {"info", cli_info, "list GPUs with their facts and NVML readings (--json)"},
     {"models", cli_models, "inspect model files (models inspect FILE [--json])"},
     {"bench", cli_bench, "benchmarks (bench context | bench engine ...)"},

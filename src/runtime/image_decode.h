@@ -1,0 +1,20 @@
+/* Private: the decoders behind rt_image_load, each on a whole file held in
+ * memory. path is only for messages. Errors as rt_image_load; on failure
+ * *out is zeroed. */
+#ifndef OMMA_RUNTIME_IMAGE_DECODE_H
+#define OMMA_RUNTIME_IMAGE_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/image_file.h"
+
+omma_status rt_png_decode(const char *path, const uint8_t *data, size_t size, rt_image *out);
+omma_status rt_jpeg_decode(const char *path, const uint8_t *data, size_t size, rt_image *out);
+
+/* Allocates the pixels of a width x height image after checking the size
+ * (OMMA_ERR_FORMAT for zero sides, OMMA_ERR_UNSUPPORTED above
+ * RT_IMAGE_MAX_SIDE). */
+omma_status rt_image_alloc(const char *path, uint32_t width, uint32_t height, rt_image *out);
+
+#endif
