@@ -14,7 +14,7 @@ omma_status rt_jpeg_decode(const char *path, const uint8_t *data, size_t size, r
 
 /* Allocates the pixels of a width x height image after checking the size
  * (OMMA_ERR_FORMAT for zero sides, OMMA_ERR_UNSUPPORTED above
- * RT_IMAGE_MAX_SIDE). */
+ * RT_IMAGE_MAX_SIDE or RT_IMAGE_MAX_PIXELS). */
 omma_status rt_image_alloc(const char *path, uint32_t width, uint32_t height, rt_image *out);
 
 #endif

@@ -60,9 +60,11 @@ omma_status rt_image_alloc(const char *path, uint32_t width, uint32_t height, rt
     memset(out, 0, sizeof *out);
     if (width == 0 || height == 0)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: image of size %ux%u", path, width, height);
-    if (width > RT_IMAGE_MAX_SIDE || height > RT_IMAGE_MAX_SIDE)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: image of %ux%u pixels (at most %d a side)",
-                         path, width, height, RT_IMAGE_MAX_SIDE);
+    if (width > RT_IMAGE_MAX_SIDE || height > RT_IMAGE_MAX_SIDE ||
+        (long long)width * height > RT_IMAGE_MAX_PIXELS)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "%s: image of %ux%u pixels (at most %d a side, %lld in all)", path,
+                         width, height, RT_IMAGE_MAX_SIDE, RT_IMAGE_MAX_PIXELS);
     size_t bytes = (size_t)width * height * 3;
     out->rgb = malloc(bytes);
     if (!out->rgb)

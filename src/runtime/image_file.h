@@ -15,8 +15,10 @@ typedef struct rt_image {
     uint8_t *rgb; /* width * height * 3 bytes, rows packed (pitch 3 * width) */
 } rt_image;
 
-/* Largest side accepted (as vis_frame_check), and the largest file read. */
+/* Largest side accepted (as vis_frame_check), most pixels (8192 x 8192:
+ * a damaged header cannot make omma allocate gigabytes), largest file read. */
 #define RT_IMAGE_MAX_SIDE 32768
+#define RT_IMAGE_MAX_PIXELS ((long long)8192 * 8192)
 #define RT_IMAGE_MAX_FILE_BYTES ((long)1 << 30)
 
 /* Decodes the PNG or JPEG file at path into *out (owned by the caller:
@@ -30,7 +32,8 @@ typedef struct rt_image {
  *   OMMA_ERR_IO           missing, unreadable, a directory, over the size cap;
  *   OMMA_ERR_FORMAT       empty, neither PNG nor JPEG, corrupt or truncated;
  *   OMMA_ERR_UNSUPPORTED  a valid image omma does not take (CMYK JPEG, a
- *                         side above RT_IMAGE_MAX_SIDE, JPEG in a build
+ *                         side above RT_IMAGE_MAX_SIDE or more than
+ *                         RT_IMAGE_MAX_PIXELS, JPEG in a build
  *                         without libjpeg);
  *   OMMA_ERR_OUT_OF_MEMORY.
  * On failure *out is zeroed. */

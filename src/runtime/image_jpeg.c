@@ -1,8 +1,8 @@
 /* JPEG files through libjpeg(-turbo) from memory. Its errors would call
  * exit(); error_exit longjmps back to decode() instead, with the formatted
  * message kept. Its warnings (corrupt data it papers over, a premature end
- * of file) are kept too and fail the decode: omma wants the picture the
- * file holds, not a grey-filled guess. */
+ * of file) fail the decode the same way: omma wants the picture the file
+ * holds, not a grey-filled guess. */
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +19,6 @@ typedef struct jpeg_ctx {
     jmp_buf jump;
     const char *path;
     char msg[JMSG_LENGTH_MAX];
-    int warned;
     omma_status st;
     struct jpeg_decompress_struct cinfo;
     rt_image img;
@@ -32,15 +31,17 @@ static void on_error_exit(j_common_ptr cinfo)
     longjmp(c->jump, 1);
 }
 
+/* A warning ends the decode at once (no grey-filled rest to compute);
+ * trace messages (level >= 0) are dropped. */
 static void on_message(j_common_ptr cinfo, int level)
 {
     jpeg_ctx *c = (jpeg_ctx *)cinfo->err;
-    if (level < 0 && !c->warned) { /* the first warning; trace messages dropped */
-        (*cinfo->err->format_message)(cinfo, c->msg);
-        c->warned = 1;
-    }
-    if (level < 0)
-        cinfo->err->num_warnings++;
+    if (level >= 0)
+        return;
+    cinfo->err->num_warnings++;
+    (*cinfo->err->format_message)(cinfo, c->msg);
+    c->st = OMMA_ERR_FORMAT;
+    longjmp(c->jump, 1);
 }
 
 /* All state lives in *c, so nothing here is changed between setjmp and
@@ -75,8 +76,6 @@ static omma_status decode(jpeg_ctx *c, const uint8_t *data, size_t size)
         jpeg_read_scanlines(&c->cinfo, &row, 1);
     }
     jpeg_finish_decompress(&c->cinfo);
-    if (c->warned)
-        return OMMA_ERR_FORMAT;
     return OMMA_OK;
 }
 

@@ -74,6 +74,99 @@ static void test_png_grey(void)
     rt_image_free(&img);
 }
 
+/* 16-bit RGB (written linear: libpng stores the values as given, with a
+ * gAMA of 1.0, which omma ignores): each sample becomes its high byte. RGBA:
+ * alpha dropped, colour kept. */
+static void test_png_16bit_and_alpha(void)
+{
+    uint16_t deep[6 * 4 * 3];
+    for (int i = 0; i < 6 * 4 * 3; i++)
+        deep[i] = (uint16_t)(i * 911 + 7);
+    png_image w;
+    memset(&w, 0, sizeof w);
+    w.version = PNG_IMAGE_VERSION;
+    w.width = 6, w.height = 4, w.format = PNG_FORMAT_LINEAR_RGB;
+    const char *path = scratch_path("deep.png");
+    REQUIRE(png_image_write_to_file(&w, path, 0, deep, 0, NULL));
+    rt_image img;
+    REQUIRE_OK(rt_image_load(path, &img));
+    CHECK(img.width == 6 && img.height == 4);
+    int ok = 1;
+    for (int i = 0; i < 6 * 4 * 3; i++)
+        ok &= img.rgb[i] == deep[i] >> 8;
+    CHECK(ok);
+    rt_image_free(&img);
+
+    unsigned char rgba[5 * 3 * 4];
+    for (int i = 0; i < 5 * 3 * 4; i++)
+        rgba[i] = (unsigned char)(i * 17 + 3);
+    memset(&w, 0, sizeof w);
+    w.version = PNG_IMAGE_VERSION;
+    w.width = 5, w.height = 3, w.format = PNG_FORMAT_RGBA;
+    path = scratch_path("alpha.png");
+    REQUIRE(png_image_write_to_file(&w, path, 0, rgba, 0, NULL));
+    REQUIRE_OK(rt_image_load(path, &img));
+    CHECK(img.width == 5 && img.height == 3);
+    ok = 1;
+    for (int i = 0; i < 15; i++)
+        ok &= memcmp(img.rgb + i * 3, rgba + i * 4, 3) == 0;
+    CHECK(ok);
+    rt_image_free(&img);
+}
+
+/* Every byte of a small file replaced by a few values: the decoder never
+ * crashes (ASan watches), and answers OK or a documented error with the
+ * file's name; never anything else. */
+static void mutation_walk(const unsigned char *data, size_t size, const char *name)
+{
+    unsigned char *copy = malloc(size);
+    REQUIRE(copy);
+    const char *path = scratch_path(name);
+    const unsigned char values[] = {0x00, 0xff, 0x80};
+    int counts[OMMA_STATUS_COUNT] = {0};
+    for (size_t at = 0; at < size; at++)
+        for (size_t v = 0; v < sizeof values; v++) {
+            memcpy(copy, data, size);
+            copy[at] = copy[at] == values[v] ? (unsigned char)~values[v] : values[v];
+            REQUIRE(write_bytes(path, copy, size));
+            rt_image img;
+            omma_status st = rt_image_load(path, &img);
+            counts[st]++;
+            if (st != OMMA_OK) {
+                CHECK(st == OMMA_ERR_FORMAT || st == OMMA_ERR_UNSUPPORTED);
+                CHECK(strstr(omma_last_error(), path) != NULL);
+                CHECK(img.rgb == NULL);
+            } else {
+                CHECK(img.rgb != NULL && img.width > 0 && img.height > 0);
+            }
+            rt_image_free(&img);
+        }
+    fprintf(stderr, "  %s: %zu mutations: %d OK, %d FORMAT, %d UNSUPPORTED, %d other\n", name,
+            size * sizeof values, counts[OMMA_OK], counts[OMMA_ERR_FORMAT],
+            counts[OMMA_ERR_UNSUPPORTED],
+            (int)(size * sizeof values) - counts[OMMA_OK] - counts[OMMA_ERR_FORMAT] -
+                counts[OMMA_ERR_UNSUPPORTED]);
+    free(copy);
+}
+
+static void test_png_mutations(void)
+{
+    unsigned char rgb[12 * 10 * 3];
+    for (int i = 0; i < 12 * 10 * 3; i++)
+        rgb[i] = (unsigned char)(i * 29 + i / 7);
+    png_image w;
+    memset(&w, 0, sizeof w);
+    w.version = PNG_IMAGE_VERSION;
+    w.width = 12, w.height = 10, w.format = PNG_FORMAT_RGB;
+    const char *path = scratch_path("small.png");
+    REQUIRE(png_image_write_to_file(&w, path, 0, rgb, 0, NULL));
+    size_t n;
+    unsigned char *data = read_bytes(path, &n);
+    REQUIRE(data);
+    mutation_walk(data, n, "mutant.png");
+    free(data);
+}
+
 static void check_fails(const char *path, omma_status want, const char *what)
 {
     rt_image img = {1, 1, (uint8_t *)&img};
@@ -218,6 +311,18 @@ static void test_jpeg(void)
     check_fails(cpath, OMMA_ERR_UNSUPPORTED, "CMYK");
     CHECK(strstr(omma_last_error(), "CMYK") != NULL);
 
+    /* Every byte of a small JPEG mutated. */
+    unsigned char small[16 * 8 * 3];
+    for (int i = 0; i < 16 * 8 * 3; i++)
+        small[i] = (unsigned char)(i * 5);
+    const char *spath = scratch_path("small.jpg");
+    REQUIRE(write_jpeg(spath, small, 16, 8, 3, 90));
+    size_t sn;
+    unsigned char *sdata = read_bytes(spath, &sn);
+    REQUIRE(sdata);
+    mutation_walk(sdata, sn, "mutant.jpg");
+    free(sdata);
+
     /* Grey JPEG: R = G = B. */
     unsigned char grey[32 * 8];
     for (int i = 0; i < 32 * 8; i++)
@@ -247,7 +352,9 @@ int main(void)
     png_bytes = read_bytes(FACE_PHOTO, &png_size);
     RUN(test_png_astronaut);
     RUN(test_png_grey);
+    RUN(test_png_16bit_and_alpha);
     RUN(test_png_damaged);
+    RUN(test_png_mutations);
     RUN(test_bad_files);
 #ifdef OMMA_HAVE_JPEG
     RUN(test_jpeg);
