@@ -3,7 +3,11 @@
  * own tracker, the JPEG of the photo giving the same face; option and
  * argument errors. A few inferences only (slow under ASan).
  * Expected face box: x 181..270, y 84..176 (tests/engine/test_face_evidence.c). */
+#define _POSIX_C_SOURCE 200809L /* pthreads, sched_yield */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sched.h>
 
 #include "image_files.h"
 #include "omma/pipeline.h"
@@ -161,6 +165,67 @@ static void test_options(void)
     CHECK(omma_face_pipeline_create(&o, NULL) == OMMA_ERR_INVALID_ARG);
 }
 
+/* Two threads on one pipeline at once: thread A announces itself and
+ * processes a frame (a few hundred ms on the CPU); the main thread, on the
+ * announcement, calls too. The two calls overlap, so exactly one returns
+ * OMMA_ERR_BUSY at once (normally the main thread's) and the other runs the
+ * frame. */
+typedef struct busy_run {
+    omma_face_pipeline *p;
+    const omma_frame *f;
+    omma_status st;
+    atomic_int started;
+} busy_run;
+
+static void *busy_thread(void *arg)
+{
+    busy_run *r = arg;
+    omma_face faces[4];
+    int n;
+    atomic_store(&r->started, 1);
+    r->st = omma_face_pipeline_process(r->p, 0, r->f, faces, 4, &n);
+    return NULL;
+}
+
+static void test_busy(void)
+{
+    omma_face_pipeline_options o;
+    options(&o);
+    omma_face_pipeline *p = NULL;
+    rt_image img;
+    REQUIRE_OK(rt_image_load(FACE_PHOTO, &img));
+    omma_status st = omma_face_pipeline_create(&o, &p);
+    CHECK(st == OMMA_OK);
+    if (st != OMMA_OK) {
+        rt_image_free(&img);
+        return;
+    }
+    omma_frame f = rt_image_frame(&img);
+    busy_run r = {p, &f, OMMA_ERR_INTERNAL, 0};
+    pthread_t th;
+    omma_face faces[4];
+    int n = -1;
+    if (pthread_create(&th, NULL, busy_thread, &r) == 0) {
+        while (!atomic_load(&r.started))
+            sched_yield();
+        st = omma_face_pipeline_process(p, 0, &f, faces, 4, &n);
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", omma_last_error());
+        pthread_join(th, NULL);
+        fprintf(stderr, "  thread: %s; main: %s (%s)\n", omma_status_str(r.st),
+                omma_status_str(st), st == OMMA_OK ? "" : msg);
+        CHECK((st == OMMA_ERR_BUSY && r.st == OMMA_OK) || (st == OMMA_OK && r.st == OMMA_ERR_BUSY));
+        if (st == OMMA_ERR_BUSY)
+            CHECK(n == 0 && strstr(msg, "one pipeline per thread"));
+    } else {
+        CHECK(0);
+    }
+    /* Free again afterwards; the face is still tracked. */
+    CHECK(omma_face_pipeline_process(p, 0, &f, faces, 4, &n) == OMMA_OK && n == 1);
+    omma_face_pipeline_destroy(p);
+    rt_image_free(&img);
+}
+
 int main(void)
 {
     if (!scratch_dir()) {
@@ -169,6 +234,7 @@ int main(void)
     }
     RUN(test_options);
     RUN(test_astronaut_tracked);
+    RUN(test_busy);
     scratch_remove();
     return testing_finish();
 }
