@@ -162,13 +162,22 @@ static int output_open(output *o, const char *path)
 /* Flushes and, for a file, renames it into place (keep) or removes it. */
 static int output_close(output *o, int keep)
 {
+    errno = 0;
     int ok = fflush(o->f) == 0 && !ferror(o->f);
-    if (!o->path)
-        return ok;
     int err = errno;
-    ok = fclose(o->f) == 0 && ok;
+    if (!o->path) {
+        if (!ok)
+            fprintf(stderr, "omma: error: writing to stdout failed: %s\n",
+                    err ? strerror(err) : "I/O error");
+        return ok;
+    }
+    if (fclose(o->f) != 0 && ok) {
+        ok = 0;
+        err = errno;
+    }
     if (!ok)
-        fprintf(stderr, "omma: error: %s: writing failed: %s\n", o->path, strerror(err));
+        fprintf(stderr, "omma: error: %s: writing failed: %s\n", o->path,
+                err ? strerror(err) : "I/O error");
     if (ok && keep && rename(o->tmp, o->path) != 0) {
         fprintf(stderr, "omma: error: %s: cannot rename %s to it: %s\n", o->path, o->tmp,
                 strerror(errno));

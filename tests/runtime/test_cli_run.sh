@@ -50,16 +50,19 @@ check_jsonl "$out" 1 0 "$photo" 1
 grep -q "1 input(s), 0 failed, 1 frame(s), 1 face(s), mean latency" "$dir/err" || fail "no summary"
 [ "$(ls "$dir" | grep -c tmp)" -eq 0 ] || fail "temporary file left: $(ls "$dir")"
 
-# A missing input before a good one: the good one's line, a complete file,
-# the error naming the file, exit 1.
+# A missing input and a text file named .png before a good one: the good
+# one's line, a complete file, errors naming the files, exit 1.
 out2=$dir/two.jsonl
-"$omma" run --backend cpu --out "$out2" "$dir/missing.png" "$photo" 2>"$dir/err"
+echo "not pixels" >"$dir/notes.png"
+"$omma" run --backend cpu --out "$out2" "$dir/missing.png" "$dir/notes.png" "$photo" 2>"$dir/err"
 rc=$?
 cat "$dir/err"
-[ $rc -eq 1 ] || fail "missing input: exit $rc, expected 1"
-grep -q "^omma: error: $dir/missing.png: cannot open" "$dir/err" || fail "no error naming the file"
-grep -q "2 input(s), 1 failed" "$dir/err" || fail "summary does not count the failure"
-check_jsonl "$out2" 1 1 "$photo" 1
+[ $rc -eq 1 ] || fail "bad inputs: exit $rc, expected 1"
+grep -q "^omma: error: $dir/missing.png: cannot open" "$dir/err" || fail "no error naming the missing file"
+grep -q "^omma: error: $dir/notes.png: not a PNG or JPEG" "$dir/err" || fail "no error naming the text file"
+grep -q "3 input(s), 2 failed" "$dir/err" || fail "summary does not count the failures"
+check_jsonl "$out2" 1 2 "$photo" 1
+[ "$(ls "$dir" | grep -c tmp)" -eq 0 ] || fail "temporary file left: $(ls "$dir")"
 
 # No input: the sample photo, to stdout.
 "$omma" run --backend cpu >"$dir/stdout.jsonl" 2>"$dir/err"
