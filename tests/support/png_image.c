@@ -1,38 +1,20 @@
-/* PNG decoding with libpng's simplified API, and bilinear sampling. */
+/* Test images through the library's decoder (src/runtime/image_file.c),
+ * and bilinear sampling. */
 #include "support/png_image.h"
 
 #include <math.h>
-#include <png.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "core/error.h"
+#include "runtime/image_file.h"
 
 omma_status rgb_image_load_png(const char *path, rgb_image *out)
 {
-    memset(out, 0, sizeof *out);
-    png_image png;
-    memset(&png, 0, sizeof png);
-    png.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_file(&png, path))
-        return OMMA_FAIL(OMMA_ERR_FORMAT, "png %s: %s", path, png.message);
-    png.format = PNG_FORMAT_RGB;
-    size_t bytes = PNG_IMAGE_SIZE(png);
-    unsigned char *buf = malloc(bytes);
-    if (!buf) {
-        png_image_free(&png);
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "png %s: %zu bytes", path, bytes);
-    }
-    if (!png_image_finish_read(&png, NULL, buf, 0, NULL)) {
-        free(buf);
-        omma_status st = OMMA_FAIL(OMMA_ERR_FORMAT, "png %s: %s", path, png.message);
-        png_image_free(&png);
-        return st;
-    }
-    out->width = (int)png.width;
-    out->height = (int)png.height;
-    out->rgb = buf;
-    return OMMA_OK;
+    rt_image img;
+    omma_status st = rt_image_load(path, &img);
+    out->width = img.width;
+    out->height = img.height;
+    out->rgb = img.rgb;
+    return st;
 }
 
 void rgb_image_free(rgb_image *img)

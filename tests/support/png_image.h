@@ -1,5 +1,5 @@
-/* Test support: RGB images from PNG files (libpng), and bilinear sampling
- * of a rectangle of one into a float NHWC tensor. */
+/* Test support: RGB images from files (the library's PNG/JPEG decoder), and
+ * bilinear sampling of a rectangle of one into a float NHWC tensor. */
 #ifndef OMMA_TESTS_PNG_IMAGE_H
 #define OMMA_TESTS_PNG_IMAGE_H
 
@@ -11,7 +11,8 @@ typedef struct rgb_image {
 } rgb_image;
 
 /* Reads a PNG (any bit depth or colour type; alpha dropped, grey expanded)
- * into 8-bit RGB. OMMA_ERR_IO / OMMA_ERR_FORMAT with the reason. */
+ * into 8-bit RGB with rt_image_load. OMMA_ERR_IO / OMMA_ERR_FORMAT with the
+ * reason. */
 omma_status rgb_image_load_png(const char *path, rgb_image *out);
 
 void rgb_image_free(rgb_image *img);
