@@ -23,7 +23,7 @@ for m in face_detection_short_range face_detection_full_range face_landmark; do
     fi
     cp "$src/models/$m.tflite" "$out/seeds/"
 done
-cp "$src"/fuzz/seeds/*.tflite "$out/seeds/" # small forged models (tests/model/test_tflite_forge.c)
+cp "$src"/fuzz/seeds/*.seed "$out/seeds/" # small forged models (tests/model/test_tflite_forge.c), ~600 bytes each
 
 bin=$out/fuzz_tflite
 if ! "$cc" -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
