@@ -33,11 +33,13 @@ run: setup build
 test: setup build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# Fuzz the TFLite reader with libFuzzer (clang) for FUZZ_SECONDS.
+# Fuzz the TFLite reader and the image decoders with libFuzzer (clang),
+# FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
 fuzz: data
 	@mkdir -p $(BUILD)
-	@tests/model/run_fuzz.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS)
+	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) tflite
+	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) image
 
 clean:
 	rm -rf $(BUILD)

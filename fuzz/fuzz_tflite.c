@@ -4,7 +4,7 @@
  * message naming the file, *out NULL) or a model whose every index and data
  * range is inside bounds; anything else traps, and ASan/UBSan catch reads
  * out of bounds, leaks and undefined behaviour. Built and run by
- * tests/model/run_fuzz.sh (make fuzz; a short run inside make test). */
+ * fuzz/run.sh tflite (make fuzz; a short run inside make test). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

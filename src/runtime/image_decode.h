@@ -9,6 +9,9 @@
 
 #include "runtime/image_file.h"
 
+/* Picks the decoder from the first bytes (PNG or JPEG magic) and decodes. */
+omma_status rt_image_decode(const char *path, const uint8_t *data, size_t size, rt_image *out);
+
 omma_status rt_png_decode(const char *path, const uint8_t *data, size_t size, rt_image *out);
 omma_status rt_jpeg_decode(const char *path, const uint8_t *data, size_t size, rt_image *out);
 

@@ -83,15 +83,19 @@ omma_status rt_image_load(const char *path, rt_image *out)
     uint8_t *data;
     size_t size;
     OMMA_TRY(read_whole(path, &data, &size));
-    omma_status st;
-    if (size >= sizeof png_magic && memcmp(data, png_magic, sizeof png_magic) == 0)
-        st = rt_png_decode(path, data, size, out);
-    else if (size >= sizeof jpeg_magic && memcmp(data, jpeg_magic, sizeof jpeg_magic) == 0)
-        st = rt_jpeg_decode(path, data, size, out);
-    else
-        st = OMMA_FAIL(OMMA_ERR_FORMAT, "%s: not a PNG or JPEG file (unknown first bytes)", path);
+    omma_status st = rt_image_decode(path, data, size, out);
     free(data);
     return st;
+}
+
+omma_status rt_image_decode(const char *path, const uint8_t *data, size_t size, rt_image *out)
+{
+    memset(out, 0, sizeof *out);
+    if (size >= sizeof png_magic && memcmp(data, png_magic, sizeof png_magic) == 0)
+        return rt_png_decode(path, data, size, out);
+    if (size >= sizeof jpeg_magic && memcmp(data, jpeg_magic, sizeof jpeg_magic) == 0)
+        return rt_jpeg_decode(path, data, size, out);
+    return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: not a PNG or JPEG file (unknown first bytes)", path);
 }
 
 void rt_image_free(rt_image *img)

@@ -1,0 +1,36 @@
+/* libFuzzer target for the image decoders (src/runtime/image_*.c: libpng
+ * and libjpeg-turbo behind omma's strict error handling).
+ *
+ * Any input must give either an image whose size matches its pixels, or an
+ * error (FORMAT / UNSUPPORTED / OUT_OF_MEMORY) with a message naming the
+ * file and a zeroed image; anything else traps, and ASan/UBSan catch reads
+ * out of bounds, leaks and undefined behaviour. Built and run by
+ * fuzz/run.sh image (make fuzz; a short run inside make test). */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/image_decode.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    rt_image img;
+    omma_status st = rt_image_decode("fuzz.img", data, size, &img);
+    if (st == OMMA_OK) {
+        if (!img.rgb || img.width <= 0 || img.height <= 0 ||
+            (long long)img.width * img.height > RT_IMAGE_MAX_PIXELS)
+            __builtin_trap();
+        /* Touch the last byte: the buffer must hold every pixel. */
+        volatile uint8_t last = img.rgb[(size_t)img.width * (size_t)img.height * 3 - 1];
+        (void)last;
+        rt_image_free(&img);
+        return 0;
+    }
+    if (img.rgb || img.width || img.height ||
+        (st != OMMA_ERR_FORMAT && st != OMMA_ERR_UNSUPPORTED && st != OMMA_ERR_OUT_OF_MEMORY) ||
+        strncmp(omma_last_error(), "fuzz.img: ", 10) != 0)
+        __builtin_trap();
+    return 0;
+}

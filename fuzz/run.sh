@@ -1,0 +1,87 @@
+#!/bin/sh
+# Builds one of omma's libFuzzer targets with clang (ASan + UBSan) and runs it
+# for a while from its seeds. Fails when a crash, leak, timeout or invariant
+# violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
+# (skipped) where clang's libFuzzer or a seed source is missing.
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image]
+#     tflite: the TFLite reader, seeded from the three models and the small
+#             forged models in fuzz/seeds/
+#     image:  the PNG/JPEG decoders, seeded from small images written by
+#             fuzz/make_image_seeds.c
+set -eu
+src=${1:?source dir}
+build=${2:?build dir}
+seconds=${3:-60}
+target=${4:-tflite}
+out=$build/fuzz-$target
+mkdir -p "$out/corpus" "$out/seeds"
+
+cc=${FUZZ_CC:-clang}
+if ! command -v "$cc" >/dev/null 2>&1; then
+    echo "SKIP: $cc not found (apt-get install clang)"
+    exit 77
+fi
+
+case $target in
+tflite)
+    for m in face_detection_short_range face_detection_full_range face_landmark; do
+        if [ ! -f "$src/models/$m.tflite" ]; then
+            echo "SKIP: $src/models/$m.tflite missing (scripts/fetch-models.sh)"
+            exit 77
+        fi
+        cp "$src/models/$m.tflite" "$out/seeds/"
+    done
+    # small forged models (tests/model/test_tflite_forge.c), ~600 bytes each
+    cp "$src"/fuzz/seeds/*.seed "$out/seeds/"
+    sources="$src/fuzz/fuzz_tflite.c $src/src/model/tflite.c"
+    libs=""
+    ;;
+image)
+    if ! pkg-config --exists libpng libjpeg; then
+        echo "SKIP: libpng or libjpeg not found by pkg-config"
+        exit 77
+    fi
+    libs="$(pkg-config --cflags --libs libpng libjpeg)"
+    # shellcheck disable=SC2086
+    if ! "$cc" -std=c11 -O1 -Wall -Wextra -Werror "$src/fuzz/make_image_seeds.c" $libs \
+        -o "$out/make_image_seeds" || ! "$out/make_image_seeds" "$out/seeds"; then
+        echo "FAIL: could not make the image seeds"
+        exit 1
+    fi
+    sources="$src/fuzz/fuzz_image.c $src/src/runtime/image_file.c $src/src/runtime/image_png.c"
+    sources="$sources $src/src/runtime/image_jpeg.c"
+    libs="-DOMMA_HAVE_JPEG=1 $libs"
+    ;;
+*)
+    echo "fuzz/run.sh: unknown target '$target' (tflite or image)" >&2
+    exit 2
+    ;;
+esac
+
+bin=$out/fuzz_$target
+# shellcheck disable=SC2086
+if ! "$cc" -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+        -fno-omit-frame-pointer -Wall -Wextra -Werror \
+        -I"$src/include" -I"$src/src" $sources "$src/src/core/status.c" $libs \
+        -o "$bin" 2>"$out/build.log"; then
+    if grep -q "fuzzer" "$out/build.log" && grep -qi "cannot find\|no such file\|unsupported" "$out/build.log"; then
+        cat "$out/build.log"
+        echo "SKIP: $cc cannot link libFuzzer"
+        exit 77
+    fi
+    cat "$out/build.log"
+    exit 1
+fi
+
+# New inputs go to corpus/ (kept between runs); seeds/ is read only.
+# -rss_limit_mb bounds memory per input; -timeout catches hangs.
+cd "$out"
+status=0
+"$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$out/" corpus seeds >"$out/fuzz.log" 2>&1 || status=$?
+grep -v '^"\|^#\|^###' "$out/fuzz.log" | tail -n 60
+if [ "$status" -ne 0 ]; then
+    echo "FAIL: the fuzzer found a problem (exit $status); the input is in $out/ (crash-*, leak-*, timeout-*)"
+    exit 1
+fi
+echo "ok: no problem found; $(grep 'stat::number_of_executed_units' "$out/fuzz.log")"
