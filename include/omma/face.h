@@ -27,14 +27,22 @@ typedef enum omma_pixel_format {
     OMMA_PIXEL_FORMAT_COUNT
 } omma_pixel_format;
 
+/* Where a frame's pixels live. */
+typedef enum omma_memory {
+    OMMA_MEMORY_HOST = 0, /* host memory, pageable or pinned (the default) */
+    OMMA_MEMORY_DEVICE,   /* device memory of the GPU the pipeline runs on */
+} omma_memory;
+
 /* A frame the caller owns; omma only reads it during the call it is passed
  * to. pitch[i] is the distance in bytes between rows of plane i (at least
- * the row's bytes; padding allowed). Unused planes are ignored. */
+ * the row's bytes; padding allowed). Unused planes are ignored. A frame
+ * zero-initialised but for its size, format and planes is in host memory. */
 typedef struct omma_frame {
     int width, height;
     omma_pixel_format format;
     const uint8_t *planes[3];
     int pitch[3];
+    omma_memory memory;
 } omma_frame;
 
 #define OMMA_FACE_KEYPOINTS 6

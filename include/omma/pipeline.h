@@ -7,9 +7,13 @@
  * gives each face an id stable while it is tracked. Each camera index has
  * its own tracker; cameras share the models.
  *
- * Backends: OMMA_BACKEND_CPU (the plain-C reference: correct, slow). The
- * CUDA pipeline is not built yet: asking for it fails with
- * OMMA_ERR_UNSUPPORTED.
+ * Backends: OMMA_BACKEND_CUDA runs every stage on the GPU (letterbox
+ * preprocessing of a whole batch of frames in one launch, detector, box
+ * decoding and weighted NMS, tracking, one fused crop of every face, FaceMesh,
+ * landmarks back to frame pixels); frames in host memory cost one
+ * host-to-device copy each (none when already on the device) and results
+ * come back in one device-to-host copy per batch. OMMA_BACKEND_CPU is the
+ * plain-C reference: correct, slow; same results within fp16 tolerances.
  *
  * Threads: a pipeline belongs to one thread at a time. Calling
  * omma_face_pipeline_process on one pipeline from two threads at once is
@@ -22,6 +26,8 @@
 #include "omma/face.h"
 #include "omma/status.h"
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -30,10 +36,16 @@ typedef struct omma_face_pipeline omma_face_pipeline;
 
 #define OMMA_PIPELINE_MAX_FACES 64
 #define OMMA_PIPELINE_MAX_CAMERAS 1024
+#define OMMA_PIPELINE_MAX_BATCH 256
 
 typedef struct omma_face_pipeline_options {
-    omma_backend backend;      /* OMMA_BACKEND_CPU (default); CUDA: not yet */
-    omma_device *device;       /* CUDA: the device; must be NULL for the CPU */
+    omma_backend backend;      /* OMMA_BACKEND_CPU (default) or OMMA_BACKEND_CUDA */
+    omma_device *device;       /* CUDA: the device (NULL: device 0, opened and
+                                * closed by the pipeline); must be NULL for the CPU */
+    omma_precision precision;  /* CUDA engines' precision (OMMA_PRECISION_FP16
+                                * default); the CPU backend is always fp32 */
+    int max_batch;             /* frames per omma_face_pipeline_process_batch,
+                                * 1..OMMA_PIPELINE_MAX_BATCH (16) */
     const char *detector_model; /* face_detection_short_range.tflite (128x128
                                  * input) or face_detection_full_range.tflite
                                  * (192x192): the anchors follow the input size */
@@ -54,8 +66,9 @@ void omma_face_pipeline_options_init(omma_face_pipeline_options *opt);
 
 /* Loads the two models and prepares the pipeline. opt must name both
  * models. Errors: OMMA_ERR_INVALID_ARG (NULL opt/out/model path, values out
- * of range, a device given to the CPU backend), OMMA_ERR_UNSUPPORTED (the
- * CUDA backend: not built yet; a detector whose input is neither 128 nor
+ * of range, a device given to the CPU backend), OMMA_ERR_NO_DEVICE (CUDA
+ * backend without a usable GPU), OMMA_ERR_UNSUPPORTED (a detector whose
+ * input is neither 128 nor
  * 192 pixels square, models whose outputs are not those of BlazeFace and
  * FaceMesh), and those of omma_engine_load (OMMA_ERR_IO, OMMA_ERR_FORMAT,
  * ...). On failure *out is NULL. Any thread; the pipeline then belongs to
@@ -79,6 +92,38 @@ void omma_face_pipeline_destroy(omma_face_pipeline *p);
 omma_status omma_face_pipeline_process(omma_face_pipeline *p, int camera,
                                        const omma_frame *frame, omma_face *faces, int max,
                                        int *n);
+
+/* Processes one frame of each of n cameras as one batch (1..max_batch;
+ * the cameras must differ: a camera's next frame depends on this one).
+ * Frame i is of camera cameras[i]; its faces go to faces[i * max_faces ..]
+ * (faces holds n * max_faces, max_faces as created) and their number to
+ * counts[i]. Frames may be in host or device memory (omma_frame.memory;
+ * device frames only on the CUDA backend, on the pipeline's device) and of
+ * different sizes and formats. Returns when the results are in faces and
+ * counts. Errors as omma_face_pipeline_process, plus OMMA_ERR_INVALID_ARG
+ * for n out of range, a camera twice, a device frame on the CPU backend;
+ * the frame at fault is named. On failure every count is 0 and the
+ * batch's cameras' trackers are reset. */
+omma_status omma_face_pipeline_process_batch(omma_face_pipeline *p, int n, const int *cameras,
+                                             const omma_frame *frames, omma_face *faces,
+                                             int *counts);
+
+/* What a pipeline has done and moved since it was created. Bytes and copies
+ * count only transfers between host and device (the CPU backend moves
+ * none): host-to-device is the frames' pixel bytes, device-to-host the
+ * results. */
+typedef struct omma_face_pipeline_stats {
+    uint64_t frames, batches;
+    uint64_t detector_images; /* frames the detector ran on */
+    uint64_t mesh_images;     /* face crops FaceMesh ran on */
+    uint64_t faces;           /* faces reported */
+    uint64_t h2d_bytes, h2d_copies;
+    uint64_t d2h_bytes, d2h_copies;
+} omma_face_pipeline_stats;
+
+/* Copies the counters to *stats. OMMA_ERR_INVALID_ARG for NULL. */
+omma_status omma_face_pipeline_get_stats(const omma_face_pipeline *p,
+                                         omma_face_pipeline_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -109,6 +109,6 @@ void rt_image_free(rt_image *img)
 omma_frame rt_image_frame(const rt_image *img)
 {
     omma_frame f = {img->width, img->height, OMMA_PIXEL_RGB, {img->rgb, NULL, NULL},
-                    {3 * img->width, 0, 0}};
+                    {3 * img->width, 0, 0}, OMMA_MEMORY_HOST};
     return f;
 }

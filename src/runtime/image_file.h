@@ -39,6 +39,14 @@ typedef struct rt_image {
  * On failure *out is zeroed. */
 omma_status rt_image_load(const char *path, rt_image *out);
 
+/* Writes packed RGB (width x height, rows pitch bytes apart) as an 8-bit
+ * PNG with libpng, to a temporary file beside path renamed over it when
+ * complete (never a half-written PNG). Errors naming the path:
+ * OMMA_ERR_INVALID_ARG (NULL, sizes out of range, pitch too small),
+ * OMMA_ERR_IO (cannot create, write or rename). */
+omma_status rt_image_save_png(const char *path, const uint8_t *rgb, int width, int height,
+                              int pitch);
+
 /* Frees the pixels and zeroes *img; accepts NULL and zeroed images. */
 void rt_image_free(rt_image *img);
 

@@ -161,8 +161,8 @@ static void test_astronaut_upright_and_rotated(void)
         for (int x = 0; x < w; x++)
             memcpy(rot + ((size_t)x * h + (size_t)(h - 1 - y)) * 3,
                    img.rgb + ((size_t)y * w + x) * 3, 3);
-    omma_frame f = {w, h, OMMA_PIXEL_RGB, {img.rgb, NULL, NULL}, {3 * w, 0, 0}};
-    omma_frame fr = {h, w, OMMA_PIXEL_RGB, {rot, NULL, NULL}, {3 * h, 0, 0}};
+    omma_frame f = {w, h, OMMA_PIXEL_RGB, {img.rgb, NULL, NULL}, {3 * w, 0, 0}, OMMA_MEMORY_HOST};
+    omma_frame fr = {h, w, OMMA_PIXEL_RGB, {rot, NULL, NULL}, {3 * h, 0, 0}, OMMA_MEMORY_HOST};
 
     st = run_pipeline(&m, &f, 1, up);
     CHECK(st == OMMA_OK);
@@ -316,7 +316,7 @@ static void test_yuv_letterbox_and_full_range(void)
         CHECK(oreg >= 0 && ocls >= 0);
         if (oreg >= 0 && ocls >= 0 && omma_engine_output_info(full, oreg, &info) == OMMA_OK) {
             CHECK(info.dims[1] == n && n == 2304);
-            omma_frame f = {512, 512, OMMA_PIXEL_RGB, {img.rgb, NULL, NULL}, {3 * 512, 0, 0}};
+            omma_frame f = {512, 512, OMMA_PIXEL_RGB, {img.rgb, NULL, NULL}, {3 * 512, 0, 0}, OMMA_MEMORY_HOST};
             vis_letterbox lb;
             vis_decode_options dopt;
             omma_detection dets[4];

@@ -86,8 +86,8 @@ static void test_yuv_coefficients(void)
         memset(y, yuv[c][0], sizeof y);
         for (int i = 0; i < 4; i++)
             uv[2 * i] = u[i] = yuv[c][1], uv[2 * i + 1] = v[i] = yuv[c][2];
-        omma_frame nv12 = {4, 4, OMMA_PIXEL_NV12, {y, uv, NULL}, {4, 4, 0}};
-        omma_frame i420 = {4, 4, OMMA_PIXEL_I420, {y, u, v}, {4, 2, 2}};
+        omma_frame nv12 = {4, 4, OMMA_PIXEL_NV12, {y, uv, NULL}, {4, 4, 0}, OMMA_MEMORY_HOST};
+        omma_frame i420 = {4, 4, OMMA_PIXEL_I420, {y, u, v}, {4, 2, 2}, OMMA_MEMORY_HOST};
         float p[3], q[3];
         REQUIRE_OK(vis_frame_check(&nv12));
         REQUIRE_OK(vis_frame_check(&i420));
@@ -180,7 +180,7 @@ static void test_bad_frames(void)
 {
     uint8_t px[64 * 3] = {0};
     float out[8 * 8 * 3];
-    omma_frame f = {8, 8, OMMA_PIXEL_RGB, {px, NULL, NULL}, {24, 0, 0}};
+    omma_frame f = {8, 8, OMMA_PIXEL_RGB, {px, NULL, NULL}, {24, 0, 0}, OMMA_MEMORY_HOST};
     REQUIRE_OK(vis_preprocess_ref(&f, 8, 1.0f, 0.0f, out, NULL));
     omma_frame g = f;
     g.width = 0;

@@ -147,7 +147,7 @@ static void test_crop_ref_rotated(void)
             uint8_t *p = px + (size_t)y * P + 3 * (size_t)x;
             p[0] = (uint8_t)x, p[1] = (uint8_t)y, p[2] = 7;
         }
-    omma_frame f = {W, H, OMMA_PIXEL_RGB, {px, NULL, NULL}, {P, 0, 0}};
+    omma_frame f = {W, H, OMMA_PIXEL_RGB, {px, NULL, NULL}, {P, 0, 0}, OMMA_MEMORY_HOST};
     vis_roi r = {100, 70, 64, 64, pi / 2};
     REQUIRE_OK(vis_crop_ref(&f, &r, 64, out));
     float m[6], worst = 0;
@@ -208,7 +208,7 @@ static void test_crop_ref_nv12(void)
     memset(y, 81, sizeof y);
     for (int i = 0; i < CW * CH; i++)
         uv[2 * i] = 90, uv[2 * i + 1] = 240;
-    omma_frame f = {W, H, OMMA_PIXEL_NV12, {y, uv, NULL}, {W, 2 * CW, 0}};
+    omma_frame f = {W, H, OMMA_PIXEL_NV12, {y, uv, NULL}, {W, 2 * CW, 0}, OMMA_MEMORY_HOST};
     vis_roi r = {16, 8, 10, 10, 1.0f};
     float out[8 * 8 * 3];
     REQUIRE_OK(vis_crop_ref(&f, &r, 8, out));

@@ -1,0 +1,49 @@
+/* Private: reading video files with FFmpeg's libavformat/libavcodec (from
+ * Debian; built in when the build found them: OMMA_HAVE_LIBAV), frame by
+ * frame into omma_frames. YUV 4:2:0 8-bit video (yuv420p / yuvj420p /
+ * nv12) is handed over as it is decoded (I420 or NV12 over the decoder's
+ * planes: no conversion); any other pixel format is converted to RGB with
+ * libswscale. One reader per thread; readers are independent. */
+#ifndef OMMA_RUNTIME_VIDEO_FILE_H
+#define OMMA_RUNTIME_VIDEO_FILE_H
+
+#include "omma/face.h"
+#include "omma/status.h"
+
+typedef struct rt_video rt_video;
+
+/* Nonzero when this build can read and write video files. */
+int rt_video_available(void);
+
+/* Opens the file's best video stream. Errors, each naming the file:
+ *   OMMA_ERR_INVALID_ARG  NULL path or out;
+ *   OMMA_ERR_IO           missing, unreadable, a directory;
+ *   OMMA_ERR_FORMAT       not a media file omma can parse, no video stream,
+ *                         a zero-size or damaged stream header;
+ *   OMMA_ERR_UNSUPPORTED  no decoder for the codec in this FFmpeg, or a
+ *                         build without libav (the message says so);
+ *   OMMA_ERR_OUT_OF_MEMORY.
+ * On failure *out is NULL. */
+omma_status rt_video_open(const char *path, rt_video **out);
+
+/* The stream's size, its frame rate (frames per second, > 0; 25 when the
+ * file does not say) and its frame count when the container tells (else 0). */
+int rt_video_width(const rt_video *v);
+int rt_video_height(const rt_video *v);
+double rt_video_fps(const rt_video *v);
+long rt_video_frame_count(const rt_video *v);
+
+/* Decodes the next frame: *frame points into the reader's buffers, valid
+ * until the next call on v (host memory). *timestamp_ms is its
+ * presentation time from the stream's start. At the end of the stream
+ * returns OMMA_OK with *eof = 1 and an empty *frame. Errors (naming the
+ * file and the frame index): OMMA_ERR_FORMAT for corrupt or truncated data
+ * (the decoder's error, not concealed: a damaged frame is an error), a
+ * frame whose size changes mid-stream; OMMA_ERR_IO for a read error. After
+ * an error the reader only reports it again. */
+omma_status rt_video_read(rt_video *v, omma_frame *frame, double *timestamp_ms, int *eof);
+
+/* Closes the file and frees everything; accepts NULL. */
+void rt_video_close(rt_video *v);
+
+#endif
