@@ -1,11 +1,16 @@
+#define _POSIX_C_SOURCE 200809L /* mkstemp, fchmod, fdopen */
 /* PNG files through libpng's progressive-free "low-level" API from memory:
  * errors longjmp back to decode() with the message kept, warnings are
- * dropped (never printed). Every colour type and depth ends as 8-bit RGB. */
+ * dropped (never printed). Every colour type and depth ends as 8-bit RGB.
+ * Writing (rt_image_save_png) goes the same way into a temporary file. */
+#include <errno.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "runtime/image_decode.h"
@@ -121,4 +126,127 @@ omma_status rt_png_decode(const char *path, const uint8_t *data, size_t size, rt
     }
     *out = c.img;
     return OMMA_OK;
+}
+
+/* Writing: the state lives in *c, as for decoding. */
+typedef struct png_wctx {
+    char msg[256];
+    int err; /* errno of a failed write, 0 otherwise */
+    FILE *f;
+    const uint8_t *rgb;
+    int width, height, pitch;
+    png_structp png;
+    png_infop info;
+} png_wctx;
+
+static void on_write_error(png_structp png, png_const_charp msg)
+{
+    png_wctx *c = png_get_error_ptr(png);
+    snprintf(c->msg, sizeof c->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void write_bytes(png_structp png, png_bytep src, png_size_t n)
+{
+    png_wctx *c = png_get_io_ptr(png);
+    errno = 0;
+    if (fwrite(src, 1, n, c->f) != n) {
+        c->err = errno ? errno : EIO;
+        png_error(png, "write failed");
+    }
+}
+
+static void flush_bytes(png_structp png)
+{
+    png_wctx *c = png_get_io_ptr(png);
+    if (fflush(c->f) != 0) {
+        c->err = errno ? errno : EIO;
+        png_error(png, "write failed");
+    }
+}
+
+static int encode(png_wctx *c)
+{
+    if (setjmp(png_jmpbuf(c->png)))
+        return 0;
+    png_set_write_fn(c->png, c, write_bytes, flush_bytes);
+    /* Annotated frames come by the hundred: fast compression. */
+    png_set_compression_level(c->png, 3);
+    png_set_IHDR(c->png, c->info, (png_uint_32)c->width, (png_uint_32)c->height, 8,
+                 PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(c->png, c->info);
+    for (int y = 0; y < c->height; y++)
+        png_write_row(c->png, c->rgb + (size_t)y * (size_t)c->pitch);
+    png_write_end(c->png, NULL);
+    return 1;
+}
+
+omma_status rt_image_save_png(const char *path, const uint8_t *rgb, int width, int height,
+                              int pitch)
+{
+    if (!path || !rgb)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_image_save_png: NULL %s",
+                         path ? "pixels" : "path");
+    if (width < 1 || height < 1 || width > RT_IMAGE_MAX_SIDE || height > RT_IMAGE_MAX_SIDE ||
+        pitch / 3 < width)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "%s: cannot write a %dx%d PNG with rows %d bytes apart (sides "
+                         "1..%d, rows at least 3 * width bytes)",
+                         path, width, height, pitch, RT_IMAGE_MAX_SIDE);
+    size_t n = strlen(path) + sizeof ".tmp.XXXXXX";
+    char *tmp = malloc(n);
+    if (!tmp)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: temporary name", path);
+    snprintf(tmp, n, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        omma_status st = OMMA_FAIL(OMMA_ERR_IO, "%s: cannot create a temporary file beside it: %s",
+                                   path, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    (void)fchmod(fd, 0644); /* mkstemp makes it 0600; a picture is for reading */
+    png_wctx c;
+    memset(&c, 0, sizeof c);
+    c.rgb = rgb, c.width = width, c.height = height, c.pitch = pitch;
+    c.f = fdopen(fd, "wb");
+    omma_status st = OMMA_OK;
+    if (!c.f) {
+        st = OMMA_FAIL(OMMA_ERR_IO, "%s: %s", tmp, strerror(errno));
+        close(fd);
+        goto fail;
+    }
+    c.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &c, on_write_error, on_warning);
+    if (c.png)
+        c.info = png_create_info_struct(c.png);
+    if (!c.png || !c.info) {
+        png_destroy_write_struct(&c.png, NULL);
+        st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: cannot create the PNG encoder", path);
+        fclose(c.f);
+        goto fail;
+    }
+    int ok = encode(&c);
+    png_destroy_write_struct(&c.png, &c.info);
+    errno = 0;
+    if (fclose(c.f) != 0 && ok) {
+        ok = 0;
+        c.err = errno ? errno : EIO;
+        snprintf(c.msg, sizeof c.msg, "closing failed");
+    }
+    if (!ok) {
+        st = OMMA_FAIL(OMMA_ERR_IO, "%s: writing PNG failed: %s%s%s", path, c.msg,
+                       c.err ? ": " : "", c.err ? strerror(c.err) : "");
+        goto fail;
+    }
+    if (rename(tmp, path) != 0) {
+        st = OMMA_FAIL(OMMA_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
+        goto fail;
+    }
+    free(tmp);
+    return OMMA_OK;
+fail:
+    unlink(tmp);
+    free(tmp);
+    return st;
 }
