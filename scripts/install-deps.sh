@@ -10,6 +10,9 @@ packages=(
     xz-utils ca-certificates           # unpacking .deb test data
     libpng-dev                         # PNG images (omma run, the tests)
     libjpeg-dev                        # JPEG images (omma run)
+    libavformat-dev libavcodec-dev     # video files (omma run, src/runtime/video_*.c):
+    libavutil-dev libswscale-dev       #   FFmpeg's demuxers, decoders, encoders, scaler
+    ffmpeg                             # the CLI: fetch-testdata.sh makes the test videos
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.
