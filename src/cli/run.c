@@ -1,43 +1,195 @@
-/* omma run: the face pipeline over inputs, results as JSON Lines.
- * This first slice takes still images (PNG, JPEG): each input is one
- * camera with one frame. */
-#define _POSIX_C_SOURCE 200809L /* mkstemp, fchmod, fdopen */
+/* omma run: the face pipeline over image and video files, each input one
+ * camera, all cameras stepped together (one frame of each camera that
+ * still has frames per step, batched across cameras); results as JSON
+ * Lines or CSV, annotated pictures or video, a progress bar and a summary.
+ * Inputs: run_inputs.c; results: run_output.c; pictures: run_annotate.c;
+ * progress and error lines: run_progress.c. */
+#define _POSIX_C_SOURCE 200809L /* sigaction */
 #include <errno.h>
-#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/run_annotate.h"
+#include "cli/run_inputs.h"
+#include "cli/run_output.h"
+#include "cli/run_progress.h"
 #include "core/clock.h"
 #include "omma/device.h"
 #include "omma/pipeline.h"
-#include "runtime/image_file.h"
+#include "runtime/video_file.h"
 
-#define SAMPLE_INPUT "testdata/astronaut.png"
-#define DETECTOR_MODEL "models/face_detection_short_range.tflite"
+#define SAMPLE_PHOTO "testdata/astronaut.png"
+#define SAMPLE_VIDEO "testdata/astronaut_pan.mp4"
+#define SAMPLE_ANNOTATE_DIR "omma-run-sample" /* under $TMPDIR (else /tmp) */
+#define SAMPLE_VIDEO_OUT "astronaut_pan_annotated.mp4"
+#define DETECTOR_SHORT "models/face_detection_short_range.tflite"
+#define DETECTOR_FULL "models/face_detection_full_range.tflite"
 #define MESH_MODEL "models/face_landmark.tflite"
+#define EXIT_INTERRUPTED 130
 
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: omma run [--backend cpu|gpu] [--out FILE] [--max-faces N] [INPUT...]\n"
-            "  Runs face detection, FaceMesh and tracking on each INPUT (a PNG or JPEG\n"
-            "  image; each input is one camera, frame 0) and writes one JSON line per\n"
-            "  frame per camera: camera, source, frame, timestamp_ms, faces (id, score,\n"
-            "  box [x0,y0,x1,y1], 6 keypoints [x,y], 468 landmarks [x,y,z], presence),\n"
-            "  in frame pixels.\n"
-            "  --backend   gpu (default; the GPU pipeline is not built yet) or cpu\n"
-            "  --out FILE  write there (complete or not at all) instead of stdout\n"
-            "  --max-faces faces tracked per camera, 1..%d (default 4)\n"
-            "  No INPUT: the sample photo testdata/astronaut.png.\n"
+            "usage: omma run [OPTIONS] [INPUT...]\n"
+            "  Runs face detection, FaceMesh and tracking on each INPUT, a PNG or JPEG image\n"
+            "  (one frame) or a video file (FFmpeg's libavformat/libavcodec; the kind is told\n"
+            "  by the file's content). Several inputs are several cameras, camera i = input i,\n"
+            "  stepped together: each step takes the next frame of every camera that has one\n"
+            "  and runs them as one batch (--max-batch frames per batch).\n"
+            "  Writes one JSON line per frame per camera: camera, source, frame,\n"
+            "  timestamp_ms, faces (id, score, box [x0,y0,x1,y1], 6 keypoints [x,y],\n"
+            "  468 landmarks [x,y,z], presence), in frame pixels.\n"
+            "  --backend gpu|cpu    gpu (default; never falls back to the CPU) or cpu\n"
+            "  --out FILE           write there (complete records only; the file appears\n"
+            "                       when the run ends) instead of stdout\n"
+            "  --csv                a flat table instead: a header row, then one row per face\n"
+            "                       per frame (camera,source,frame,timestamp_ms,face_id,score,\n"
+            "                       presence,x0,y0,x1,y1, kp0_x,kp0_y..kp5_y,\n"
+            "                       lm0_x,lm0_y,lm0_z..lm467_z); a frame without faces gives\n"
+            "                       one row whose face fields are empty\n"
+            "  --annotate DIR       annotated PNGs: DIR/cam<i>_<frame, 6 digits>.png (boxes,\n"
+            "                       ids, keypoints, landmarks); DIR is created if missing\n"
+            "  --annotate-video FILE  an annotated video (.mp4, .mkv, .avi) of one camera at\n"
+            "                       its frame rate: the first video input, else camera 0\n"
+            "  --max-faces N        faces tracked per camera, 1..%d (default 4)\n"
+            "  --max-batch N        frames per pipeline batch, 1..%d (default 16)\n"
+            "  --detect-every K     also run the detector every K frames while max-faces\n"
+            "                       faces are tracked; 0 = only when fewer (default 0)\n"
+            "  --precision fp16|fp32  GPU engines' precision (default fp16; CPU is fp32)\n"
+            "  --model short|full   detector: short range (default; faces within ~2 m) or\n"
+            "                       full range\n"
+            "  --max-frames N       at most N frames of each input\n"
+            "  No INPUT: the sample, %s and %s (when fetched), with\n"
+            "  annotated output in $TMPDIR/%s (/tmp when TMPDIR is unset) unless\n"
+            "  --annotate says where.\n"
             "  Models and the sample come from $OMMA_DATA (a folder with models/ and\n"
             "  testdata/), else from the source tree omma was built from.\n"
+            "  stderr: a progress bar when it is a terminal; always a summary line (frames,\n"
+            "  faces, frames/s, mean latency per batch, bytes host->device and\n"
+            "  device->host per frame).\n"
             "  Exit codes: 0 ok, 1 an input or the run failed (the other inputs are still\n"
-            "  processed), 2 usage, 3 no GPU for --backend gpu.\n",
-            OMMA_PIPELINE_MAX_FACES);
+            "  processed), 2 usage, 3 no GPU for --backend gpu, 130 interrupted (the output\n"
+            "  then holds the frames done).\n",
+            OMMA_PIPELINE_MAX_FACES, OMMA_PIPELINE_MAX_BATCH, SAMPLE_PHOTO, SAMPLE_VIDEO,
+            SAMPLE_ANNOTATE_DIR);
+}
+
+typedef struct run_args {
+    omma_backend backend;
+    omma_precision precision;
+    const char *out_path, *annotate_dir, *annotate_video;
+    int csv, max_faces, max_batch, detect_every, full_range;
+    long max_frames;
+    int first_input;
+} run_args;
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *v)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (errno || *end || end == s || x < lo || x > hi) {
+        fprintf(stderr, "omma: error: %s %s: expected an integer in %ld..%ld\n", opt, s, lo, hi);
+        return 0;
+    }
+    *v = x;
+    return 1;
+}
+
+/* CLI_EXIT_OK after --help, CLI_EXIT_USAGE on errors, -1 to go on. */
+static int parse_args(int argc, char **argv, run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->backend = OMMA_BACKEND_CUDA;
+    a->precision = OMMA_PRECISION_FP16;
+    a->max_faces = 4;
+    a->max_batch = 16;
+    a->first_input = argc;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(o, "--") == 0) {
+            a->first_input = i + 1;
+            return -1;
+        }
+        if (o[0] != '-' || o[1] == 0) {
+            a->first_input = i;
+            return -1;
+        }
+        if (strcmp(o, "--csv") == 0) {
+            a->csv = 1;
+            continue;
+        }
+        const char *v = i + 1 < argc && argv[i + 1][0] ? argv[i + 1] : NULL;
+        long n = 0;
+        int ok = 1;
+        if (!v) {
+            ok = 0;
+        } else if (strcmp(o, "--backend") == 0) {
+            if (strcmp(v, "cpu") == 0)
+                a->backend = OMMA_BACKEND_CPU;
+            else if (strcmp(v, "gpu") == 0 || strcmp(v, "cuda") == 0)
+                a->backend = OMMA_BACKEND_CUDA;
+            else {
+                fprintf(stderr, "omma: error: --backend %s: expected gpu or cpu\n", v);
+                return CLI_EXIT_USAGE;
+            }
+        } else if (strcmp(o, "--precision") == 0) {
+            if (strcmp(v, "fp16") == 0)
+                a->precision = OMMA_PRECISION_FP16;
+            else if (strcmp(v, "fp32") == 0)
+                a->precision = OMMA_PRECISION_FP32;
+            else {
+                fprintf(stderr, "omma: error: --precision %s: expected fp16 or fp32\n", v);
+                return CLI_EXIT_USAGE;
+            }
+        } else if (strcmp(o, "--model") == 0) {
+            if (strcmp(v, "short") == 0 || strcmp(v, "full") == 0)
+                a->full_range = strcmp(v, "full") == 0;
+            else {
+                fprintf(stderr, "omma: error: --model %s: expected short or full\n", v);
+                return CLI_EXIT_USAGE;
+            }
+        } else if (strcmp(o, "--out") == 0) {
+            a->out_path = v;
+        } else if (strcmp(o, "--annotate") == 0) {
+            a->annotate_dir = v;
+        } else if (strcmp(o, "--annotate-video") == 0) {
+            a->annotate_video = v;
+        } else if (strcmp(o, "--max-faces") == 0) {
+            if (!parse_long(o, v, 1, OMMA_PIPELINE_MAX_FACES, &n))
+                return CLI_EXIT_USAGE;
+            a->max_faces = (int)n;
+        } else if (strcmp(o, "--max-batch") == 0) {
+            if (!parse_long(o, v, 1, OMMA_PIPELINE_MAX_BATCH, &n))
+                return CLI_EXIT_USAGE;
+            a->max_batch = (int)n;
+        } else if (strcmp(o, "--detect-every") == 0) {
+            if (!parse_long(o, v, 0, 1000000, &n))
+                return CLI_EXIT_USAGE;
+            a->detect_every = (int)n;
+        } else if (strcmp(o, "--max-frames") == 0) {
+            if (!parse_long(o, v, 1, 1000000000L, &n))
+                return CLI_EXIT_USAGE;
+            a->max_frames = n;
+        } else {
+            ok = 0;
+        }
+        if (!ok) {
+            fprintf(stderr, "omma: error: %s: unknown option or missing value\n\n", o);
+            usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+        i++;
+    }
+    return -1;
 }
 
 static const char *data_dir(void)
@@ -46,291 +198,300 @@ static const char *data_dir(void)
     return d && *d ? d : OMMA_DEFAULT_DATA_DIR;
 }
 
-static void json_string(FILE *f, const char *s)
+static const char *backend_name(omma_backend b)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    return b == OMMA_BACKEND_CPU ? "cpu" : "gpu";
 }
 
-/* A number with `digits` decimals; null for NaN and infinities (not JSON). */
-static void json_num(FILE *f, float v, int digits)
+static int no_gpu(const char *why)
 {
-    if (isfinite(v))
-        fprintf(f, "%.*f", digits, (double)v);
-    else
-        fputs("null", f);
+    fprintf(stderr,
+            "omma: error: no GPU for the face pipeline (%s); omma run does not fall back to "
+            "the CPU on its own: use --backend cpu\n",
+            why);
+    return CLI_EXIT_NO_DEVICE;
 }
 
-static void write_face(FILE *f, const omma_face *face)
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
 {
-    fprintf(f, "{\"id\":%d,\"score\":", face->id);
-    json_num(f, face->score, 4);
-    fputs(",\"box\":[", f);
-    json_num(f, face->box.xmin, 2);
-    fputc(',', f);
-    json_num(f, face->box.ymin, 2);
-    fputc(',', f);
-    json_num(f, face->box.xmax, 2);
-    fputc(',', f);
-    json_num(f, face->box.ymax, 2);
-    fputs("],\"keypoints\":[", f);
-    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
-        fputs(k ? ",[" : "[", f);
-        json_num(f, face->keypoints[k][0], 2);
-        fputc(',', f);
-        json_num(f, face->keypoints[k][1], 2);
-        fputc(']', f);
-    }
-    fputs("],\"landmarks\":[", f);
-    for (int k = 0; k < OMMA_FACE_LANDMARKS; k++) {
-        fputs(k ? ",[" : "[", f);
-        for (int c = 0; c < 3; c++) {
-            if (c)
-                fputc(',', f);
-            json_num(f, face->landmarks[k][c], 2);
-        }
-        fputc(']', f);
-    }
-    fputs("],\"presence\":", f);
-    json_num(f, face->presence, 4);
-    fputc('}', f);
+    (void)sig;
+    interrupted = 1;
 }
 
-static void write_frame(FILE *f, int camera, const char *source, const omma_face *faces, int n)
+/* Everything the stepping loop works with. */
+typedef struct run_state {
+    omma_face_pipeline *p;
+    cli_input *inputs;
+    cli_output out;
+    cli_annotator ann;
+    cli_progress progress;
+    int max_faces;
+    omma_face *faces; /* batch * max_faces */
+    int *counts;
+    long frames, faces_found, batches;
+    double batch_ms;
+    int output_failed;
+} run_state;
+
+/* Results of frame i of a batch: the record, the pictures. */
+static void emit(run_state *s, int camera, long index, double ts, const omma_frame *frame,
+                 const omma_face *faces, int n)
 {
-    fprintf(f, "{\"camera\":%d,\"source\":", camera);
-    json_string(f, source);
-    fputs(",\"frame\":0,\"timestamp_ms\":0,\"faces\":[", f);
-    for (int i = 0; i < n; i++) {
-        if (i)
-            fputc(',', f);
-        write_face(f, &faces[i]);
-    }
-    fputs("]}\n", f);
+    s->frames++;
+    s->faces_found += n;
+    if (!cli_output_frame(&s->out, camera, s->inputs[camera].path, index, ts, faces, n))
+        s->output_failed = 1;
+    if (cli_annotator_wants(&s->ann, camera))
+        (void)cli_annotator_frame(&s->ann, camera, index, frame, faces, n); /* reported */
 }
 
-/* --out: a temporary file beside the target, renamed over it at the end. */
-typedef struct output {
-    FILE *f;
-    const char *path; /* NULL: stdout */
-    char *tmp;
-} output;
-
-static int output_open(output *o, const char *path)
+/* One batch of k frames (distinct cameras). A batch that fails is run
+ * again frame by frame, so that only the input at fault stops. */
+static void run_batch(run_state *s, int k, const int *cams, const omma_frame *frames,
+                      const long *index, const double *ts)
 {
-    memset(o, 0, sizeof *o);
-    if (!path) {
-        o->f = stdout;
-        return 1;
+    uint64_t t0 = core_now_ns();
+    omma_status st = omma_face_pipeline_process_batch(s->p, k, cams, frames, s->faces, s->counts);
+    uint64_t t1 = core_now_ns();
+    if (st == OMMA_OK) {
+        s->batches++;
+        s->batch_ms += (double)(t1 - t0) / 1e6;
+        for (int i = 0; i < k; i++)
+            emit(s, cams[i], index[i], ts[i], &frames[i], s->faces + (size_t)i * s->max_faces,
+                 s->counts[i]);
+        return;
     }
-    o->path = path;
-    size_t n = strlen(path) + sizeof ".tmp.XXXXXX";
-    o->tmp = malloc(n);
-    if (!o->tmp) {
-        fprintf(stderr, "omma: error: %s: out of memory\n", path);
-        return 0;
+    if (k > 1) {
+        for (int i = 0; i < k; i++)
+            run_batch(s, 1, cams + i, frames + i, index + i, ts + i);
+        return;
     }
-    snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(o->tmp);
-    if (fd < 0) {
-        fprintf(stderr, "omma: error: %s: cannot create a temporary file beside it: %s\n", path,
-                strerror(errno));
-        free(o->tmp);
-        return 0;
-    }
-    (void)fchmod(fd, 0644);
-    o->f = fdopen(fd, "w");
-    if (!o->f) {
-        fprintf(stderr, "omma: error: %s: %s\n", o->tmp, strerror(errno));
-        close(fd);
-        unlink(o->tmp);
-        free(o->tmp);
-        return 0;
-    }
-    return 1;
+    cli_input *in = &s->inputs[cams[0]];
+    cli_run_error("%s: frame %ld: %s; camera %d stops", in->path, index[0], omma_last_error(),
+                  cams[0]);
+    in->state = CLI_INPUT_FAILED;
+    cli_input_close(in);
 }
 
-/* Flushes and, for a file, renames it into place (keep) or removes it. */
-static int output_close(output *o, int keep)
+/* Steps all cameras together until every input has ended or failed. */
+static int run_loop(run_state *s, int n_inputs, int batch_cap)
 {
-    errno = 0;
-    int ok = fflush(o->f) == 0 && !ferror(o->f);
-    int err = errno;
-    if (!o->path) {
-        if (!ok)
-            fprintf(stderr, "omma: error: writing to stdout failed: %s\n",
-                    err ? strerror(err) : "I/O error");
-        return ok;
-    }
-    if (fclose(o->f) != 0 && ok) {
-        ok = 0;
-        err = errno;
-    }
+    int *cams = malloc((size_t)n_inputs * sizeof *cams);
+    omma_frame *frames = malloc((size_t)n_inputs * sizeof *frames);
+    long *index = malloc((size_t)n_inputs * sizeof *index);
+    double *ts = malloc((size_t)n_inputs * sizeof *ts);
+    int ok = cams && frames && index && ts;
     if (!ok)
-        fprintf(stderr, "omma: error: %s: writing failed: %s\n", o->path,
-                err ? strerror(err) : "I/O error");
-    if (ok && keep && rename(o->tmp, o->path) != 0) {
-        fprintf(stderr, "omma: error: %s: cannot rename %s to it: %s\n", o->path, o->tmp,
-                strerror(errno));
-        ok = 0;
+        cli_run_error("out of memory for %d cameras", n_inputs);
+    while (ok && !interrupted && !s->output_failed) {
+        int m = 0;
+        for (int c = 0; c < n_inputs; c++)
+            if (cli_input_next(&s->inputs[c], &frames[m], &index[m], &ts[m]))
+                cams[m++] = c;
+        if (m == 0)
+            break;
+        for (int b = 0; b < m && !s->output_failed; b += batch_cap) {
+            int k = m - b < batch_cap ? m - b : batch_cap;
+            run_batch(s, k, cams + b, frames + b, index + b, ts + b);
+        }
+        cli_progress_update(&s->progress, s->frames);
     }
-    if (!ok || !keep)
-        unlink(o->tmp);
-    free(o->tmp);
+    free(cams);
+    free(frames);
+    free(index);
+    free(ts);
     return ok;
 }
 
-static int parse_backend(const char *s, omma_backend *b)
+/* The sample inputs: the photo, and the video where it was made and this
+ * build reads video. */
+static int sample_inputs(const char *data, char *photo, char *video, size_t size,
+                         const char **list)
 {
-    if (strcmp(s, "cpu") == 0)
-        *b = OMMA_BACKEND_CPU;
-    else if (strcmp(s, "gpu") == 0 || strcmp(s, "cuda") == 0)
-        *b = OMMA_BACKEND_CUDA;
-    else
-        return 0;
-    return 1;
-}
-
-/* --backend gpu: what there is to say until the CUDA pipeline exists. */
-static int gpu_not_ready(void)
-{
-    int n = 0;
-    omma_status st = omma_device_count(&n);
-    if (st == OMMA_ERR_NO_DEVICE || (st == OMMA_OK && n == 0)) {
-        fprintf(stderr, "omma: error: no GPU on this machine (%s); use --backend cpu\n",
-                st == OMMA_OK ? "no devices" : omma_last_error());
-        return CLI_EXIT_NO_DEVICE;
+    snprintf(photo, size, "%s/%s", data, SAMPLE_PHOTO);
+    snprintf(video, size, "%s/%s", data, SAMPLE_VIDEO);
+    list[0] = photo;
+    struct stat sb;
+    if (!rt_video_available()) {
+        fprintf(stderr, "omma run: no input given; running on the sample photo %s only (this "
+                        "build reads no video)\n",
+                photo);
+        return 1;
     }
-    fprintf(stderr, "omma: error: the GPU face pipeline is not built yet; use --backend cpu\n");
-    return CLI_EXIT_ERROR;
+    if (stat(video, &sb) != 0) {
+        fprintf(stderr,
+                "omma run: no input given; running on the sample photo %s only (the sample "
+                "video %s is missing: scripts/fetch-testdata.sh makes it)\n",
+                photo, video);
+        return 1;
+    }
+    list[1] = video;
+    fprintf(stderr, "omma run: no input given; running on the sample: %s (camera 0) and %s "
+                    "(camera 1)\n",
+            photo, video);
+    return 2;
 }
 
 int cli_run(int argc, char **argv)
 {
-    omma_backend backend = OMMA_BACKEND_CUDA;
-    const char *out_path = NULL;
-    int max_faces = 4, first_input = argc;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        if (strcmp(a, "--") == 0) {
-            first_input = i + 1;
-            break;
-        }
-        if (a[0] != '-' || a[1] == 0) {
-            first_input = i;
-            break;
-        }
-        int has_value = i + 1 < argc;
-        if (strcmp(a, "--backend") == 0 && has_value) {
-            if (!parse_backend(argv[++i], &backend)) {
-                fprintf(stderr, "omma: error: --backend %s: expected cpu or gpu\n", argv[i]);
-                return CLI_EXIT_USAGE;
-            }
-        } else if (strcmp(a, "--out") == 0 && has_value && argv[i + 1][0]) {
-            out_path = argv[++i];
-        } else if (strcmp(a, "--max-faces") == 0 && has_value) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || v < 1 || v > OMMA_PIPELINE_MAX_FACES) {
-                fprintf(stderr, "omma: error: --max-faces %s: expected 1..%d\n", argv[i],
-                        OMMA_PIPELINE_MAX_FACES);
-                return CLI_EXIT_USAGE;
-            }
-            max_faces = (int)v;
-        } else {
-            fprintf(stderr, "omma: error: %s: unknown option or missing value\n\n", a);
-            usage(stderr);
-            return CLI_EXIT_USAGE;
-        }
-    }
-    if (backend == OMMA_BACKEND_CUDA)
-        return gpu_not_ready();
-
-    const char *data = data_dir();
-    char det_path[4096], mesh_path[4096], sample[4096];
-    snprintf(det_path, sizeof det_path, "%s/%s", data, DETECTOR_MODEL);
-    snprintf(mesh_path, sizeof mesh_path, "%s/%s", data, MESH_MODEL);
-    snprintf(sample, sizeof sample, "%s/%s", data, SAMPLE_INPUT);
-    const char *sample_inputs[1] = {sample};
-    const char *const *inputs = (const char *const *)(argv + first_input);
-    int n_inputs = argc - first_input;
-    if (n_inputs == 0) {
-        inputs = sample_inputs;
-        n_inputs = 1;
-        fprintf(stderr, "omma run: no input given; running on the sample %s\n", sample);
-    }
+    run_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    const char *const *inputs = (const char *const *)(argv + a.first_input);
+    int n_inputs = argc - a.first_input;
     if (n_inputs > OMMA_PIPELINE_MAX_CAMERAS) {
-        fprintf(stderr, "omma: error: %d inputs, at most %d\n", n_inputs,
+        fprintf(stderr, "omma: error: %d inputs, at most %d (one camera each)\n", n_inputs,
                 OMMA_PIPELINE_MAX_CAMERAS);
         return CLI_EXIT_USAGE;
+    }
+    if (a.backend == OMMA_BACKEND_CUDA) {
+        int n = 0;
+        omma_status st = omma_device_count(&n);
+        if (st != OMMA_OK || n == 0)
+            return no_gpu(st == OMMA_OK ? "the driver sees no GPU" : omma_last_error());
+    }
+
+    const char *data = data_dir();
+    char det_path[4096], mesh_path[4096], photo[4096], video[4096], sample_dir[4096];
+    snprintf(det_path, sizeof det_path, "%s/%s", data, a.full_range ? DETECTOR_FULL : DETECTOR_SHORT);
+    snprintf(mesh_path, sizeof mesh_path, "%s/%s", data, MESH_MODEL);
+    const char *sample_list[2] = {NULL, NULL};
+    int sample = n_inputs == 0;
+    if (sample) {
+        n_inputs = sample_inputs(data, photo, video, sizeof photo, sample_list);
+        inputs = sample_list;
+        if (!a.annotate_dir) {
+            const char *tmp = getenv("TMPDIR");
+            snprintf(sample_dir, sizeof sample_dir, "%s/%s", tmp && *tmp ? tmp : "/tmp",
+                     SAMPLE_ANNOTATE_DIR);
+            a.annotate_dir = sample_dir;
+        }
     }
 
     omma_face_pipeline_options opt;
     omma_face_pipeline_options_init(&opt);
-    opt.backend = backend;
+    opt.backend = a.backend;
+    opt.precision = a.precision;
     opt.detector_model = det_path;
     opt.mesh_model = mesh_path;
-    opt.max_faces = max_faces;
-    omma_face_pipeline *p = NULL;
-    omma_status st = omma_face_pipeline_create(&opt, &p);
+    opt.max_faces = a.max_faces;
+    opt.max_batch = a.max_batch;
+    opt.detect_every = a.detect_every;
+    run_state s;
+    memset(&s, 0, sizeof s);
+    s.max_faces = a.max_faces;
+    omma_status st = omma_face_pipeline_create(&opt, &s.p);
+    if (st == OMMA_ERR_NO_DEVICE)
+        return no_gpu(omma_last_error());
+    if (st != OMMA_OK && a.backend == OMMA_BACKEND_CUDA)
+        return cli_fail(st, "cannot create the GPU face pipeline (--backend cpu runs the CPU "
+                            "one; models from %s/models)",
+                        data);
     if (st != OMMA_OK)
         return cli_fail(st, "cannot load the face models from %s/models (set OMMA_DATA, or run "
-                            "scripts/fetch-models.sh)", data);
-    omma_face *faces = malloc((size_t)max_faces * sizeof *faces);
-    output out;
-    if (!faces || !output_open(&out, out_path)) {
-        if (!faces)
-            fprintf(stderr, "omma: error: out of memory\n");
-        free(faces);
-        omma_face_pipeline_destroy(p);
+                            "scripts/fetch-models.sh)",
+                        data);
+
+    int batch_cap = a.max_batch < n_inputs ? a.max_batch : n_inputs;
+    s.inputs = calloc((size_t)n_inputs, sizeof *s.inputs);
+    s.faces = malloc((size_t)batch_cap * (size_t)a.max_faces * sizeof *s.faces);
+    s.counts = malloc((size_t)batch_cap * sizeof *s.counts);
+    if (!s.inputs || !s.faces || !s.counts) {
+        fprintf(stderr, "omma: error: out of memory\n");
+        free(s.inputs), free(s.faces), free(s.counts);
+        omma_face_pipeline_destroy(s.p);
+        return CLI_EXIT_ERROR;
+    }
+    long total = 0;
+    int total_known = 1, video_camera = -1;
+    for (int c = 0; c < n_inputs; c++) {
+        if (!cli_input_open(&s.inputs[c], inputs[c], a.max_frames))
+            continue;
+        long n = cli_input_frame_count(&s.inputs[c]);
+        total += n;
+        total_known &= n > 0;
+        if (video_camera < 0 && s.inputs[c].is_video)
+            video_camera = c;
+    }
+    if (video_camera < 0)
+        video_camera = 0;
+    const char *annotate_video = a.annotate_video;
+    char sample_video_out[4200];
+    if (sample && !annotate_video && n_inputs > 1 && s.inputs[1].is_video) {
+        snprintf(sample_video_out, sizeof sample_video_out, "%s/%s", a.annotate_dir,
+                 SAMPLE_VIDEO_OUT);
+        annotate_video = sample_video_out;
+    }
+
+    int setup = cli_output_open(&s.out, a.out_path, a.csv);
+    if (setup && !cli_annotator_open(&s.ann, a.annotate_dir, annotate_video, video_camera,
+                                     cli_input_fps(&s.inputs[video_camera]))) {
+        cli_output_close(&s.out, 0);
+        setup = 0;
+    }
+    if (!setup) {
+        for (int c = 0; c < n_inputs; c++)
+            cli_input_close(&s.inputs[c]);
+        free(s.inputs), free(s.faces), free(s.counts);
+        omma_face_pipeline_destroy(s.p);
         return CLI_EXIT_ERROR;
     }
 
-    int failed = 0, frames = 0, total_faces = 0;
-    double total_ms = 0;
-    for (int cam = 0; cam < n_inputs; cam++) {
-        rt_image img;
-        int n = 0;
-        if ((st = rt_image_load(inputs[cam], &img)) != OMMA_OK) {
-            fprintf(stderr, "omma: error: %s\n", omma_last_error());
-            failed++;
-            continue;
-        }
-        omma_frame f = rt_image_frame(&img);
-        uint64_t t0 = core_now_ns();
-        st = omma_face_pipeline_process(p, cam, &f, faces, max_faces, &n);
-        uint64_t t1 = core_now_ns();
-        rt_image_free(&img);
-        if (st != OMMA_OK) {
-            fprintf(stderr, "omma: error: %s: %s\n", inputs[cam], omma_last_error());
-            failed++;
-            continue;
-        }
-        total_ms += (double)(t1 - t0) / 1e6;
-        frames++;
-        total_faces += n;
-        write_frame(out.f, cam, inputs[cam], faces, n);
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    cli_progress_start(&s.progress, total_known ? total : 0);
+    int loop_ok = run_loop(&s, n_inputs, batch_cap);
+    cli_progress_finish(&s.progress);
+    double secs = cli_progress_elapsed(&s.progress);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+
+    int failed = 0;
+    for (int c = 0; c < n_inputs; c++) {
+        failed += s.inputs[c].state == CLI_INPUT_FAILED;
+        cli_input_close(&s.inputs[c]);
     }
-    int written = output_close(&out, 1);
-    free(faces);
-    omma_face_pipeline_destroy(p);
+    int written = cli_output_close(&s.out, 1);
+    int annotated = cli_annotator_close(&s.ann, 1);
+    omma_face_pipeline_stats stats;
+    memset(&stats, 0, sizeof stats);
+    omma_face_pipeline_get_stats(s.p, &stats);
+    omma_face_pipeline_destroy(s.p);
+    free(s.inputs), free(s.faces), free(s.counts);
+
+    double per = s.frames ? (double)s.frames : 1.0;
     fprintf(stderr,
-            "omma run: %d input(s), %d failed, %d frame(s), %d face(s), mean latency %.1f ms "
-            "(cpu backend)%s%s\n",
-            n_inputs, failed, frames, total_faces, frames ? total_ms / frames : 0.0,
-            out_path ? ", written to " : "", out_path ? out_path : "");
-    return failed || !written ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+            "omma run: %d input(s), %d failed, %ld frame(s), %ld face(s), %.1f frames/s, mean "
+            "latency %.1f ms per batch (%ld batch(es) of up to %d frames), host->device %.0f "
+            "B/frame, device->host %.0f B/frame (%s backend)%s%s\n",
+            n_inputs, failed, s.frames, s.faces_found, secs > 0 ? (double)s.frames / secs : 0.0,
+            s.batches ? s.batch_ms / (double)s.batches : 0.0, s.batches, batch_cap,
+            (double)stats.h2d_bytes / per, (double)stats.d2h_bytes / per,
+            backend_name(a.backend), written && a.out_path ? ", written to " : "",
+            written && a.out_path ? a.out_path : "");
+    if (sample)
+        fprintf(stderr, "omma run: sample: %ld face(s) found in %ld frame(s);", s.faces_found,
+                s.frames);
+    else if (a.annotate_dir || annotate_video)
+        fprintf(stderr, "omma run:");
+    if (a.annotate_dir)
+        fprintf(stderr, " annotated output in %s (%ld PNG(s))", a.annotate_dir, s.ann.pngs);
+    if (annotate_video)
+        fprintf(stderr, "%s annotated video %s (%ld frame(s)%s)", a.annotate_dir ? "," : "",
+                annotate_video, s.ann.video_frames, annotated ? "" : ", failed");
+    if (sample || a.annotate_dir || annotate_video)
+        fputc('\n', stderr);
+    if (interrupted) {
+        fprintf(stderr, "omma run: interrupted; the output holds the %ld frame(s) done\n",
+                s.frames);
+        return EXIT_INTERRUPTED;
+    }
+    return failed || !written || !annotated || !loop_ok ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 }

@@ -1,0 +1,307 @@
+/* JSON Lines and CSV writers of omma run, and the temporary-file output. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, fchmod, fdopen, open_memstream */
+#include "cli/run_output.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/run_progress.h"
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* A number with `digits` decimals; null in JSON (empty in CSV) for NaN and
+ * infinities. */
+static void num(FILE *f, float v, int digits, const char *missing)
+{
+    if (isfinite(v))
+        fprintf(f, "%.*f", digits, (double)v);
+    else
+        fputs(missing, f);
+}
+
+/* Milliseconds with at most 3 decimals, trailing zeros dropped (0, 66.667). */
+static void millis(FILE *f, double ms)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.3f", isfinite(ms) ? ms : 0.0);
+    char *dot = strchr(buf, '.');
+    if (dot) {
+        char *end = buf + strlen(buf) - 1;
+        while (end > dot && *end == '0')
+            *end-- = 0;
+        if (end == dot)
+            *end = 0;
+    }
+    fputs(buf, f);
+}
+
+static void json_face(FILE *f, const omma_face *face)
+{
+    fprintf(f, "{\"id\":%d,\"score\":", face->id);
+    num(f, face->score, 4, "null");
+    fputs(",\"box\":[", f);
+    num(f, face->box.xmin, 2, "null");
+    fputc(',', f);
+    num(f, face->box.ymin, 2, "null");
+    fputc(',', f);
+    num(f, face->box.xmax, 2, "null");
+    fputc(',', f);
+    num(f, face->box.ymax, 2, "null");
+    fputs("],\"keypoints\":[", f);
+    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
+        fputs(k ? ",[" : "[", f);
+        num(f, face->keypoints[k][0], 2, "null");
+        fputc(',', f);
+        num(f, face->keypoints[k][1], 2, "null");
+        fputc(']', f);
+    }
+    fputs("],\"landmarks\":[", f);
+    for (int k = 0; k < OMMA_FACE_LANDMARKS; k++) {
+        fputs(k ? ",[" : "[", f);
+        for (int c = 0; c < 3; c++) {
+            if (c)
+                fputc(',', f);
+            num(f, face->landmarks[k][c], 2, "null");
+        }
+        fputc(']', f);
+    }
+    fputs("],\"presence\":", f);
+    num(f, face->presence, 4, "null");
+    fputc('}', f);
+}
+
+static void json_frame(FILE *f, int camera, const char *source, long frame, double ts,
+                       const omma_face *faces, int n)
+{
+    fprintf(f, "{\"camera\":%d,\"source\":", camera);
+    json_string(f, source);
+    fprintf(f, ",\"frame\":%ld,\"timestamp_ms\":", frame);
+    millis(f, ts);
+    fputs(",\"faces\":[", f);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            fputc(',', f);
+        json_face(f, &faces[i]);
+    }
+    fputs("]}\n", f);
+}
+
+/* A CSV field: quoted (quotes doubled) when it holds a comma, quote or
+ * line break (RFC 4180). */
+static void csv_string(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+#define CSV_FACE_FIELDS (4 + 4 + 2 * OMMA_FACE_KEYPOINTS + 3 * OMMA_FACE_LANDMARKS)
+
+static void csv_header(FILE *f)
+{
+    fputs("camera,source,frame,timestamp_ms,face_id,score,presence,x0,y0,x1,y1", f);
+    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++)
+        fprintf(f, ",kp%d_x,kp%d_y", k, k);
+    for (int k = 0; k < OMMA_FACE_LANDMARKS; k++)
+        fprintf(f, ",lm%d_x,lm%d_y,lm%d_z", k, k, k);
+    fputc('\n', f);
+}
+
+static void csv_frame(FILE *f, int camera, const char *source, long frame, double ts,
+                      const omma_face *faces, int n)
+{
+    for (int i = 0; i < (n > 0 ? n : 1); i++) {
+        fprintf(f, "%d,", camera);
+        csv_string(f, source);
+        fprintf(f, ",%ld,", frame);
+        millis(f, ts);
+        if (n == 0) {
+            for (int k = 0; k < CSV_FACE_FIELDS - 1; k++) /* a face's fields but the id */
+                fputc(',', f);
+            fputs(",\n", f);
+            continue;
+        }
+        const omma_face *face = &faces[i];
+        fprintf(f, ",%d,", face->id);
+        num(f, face->score, 4, "");
+        fputc(',', f);
+        num(f, face->presence, 4, "");
+        const float box[4] = {face->box.xmin, face->box.ymin, face->box.xmax, face->box.ymax};
+        for (int k = 0; k < 4; k++) {
+            fputc(',', f);
+            num(f, box[k], 2, "");
+        }
+        for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++)
+            for (int c = 0; c < 2; c++) {
+                fputc(',', f);
+                num(f, face->keypoints[k][c], 2, "");
+            }
+        for (int k = 0; k < OMMA_FACE_LANDMARKS; k++)
+            for (int c = 0; c < 3; c++) {
+                fputc(',', f);
+                num(f, face->landmarks[k][c], 2, "");
+            }
+        fputc('\n', f);
+    }
+}
+
+static const char *name_of(const cli_output *o)
+{
+    return o->path ? o->path : "stdout";
+}
+
+/* Writes the record held in [buf, buf + n) with one fwrite and a flush. */
+static int put(cli_output *o, const char *buf, size_t n)
+{
+    if (o->failed)
+        return 0;
+    errno = 0;
+    if (fwrite(buf, 1, n, o->f) != n || (!o->path && fflush(o->f) != 0)) {
+        cli_run_error("%s: writing failed: %s", name_of(o), errno ? strerror(errno) : "I/O error");
+        o->failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* A record is formatted into a memstream, then put() whole. */
+static int record_begin(cli_output *o, FILE **m, char **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    if (o->failed)
+        return 0;
+    *m = open_memstream(buf, len);
+    if (!*m) {
+        cli_run_error("%s: out of memory formatting a record", name_of(o));
+        o->failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* buf and len are the memstream's: valid after fclose. */
+static int record_end(cli_output *o, FILE *m, char **buf, size_t *len)
+{
+    int ok = fclose(m) == 0;
+    if (!ok) {
+        cli_run_error("%s: out of memory formatting a record", name_of(o));
+        o->failed = 1;
+    } else {
+        ok = put(o, *buf, *len);
+    }
+    free(*buf);
+    return ok;
+}
+
+int cli_output_frame(cli_output *o, int camera, const char *source, long frame,
+                     double timestamp_ms, const omma_face *faces, int n)
+{
+    FILE *m;
+    char *buf;
+    size_t len;
+    if (!record_begin(o, &m, &buf, &len))
+        return 0;
+    if (o->csv)
+        csv_frame(m, camera, source, frame, timestamp_ms, faces, n);
+    else
+        json_frame(m, camera, source, frame, timestamp_ms, faces, n);
+    return record_end(o, m, &buf, &len);
+}
+
+int cli_output_open(cli_output *o, const char *path, int csv)
+{
+    memset(o, 0, sizeof *o);
+    o->csv = csv;
+    if (!path) {
+        o->f = stdout;
+    } else {
+        o->path = path;
+        size_t n = strlen(path) + sizeof ".tmp.XXXXXX";
+        o->tmp = malloc(n);
+        if (!o->tmp) {
+            cli_run_error("%s: out of memory", path);
+            return 0;
+        }
+        snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
+        int fd = mkstemp(o->tmp);
+        if (fd < 0) {
+            cli_run_error("%s: cannot create a temporary file beside it: %s", path,
+                          strerror(errno));
+            free(o->tmp);
+            return 0;
+        }
+        (void)fchmod(fd, 0644);
+        o->f = fdopen(fd, "w");
+        if (!o->f) {
+            cli_run_error("%s: %s", o->tmp, strerror(errno));
+            close(fd);
+            unlink(o->tmp);
+            free(o->tmp);
+            return 0;
+        }
+    }
+    if (csv) {
+        FILE *m;
+        char *buf;
+        size_t len;
+        if (!record_begin(o, &m, &buf, &len))
+            return cli_output_close(o, 0), 0;
+        csv_header(m);
+        if (!record_end(o, m, &buf, &len))
+            return cli_output_close(o, 0), 0;
+    }
+    return 1;
+}
+
+int cli_output_close(cli_output *o, int keep)
+{
+    errno = 0;
+    int ok = !o->failed && fflush(o->f) == 0 && !ferror(o->f);
+    int err = errno;
+    if (!o->path) {
+        if (!ok && !o->failed)
+            cli_run_error("writing to stdout failed: %s", err ? strerror(err) : "I/O error");
+        return ok;
+    }
+    if (fclose(o->f) != 0 && ok) {
+        ok = 0;
+        err = errno;
+    }
+    if (!ok && !o->failed)
+        cli_run_error("%s: writing failed: %s", o->path, err ? strerror(err) : "I/O error");
+    if (ok && keep && rename(o->tmp, o->path) != 0) {
+        cli_run_error("%s: cannot rename %s to it: %s", o->path, o->tmp, strerror(errno));
+        ok = 0;
+    }
+    if (!ok || !keep)
+        unlink(o->tmp);
+    free(o->tmp);
+    o->tmp = NULL;
+    return ok;
+}

@@ -1,0 +1,36 @@
+/* omma run's results: JSON Lines (one object per frame per camera) or CSV
+ * (one row per face per frame, and one row with the face fields empty for
+ * a frame without faces, so every frame processed appears), to stdout or
+ * to a file. A file is written under a temporary name beside it and
+ * renamed into place by cli_output_close, so it is complete or absent; each
+ * record is formatted whole in memory and written with one call, so even
+ * stdout never holds half a record from omma. Main thread only. */
+#ifndef OMMA_CLI_RUN_OUTPUT_H
+#define OMMA_CLI_RUN_OUTPUT_H
+
+#include <stdio.h>
+
+#include "omma/face.h"
+
+typedef struct cli_output {
+    FILE *f;
+    const char *path; /* NULL: stdout */
+    char *tmp;
+    int csv;
+    int failed; /* a write failed (reported once) */
+} cli_output;
+
+/* Opens stdout (path NULL) or a temporary file beside path; a CSV output
+ * gets its header row. Returns 1, or 0 after printing the error. */
+int cli_output_open(cli_output *o, const char *path, int csv);
+
+/* Writes the record(s) of one frame. Returns 1, or 0 after printing the
+ * error (once; later calls then do nothing and return 0). */
+int cli_output_frame(cli_output *o, int camera, const char *source, long frame,
+                     double timestamp_ms, const omma_face *faces, int n);
+
+/* Flushes; a file is renamed into place (keep) or removed. Returns 1 when
+ * everything was written. */
+int cli_output_close(cli_output *o, int keep);
+
+#endif
