@@ -58,6 +58,7 @@
     X(cuMemcpyHtoDAsync)           \
     X(cuMemcpyDtoHAsync)           \
     X(cuMemcpyDtoDAsync)           \
+    X(cuMemcpy2DAsync)             \
     X(cuMemsetD8Async)             \
     X(cuPointerGetAttribute)       \
     X(cuStreamCreateWithPriority)  \

@@ -3,6 +3,7 @@
 #include "gpu/memory.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -263,6 +264,32 @@ omma_status gpu_copy_h2d_async(omma_device *dev, CUdeviceptr dst, const void *sr
                                CUstream stream)
 {
     return copy(dev, H2D, NULL, dst, src, 0, bytes, stream);
+}
+
+omma_status gpu_copy_h2d_2d_async(omma_device *dev, CUdeviceptr dst, size_t dst_pitch,
+                                  const void *src, size_t src_pitch, size_t row_bytes,
+                                  size_t rows, CUstream stream)
+{
+    if (!dev)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "gpu copy: device is NULL");
+    if (row_bytes == 0 || rows == 0)
+        return OMMA_OK;
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = src;
+    c.srcPitch = src_pitch;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = dst;
+    c.dstPitch = dst_pitch;
+    c.WidthInBytes = row_bytes;
+    c.Height = rows;
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(dev, &scope));
+    omma_status st = OMMA_CK(gpu_cu.cuMemcpy2DAsync(&c, stream));
+    if (st == OMMA_OK)
+        count(dev, H2D, row_bytes * rows);
+    return gpu_leave_keep(&scope, st);
 }
 
 omma_status gpu_copy_d2h_async(omma_device *dev, void *dst, CUdeviceptr src, size_t bytes,

@@ -40,6 +40,11 @@ void gpu_host_free(omma_device *dev, void *ptr, size_t bytes);
  * counted). Host memory should be pinned for the copy to be asynchronous. */
 omma_status gpu_copy_h2d_async(omma_device *dev, CUdeviceptr dst, const void *src, size_t bytes,
                                CUstream stream);
+/* A pitched host image (rows of row_bytes, src_pitch apart) to a pitched
+ * device image, as one counted copy of rows * row_bytes bytes. */
+omma_status gpu_copy_h2d_2d_async(omma_device *dev, CUdeviceptr dst, size_t dst_pitch,
+                                  const void *src, size_t src_pitch, size_t row_bytes,
+                                  size_t rows, CUstream stream);
 omma_status gpu_copy_d2h_async(omma_device *dev, void *dst, CUdeviceptr src, size_t bytes,
                                CUstream stream);
 omma_status gpu_copy_d2d_async(omma_device *dev, CUdeviceptr dst, CUdeviceptr src, size_t bytes,

@@ -33,7 +33,8 @@ static int in_unit(float v)
 static omma_status check_options(const omma_face_pipeline_options *o)
 {
     if (o->backend != OMMA_BACKEND_CPU && o->backend != OMMA_BACKEND_CUDA)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: unknown backend %d", (int)o->backend);
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: unknown backend %d",
+                         (int)o->backend);
     if (o->backend == OMMA_BACKEND_CPU && o->device)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: a device given to the CPU backend");
     if (o->precision != OMMA_PRECISION_FP16 && o->precision != OMMA_PRECISION_FP32)
@@ -51,8 +52,7 @@ static omma_status check_options(const omma_face_pipeline_options *o)
     if (o->detect_every < 0)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: detect_every %d < 0",
                          o->detect_every);
-    if (!in_unit(o->min_detection_score) || !in_unit(o->min_presence) ||
-        !in_unit(o->nms_threshold))
+    if (!in_unit(o->min_detection_score) || !in_unit(o->min_presence) || !in_unit(o->nms_threshold))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                          "face pipeline: min_detection_score %g, min_presence %g, nms_threshold "
                          "%g: each must be in [0, 1]",
@@ -105,12 +105,13 @@ static omma_status check_batch(const omma_face_pipeline *p, int n, const int *ca
                                const omma_frame *frames)
 {
     if (n < 1 || n > p->opt.max_batch)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: batch of %d frames not in 1..%d",
-                         n, p->opt.max_batch);
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: batch of %d frames not in 1..%d", n,
+                         p->opt.max_batch);
     for (int i = 0; i < n; i++) {
         if (cameras[i] < 0 || cameras[i] >= OMMA_PIPELINE_MAX_CAMERAS)
-            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: frame %d: camera %d not in 0..%d",
-                             i, cameras[i], OMMA_PIPELINE_MAX_CAMERAS - 1);
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                             "face pipeline: frame %d: camera %d not in 0..%d", i, cameras[i],
+                             OMMA_PIPELINE_MAX_CAMERAS - 1);
         for (int j = 0; j < i; j++)
             if (cameras[j] == cameras[i])
                 return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
@@ -156,8 +157,8 @@ static omma_status run_batch(omma_face_pipeline *p, int n, const int *cameras,
 static omma_status acquire(omma_face_pipeline *p)
 {
     if (atomic_exchange(&p->busy, true))
-        return OMMA_FAIL(OMMA_ERR_BUSY,
-                         "face pipeline: in use by another thread (use one pipeline per thread)");
+        return OMMA_FAIL(OMMA_ERR_BUSY, "face pipeline: in use by another thread "
+                                        "(use one pipeline per thread)");
     return OMMA_OK;
 }
 
@@ -175,9 +176,8 @@ omma_status omma_face_pipeline_process_batch(omma_face_pipeline *p, int n, const
     return st;
 }
 
-omma_status omma_face_pipeline_process(omma_face_pipeline *p, int camera,
-                                       const omma_frame *frame, omma_face *faces, int max,
-                                       int *n)
+omma_status omma_face_pipeline_process(omma_face_pipeline *p, int camera, const omma_frame *frame,
+                                       omma_face *faces, int max, int *n)
 {
     if (n)
         *n = 0;
@@ -185,8 +185,8 @@ omma_status omma_face_pipeline_process(omma_face_pipeline *p, int camera,
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_face_pipeline_process: NULL argument");
     if (camera < 0 || camera >= OMMA_PIPELINE_MAX_CAMERAS || max < 0)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
-                         "omma_face_pipeline_process: camera %d not in 0..%d or max %d < 0",
-                         camera, OMMA_PIPELINE_MAX_CAMERAS - 1, max);
+                         "omma_face_pipeline_process: camera %d not in 0..%d or max %d < 0", camera,
+                         OMMA_PIPELINE_MAX_CAMERAS - 1, max);
     OMMA_TRY(acquire(p));
     int count = 0;
     omma_status st = run_batch(p, 1, &camera, frame, p->one, &count);

@@ -18,7 +18,8 @@ struct fp_backend {
     float *det_in, *det_boxes, *det_scores, *mesh_in, *mesh_lm, *mesh_flag;
     fp_detector_spec dspec;
     vis_tracker_options topt;
-    vis_tracker *trackers[OMMA_PIPELINE_MAX_CAMERAS]; /* NULL until a camera's first frame */
+    vis_tracker *trackers[OMMA_PIPELINE_MAX_CAMERAS]; /* NULL until a camera's
+                                                         first frame */
     float (*lm)[OMMA_FACE_LANDMARKS * 3]; /* this frame's landmarks per track */
     float *presence;
 };
@@ -75,8 +76,7 @@ static omma_status tracker_for(fp_backend *b, int camera, vis_tracker **out)
     if (!b->trackers[camera]) {
         vis_tracker *t = malloc(sizeof *t);
         if (!t)
-            return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "face pipeline: tracker of camera %d",
-                             camera);
+            return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "face pipeline: tracker of camera %d", camera);
         omma_status st = vis_tracker_init(t, &b->topt);
         if (st != OMMA_OK) {
             free(t);
@@ -146,8 +146,7 @@ static omma_status cpu_run_batch(omma_face_pipeline *p, int n, const int *camera
     for (int i = 0; i < n; i++) {
         vis_tracker *t = NULL;
         OMMA_TRY(tracker_for(b, cameras[i], &t));
-        OMMA_TRY(track(p, t, &frames[i], faces + (size_t)i * (size_t)p->opt.max_faces,
-                       &counts[i]));
+        OMMA_TRY(track(p, t, &frames[i], faces + (size_t)i * (size_t)p->opt.max_faces, &counts[i]));
     }
     return OMMA_OK;
 }

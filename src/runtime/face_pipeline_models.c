@@ -34,7 +34,8 @@ omma_status fp_inspect_detector(const omma_engine *e, const char *path, fp_detec
         omma_engine_output_info(e, out->box_output, &boxes) != OMMA_OK || boxes.rank != 3 ||
         boxes.dims[1] != out->n_anchors)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "%s: outputs are not BlazeFace's [1, %d, 16] boxes and [1, %d, 1] scores",
+                         "%s: outputs are not BlazeFace's [1, %d, 16] boxes and "
+                         "[1, %d, 1] scores",
                          path, out->n_anchors, out->n_anchors);
     return OMMA_OK;
 }

@@ -33,7 +33,7 @@ struct omma_face_pipeline {
     omma_face_pipeline_options opt; /* model paths NULL after create */
     const fp_backend_ops *ops;
     fp_backend *impl;
-    omma_face *one;                 /* max_faces: omma_face_pipeline_process's batch */
+    omma_face *one; /* max_faces: omma_face_pipeline_process's batch */
     omma_face_pipeline_stats stats;
     atomic_bool busy;
 };

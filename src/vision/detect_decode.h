@@ -1,21 +1,25 @@
-/* Private: the CPU reference of the detector's decoding: raw SSD outputs
- * -> scored boxes and keypoints -> MediaPipe's weighted non-maximum
- * suppression -> detections in frame pixels. No shared state: any thread. */
+/* Private: the detector's decoding: raw SSD outputs -> scored boxes and
+ * keypoints -> MediaPipe's weighted non-maximum suppression -> detections
+ * in frame pixels. vis_detect_decode is the CPU reference; its steps
+ * (VIS_HD) are shared with the CUDA kernel. No shared state: any thread. */
 #ifndef OMMA_VISION_DETECT_DECODE_H
 #define OMMA_VISION_DETECT_DECODE_H
+
+#include <math.h>
 
 #include "omma/face.h"
 #include "omma/status.h"
 #include "vision/anchors.h"
+#include "vision/hd.h"
 #include "vision/letterbox.h"
 
 typedef struct vis_decode_options {
-    float input_size;      /* x, y, w, h scales: the input side (128 or 192) */
-    float score_clip;      /* logits clamped to +-this before the sigmoid (100) */
-    float min_score;       /* keep detections scoring >= this (0.5) */
+    float input_size; /* x, y, w, h scales: the input side (128 or 192) */
+    float score_clip; /* logits clamped to +-this before the sigmoid (100) */
+    float min_score; /* keep detections scoring >= this (0.5) */
     float min_suppression; /* a box joins a cluster when its IoU with the
                             * cluster's best is > this (0.3) */
-    int max_faces;         /* at most this many detections out (4) */
+    int max_faces; /* at most this many detections out (4) */
 } vis_decode_options;
 
 /* The defaults above, for an input of input_size pixels. */
@@ -39,6 +43,127 @@ omma_status vis_detect_decode(const vis_decode_options *opt, const vis_anchor *a
                               const vis_letterbox *lb, omma_detection *out, int *count);
 
 /* Intersection over union of two boxes; 0 when either is empty. */
-float vis_box_iou(const omma_box *a, const omma_box *b);
+VIS_HD float vis_box_iou(const omma_box *a, const omma_box *b)
+{
+    float ix = fminf(a->xmax, b->xmax) - fmaxf(a->xmin, b->xmin);
+    float iy = fminf(a->ymax, b->ymax) - fmaxf(a->ymin, b->ymin);
+    if (!(ix > 0.0f && iy > 0.0f))
+        return 0.0f;
+    float inter = ix * iy;
+    float area_a = (a->xmax - a->xmin) * (a->ymax - a->ymin);
+    float area_b = (b->xmax - b->xmin) * (b->ymax - b->ymin);
+    float uni = area_a + area_b - inter;
+    return uni > 0.0f ? inter / uni : 0.0f;
+}
+
+/* One decoded anchor, normalized to the input. */
+typedef struct vis_candidate {
+    int anchor;
+    float score;
+    omma_box box;
+    float kp[OMMA_FACE_KEYPOINTS][2];
+} vis_candidate;
+
+/* The score of a logit: sigmoid(clamp(logit, +-clip)). */
+VIS_HD float vis_detection_score(float logit, float clip)
+{
+    float r = fminf(fmaxf(logit, -clip), clip);
+    return 1.0f / (1.0f + expf(-r));
+}
+
+/* Candidate a (score given) from its 16 raw values and its anchor. */
+VIS_HD void vis_decode_anchor(const vis_decode_options *opt, const vis_anchor *an, int a,
+                              float score, const float *raw, vis_candidate *c)
+{
+    float s = opt->input_size;
+    float cx = raw[0] / s * an->w + an->x, cy = raw[1] / s * an->h + an->y;
+    float w = raw[2] / s * an->w, h = raw[3] / s * an->h;
+    c->anchor = a;
+    c->score = score;
+    c->box.xmin = cx - w * 0.5f;
+    c->box.ymin = cy - h * 0.5f;
+    c->box.xmax = cx + w * 0.5f;
+    c->box.ymax = cy + h * 0.5f;
+    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
+        c->kp[k][0] = raw[4 + 2 * k] / s * an->w + an->x;
+        c->kp[k][1] = raw[5 + 2 * k] / s * an->h + an->y;
+    }
+}
+
+/* The order of the NMS: best score first; equal scores in anchor order, so
+ * every backend agrees. Nonzero when a comes before b. */
+VIS_HD int vis_candidate_before(const vis_candidate *a, const vis_candidate *b)
+{
+    return a->score > b->score || (a->score == b->score && a->anchor < b->anchor);
+}
+
+/* A cluster's detection, mapped back through the letterbox to frame pixels. */
+VIS_HD void vis_candidate_to_frame(const vis_letterbox *lb, float size, const vis_candidate *c,
+                                   omma_detection *d)
+{
+    d->score = c->score;
+    d->box.xmin = vis_letterbox_to_frame_x(lb, c->box.xmin * size);
+    d->box.ymin = vis_letterbox_to_frame_y(lb, c->box.ymin * size);
+    d->box.xmax = vis_letterbox_to_frame_x(lb, c->box.xmax * size);
+    d->box.ymax = vis_letterbox_to_frame_y(lb, c->box.ymax * size);
+    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
+        d->keypoints[k][0] = vis_letterbox_to_frame_x(lb, c->kp[k][0] * size);
+        d->keypoints[k][1] = vis_letterbox_to_frame_y(lb, c->kp[k][1] * size);
+    }
+}
+
+/* MediaPipe's WEIGHTED non-max suppression over m candidates sorted by
+ * vis_candidate_before (cand is compacted in place as clusters are taken
+ * out): up to opt->max_faces detections to out, best first; returns their
+ * number. */
+VIS_HD int vis_weighted_nms(const vis_decode_options *opt, const vis_letterbox *lb,
+                            vis_candidate *cand, int m, omma_detection *out)
+{
+    int found = 0;
+    while (m > 0 && found < opt->max_faces) {
+        vis_candidate best = cand[0], sum;
+        float total = 0.0f;
+        int rest = 0;
+        sum.box.xmin = sum.box.ymin = sum.box.xmax = sum.box.ymax = 0.0f;
+        for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++)
+            sum.kp[k][0] = sum.kp[k][1] = 0.0f;
+        for (int i = 0; i < m; i++) {
+            if (vis_box_iou(&cand[i].box, &best.box) > opt->min_suppression) {
+                float w = cand[i].score;
+                total += w;
+                sum.box.xmin += cand[i].box.xmin * w;
+                sum.box.ymin += cand[i].box.ymin * w;
+                sum.box.xmax += cand[i].box.xmax * w;
+                sum.box.ymax += cand[i].box.ymax * w;
+                for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
+                    sum.kp[k][0] += cand[i].kp[k][0] * w;
+                    sum.kp[k][1] += cand[i].kp[k][1] * w;
+                }
+            } else {
+                cand[rest++] = cand[i];
+            }
+        }
+        if (total > 0.0f) {
+            best.box.xmin = sum.box.xmin / total;
+            best.box.ymin = sum.box.ymin / total;
+            best.box.xmax = sum.box.xmax / total;
+            best.box.ymax = sum.box.ymax / total;
+            for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
+                best.kp[k][0] = sum.kp[k][0] / total;
+                best.kp[k][1] = sum.kp[k][1] / total;
+            }
+        }
+        vis_candidate_to_frame(lb, opt->input_size, &best, &out[found++]);
+        /* A degenerate best box (IoU 0 with itself) joins no cluster: drop
+         * it alone so the loop always progresses. */
+        if (rest == m) {
+            for (int i = 1; i < m; i++)
+                cand[i - 1] = cand[i];
+            rest = m - 1;
+        }
+        m = rest;
+    }
+    return found;
+}
 
 #endif

@@ -14,8 +14,8 @@ omma_status vis_preprocess_ref(const omma_frame *frame, int size, float scale, f
     if (size < 1 || size > 4096)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "input size %d not in 1..4096", size);
     vis_letterbox l = vis_letterbox_make(frame->width, frame->height, size);
-    float inv = 1.0f / l.scale;
-    const float m[6] = {inv, 0.0f, -l.offset_x * inv, 0.0f, inv, -l.offset_y * inv};
+    float m[6];
+    vis_letterbox_input_to_frame(&l, m);
     vis_frame_sample_affine(frame, m, size, size, VIS_BORDER_ZERO, scale, bias, out);
     if (lb)
         *lb = l;
