@@ -35,6 +35,15 @@ static int maybe_video(const char *path)
     return 1;
 }
 
+/* The library's detail without its leading "PATH: " (the caller names
+ * the file itself). */
+static const char *detail_after(const char *path)
+{
+    const char *d = omma_last_error();
+    size_t n = strlen(path);
+    return strncmp(d, path, n) == 0 && d[n] == ':' && d[n + 1] == ' ' ? d + n + 2 : d;
+}
+
 static int fail(cli_input *in)
 {
     in->state = CLI_INPUT_FAILED;
@@ -65,7 +74,7 @@ int cli_input_open(cli_input *in, const char *path, long max_frames)
     if (st != OMMA_OK) {
         if (st == OMMA_ERR_FORMAT)
             cli_run_error("%s: not a PNG or JPEG image, nor a video omma can read: %s", path,
-                          omma_last_error());
+                          detail_after(path));
         else
             cli_run_error("%s", omma_last_error());
         return fail(in);
@@ -110,7 +119,7 @@ int cli_input_next(cli_input *in, omma_frame *frame, long *index, double *timest
     } else {
         int eof = 0;
         if (rt_video_read(in->video, frame, timestamp_ms, &eof) != OMMA_OK) {
-            cli_run_error("%s: frame %ld: %s", in->path, in->frames_read, omma_last_error());
+            cli_run_error("%s: %s; the camera stops", in->path, detail_after(in->path));
             return fail(in);
         }
         if (eof) {

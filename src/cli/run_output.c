@@ -120,7 +120,8 @@ static void csv_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-#define CSV_FACE_FIELDS (4 + 4 + 2 * OMMA_FACE_KEYPOINTS + 3 * OMMA_FACE_LANDMARKS)
+/* face_id, score, presence, the box, keypoints, landmarks. */
+#define CSV_FACE_FIELDS (3 + 4 + 2 * OMMA_FACE_KEYPOINTS + 3 * OMMA_FACE_LANDMARKS)
 
 static void csv_header(FILE *f)
 {
@@ -141,9 +142,9 @@ static void csv_frame(FILE *f, int camera, const char *source, long frame, doubl
         fprintf(f, ",%ld,", frame);
         millis(f, ts);
         if (n == 0) {
-            for (int k = 0; k < CSV_FACE_FIELDS - 1; k++) /* a face's fields but the id */
+            for (int k = 0; k < CSV_FACE_FIELDS; k++) /* the face fields, empty */
                 fputc(',', f);
-            fputs(",\n", f);
+            fputc('\n', f);
             continue;
         }
         const omma_face *face = &faces[i];
