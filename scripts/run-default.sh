@@ -1,23 +1,42 @@
 #!/usr/bin/env bash
 # make run: the main job on its built-in default. `omma info` first (the
-# GPUs); then the face pipeline on the sample photo (testdata/astronaut.png)
-# with `omma run`. The GPU face pipeline is not built yet, so the run uses
-# the CPU backend, on a machine without a GPU too (saying so), and prints
-# the JSON line of the photo's faces, shortened for the terminal.
+# GPUs); then `omma run` with no input: the face pipeline on the sample
+# (testdata/astronaut.png and, when scripts/fetch-testdata.sh made it,
+# testdata/astronaut_pan.mp4 as a second camera), annotated pictures and
+# video in $TMPDIR/omma-run-sample (/tmp when TMPDIR is unset), JSON Lines
+# in faces.jsonl there. omma run never falls back to the CPU by itself; on a
+# machine without a GPU this script passes --backend cpu and says so (also
+# while the GPU face pipeline is not built yet).
 omma=${1:-build/omma}
 "$omma" info
 rc=$?
+backend=gpu
 if [ "$rc" -eq 3 ]; then
-    echo "make run: no GPU on this machine (omma info exit code 3); running the face pipeline on the CPU backend"
+    echo "make run: no GPU on this machine (omma info exit code 3); running the face pipeline with --backend cpu"
+    backend=cpu
 elif [ "$rc" -ne 0 ]; then
     exit "$rc"
-else
-    echo "make run: the GPU face pipeline is not built yet; running it on the CPU backend"
 fi
-echo "make run: omma run --backend cpu (no input: the sample testdata/astronaut.png)"
-out=$(mktemp "${TMPDIR:-/tmp}/omma-run-XXXXXX.jsonl") || exit 1
-trap 'rm -f "$out"' EXIT
-"$omma" run --backend cpu --out "$out" || exit $?
-# The landmarks make a line of ~20 kB: show its start and the face count.
-cut -c 1-400 "$out" | sed 's/$/ .../'
-echo "make run: $(grep -o '"landmarks":\[' "$out" | wc -l) face(s) with 468 landmarks each (full JSON: omma run --backend cpu)"
+dir=${TMPDIR:-/tmp}/omma-run-sample
+mkdir -p "$dir" || exit 1
+out=$dir/faces.jsonl
+err=$(mktemp "${TMPDIR:-/tmp}/omma-run-err-XXXXXX") || exit 1
+trap 'rm -f "$err"' EXIT
+echo "make run: omma run --backend $backend --out $out (no input: the sample)"
+"$omma" run --backend "$backend" --out "$out" 2> >(tee "$err" >&2)
+rc=$?
+wait
+if [ "$rc" -ne 0 ] && [ "$backend" = gpu ] && grep -q "not built yet" "$err"; then
+    echo "make run: the GPU face pipeline is not built yet; running it with --backend cpu"
+    backend=cpu
+    "$omma" run --backend cpu --out "$out" 2> >(tee "$err" >&2)
+    rc=$?
+    wait
+fi
+[ "$rc" -eq 0 ] || exit "$rc"
+# A line holds 468 landmarks (~20 kB): show the start of the first one.
+head -n 1 "$out" | cut -c 1-300 | sed 's/$/ .../'
+faces=$(grep -o '"landmarks":\[' "$out" | wc -l)
+frames=$(wc -l <"$out")
+echo "make run: $faces face(s) with 468 landmarks each in $frames frame(s) ($backend backend);" \
+    "annotated output in $dir; JSON Lines in $out"
