@@ -307,16 +307,16 @@ static int run_loop(run_state *s, int n_inputs, int batch_cap)
 
 /* The sample inputs: the photo, and the video where it was made and this
  * build reads video. */
-static int sample_inputs(const char *data, char *photo, char *video, size_t size,
-                         const char **list)
+static int sample_inputs(const char *data, char *photo, char *video, size_t size, const char **list)
 {
     snprintf(photo, size, "%s/%s", data, SAMPLE_PHOTO);
     snprintf(video, size, "%s/%s", data, SAMPLE_VIDEO);
     list[0] = photo;
     struct stat sb;
     if (!rt_video_available()) {
-        fprintf(stderr, "omma run: no input given; running on the sample photo %s only (this "
-                        "build reads no video)\n",
+        fprintf(stderr,
+                "omma run: no input given; running on the sample photo %s only (this "
+                "build reads no video)\n",
                 photo);
         return 1;
     }
@@ -328,8 +328,9 @@ static int sample_inputs(const char *data, char *photo, char *video, size_t size
         return 1;
     }
     list[1] = video;
-    fprintf(stderr, "omma run: no input given; running on the sample: %s (camera 0) and %s "
-                    "(camera 1)\n",
+    fprintf(stderr,
+            "omma run: no input given; running on the sample: %s (camera 0) and %s "
+            "(camera 1)\n",
             photo, video);
     return 2;
 }
@@ -356,7 +357,8 @@ int cli_run(int argc, char **argv)
 
     const char *data = data_dir();
     char det_path[4096], mesh_path[4096], photo[4096], video[4096], sample_dir[4096];
-    snprintf(det_path, sizeof det_path, "%s/%s", data, a.full_range ? DETECTOR_FULL : DETECTOR_SHORT);
+    snprintf(det_path, sizeof det_path, "%s/%s", data,
+             a.full_range ? DETECTOR_FULL : DETECTOR_SHORT);
     snprintf(mesh_path, sizeof mesh_path, "%s/%s", data, MESH_MODEL);
     const char *sample_list[2] = {NULL, NULL};
     int sample = n_inputs == 0;
@@ -387,12 +389,14 @@ int cli_run(int argc, char **argv)
     if (st == OMMA_ERR_NO_DEVICE)
         return no_gpu(omma_last_error());
     if (st != OMMA_OK && a.backend == OMMA_BACKEND_CUDA)
-        return cli_fail(st, "cannot create the GPU face pipeline (--backend cpu runs the CPU "
-                            "one; models from %s/models)",
+        return cli_fail(st,
+                        "cannot create the GPU face pipeline (--backend cpu runs the CPU "
+                        "one; models from %s/models)",
                         data);
     if (st != OMMA_OK)
-        return cli_fail(st, "cannot load the face models from %s/models (set OMMA_DATA, or run "
-                            "scripts/fetch-models.sh)",
+        return cli_fail(st,
+                        "cannot load the face models from %s/models (set OMMA_DATA, or run "
+                        "scripts/fetch-models.sh)",
                         data);
 
     int batch_cap = a.max_batch < n_inputs ? a.max_batch : n_inputs;
@@ -473,9 +477,8 @@ int cli_run(int argc, char **argv)
             "B/frame, device->host %.0f B/frame (%s backend)%s%s\n",
             n_inputs, failed, s.frames, s.faces_found, secs > 0 ? (double)s.frames / secs : 0.0,
             s.batches ? s.batch_ms / (double)s.batches : 0.0, s.batches, batch_cap,
-            (double)stats.h2d_bytes / per, (double)stats.d2h_bytes / per,
-            backend_name(a.backend), written && a.out_path ? ", written to " : "",
-            written && a.out_path ? a.out_path : "");
+            (double)stats.h2d_bytes / per, (double)stats.d2h_bytes / per, backend_name(a.backend),
+            written && a.out_path ? ", written to " : "", written && a.out_path ? a.out_path : "");
     if (sample)
         fprintf(stderr, "omma run: sample: %ld face(s) found in %ld frame(s);", s.faces_found,
                 s.frames);

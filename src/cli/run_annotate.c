@@ -45,8 +45,8 @@ static int make_dirs(const char *dir)
     return 1;
 }
 
-int cli_annotator_open(cli_annotator *a, const char *dir, const char *video_path,
-                       int video_camera, double video_fps)
+int cli_annotator_open(cli_annotator *a, const char *dir, const char *video_path, int video_camera,
+                       double video_fps)
 {
     memset(a, 0, sizeof *a);
     a->dir = dir;
@@ -105,8 +105,7 @@ int cli_annotator_frame(cli_annotator *a, int camera, long frame_index, const om
         a->rgb_bytes = bytes;
     }
     if (rt_annotate(frame, faces, n, a->rgb, 3 * frame->width) != OMMA_OK) {
-        cli_run_error("annotating camera %d frame %ld: %s", camera, frame_index,
-                      omma_last_error());
+        cli_run_error("annotating camera %d frame %ld: %s", camera, frame_index, omma_last_error());
         a->failed = 1;
         return 0;
     }
@@ -114,10 +113,10 @@ int cli_annotator_frame(cli_annotator *a, int camera, long frame_index, const om
     if (a->dir) {
         char path[4096];
         int len = snprintf(path, sizeof path, "%s/cam%d_%06ld.png", a->dir, camera, frame_index);
-        omma_status st = len > 0 && (size_t)len < sizeof path
-                             ? rt_image_save_png(path, a->rgb, frame->width, frame->height,
-                                                 3 * frame->width)
-                             : OMMA_ERR_INVALID_ARG;
+        omma_status st =
+            len > 0 && (size_t)len < sizeof path
+                ? rt_image_save_png(path, a->rgb, frame->width, frame->height, 3 * frame->width)
+                : OMMA_ERR_INVALID_ARG;
         if (st != OMMA_OK) {
             cli_run_error("--annotate %s: %s; no more annotated pictures", a->dir,
                           len > 0 && (size_t)len < sizeof path ? omma_last_error()

@@ -14,13 +14,13 @@
 #include "runtime/video_writer.h"
 
 typedef struct cli_annotator {
-    const char *dir;        /* NULL: no PNGs */
+    const char *dir; /* NULL: no PNGs */
     const char *video_path; /* NULL: no video */
-    int video_camera;       /* the camera the video shows */
+    int video_camera; /* the camera the video shows */
     double video_fps;
     rt_video_writer *video;
-    int video_w, video_h;   /* the size the video was opened with */
-    int failed;             /* a write failed */
+    int video_w, video_h; /* the size the video was opened with */
+    int failed; /* a write failed */
     long pngs, video_frames;
     uint8_t *rgb;
     size_t rgb_bytes;
@@ -28,8 +28,8 @@ typedef struct cli_annotator {
 
 /* Creates dir (and its parents) when given. Returns 1, or 0 after printing
  * the error. */
-int cli_annotator_open(cli_annotator *a, const char *dir, const char *video_path,
-                       int video_camera, double video_fps);
+int cli_annotator_open(cli_annotator *a, const char *dir, const char *video_path, int video_camera,
+                       double video_fps);
 
 /* Whether frames of this camera are drawn at all. */
 int cli_annotator_wants(const cli_annotator *a, int camera);

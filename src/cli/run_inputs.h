@@ -10,8 +10,8 @@
 #include "runtime/video_file.h"
 
 typedef enum cli_input_state {
-    CLI_INPUT_LIVE,   /* frames may follow */
-    CLI_INPUT_ENDED,  /* every frame read (or --max-frames reached) */
+    CLI_INPUT_LIVE, /* frames may follow */
+    CLI_INPUT_ENDED, /* every frame read (or --max-frames reached) */
     CLI_INPUT_FAILED, /* did not open, or a frame failed: the camera stops */
 } cli_input_state;
 

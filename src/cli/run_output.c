@@ -220,8 +220,8 @@ static int record_end(cli_output *o, FILE *m, char **buf, size_t *len)
     return ok;
 }
 
-int cli_output_frame(cli_output *o, int camera, const char *source, long frame,
-                     double timestamp_ms, const omma_face *faces, int n)
+int cli_output_frame(cli_output *o, int camera, const char *source, long frame, double timestamp_ms,
+                     const omma_face *faces, int n)
 {
     FILE *m;
     char *buf;

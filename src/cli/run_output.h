@@ -26,8 +26,8 @@ int cli_output_open(cli_output *o, const char *path, int csv);
 
 /* Writes the record(s) of one frame. Returns 1, or 0 after printing the
  * error (once; later calls then do nothing and return 0). */
-int cli_output_frame(cli_output *o, int camera, const char *source, long frame,
-                     double timestamp_ms, const omma_face *faces, int n);
+int cli_output_frame(cli_output *o, int camera, const char *source, long frame, double timestamp_ms,
+                     const omma_face *faces, int n);
 
 /* Flushes; a file is renamed into place (keep) or removed. Returns 1 when
  * everything was written. */

@@ -8,10 +8,10 @@
 #include <stdint.h>
 
 typedef struct cli_progress {
-    int enabled;        /* stderr is a terminal */
-    long total;         /* frames expected, 0 when unknown */
-    uint64_t start_ns;  /* when the run started */
-    uint64_t drawn_ns;  /* when the bar was last drawn */
+    int enabled; /* stderr is a terminal */
+    long total; /* frames expected, 0 when unknown */
+    uint64_t start_ns; /* when the run started */
+    uint64_t drawn_ns; /* when the bar was last drawn */
 } cli_progress;
 
 /* Starts timing; draws nothing yet. total: frames expected (0: unknown). */

@@ -24,7 +24,7 @@ typedef struct colour {
 
 /* Bright colours that stay apart from each other and from skin tones. */
 static const colour palette[] = {
-    {0, 255, 0},   {255, 64, 255}, {0, 200, 255}, {255, 200, 0},
+    {0, 255, 0},   {255, 64, 255},  {0, 200, 255}, {255, 200, 0},
     {255, 64, 64}, {128, 128, 255}, {0, 255, 170}, {255, 128, 0},
 };
 static const colour white = {255, 255, 255};

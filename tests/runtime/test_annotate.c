@@ -268,7 +268,7 @@ static void test_outside_and_nan_faces_are_clipped(void)
     CHECK(padding_intact(out, 32, 24, pitch));
     REQUIRE_OK(rt_annotate(&g.f, f, 1, out, pitch));
     CHECK(changed(out, pitch, 25, 15) && changed(out, pitch, 20, 20)); /* top and left edges */
-    CHECK(!changed(out, pitch, 25, 20));                               /* its inside */
+    CHECK(!changed(out, pitch, 25, 20)); /* its inside */
     free(out);
     free(g.px);
 }
