@@ -1,0 +1,101 @@
+/* Private: the face pipeline's vision stages as CUDA kernels, for a whole
+ * batch step at once. Each stage runs the same VIS_HD code as the CPU
+ * reference (frame.h, letterbox.h, detect_decode.h, face_roi.h, tracker.h)
+ * on the GPU, so the two backends differ only by float rounding.
+ *
+ * A step is a batch of frames of distinct cameras, described by a
+ * vis_gpu_step that every launcher passes to its kernels by value (no
+ * host-to-device copy: kernel parameters, up to 32 KiB on Volta and
+ * newer). Per step, on one stream:
+ *   vis_cuda_letterbox    frames with detect >= 0 -> detector input
+ *   (detector)
+ *   vis_cuda_decode       detector output -> up to max_faces detections per
+ *                         frame (decode, rank sort, weighted NMS)
+ *   vis_cuda_track_begin  per camera: begin frame, add detections, each
+ *                         tracked face's ROI into its FaceMesh slot
+ *   vis_cuda_crop         every slot's ROI -> FaceMesh input (empty slots:
+ *                         zeros)
+ *   (FaceMesh)
+ *   vis_cuda_track_finish landmarks to frame pixels, presence, tracker
+ *                         update and end of frame, the frame's faces
+ *                         compacted at the start of its slots, its count.
+ * Launchers enqueue and return the launch's error (cudaGetLastError); none
+ * allocates or synchronizes. Pointers are device pointers. */
+#ifndef OMMA_VISION_CUDA_VISION_H
+#define OMMA_VISION_CUDA_VISION_H
+
+#include <cuda_runtime_api.h>
+
+#include "omma/face.h"
+#include "vision/anchors.h"
+#include "vision/detect_decode.h"
+#include "vision/face_roi.h"
+#include "vision/tracker.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VIS_GPU_MAX_FRAMES 256
+
+/* One frame of a step and what the step does with it. */
+typedef struct vis_gpu_step_frame {
+    omma_frame frame; /* planes in device memory */
+    int camera; /* index of its tracker */
+    int detect; /* its image among the detector's, -1: detector not run */
+    int slot_base; /* its first FaceMesh slot */
+    int slots; /* slots reserved: its tracks after detection fit in them */
+    int fresh; /* start the camera's tracker afresh (ids keep counting) */
+} vis_gpu_step_frame;
+
+typedef struct vis_gpu_step {
+    int n; /* frames */
+    int n_slots; /* FaceMesh slots, sum of slots */
+    vis_gpu_step_frame f[VIS_GPU_MAX_FRAMES];
+} vis_gpu_step;
+
+/* Letterbox resize and normalization (value / 127.5 - 1, zero border) of
+ * every frame with detect >= 0 into image `detect` of out (size x size x 3
+ * floats per image, NHWC). */
+cudaError_t vis_cuda_letterbox(const vis_gpu_step *s, int size, float *out, cudaStream_t stream);
+
+/* Decoding of detector image d = f.detect of every frame: boxes [d][n][16]
+ * and score logits [d][n] for n anchors -> dets[d * opt.max_faces ..],
+ * det_counts[d], in frame pixels. Scratch: key_score and key_anchor hold
+ * n per image, cand n per image. */
+cudaError_t vis_cuda_decode(const vis_gpu_step *s, const vis_decode_options *opt,
+                            const vis_anchor *anchors, int n, const float *boxes,
+                            const float *scores, float *key_score, int *key_anchor,
+                            vis_candidate *cand, omma_detection *dets, int *det_counts,
+                            cudaStream_t stream);
+
+/* Per frame i: trackers[camera] (reset first when fresh, with topt) begins
+ * the frame and takes the frame's detections (dets[detect * max_faces ..],
+ * det_counts[detect]) when it has some; its tracks' ROIs go to slot_roi,
+ * slot_valid 1, for slot_base + j, j < tracks; the rest of its slots get
+ * slot_valid 0; slot_frame = i for all of them. counts[i] = -1 flags a
+ * frame with more tracks than slots (a bug). */
+cudaError_t vis_cuda_track_begin(const vis_gpu_step *s, vis_tracker *trackers,
+                                 const vis_tracker_options *topt, const omma_detection *dets,
+                                 const int *det_counts, int max_faces, vis_roi *slot_roi,
+                                 int *slot_valid, int *slot_frame, int *counts,
+                                 cudaStream_t stream);
+
+/* FaceMesh input (size x size x 3 floats per slot, value / 255, edge
+ * replicated) of every valid slot's ROI of its frame; zeros elsewhere. */
+cudaError_t vis_cuda_crop(const vis_gpu_step *s, const vis_roi *slot_roi, const int *slot_valid,
+                          const int *slot_frame, int size, float *out, cudaStream_t stream);
+
+/* Per frame i: FaceMesh's landmarks (crop pixels, 1404 per slot) and face
+ * flags (one per slot) of its tracks -> frame pixels; tracker update and
+ * end of frame; the tracks kept as omma_faces (oldest first) at
+ * faces[slot_base ..], their number in counts[i] (left at -1 when
+ * vis_cuda_track_begin flagged the frame). */
+cudaError_t vis_cuda_track_finish(const vis_gpu_step *s, vis_tracker *trackers, int size,
+                                  const float *mesh_landmarks, const float *mesh_flags,
+                                  omma_face *faces, int *counts, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
