@@ -4,5 +4,6 @@
 
 int cli_bench_context(int argc, char **argv); /* bench_context.c */
 int cli_bench_engine(int argc, char **argv);  /* bench_engine.c */
+int cli_bench_pipeline(int argc, char **argv); /* bench_pipeline.c */
 
 #endif

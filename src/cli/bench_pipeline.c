@@ -1,0 +1,362 @@
+/* omma bench pipeline: the GPU face pipeline over N cameras of synthetic
+ * frames (the sample photo's face F times on a W x H NV12 frame, each
+ * camera's shifted a little), all cameras one batch per step: detection +
+ * FaceMesh + tracking. Frames sit in device memory (the pipeline reads them
+ * in place) or in pinned host memory (one upload per frame per step); both
+ * are measured by default. Reports frames/s, per-frame latency (the batch's
+ * wall time: every frame of a batch completes with it) median and p99, CPU
+ * time per frame and bytes per frame each way, as a table and a JSON line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/bench.h"
+#include "cli/commands.h"
+#include "cli/json.h"
+#include "core/clock.h"
+#include "gpu/check.h"
+#include "gpu/driver.h"
+#include "gpu/memory.h"
+#include "omma/device.h"
+#include "omma/pipeline.h"
+#include "runtime/image_file.h"
+
+#define PHOTO "testdata/astronaut.png"
+
+typedef struct bench_opts {
+    int cameras, width, height, faces, steps, warmup, detect_every;
+    omma_precision precision;
+    int device_frames, pinned_frames;
+    int json;
+    const char *data;
+} bench_opts;
+
+typedef struct figures {
+    const char *memory;
+    double fps, median_ms, p99_ms, cpu_us_per_frame;
+    double h2d_per_frame, d2h_per_frame, detector_share, faces_per_frame;
+} figures;
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: omma bench pipeline [--cameras N] [--resolution WxH] [--faces F]\n"
+            "                           [--memory device|pinned|both] [--steps N] [--warmup N]\n"
+            "                           [--detect-every K] [--precision fp16|fp32] [--json]\n"
+            "  the GPU face pipeline on N cameras (default 16) of WxH NV12 frames\n"
+            "  (1920x1080) showing the sample face F times (1, at most 6), all cameras\n"
+            "  one batch per step (N <= %d), max_faces = F, detector every K frames\n"
+            "  (10); frames in device memory and/or pinned host memory (both);\n"
+            "  --json prints the table to stderr and one JSON line to stdout\n",
+            OMMA_PIPELINE_MAX_BATCH);
+    return CLI_EXIT_USAGE;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->cameras = 16, o->width = 1920, o->height = 1080, o->faces = 1;
+    o->steps = 200, o->warmup = 20, o->detect_every = 10;
+    o->precision = OMMA_PRECISION_FP16;
+    o->device_frames = o->pinned_frames = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+            continue;
+        }
+        if (!v)
+            return -1;
+        if (strcmp(a, "--cameras") == 0)
+            bad = parse_int(v, 1, OMMA_PIPELINE_MAX_BATCH, &o->cameras);
+        else if (strcmp(a, "--faces") == 0)
+            bad = parse_int(v, 1, 6, &o->faces);
+        else if (strcmp(a, "--steps") == 0)
+            bad = parse_int(v, 1, 1000000, &o->steps);
+        else if (strcmp(a, "--warmup") == 0)
+            bad = parse_int(v, 0, 1000000, &o->warmup);
+        else if (strcmp(a, "--detect-every") == 0)
+            bad = parse_int(v, 0, 1000000, &o->detect_every);
+        else if (strcmp(a, "--resolution") == 0)
+            bad = sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 64 ||
+                  o->height < 64 || o->width > 8192 || o->height > 8192;
+        else if (strcmp(a, "--precision") == 0)
+            bad = strcmp(v, "fp16") == 0   ? (o->precision = OMMA_PRECISION_FP16, 0)
+                  : strcmp(v, "fp32") == 0 ? (o->precision = OMMA_PRECISION_FP32, 0)
+                                           : 1;
+        else if (strcmp(a, "--memory") == 0) {
+            o->device_frames = strcmp(v, "device") == 0 || strcmp(v, "both") == 0;
+            o->pinned_frames = strcmp(v, "pinned") == 0 || strcmp(v, "both") == 0;
+            bad = !o->device_frames && !o->pinned_frames;
+        } else
+            bad = 1;
+        if (bad) {
+            fprintf(stderr, "omma: bench pipeline: bad %s %s\n", a, v);
+            return -1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* BT.601 limited range, the inverse of the pipeline's conversion. */
+static void rgb_to_nv12(const uint8_t *rgb, int w, int h, uint8_t *y, uint8_t *uv)
+{
+    for (int j = 0; j < h; j++)
+        for (int i = 0; i < w; i++) {
+            const uint8_t *p = rgb + ((size_t)j * (size_t)w + (size_t)i) * 3;
+            y[(size_t)j * (size_t)w + (size_t)i] =
+                (uint8_t)(16.5f + 0.257f * p[0] + 0.504f * p[1] + 0.098f * p[2]);
+        }
+    for (int j = 0; j < h / 2; j++)
+        for (int i = 0; i < w / 2; i++) {
+            float r = 0, g = 0, b = 0;
+            for (int k = 0; k < 4; k++) {
+                const uint8_t *p =
+                    rgb + ((size_t)(2 * j + k / 2) * (size_t)w + (size_t)(2 * i + k % 2)) * 3;
+                r += p[0] / 4.0f, g += p[1] / 4.0f, b += p[2] / 4.0f;
+            }
+            uint8_t *q = uv + (size_t)j * (size_t)w + (size_t)i * 2;
+            q[0] = (uint8_t)(128.5f - 0.148f * r - 0.291f * g + 0.439f * b);
+            q[1] = (uint8_t)(128.5f + 0.439f * r - 0.368f * g - 0.071f * b);
+        }
+}
+
+/* Camera c's frame: grey, the photo pasted faces times on a grid, shifted
+ * by c pixels; NV12 (w, h even) in host memory. */
+static int make_frame(const rt_image *photo, const bench_opts *o, int c, uint8_t *nv12)
+{
+    int w = o->width, h = o->height;
+    uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
+    if (!rgb)
+        return -1;
+    memset(rgb, 90, (size_t)w * (size_t)h * 3);
+    int cols = o->faces < 3 ? o->faces : 3, rows = (o->faces + cols - 1) / cols;
+    int cell_w = w / cols, cell_h = h / rows;
+    for (int f = 0; f < o->faces; f++) {
+        int ox = (f % cols) * cell_w + (cell_w - photo->width) / 2 + (c % 16) - 8;
+        int oy = (f / cols) * cell_h + (cell_h - photo->height) / 2 + (c / 16) % 8;
+        for (int y = 0; y < photo->height; y++)
+            for (int x = 0; x < photo->width; x++) {
+                int X = ox + x, Y = oy + y;
+                if (X >= 0 && Y >= 0 && X < w && Y < h)
+                    memcpy(rgb + ((size_t)Y * (size_t)w + (size_t)X) * 3,
+                           photo->rgb + ((size_t)y * (size_t)photo->width + (size_t)x) * 3, 3);
+            }
+    }
+    rgb_to_nv12(rgb, w, h, nv12, nv12 + (size_t)w * (size_t)h);
+    free(rgb);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int fail(const char *what, omma_status st)
+{
+    fprintf(stderr, "omma: bench pipeline: %s: %s: %s\n", what, omma_status_str(st),
+            omma_last_error());
+    return st == OMMA_ERR_NO_DEVICE ? CLI_EXIT_NO_DEVICE : CLI_EXIT_ERROR;
+}
+
+/* Steps the pipeline over frames (one per camera) and measures. */
+static int measure(omma_face_pipeline *p, const bench_opts *o, const omma_frame *frames,
+                   figures *out)
+{
+    int n = o->cameras;
+    int *cams = malloc((size_t)n * sizeof *cams), *counts = malloc((size_t)n * sizeof *counts);
+    omma_face *faces = malloc((size_t)n * (size_t)o->faces * sizeof *faces);
+    double *ms = malloc((size_t)o->steps * sizeof *ms);
+    if (!cams || !counts || !faces || !ms) {
+        free(cams), free(counts), free(faces), free(ms);
+        fprintf(stderr, "omma: bench pipeline: out of memory\n");
+        return CLI_EXIT_ERROR;
+    }
+    for (int i = 0; i < n; i++)
+        cams[i] = i;
+    int rc = CLI_EXIT_OK;
+    omma_face_pipeline_stats s0, s1;
+    uint64_t faces_found = 0;
+    for (int s = 0; s < o->warmup && rc == CLI_EXIT_OK; s++) {
+        omma_status st = omma_face_pipeline_process_batch(p, n, cams, frames, faces, counts);
+        if (st != OMMA_OK)
+            rc = fail("warm-up", st);
+    }
+    omma_face_pipeline_get_stats(p, &s0);
+    uint64_t cpu0 = core_process_cpu_ns(), t0 = core_now_ns();
+    for (int s = 0; s < o->steps && rc == CLI_EXIT_OK; s++) {
+        uint64_t a = core_now_ns();
+        omma_status st = omma_face_pipeline_process_batch(p, n, cams, frames, faces, counts);
+        ms[s] = (double)(core_now_ns() - a) / 1e6;
+        if (st != OMMA_OK)
+            rc = fail("step", st);
+        for (int i = 0; i < n; i++)
+            faces_found += (uint64_t)counts[i];
+    }
+    uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns();
+    omma_face_pipeline_get_stats(p, &s1);
+    if (rc == CLI_EXIT_OK) {
+        double frames_done = (double)n * o->steps;
+        qsort(ms, (size_t)o->steps, sizeof *ms, cmp_double);
+        out->fps = frames_done / ((double)(t1 - t0) / 1e9);
+        out->median_ms = ms[o->steps / 2];
+        out->p99_ms = ms[(int)((o->steps - 1) * 0.99)];
+        out->cpu_us_per_frame = (double)(cpu1 - cpu0) / 1e3 / frames_done;
+        out->h2d_per_frame = (double)(s1.h2d_bytes - s0.h2d_bytes) / frames_done;
+        out->d2h_per_frame = (double)(s1.d2h_bytes - s0.d2h_bytes) / frames_done;
+        out->detector_share = (double)(s1.detector_images - s0.detector_images) / frames_done;
+        out->faces_per_frame = (double)faces_found / frames_done;
+    }
+    free(cams), free(counts), free(faces), free(ms);
+    return rc;
+}
+
+static void print(const bench_opts *o, const figures *f, int nf)
+{
+    FILE *t = o->json ? stderr : stdout;
+    fprintf(t, "pipeline: %d cameras, %dx%d NV12, %d face(s), %s, detector every %d frames\n",
+            o->cameras, o->width, o->height, o->faces,
+            o->precision == OMMA_PRECISION_FP16 ? "fp16" : "fp32", o->detect_every);
+    fprintf(t, "%-8s %12s %11s %11s %13s %12s %12s %9s %7s\n", "frames", "frames/s", "median ms",
+            "p99 ms", "cpu us/frame", "h2d B/frame", "d2h B/frame", "detector", "faces");
+    for (int i = 0; i < nf; i++)
+        fprintf(t, "%-8s %12.0f %11.3f %11.3f %13.2f %12.0f %12.0f %9.3f %7.2f\n", f[i].memory,
+                f[i].fps, f[i].median_ms, f[i].p99_ms, f[i].cpu_us_per_frame, f[i].h2d_per_frame,
+                f[i].d2h_per_frame, f[i].detector_share, f[i].faces_per_frame);
+    if (!o->json)
+        return;
+    printf("{\"bench\":\"pipeline\",\"cameras\":%d,\"width\":%d,\"height\":%d,\"faces\":%d,"
+           "\"precision\":\"%s\",\"detect_every\":%d,\"results\":[",
+           o->cameras, o->width, o->height, o->faces,
+           o->precision == OMMA_PRECISION_FP16 ? "fp16" : "fp32", o->detect_every);
+    for (int i = 0; i < nf; i++)
+        printf("%s{\"memory\":\"%s\",\"frames_per_s\":%.1f,\"median_ms\":%.4f,\"p99_ms\":%.4f,"
+               "\"cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":%.1f,"
+               "\"d2h_bytes_per_frame\":%.1f,\"detector_share\":%.4f,\"faces_per_frame\":%.3f}",
+               i ? "," : "", f[i].memory, f[i].fps, f[i].median_ms, f[i].p99_ms,
+               f[i].cpu_us_per_frame, f[i].h2d_per_frame, f[i].d2h_per_frame, f[i].detector_share,
+               f[i].faces_per_frame);
+    printf("]}\n");
+}
+
+/* One measurement: a fresh pipeline (trackers start empty) over frames. */
+static int run_one(omma_device *dev, const bench_opts *o, const char *data, const char *memory,
+                   const omma_frame *frames, figures *out)
+{
+    char det[4096], mesh[4096];
+    snprintf(det, sizeof det, "%s/models/face_detection_short_range.tflite", data);
+    snprintf(mesh, sizeof mesh, "%s/models/face_landmark.tflite", data);
+    omma_face_pipeline_options po;
+    omma_face_pipeline_options_init(&po);
+    po.backend = OMMA_BACKEND_CUDA;
+    po.device = dev;
+    po.precision = o->precision;
+    po.detector_model = det;
+    po.mesh_model = mesh;
+    po.max_faces = o->faces;
+    po.max_batch = o->cameras;
+    po.detect_every = o->detect_every;
+    omma_face_pipeline *p = NULL;
+    omma_status st = omma_face_pipeline_create(&po, &p);
+    if (st != OMMA_OK)
+        return fail("pipeline", st);
+    out->memory = memory;
+    int rc = measure(p, o, frames, out);
+    omma_face_pipeline_destroy(p);
+    return rc;
+}
+
+int cli_bench_pipeline(int argc, char **argv)
+{
+    bench_opts o;
+    if (parse_args(argc, argv, &o) != 0)
+        return usage();
+    o.width &= ~1, o.height &= ~1;
+    const char *data = getenv("OMMA_DATA");
+    data = data && *data ? data : OMMA_DEFAULT_DATA_DIR;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/" PHOTO, data);
+    rt_image photo;
+    omma_status st = rt_image_load(path, &photo);
+    if (st != OMMA_OK)
+        return fail("sample photo (run scripts/fetch-testdata.sh)", st);
+    omma_device *dev = NULL;
+    st = omma_device_open(0, &dev);
+    if (st != OMMA_OK) {
+        rt_image_free(&photo);
+        return fail("device 0", st);
+    }
+    size_t bytes = (size_t)o.width * (size_t)o.height * 3 / 2;
+    int n = o.cameras, rc = CLI_EXIT_OK, nf = 0;
+    figures fig[2];
+    uint8_t **host = calloc((size_t)n, sizeof *host);
+    CUdeviceptr *devp = calloc((size_t)n, sizeof *devp);
+    omma_frame *frames = calloc((size_t)n, sizeof *frames);
+    if (!host || !devp || !frames)
+        rc = CLI_EXIT_ERROR;
+    for (int c = 0; c < n && rc == CLI_EXIT_OK; c++) {
+        if ((st = gpu_host_alloc(dev, bytes, (void **)&host[c])) != OMMA_OK ||
+            (st = gpu_mem_alloc(dev, bytes, &devp[c])) != OMMA_OK)
+            rc = fail("frame memory", st);
+        else if (make_frame(&photo, &o, c, host[c]) != 0)
+            rc = CLI_EXIT_ERROR;
+        else if ((st = gpu_copy_h2d_async(dev, devp[c], host[c], bytes, NULL)) != OMMA_OK)
+            rc = fail("frame upload", st);
+    }
+    /* The uploads (legacy stream) end before the pipeline's stream starts. */
+    if (rc == CLI_EXIT_OK) {
+        omma_scope sc;
+        if ((st = omma_device_enter(dev, &sc)) == OMMA_OK) {
+            st = OMMA_CK(gpu_cu.cuStreamSynchronize(NULL));
+            omma_device_leave(&sc);
+        }
+        if (st != OMMA_OK)
+            rc = fail("frame upload", st);
+    }
+    for (int m = 0; m < 2 && rc == CLI_EXIT_OK; m++) {
+        int on_device = m == 0;
+        if (on_device ? !o.device_frames : !o.pinned_frames)
+            continue;
+        for (int c = 0; c < n; c++) {
+            const uint8_t *base = on_device ? (const uint8_t *)(uintptr_t)devp[c] : host[c];
+            omma_frame f = {o.width,
+                            o.height,
+                            OMMA_PIXEL_NV12,
+                            {base, base + (size_t)o.width * (size_t)o.height, NULL},
+                            {o.width, o.width, 0},
+                            on_device ? OMMA_MEMORY_DEVICE : OMMA_MEMORY_HOST};
+            frames[c] = f;
+        }
+        rc = run_one(dev, &o, data, on_device ? "device" : "pinned", frames, &fig[nf]);
+        if (rc == CLI_EXIT_OK)
+            nf++;
+    }
+    if (rc == CLI_EXIT_OK)
+        print(&o, fig, nf);
+    for (int c = 0; c < n; c++) {
+        if (host && host[c])
+            gpu_host_free(dev, host[c], bytes);
+        if (devp && devp[c])
+            gpu_mem_free(dev, devp[c]);
+    }
+    free(host), free(devp), free(frames);
+    rt_image_free(&photo);
+    omma_device_close(dev);
+    return rc;
+}
