@@ -43,18 +43,18 @@ struct rt_video {
     double fps;
     long frame_count;
     double time_base_ms; /* one stream tick in ms */
-    int64_t start_pts;   /* the stream's start in ticks (0 when unknown) */
-    long index;          /* frames handed out so far */
-    long packets;        /* packets of the stream sent to the decoder */
-    int draining;        /* the demuxer is at its end: the decoder is flushed */
+    int64_t start_pts; /* the stream's start in ticks (0 when unknown) */
+    long index; /* frames handed out so far */
+    long packets; /* packets of the stream sent to the decoder */
+    int draining; /* the demuxer is at its end: the decoder is flushed */
     /* Damage the demuxer met (a packet cut short, unreadable data): the
      * frames decoded from the packets before it are handed out first, then
      * this is the error instead of the end of the stream. */
     omma_status pending;
     char pending_why[512];
-    int done;            /* the decoder has given its last frame */
+    int done; /* the decoder has given its last frame */
     atomic_int busy;
-    omma_status error;   /* sticky: replayed with error_text */
+    omma_status error; /* sticky: replayed with error_text */
     char *error_text;
     struct SwsContext *sws;
     uint8_t *rgb; /* the converted frame for pixel formats other than 4:2:0 */
@@ -74,7 +74,10 @@ static void on_av_log(void *avcl, int level, const char *fmt, va_list ap)
         av_last[--n] = '\0';
 }
 
-static void install_log(void) { av_log_set_callback(on_av_log); }
+static void install_log(void)
+{
+    av_log_set_callback(on_av_log);
+}
 
 void rt_libav_init(void)
 {
@@ -82,7 +85,10 @@ void rt_libav_init(void)
     pthread_once(&once, install_log);
 }
 
-void rt_libav_clear_log(void) { av_last[0] = '\0'; }
+void rt_libav_clear_log(void)
+{
+    av_last[0] = '\0';
+}
 
 const char *rt_libav_why(int err, char *buf, size_t size)
 {
@@ -109,7 +115,10 @@ static omma_status read_status(int err)
     return OMMA_ERR_FORMAT;
 }
 
-int rt_video_available(void) { return 1; }
+int rt_video_available(void)
+{
+    return 1;
+}
 
 static omma_status open_stream(rt_video *v)
 {
@@ -127,6 +136,9 @@ static omma_status open_stream(rt_video *v)
     int err = avformat_open_input(&v->fmt, url, NULL, &opts);
     av_dict_free(&opts);
     free(url);
+    if (err < 0 && read_status(err) == OMMA_ERR_IO)
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: cannot open: %s", path,
+                         rt_libav_why(err, why, sizeof why));
     if (err < 0)
         return OMMA_FAIL(read_status(err), "%s: not a video file omma can open: %s", path,
                          rt_libav_why(err, why, sizeof why));
@@ -163,16 +175,14 @@ static omma_status open_stream(rt_video *v)
     v->width = par->width;
     v->height = par->height;
 
-    AVRational rate = st->avg_frame_rate.num > 0 && st->avg_frame_rate.den > 0
-                          ? st->avg_frame_rate
-                          : st->r_frame_rate;
+    AVRational rate = st->avg_frame_rate.num > 0 && st->avg_frame_rate.den > 0 ? st->avg_frame_rate
+                                                                               : st->r_frame_rate;
     v->fps = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
     if (!(v->fps > 0.0 && v->fps <= 1000.0))
         v->fps = 25.0;
     v->frame_count = st->nb_frames > 0 ? (long)st->nb_frames : 0;
-    v->time_base_ms = st->time_base.num > 0 && st->time_base.den > 0
-                          ? 1000.0 * av_q2d(st->time_base)
-                          : 0.0;
+    v->time_base_ms =
+        st->time_base.num > 0 && st->time_base.den > 0 ? 1000.0 * av_q2d(st->time_base) : 0.0;
     v->start_pts = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
 
     v->dec = avcodec_alloc_context3(codec);
@@ -190,8 +200,8 @@ static omma_status open_stream(rt_video *v)
     rt_libav_clear_log();
     err = avcodec_open2(v->dec, codec, NULL);
     if (err < 0)
-        return OMMA_FAIL(read_status(err), "%s: cannot open the %s decoder: %s", path,
-                         codec->name, rt_libav_why(err, why, sizeof why));
+        return OMMA_FAIL(read_status(err), "%s: cannot open the %s decoder: %s", path, codec->name,
+                         rt_libav_why(err, why, sizeof why));
     v->frame = av_frame_alloc();
     v->pkt = av_packet_alloc();
     if (!v->frame || !v->pkt)
@@ -230,10 +240,22 @@ omma_status rt_video_open(const char *path, rt_video **out)
     return OMMA_OK;
 }
 
-int rt_video_width(const rt_video *v) { return v ? v->width : 0; }
-int rt_video_height(const rt_video *v) { return v ? v->height : 0; }
-double rt_video_fps(const rt_video *v) { return v ? v->fps : 0.0; }
-long rt_video_frame_count(const rt_video *v) { return v ? v->frame_count : 0; }
+int rt_video_width(const rt_video *v)
+{
+    return v ? v->width : 0;
+}
+int rt_video_height(const rt_video *v)
+{
+    return v ? v->height : 0;
+}
+double rt_video_fps(const rt_video *v)
+{
+    return v ? v->fps : 0.0;
+}
+long rt_video_frame_count(const rt_video *v)
+{
+    return v ? v->frame_count : 0;
+}
 
 /* Records the failure just reported so later calls replay it. */
 static omma_status sticky(rt_video *v, omma_status st)
@@ -251,8 +273,8 @@ static omma_status hand_over(rt_video *v, omma_frame *f)
     const AVFrame *fr = v->frame;
     const char *path = v->path;
     if (fr->width != v->width || fr->height != v->height)
-        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is %dx%d in a %dx%d video", path,
-                         v->index, fr->width, fr->height, v->width, v->height);
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is %dx%d in a %dx%d video", path, v->index,
+                         fr->width, fr->height, v->width, v->height);
     if ((fr->flags & AV_FRAME_FLAG_CORRUPT) || fr->decode_error_flags)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is damaged (decode error flags 0x%x)",
                          path, v->index, (unsigned)fr->decode_error_flags);
@@ -280,11 +302,12 @@ static omma_status hand_over(rt_video *v, omma_frame *f)
         return OMMA_OK;
     }
     const char *fmt_name = av_get_pix_fmt_name(fr->format);
-    v->sws = sws_getCachedContext(v->sws, w, h, fr->format, w, h, AV_PIX_FMT_RGB24,
-                                  SWS_BILINEAR, NULL, NULL, NULL);
+    v->sws = sws_getCachedContext(v->sws, w, h, fr->format, w, h, AV_PIX_FMT_RGB24, SWS_BILINEAR,
+                                  NULL, NULL, NULL);
     if (!v->sws)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: frame %ld: pixel format %s does not convert to RGB",
-                         path, v->index, fmt_name ? fmt_name : "?");
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "%s: frame %ld: pixel format %s does not convert to RGB", path, v->index,
+                         fmt_name ? fmt_name : "?");
     size_t bytes = (size_t)w * 3 * h;
     if (bytes > v->rgb_bytes) {
         free(v->rgb);
@@ -296,7 +319,8 @@ static omma_status hand_over(rt_video *v, omma_frame *f)
     }
     uint8_t *dst[4] = {v->rgb, NULL, NULL, NULL};
     int dst_pitch[4] = {3 * w, 0, 0, 0};
-    if (sws_scale(v->sws, (const uint8_t *const *)fr->data, fr->linesize, 0, h, dst, dst_pitch) != h)
+    if (sws_scale(v->sws, (const uint8_t *const *)fr->data, fr->linesize, 0, h, dst, dst_pitch) !=
+        h)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld: converting %s to RGB failed", path,
                          v->index, fmt_name ? fmt_name : "?");
     f->format = OMMA_PIXEL_RGB;
@@ -324,7 +348,7 @@ static int decode_next(rt_video *v, omma_status *st)
             return 0;
         if (err != AVERROR(EAGAIN)) {
             *st = OMMA_FAIL(read_status(err) == OMMA_ERR_OUT_OF_MEMORY ? OMMA_ERR_OUT_OF_MEMORY
-                                                                        : OMMA_ERR_FORMAT,
+                                                                       : OMMA_ERR_FORMAT,
                             "%s: frame %ld: damaged video data: %s", path, v->index,
                             rt_libav_why(err, why, sizeof why));
             return -1;
@@ -348,8 +372,8 @@ static int decode_next(rt_video *v, omma_status *st)
             }
             continue;
         }
-        int corrupt = err >= 0 && v->pkt->stream_index == v->stream &&
-                      (v->pkt->flags & AV_PKT_FLAG_CORRUPT);
+        int corrupt =
+            err >= 0 && v->pkt->stream_index == v->stream && (v->pkt->flags & AV_PKT_FLAG_CORRUPT);
         if (err < 0 || corrupt) {
             omma_status s = err < 0 ? read_status(err) : OMMA_ERR_FORMAT;
             v->pending = s == OMMA_ERR_IO || s == OMMA_ERR_OUT_OF_MEMORY ? s : OMMA_ERR_FORMAT;
@@ -375,7 +399,7 @@ static int decode_next(rt_video *v, omma_status *st)
         av_packet_unref(v->pkt);
         if (err < 0 && err != AVERROR(EAGAIN)) {
             *st = OMMA_FAIL(read_status(err) == OMMA_ERR_OUT_OF_MEMORY ? OMMA_ERR_OUT_OF_MEMORY
-                                                                        : OMMA_ERR_FORMAT,
+                                                                       : OMMA_ERR_FORMAT,
                             "%s: frame %ld: damaged video data: %s", path, v->index,
                             rt_libav_why(err, why, sizeof why));
             return -1;
@@ -393,10 +417,15 @@ omma_status rt_video_read(rt_video *v, omma_frame *frame, double *timestamp_ms, 
         *eof = 0;
     if (!v || !frame || !timestamp_ms || !eof)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_video_read: NULL %s",
-                         !v ? "reader" : !frame ? "frame" : !timestamp_ms ? "timestamp_ms" : "eof");
+                         !v              ? "reader"
+                         : !frame        ? "frame"
+                         : !timestamp_ms ? "timestamp_ms"
+                                         : "eof");
     if (atomic_exchange(&v->busy, 1))
-        return OMMA_FAIL(OMMA_ERR_BUSY, "%s: the video reader is in use on another thread "
-                         "(one reader per thread)", v->path);
+        return OMMA_FAIL(OMMA_ERR_BUSY,
+                         "%s: the video reader is in use on another thread "
+                         "(one reader per thread)",
+                         v->path);
     omma_status st = OMMA_OK;
     if (v->error) {
         st = core_fail_text(v->error, v->error_text ? v->error_text : "video reader failed before");
@@ -457,7 +486,10 @@ struct rt_video {
     int unused;
 };
 
-int rt_video_available(void) { return 0; }
+int rt_video_available(void)
+{
+    return 0;
+}
 
 omma_status rt_video_open(const char *path, rt_video **out)
 {
@@ -507,6 +539,9 @@ omma_status rt_video_read(rt_video *v, omma_frame *frame, double *timestamp_ms, 
                      "not supported");
 }
 
-void rt_video_close(rt_video *v) { (void)v; }
+void rt_video_close(rt_video *v)
+{
+    (void)v;
+}
 
 #endif

@@ -2,8 +2,10 @@
  * Debian; built in when the build found them: OMMA_HAVE_LIBAV), frame by
  * frame into omma_frames. YUV 4:2:0 8-bit video (yuv420p / yuvj420p /
  * nv12) is handed over as it is decoded (I420 or NV12 over the decoder's
- * planes: no conversion); any other pixel format is converted to RGB with
- * libswscale. One reader per thread; readers are independent. */
+ * planes: no conversion; full-range yuvj420p too, read as omma's limited
+ * range); any other pixel format is converted to RGB with libswscale. Only
+ * local files (FFmpeg's file protocol). One reader per thread (a second
+ * thread's call returns OMMA_ERR_BUSY); readers are independent. */
 #ifndef OMMA_RUNTIME_VIDEO_FILE_H
 #define OMMA_RUNTIME_VIDEO_FILE_H
 
@@ -39,8 +41,10 @@ long rt_video_frame_count(const rt_video *v);
  * returns OMMA_OK with *eof = 1 and an empty *frame. Errors (naming the
  * file and the frame index): OMMA_ERR_FORMAT for corrupt or truncated data
  * (the decoder's error, not concealed: a damaged frame is an error), a
- * frame whose size changes mid-stream; OMMA_ERR_IO for a read error. After
- * an error the reader only reports it again. */
+ * frame whose size changes mid-stream; OMMA_ERR_IO for a read error. Where
+ * the file stops short or the demuxer meets damage, the frames decoded from
+ * the data before it come first, then the error. After an error the reader
+ * only reports it again. */
 omma_status rt_video_read(rt_video *v, omma_frame *frame, double *timestamp_ms, int *eof);
 
 /* Closes the file and frees everything; accepts NULL. */

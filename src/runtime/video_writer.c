@@ -28,7 +28,7 @@
 
 struct rt_video_writer {
     char *path, *tmp;
-    int width, height;   /* as opened */
+    int width, height; /* as opened */
     int ewidth, eheight; /* encoded: rounded up to even */
     AVFormatContext *oc;
     AVCodecContext *enc;
@@ -144,11 +144,9 @@ static omma_status open_encoder(rt_video_writer *w, double fps)
     w->frame->height = w->eheight;
     err = av_frame_get_buffer(w->frame, 0);
     if (err < 0)
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: a %dx%d frame", path, w->ewidth,
-                         w->eheight);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: a %dx%d frame", path, w->ewidth, w->eheight);
     w->sws = sws_getContext(w->ewidth, w->eheight, AV_PIX_FMT_RGB24, w->ewidth, w->eheight,
-                            AV_PIX_FMT_YUV420P, SWS_BILINEAR | SWS_ACCURATE_RND, NULL, NULL,
-                            NULL);
+                            AV_PIX_FMT_YUV420P, SWS_BILINEAR | SWS_ACCURATE_RND, NULL, NULL, NULL);
     if (!w->sws)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: the RGB to YUV converter", path);
     if (w->ewidth != w->width || w->eheight != w->height) {
@@ -188,9 +186,9 @@ static omma_status open_encoder(rt_video_writer *w, double fps)
     err = avformat_write_header(w->oc, NULL);
     if (err < 0)
         return OMMA_FAIL(err == AVERROR(EIO) || err == AVERROR(ENOSPC) ? OMMA_ERR_IO
-                                                                        : OMMA_ERR_UNSUPPORTED,
-                         "%s: cannot start a %s file with %s video: %s", path,
-                         w->oc->oformat->name, codec->name, rt_libav_why(err, why, sizeof why));
+                                                                       : OMMA_ERR_UNSUPPORTED,
+                         "%s: cannot start a %s file with %s video: %s", path, w->oc->oformat->name,
+                         codec->name, rt_libav_why(err, why, sizeof why));
     return OMMA_OK;
 }
 
@@ -296,8 +294,10 @@ omma_status rt_video_writer_write(rt_video_writer *w, const uint8_t *rgb, int pi
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: pitch %d below the %d bytes of a %d-pixel row",
                          w->path, pitch, 3 * w->width, w->width);
     if (atomic_exchange(&w->busy, 1))
-        return OMMA_FAIL(OMMA_ERR_BUSY, "%s: the video writer is in use on another thread "
-                         "(one writer per thread)", w->path);
+        return OMMA_FAIL(OMMA_ERR_BUSY,
+                         "%s: the video writer is in use on another thread "
+                         "(one writer per thread)",
+                         w->path);
     omma_status st;
     if (w->error)
         st = OMMA_FAIL(w->error, "%s: an earlier frame failed; the video cannot go on", w->path);
@@ -312,8 +312,10 @@ omma_status rt_video_writer_finish(rt_video_writer *w)
     if (!w)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_video_writer_finish: NULL writer");
     if (atomic_exchange(&w->busy, 1))
-        return OMMA_FAIL(OMMA_ERR_BUSY, "%s: the video writer is in use on another thread "
-                         "(one writer per thread)", w->path);
+        return OMMA_FAIL(OMMA_ERR_BUSY,
+                         "%s: the video writer is in use on another thread "
+                         "(one writer per thread)",
+                         w->path);
     char why[512];
     omma_status st = w->error;
     if (st != OMMA_OK)
@@ -393,6 +395,9 @@ omma_status rt_video_writer_finish(rt_video_writer *w)
                      "not supported");
 }
 
-void rt_video_writer_abort(rt_video_writer *w) { (void)w; }
+void rt_video_writer_abort(rt_video_writer *w)
+{
+    (void)w;
+}
 
 #endif
