@@ -102,7 +102,8 @@ omma_status omma_face_pipeline_process(omma_face_pipeline *p, int camera,
  * different sizes and formats. Returns when the results are in faces and
  * counts. Errors as omma_face_pipeline_process, plus OMMA_ERR_INVALID_ARG
  * for n out of range, a camera twice, a device frame on the CPU backend;
- * the frame at fault is named. On failure every count is 0 and the
+ * the frame at fault is named. On failure every count is 0 (none is
+ * written when n is out of range) and, past the argument checks, the
  * batch's cameras' trackers are reset. */
 omma_status omma_face_pipeline_process_batch(omma_face_pipeline *p, int n, const int *cameras,
                                              const omma_frame *frames, omma_face *faces,

@@ -28,6 +28,7 @@ typedef struct bench_opts {
     int cameras, width, height, faces, steps, warmup, detect_every;
     omma_precision precision;
     int device_frames, pinned_frames;
+    int full_range; /* the full-range detector (192 px, 2304 anchors) */
     int json;
     const char *data;
 } bench_opts;
@@ -43,9 +44,11 @@ static int usage(void)
     fprintf(stderr,
             "usage: omma bench pipeline [--cameras N] [--resolution WxH] [--faces F]\n"
             "                           [--memory device|pinned|both] [--steps N] [--warmup N]\n"
-            "                           [--detect-every K] [--precision fp16|fp32] [--json]\n"
+            "                           [--detect-every K] [--precision fp16|fp32]\n"
+            "                           [--model short|full] [--json]\n"
             "  the GPU face pipeline on N cameras (default 16) of WxH NV12 frames\n"
-            "  (1920x1080) showing the sample face F times (1, at most 6), all cameras\n"
+            "  (1920x1080) showing the sample face F times (1, at most 6; large faces:\n"
+            "  the short-range detector's range), all cameras\n"
             "  one batch per step (N <= %d), max_faces = F, detector every K frames\n"
             "  (10); frames in device memory and/or pinned host memory (both);\n"
             "  --json prints the table to stderr and one JSON line to stdout\n",
@@ -97,6 +100,10 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             bad = strcmp(v, "fp16") == 0   ? (o->precision = OMMA_PRECISION_FP16, 0)
                   : strcmp(v, "fp32") == 0 ? (o->precision = OMMA_PRECISION_FP32, 0)
                                            : 1;
+        else if (strcmp(a, "--model") == 0)
+            bad = strcmp(v, "short") == 0  ? (o->full_range = 0, 0)
+                  : strcmp(v, "full") == 0 ? (o->full_range = 1, 0)
+                                           : 1;
         else if (strcmp(a, "--memory") == 0) {
             o->device_frames = strcmp(v, "device") == 0 || strcmp(v, "both") == 0;
             o->pinned_frames = strcmp(v, "pinned") == 0 || strcmp(v, "both") == 0;
@@ -135,10 +142,30 @@ static void rgb_to_nv12(const uint8_t *rgb, int w, int h, uint8_t *y, uint8_t *u
         }
 }
 
-/* Camera c's frame: grey, the photo pasted faces times on a grid, shifted
- * by c pixels; NV12 (w, h even) in host memory. */
+/* Bilinear sample of the photo at (x, y) (pixel centres at +0.5), RGB. */
+static void photo_at(const rt_image *im, float x, float y, uint8_t out[3])
+{
+    float fx = x - 0.5f, fy = y - 0.5f;
+    int x0 = (int)fx, y0 = (int)fy;
+    float wx = fx - (float)x0, wy = fy - (float)y0;
+    int x1 = x0 + 1 < im->width ? x0 + 1 : x0, y1 = y0 + 1 < im->height ? y0 + 1 : y0;
+    for (int c = 0; c < 3; c++) {
+        float a = im->rgb[((size_t)y0 * (size_t)im->width + (size_t)x0) * 3 + (size_t)c];
+        float b = im->rgb[((size_t)y0 * (size_t)im->width + (size_t)x1) * 3 + (size_t)c];
+        float d = im->rgb[((size_t)y1 * (size_t)im->width + (size_t)x0) * 3 + (size_t)c];
+        float e = im->rgb[((size_t)y1 * (size_t)im->width + (size_t)x1) * 3 + (size_t)c];
+        out[c] =
+            (uint8_t)((a * (1 - wx) + b * wx) * (1 - wy) + (d * (1 - wx) + e * wx) * wy + 0.5f);
+    }
+}
+
+/* Camera c's frame: grey, with faces cells on a grid (3 columns at most),
+ * each showing the photo's 200-px square around the astronaut's face scaled
+ * to 90% of the cell's short side, shifted by a few pixels per camera; NV12
+ * (w, h even) in host memory. */
 static int make_frame(const rt_image *photo, const bench_opts *o, int c, uint8_t *nv12)
 {
+    const float crop_x = 126.0f, crop_y = 30.0f, crop_side = 200.0f;
     int w = o->width, h = o->height;
     uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
     if (!rgb)
@@ -146,15 +173,17 @@ static int make_frame(const rt_image *photo, const bench_opts *o, int c, uint8_t
     memset(rgb, 90, (size_t)w * (size_t)h * 3);
     int cols = o->faces < 3 ? o->faces : 3, rows = (o->faces + cols - 1) / cols;
     int cell_w = w / cols, cell_h = h / rows;
+    int side = (int)(0.9f * (float)(cell_w < cell_h ? cell_w : cell_h));
     for (int f = 0; f < o->faces; f++) {
-        int ox = (f % cols) * cell_w + (cell_w - photo->width) / 2 + (c % 16) - 8;
-        int oy = (f / cols) * cell_h + (cell_h - photo->height) / 2 + (c / 16) % 8;
-        for (int y = 0; y < photo->height; y++)
-            for (int x = 0; x < photo->width; x++) {
+        int ox = (f % cols) * cell_w + (cell_w - side) / 2 + (c % 16) - 8;
+        int oy = (f / cols) * cell_h + (cell_h - side) / 2 + (c / 16) % 8 - 4;
+        for (int y = 0; y < side; y++)
+            for (int x = 0; x < side; x++) {
                 int X = ox + x, Y = oy + y;
                 if (X >= 0 && Y >= 0 && X < w && Y < h)
-                    memcpy(rgb + ((size_t)Y * (size_t)w + (size_t)X) * 3,
-                           photo->rgb + ((size_t)y * (size_t)photo->width + (size_t)x) * 3, 3);
+                    photo_at(photo, crop_x + ((float)x + 0.5f) * crop_side / (float)side,
+                             crop_y + ((float)y + 0.5f) * crop_side / (float)side,
+                             rgb + ((size_t)Y * (size_t)w + (size_t)X) * 3);
             }
     }
     rgb_to_nv12(rgb, w, h, nv12, nv12 + (size_t)w * (size_t)h);
@@ -230,21 +259,31 @@ static int measure(omma_face_pipeline *p, const bench_opts *o, const omma_frame 
 static void print(const bench_opts *o, const figures *f, int nf)
 {
     FILE *t = o->json ? stderr : stdout;
-    fprintf(t, "pipeline: %d cameras, %dx%d NV12, %d face(s), %s, detector every %d frames\n",
+    fprintf(t,
+            "pipeline: %d cameras, %dx%d NV12, %d face(s), %s, %s-range detector every %d "
+            "frames\n",
             o->cameras, o->width, o->height, o->faces,
-            o->precision == OMMA_PRECISION_FP16 ? "fp16" : "fp32", o->detect_every);
+            o->precision == OMMA_PRECISION_FP16 ? "fp16" : "fp32", o->full_range ? "full" : "short",
+            o->detect_every);
     fprintf(t, "%-8s %12s %11s %11s %13s %12s %12s %9s %7s\n", "frames", "frames/s", "median ms",
             "p99 ms", "cpu us/frame", "h2d B/frame", "d2h B/frame", "detector", "faces");
     for (int i = 0; i < nf; i++)
         fprintf(t, "%-8s %12.0f %11.3f %11.3f %13.2f %12.0f %12.0f %9.3f %7.2f\n", f[i].memory,
                 f[i].fps, f[i].median_ms, f[i].p99_ms, f[i].cpu_us_per_frame, f[i].h2d_per_frame,
                 f[i].d2h_per_frame, f[i].detector_share, f[i].faces_per_frame);
+    for (int i = 0; i < nf; i++)
+        if (f[i].faces_per_frame < o->faces - 0.01)
+            fprintf(stderr,
+                    "omma: bench pipeline: warning: %.2f faces found per frame of %d shown "
+                    "(%s frames): faces too small for the detector?\n",
+                    f[i].faces_per_frame, o->faces, f[i].memory);
     if (!o->json)
         return;
     printf("{\"bench\":\"pipeline\",\"cameras\":%d,\"width\":%d,\"height\":%d,\"faces\":%d,"
-           "\"precision\":\"%s\",\"detect_every\":%d,\"results\":[",
+           "\"precision\":\"%s\",\"detector\":\"%s\",\"detect_every\":%d,\"results\":[",
            o->cameras, o->width, o->height, o->faces,
-           o->precision == OMMA_PRECISION_FP16 ? "fp16" : "fp32", o->detect_every);
+           o->precision == OMMA_PRECISION_FP16 ? "fp16" : "fp32", o->full_range ? "full" : "short",
+           o->detect_every);
     for (int i = 0; i < nf; i++)
         printf("%s{\"memory\":\"%s\",\"frames_per_s\":%.1f,\"median_ms\":%.4f,\"p99_ms\":%.4f,"
                "\"cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":%.1f,"
@@ -260,7 +299,8 @@ static int run_one(omma_device *dev, const bench_opts *o, const char *data, cons
                    const omma_frame *frames, figures *out)
 {
     char det[4096], mesh[4096];
-    snprintf(det, sizeof det, "%s/models/face_detection_short_range.tflite", data);
+    snprintf(det, sizeof det, "%s/models/face_detection_%s_range.tflite", data,
+             o->full_range ? "full" : "short");
     snprintf(mesh, sizeof mesh, "%s/models/face_landmark.tflite", data);
     omma_face_pipeline_options po;
     omma_face_pipeline_options_init(&po);

@@ -166,10 +166,12 @@ omma_status omma_face_pipeline_process_batch(omma_face_pipeline *p, int n, const
                                              const omma_frame *frames, omma_face *faces,
                                              int *counts)
 {
-    if (counts && n > 0)
-        memset(counts, 0, (size_t)n * sizeof *counts);
     if (!p || !cameras || !frames || !faces || !counts)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_face_pipeline_process_batch: NULL argument");
+    if (n < 1 || n > p->opt.max_batch)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: batch of %d frames not in 1..%d", n,
+                         p->opt.max_batch);
+    memset(counts, 0, (size_t)n * sizeof *counts);
     OMMA_TRY(acquire(p));
     omma_status st = run_batch(p, n, cameras, frames, faces, counts);
     atomic_store(&p->busy, false);
