@@ -3,11 +3,14 @@
 # side in the same run: `omma bench engine` for the three models (fp16 graphs
 # on and off, fp32), then, when a peers folder is given, the peer's
 # torch.compile figures (../shared/peers, copied into the repo because
-# ../shared does not travel). Results as JSON lines and logs in OUTDIR.
+# ../shared does not travel); then `omma bench pipeline` (the whole GPU
+# face pipeline on 1080p NV12 cameras). Results as JSON lines and logs in
+# OUTDIR.
 #
 # usage: scripts/gpu-bench.sh OUTDIR [PEERS_DIR]
 #   BUILD_DIR  build folder with the omma binary (default build-gpu; built
 #              here for sm_90 when missing)
+#   PARTS      which parts run (default "engine peers pipeline")
 set -u
 OUT=${1:?usage: scripts/gpu-bench.sh OUTDIR [PEERS_DIR]}
 PEERS=${2:-}
@@ -16,6 +19,8 @@ BUILD=${BUILD_DIR:-$ROOT/build-gpu}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 failed=0
+PARTS=${PARTS:-engine peers pipeline}
+has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 if [ ! -x "$BUILD/omma" ]; then
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUT/bench-build.log" 2>&1 &&
@@ -24,7 +29,7 @@ if [ ! -x "$BUILD/omma" ]; then
 fi
 
 models="face_detection_short_range face_detection_full_range face_landmark"
-for cfg in "fp16 on" "fp16 off" "fp32 on"; do
+has engine && for cfg in "fp16 on" "fp16 off" "fp32 on"; do
     set -- $cfg
     for m in $models; do
         if ! timeout 120 "$BUILD/omma" bench engine --backend gpu --model "$ROOT/models/$m.tflite" \
@@ -35,9 +40,9 @@ for cfg in "fp16 on" "fp16 off" "fp32 on"; do
         fi
     done
 done
-cat "$OUT/engine.txt"
+has engine && cat "$OUT/engine.txt"
 
-if [ -n "$PEERS" ]; then
+if has peers && [ -n "$PEERS" ]; then
     assets=$(mktemp -d)
     cp "$ROOT"/models/*.tflite "$ROOT/testdata/astronaut.png" "$assets/"
     PYTHONUNBUFFERED=1 PEER_ASSETS=$assets timeout 300 python3 "$PEERS/bench_peers.py" \
@@ -45,5 +50,18 @@ if [ -n "$PEERS" ]; then
         { echo "gpu-bench: peer compile benchmark failed (see peers-compile.log)"; failed=1; }
     tail -n 20 "$OUT/peers-compile.log"
     rm -rf "$assets"
+fi
+
+if has pipeline; then
+    for args in "--cameras 16" "--cameras 64" "--cameras 128" "--cameras 256 --memory device" \
+        "--cameras 16 --faces 4 --model full" "--cameras 64 --detect-every 0"; do
+        echo "== omma bench pipeline $args" >>"$OUT/pipeline.txt"
+        if ! timeout 180 "$BUILD/omma" bench pipeline $args --steps 200 --warmup 20 --json \
+            >>"$OUT/pipeline.jsonl" 2>>"$OUT/pipeline.txt"; then
+            echo "gpu-bench: omma bench pipeline $args failed"
+            failed=1
+        fi
+    done
+    cat "$OUT/pipeline.txt"
 fi
 exit $failed

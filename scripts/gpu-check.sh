@@ -22,7 +22,7 @@ BUILD=${BUILD_DIR:-$ROOT/build-gpu}
 JOBS=${JOBS:-$(nproc)}
 SANITIZE_REGEX=${GPU_CHECK_SANITIZE_REGEX:-.}
 # Tests with kernels that share memory between threads of a block.
-RACE_TESTS="test_device_runtime test_cuda_ops ${GPU_CHECK_RACE_TESTS:-}"
+RACE_TESTS="test_device_runtime test_cuda_ops test_face_pipeline_gpu ${GPU_CHECK_RACE_TESTS:-}"
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -153,6 +153,16 @@ then
     step "omma bench context" PASS
 else
     step "omma bench context" FAIL "see bench.txt"
+fi
+
+# ---- omma run on the sample, the GPU pipeline end to end ------------------------
+RUN_DIR=$OUT/run-sample
+mkdir -p "$RUN_DIR"
+if (cd "$RUN_DIR" && TMPDIR=$RUN_DIR "$ROOT/scripts/run-default.sh" "$BUILD/omma") >"$OUT/run.txt" 2>&1 &&
+    grep -q '(gpu backend)' "$OUT/run.txt"; then
+    step "omma run (sample, gpu)" PASS "$(grep -o '[0-9]* face(s) .* frame(s)' "$OUT/run.txt" | head -n 1)"
+else
+    step "omma run (sample, gpu)" FAIL "see run.txt"
 fi
 
 ended=$(date +%s)
