@@ -6,4 +6,12 @@ int cli_bench_context(int argc, char **argv); /* bench_context.c */
 int cli_bench_engine(int argc, char **argv);  /* bench_engine.c */
 int cli_bench_pipeline(int argc, char **argv); /* bench_pipeline.c */
 
+/* Helpers shared by the families (bench.c). */
+
+/* *out = s as a decimal int in lo..hi; 0 on success, -1 otherwise. */
+int cli_parse_int(const char *s, int lo, int hi, int *out);
+
+/* qsort comparator of doubles, ascending. */
+int cli_cmp_double(const void *a, const void *b);
+
 #endif

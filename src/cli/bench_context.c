@@ -39,18 +39,12 @@ typedef struct stat2 {
     double median, p99;
 } stat2;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static stat2 summarize(double *v, size_t n)
 {
     stat2 s = {0, 0};
     if (n == 0)
         return s;
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, cli_cmp_double);
     s.median = v[n / 2];
     size_t i99 = (n * 99) / 100;
     s.p99 = v[i99 < n ? i99 : n - 1];

@@ -47,17 +47,6 @@ static int usage(void)
     return CLI_EXIT_USAGE;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_batches(const char *s, int *out, int *n)
 {
     char buf[256];
@@ -66,17 +55,11 @@ static int parse_batches(const char *s, int *out, int *n)
     strcpy(buf, s);
     *n = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (*n == MAX_BATCHES || parse_int(tok, 1, 4096, &out[*n]) != 0)
+        if (*n == MAX_BATCHES || cli_parse_int(tok, 1, 4096, &out[*n]) != 0)
             return -1;
         (*n)++;
     }
     return *n ? 0 : -1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void fill(float *p, size_t n, unsigned seed)
@@ -182,7 +165,7 @@ static omma_status bench_batch(omma_device *dev, omma_engine *e, const omma_exec
         r->launches = xs.launches;
         r->device_bytes = xs.device_bytes;
         r->arena_bytes = xs.arena_bytes;
-        qsort(ms, (size_t)iters, sizeof *ms, cmp_double);
+        qsort(ms, (size_t)iters, sizeof *ms, cli_cmp_double);
         r->batch = batch;
         r->iters = iters;
         r->min_ms = ms[0];
@@ -222,17 +205,17 @@ int cli_bench_engine(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
         } else if (strcmp(a, "--iters") == 0 && has_value) {
-            if (parse_int(argv[++i], 1, 1000000, &iters) != 0)
+            if (cli_parse_int(argv[++i], 1, 1000000, &iters) != 0)
                 return usage();
         } else if (strcmp(a, "--precision") == 0 && has_value) {
             precision = argv[++i];
         } else if (strcmp(a, "--graphs") == 0 && has_value) {
             graphs = argv[++i];
         } else if (strcmp(a, "--device") == 0 && has_value) {
-            if (parse_int(argv[++i], 0, 1024, &ordinal) != 0)
+            if (cli_parse_int(argv[++i], 0, 1024, &ordinal) != 0)
                 return usage();
         } else if (strcmp(a, "--warmup") == 0 && has_value) {
-            if (parse_int(argv[++i], 0, 1000000, &warmup) != 0)
+            if (cli_parse_int(argv[++i], 0, 1000000, &warmup) != 0)
                 return usage();
         } else {
             return usage();

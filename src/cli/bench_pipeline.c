@@ -56,17 +56,6 @@ static int usage(void)
     return CLI_EXIT_USAGE;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -84,15 +73,15 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         if (!v)
             return -1;
         if (strcmp(a, "--cameras") == 0)
-            bad = parse_int(v, 1, OMMA_PIPELINE_MAX_BATCH, &o->cameras);
+            bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_BATCH, &o->cameras);
         else if (strcmp(a, "--faces") == 0)
-            bad = parse_int(v, 1, 6, &o->faces);
+            bad = cli_parse_int(v, 1, 6, &o->faces);
         else if (strcmp(a, "--steps") == 0)
-            bad = parse_int(v, 1, 1000000, &o->steps);
+            bad = cli_parse_int(v, 1, 1000000, &o->steps);
         else if (strcmp(a, "--warmup") == 0)
-            bad = parse_int(v, 0, 1000000, &o->warmup);
+            bad = cli_parse_int(v, 0, 1000000, &o->warmup);
         else if (strcmp(a, "--detect-every") == 0)
-            bad = parse_int(v, 0, 1000000, &o->detect_every);
+            bad = cli_parse_int(v, 0, 1000000, &o->detect_every);
         else if (strcmp(a, "--resolution") == 0)
             bad = sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 64 ||
                   o->height < 64 || o->width > 8192 || o->height > 8192;
@@ -191,12 +180,6 @@ static int make_frame(const rt_image *photo, const bench_opts *o, int c, uint8_t
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int fail(const char *what, omma_status st)
 {
     fprintf(stderr, "omma: bench pipeline: %s: %s: %s\n", what, omma_status_str(st),
@@ -242,7 +225,7 @@ static int measure(omma_face_pipeline *p, const bench_opts *o, const omma_frame 
     omma_face_pipeline_get_stats(p, &s1);
     if (rc == CLI_EXIT_OK) {
         double frames_done = (double)n * o->steps;
-        qsort(ms, (size_t)o->steps, sizeof *ms, cmp_double);
+        qsort(ms, (size_t)o->steps, sizeof *ms, cli_cmp_double);
         out->fps = frames_done / ((double)(t1 - t0) / 1e9);
         out->median_ms = ms[o->steps / 2];
         out->p99_ms = ms[(int)((o->steps - 1) * 0.99)];
