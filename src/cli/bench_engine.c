@@ -9,7 +9,6 @@
  * batch size (graph capture) is part of the warm-up. Also reported: the
  * launches per run (the CUDA graph's nodes with graphs on) and the exec's
  * device bytes (arena + I/O). */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,6 @@
  * are measured by default. Reports frames/s, per-frame latency (the batch's
  * wall time: every frame of a batch completes with it) median and p99, CPU
  * time per frame and bytes per frame each way, as a table and a JSON line. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
