@@ -69,8 +69,10 @@ typedef struct omma_face {
                         * one tracker */
     float score;       /* detector score of the detection that started the track */
     omma_box box;      /* bounding box of the landmarks */
-    float keypoints[OMMA_FACE_KEYPOINTS][2]; /* as omma_detection: those of the
-                        * last detection that (re)started the track */
+    float keypoints[OMMA_FACE_KEYPOINTS][2]; /* as omma_detection's, taken from
+                        * this frame's landmarks (eye centres from the corners
+                        * 33/133 and 362/263, nose tip 1, mouth centre 13/14,
+                        * ear tragions 234 and 454): they follow the face */
     float landmarks[OMMA_FACE_LANDMARKS][3]; /* FaceMesh points (x, y, z): x, y in
                         * frame pixels; z relative depth in pixels at the frame's
                         * scale (scaled like x), smaller = nearer the camera */

@@ -66,6 +66,7 @@ static void usage(FILE *to)
             "  No INPUT: the sample, %s and %s (when fetched), with\n"
             "  annotated output in $TMPDIR/%s (/tmp when TMPDIR is unset) unless\n"
             "  --annotate says where.\n"
+            "  Options may come before or after the inputs (\"--\" ends them).\n"
             "  Models and the sample come from $OMMA_DATA (a folder with models/ and\n"
             "  testdata/), else from the source tree omma was built from.\n"
             "  stderr: a progress bar when it is a terminal; always a summary line (frames,\n"
@@ -84,7 +85,8 @@ typedef struct run_args {
     const char *out_path, *annotate_dir, *annotate_video;
     int csv, max_faces, max_batch, detect_every, full_range;
     long max_frames;
-    int first_input;
+    const char **inputs; /* the arguments that are not options, in order */
+    int n_inputs;
 } run_args;
 
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *v)
@@ -100,15 +102,18 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *v)
     return 1;
 }
 
-/* CLI_EXIT_OK after --help, CLI_EXIT_USAGE on errors, -1 to go on. */
+/* CLI_EXIT_OK after --help, CLI_EXIT_USAGE on errors, -1 to go on.
+ * Options may come before, between or after the inputs; after "--" every
+ * argument is an input. a->inputs has room for argc entries. */
 static int parse_args(int argc, char **argv, run_args *a)
 {
+    const char **inputs = a->inputs;
     memset(a, 0, sizeof *a);
+    a->inputs = inputs;
     a->backend = OMMA_BACKEND_CUDA;
     a->precision = OMMA_PRECISION_FP16;
     a->max_faces = 4;
     a->max_batch = 16;
-    a->first_input = argc;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
@@ -116,12 +121,13 @@ static int parse_args(int argc, char **argv, run_args *a)
             return CLI_EXIT_OK;
         }
         if (strcmp(o, "--") == 0) {
-            a->first_input = i + 1;
+            while (++i < argc)
+                a->inputs[a->n_inputs++] = argv[i];
             return -1;
         }
         if (o[0] != '-' || o[1] == 0) {
-            a->first_input = i;
-            return -1;
+            a->inputs[a->n_inputs++] = o;
+            continue;
         }
         if (strcmp(o, "--csv") == 0) {
             a->csv = 1;
@@ -335,14 +341,10 @@ static int sample_inputs(const char *data, char *photo, char *video, size_t size
     return 2;
 }
 
-int cli_run(int argc, char **argv)
+static int run_parsed(run_args a)
 {
-    run_args a;
-    int rc = parse_args(argc, argv, &a);
-    if (rc >= 0)
-        return rc;
-    const char *const *inputs = (const char *const *)(argv + a.first_input);
-    int n_inputs = argc - a.first_input;
+    const char *const *inputs = a.inputs;
+    int n_inputs = a.n_inputs;
     if (n_inputs > OMMA_PIPELINE_MAX_CAMERAS) {
         fprintf(stderr, "omma: error: %d inputs, at most %d (one camera each)\n", n_inputs,
                 OMMA_PIPELINE_MAX_CAMERAS);
@@ -497,4 +499,19 @@ int cli_run(int argc, char **argv)
         return EXIT_INTERRUPTED;
     }
     return failed || !written || !annotated || !loop_ok ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+}
+
+int cli_run(int argc, char **argv)
+{
+    run_args a;
+    a.inputs = malloc((size_t)argc * sizeof *a.inputs);
+    if (!a.inputs) {
+        fprintf(stderr, "omma: error: out of memory\n");
+        return CLI_EXIT_ERROR;
+    }
+    int rc = parse_args(argc, argv, &a);
+    if (rc < 0)
+        rc = run_parsed(a);
+    free(a.inputs);
+    return rc;
 }

@@ -34,7 +34,6 @@ typedef struct vis_tracker_options {
 typedef struct vis_track {
     int id;
     float score; /* of the detection that started the track */
-    float keypoints[OMMA_FACE_KEYPOINTS][2];
     vis_roi roi; /* where FaceMesh looks in the current frame */
     int updated; /* vis_tracker_update called this frame */
     float presence; /* from the last update */
@@ -101,7 +100,6 @@ VIS_HD int vis_tracker_add_detections(vis_tracker *t, const omma_detection *dets
         memset(tr, 0, sizeof *tr);
         tr->id = t->next_id++;
         tr->score = dets[d].score;
-        memcpy(tr->keypoints, dets[d].keypoints, sizeof tr->keypoints);
         tr->roi = roi;
         added++;
     }
@@ -122,16 +120,27 @@ VIS_HD void vis_tracker_update(vis_tracker *t, int i, const float *landmarks, fl
         tr->roi = vis_roi_from_landmarks(landmarks, NULL);
 }
 
-/* The public result for track i of this frame: id, score, keypoints from
- * the track, landmarks (468 x, y, z in frame pixels) and presence as given,
- * box = the landmarks' bounding box. landmarks may be out->landmarks. */
+/* FaceMesh points whose mean is each detector keypoint, in omma_detection's
+ * order: right eye (outer and inner corner), left eye (inner, outer), nose
+ * tip, mouth centre (inner lips), right and left ear tragion (the face
+ * contour at ear level). */
+#define VIS_KEYPOINT_LANDMARKS {{33, 133}, {362, 263}, {1, 1}, {13, 14}, {234, 234}, {454, 454}}
+
+/* The public result for track i of this frame: id and score from the
+ * track, landmarks (468 x, y, z in frame pixels) and presence as given,
+ * box = the landmarks' bounding box, keypoints from the landmarks (so they
+ * follow the face between detections). landmarks may be out->landmarks. */
 VIS_HD void vis_tracker_face(const vis_tracker *t, int i, const float *landmarks, float presence,
                              omma_face *out)
 {
+    const int from[OMMA_FACE_KEYPOINTS][2] = VIS_KEYPOINT_LANDMARKS;
     const vis_track *tr = &t->tracks[i];
     out->id = tr->id;
     out->score = tr->score;
-    memcpy(out->keypoints, tr->keypoints, sizeof out->keypoints);
+    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++)
+        for (int c = 0; c < 2; c++)
+            out->keypoints[k][c] =
+                0.5f * (landmarks[3 * from[k][0] + c] + landmarks[3 * from[k][1] + c]);
     if (landmarks != &out->landmarks[0][0])
         memcpy(out->landmarks, landmarks, sizeof out->landmarks);
     out->presence = presence;

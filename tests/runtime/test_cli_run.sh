@@ -114,6 +114,11 @@ run --backend cpu --max-batch 1 --out "$dir/mb.jsonl" "$photo" "$photo"
 grep -q "(2 batch(es) of up to 1 frames)" "$dir/err" || fail "--max-batch 1: not two batches"
 check_jsonl "$dir/mb.jsonl" 2 "0:0:1:$photo" "1:0:1:$photo"
 
+# Options after the inputs count as options (only "--" ends them).
+run --backend cpu "$photo" --out "$dir/after.jsonl" --max-faces 1
+[ $rc -eq 0 ] || fail "options after the input: exit $rc"
+check_jsonl "$dir/after.jsonl" 1 "0:0:1:$photo"
+
 # --- CSV: a header, one row per face, a row with empty face fields for a
 # frame without faces (a grey PNG made here), 1427 columns everywhere.
 if [ $have_python -eq 1 ]; then
