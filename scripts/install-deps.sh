@@ -13,6 +13,7 @@ packages=(
     libavformat-dev libavcodec-dev     # video files (omma run, src/runtime/video_*.c):
     libavutil-dev libswscale-dev       #   FFmpeg's demuxers, decoders, encoders, scaler
     ffmpeg                             # the CLI: fetch-testdata.sh makes the test videos
+    libmicrohttpd-dev                  # the OpenMetrics endpoint (omma run --metrics-port)
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.

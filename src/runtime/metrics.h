@@ -1,0 +1,206 @@
+/* Private: the multi-camera runtime's metrics registry and its reports.
+ *
+ * One registry per runtime. Setup registers the cameras (index 0..1023 and a
+ * unique name), the GPUs (index 0..63 and a name) and, at creation, the
+ * names of the GPU stages that are timed ("upload", "detector", "mesh",
+ * "step"...). Then any thread updates counters and histograms with relaxed
+ * atomics: no lock, no allocation, no system call on the update path (the
+ * GPU readings, once a second, take a per-GPU mutex around a copy). A
+ * reporting thread takes snapshots (they allocate and take the registry's
+ * lock, never held by updates) and renders them as OpenMetrics text, a JSON
+ * line or a terminal status table (metrics_format.c); metrics_http.h serves
+ * the OpenMetrics text.
+ *
+ * Durations are histograms with fixed log-spaced buckets: 25 per decade from
+ * 1 us to 10 s (bucket k holds values in (le(k-1), le(k)], le(k) = 1 us *
+ * 10^(k/25) rounded to the nanosecond), one bucket below 1 us and one above
+ * 10 s. A quantile read from the buckets (the geometric middle of the bucket
+ * holding the nearest-rank sample) is within 5% of the true nearest-rank
+ * quantile for values between 1 us and 10 s.
+ *
+ * Frame rates are not kept by the update path: a snapshot computes them from
+ * the counters of an earlier snapshot (the registry keeps a short history,
+ * one entry per quarter window), over the newest span of at least the rate
+ * window (1 s by default) or the longest span it has; NAN until two
+ * snapshots span some time. Process CPU time per frame is computed the same
+ * way from core_process_cpu_ns() and the frames processed by all cameras.
+ *
+ * Threads: rt_metrics_create/destroy by the owner; add_* and snapshots from
+ * any thread (serialised by the registry's lock); updates from any thread at
+ * any time between add and destroy. Updates naming an index that is out of
+ * range or not registered are ignored (they cannot fail). */
+#ifndef OMMA_RUNTIME_METRICS_H
+#define OMMA_RUNTIME_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "omma/device.h"
+#include "omma/status.h"
+
+#define RT_METRICS_MAX_CAMERAS 1024
+#define RT_METRICS_MAX_GPUS 64
+#define RT_METRICS_MAX_STAGES 16
+#define RT_METRICS_NAME_MAX 128 /* camera and GPU names, with the NUL */
+#define RT_METRICS_STAGE_NAME_MAX 32 /* stage names, with the NUL */
+
+/* Histogram buckets: RT_METRICS_BOUNDS finite upper bounds (1 us .. 10 s),
+ * and one more bucket for values above 10 s. */
+#define RT_METRICS_BUCKETS_PER_DECADE 25
+#define RT_METRICS_BOUNDS (7 * RT_METRICS_BUCKETS_PER_DECADE + 1)
+#define RT_METRICS_BUCKETS (RT_METRICS_BOUNDS + 1)
+
+typedef struct rt_metrics rt_metrics;
+
+typedef enum rt_camera_state {
+    RT_CAMERA_RUNNING = 0, /* from registration on */
+    RT_CAMERA_ENDED, /* its source ended (end of file) */
+    RT_CAMERA_FAILED, /* its source failed (read error, unplugged) */
+} rt_camera_state;
+
+/* "running", "ended", "failed"; "unknown" for other values. */
+const char *rt_metrics_camera_state_str(rt_camera_state state);
+
+typedef struct rt_metrics_config {
+    const char *const *stage_names; /* n_stages names, 1..31 bytes of UTF-8, unique */
+    int n_stages; /* 0..RT_METRICS_MAX_STAGES */
+    uint64_t rate_window_ns; /* frame-rate window; 0: 1 s */
+} rt_metrics_config;
+
+/* Creates an empty registry (config NULL: no stages, 1-s window).
+ * Errors: OMMA_ERR_INVALID_ARG (NULL out, bad stage names or count),
+ * OMMA_ERR_OUT_OF_MEMORY. On failure *out is NULL. */
+omma_status rt_metrics_create(const rt_metrics_config *config, rt_metrics **out);
+
+/* Frees the registry; NULL is ignored. No other call on it may be running or
+ * follow (stop the HTTP server first). */
+void rt_metrics_destroy(rt_metrics *m);
+
+/* Registers camera `index` (0..RT_METRICS_MAX_CAMERAS-1) with its name (the
+ * `camera` label; NULL gives "camN") and the GPU it is placed on (-1: none
+ * yet). Counters start at 0 and the state at RT_CAMERA_RUNNING.
+ * Errors: OMMA_ERR_INVALID_ARG (index out of range or already registered,
+ * a name that is empty, too long, not UTF-8 or another camera's),
+ * OMMA_ERR_OUT_OF_MEMORY. */
+omma_status rt_metrics_add_camera(rt_metrics *m, int index, const char *name, int gpu);
+
+/* Registers GPU `index` (0..RT_METRICS_MAX_GPUS-1) with its name ("NVIDIA
+ * H100 80GB HBM3"; NULL gives "gpuN"). It has no reading until the first
+ * rt_metrics_gpu_reading. Errors as rt_metrics_add_camera. */
+omma_status rt_metrics_add_gpu(rt_metrics *m, int index, const char *name);
+
+/* ---- Updates: any thread, lock-free, never allocate -------------------- */
+
+/* A frame arrived from the camera's source. */
+void rt_metrics_frame_in(rt_metrics *m, int camera);
+/* n frames of the camera were dropped (a live source overwrote them). */
+void rt_metrics_frames_dropped(rt_metrics *m, int camera, uint64_t n);
+/* A frame's result is out: latency_ns from its capture timestamp to the
+ * result (both core_now_ns()). Counts the frame as processed. */
+void rt_metrics_frame_done(rt_metrics *m, int camera, uint64_t latency_ns);
+void rt_metrics_camera_set_state(rt_metrics *m, int camera, rt_camera_state state);
+/* The camera was placed on another GPU (-1: none). */
+void rt_metrics_camera_set_gpu(rt_metrics *m, int camera, int gpu);
+
+/* GPU time of one run of stage `stage` (its index in the config's names) on
+ * GPU `gpu`, from CUDA events. */
+void rt_metrics_stage_time(rt_metrics *m, int gpu, int stage, uint64_t ns);
+
+/* Stores the GPU's latest reading (from omma_device_read_metrics; an
+ * unavailable reading is kept as such, with its reason). Takes the GPU's
+ * mutex around a copy: call it about once a second, not per frame. */
+void rt_metrics_gpu_reading(rt_metrics *m, int gpu, const omma_device_metrics *reading);
+
+/* ---- Snapshots ---------------------------------------------------------- */
+
+typedef struct rt_metrics_hist {
+    uint64_t count; /* the buckets' total */
+    uint64_t sum_ns; /* of all values recorded */
+    uint64_t buckets[RT_METRICS_BUCKETS]; /* not cumulative; see le below */
+} rt_metrics_hist;
+
+/* Upper bound of bucket k (0..RT_METRICS_BOUNDS-1) in nanoseconds: 1000 for
+ * k = 0 .. 10^10 for k = RT_METRICS_BOUNDS-1. Bucket RT_METRICS_BOUNDS holds
+ * what is above 10 s. */
+uint64_t rt_metrics_bucket_le_ns(int k);
+
+/* Nearest-rank quantile q (0..1) in nanoseconds, within 5% for values from
+ * 1 us to 10 s; values under 1 us read as 1 us, over 10 s as 10 s. NAN when
+ * the histogram is empty. */
+double rt_metrics_hist_quantile_ns(const rt_metrics_hist *h, double q);
+
+typedef struct rt_metrics_camera_snap {
+    int index;
+    char name[RT_METRICS_NAME_MAX];
+    int gpu; /* -1: none */
+    rt_camera_state state;
+    uint64_t frames_in, frames_processed, frames_dropped;
+    double fps_in, fps_processed; /* over rate_span_ns; NAN when unknown */
+    uint64_t rate_span_ns; /* 0 when unknown */
+    rt_metrics_hist latency; /* capture to result */
+} rt_metrics_camera_snap;
+
+typedef struct rt_metrics_gpu_snap {
+    int index;
+    char name[RT_METRICS_NAME_MAX];
+    /* The last reading; before the first one available = 0 with the reason
+     * "no reading yet". Fields not in reading.valid are unknown, not 0. */
+    omma_device_metrics reading;
+    rt_metrics_hist stages[RT_METRICS_MAX_STAGES]; /* n_stages of them */
+} rt_metrics_gpu_snap;
+
+typedef struct rt_metrics_snapshot {
+    uint64_t now_ns; /* core_now_ns() when taken */
+    uint64_t unix_ms; /* wall clock when taken */
+    uint64_t uptime_ns; /* since rt_metrics_create */
+    uint64_t process_cpu_ns; /* core_process_cpu_ns() when taken */
+    uint64_t frames_processed; /* all cameras */
+    double cpu_ns_per_frame; /* process CPU / frames over cpu_span_ns; NAN when unknown */
+    uint64_t cpu_span_ns;
+    int n_stages;
+    char stage_names[RT_METRICS_MAX_STAGES][RT_METRICS_STAGE_NAME_MAX];
+    int n_cameras; /* by index */
+    rt_metrics_camera_snap *cameras;
+    int n_gpus; /* by index */
+    rt_metrics_gpu_snap *gpus;
+} rt_metrics_snapshot;
+
+/* Copies every counter, histogram and reading, and computes the rates.
+ * Counters are read one by one while updates go on: each value is exact at
+ * some instant during the call, and a histogram's count is its buckets'
+ * total. The snapshot is the caller's, freed with rt_metrics_snapshot_free.
+ * Errors: OMMA_ERR_INVALID_ARG, OMMA_ERR_OUT_OF_MEMORY; *out NULL then. */
+omma_status rt_metrics_snapshot_take(rt_metrics *m, rt_metrics_snapshot **out);
+
+/* The same with the clock readings given (now_ns on core_now_ns()'s clock,
+ * the process's CPU time), for tests and replays. now_ns must not go back
+ * between snapshots of one registry (INVALID_ARG if it does). */
+omma_status rt_metrics_snapshot_take_at(rt_metrics *m, uint64_t now_ns, uint64_t process_cpu_ns,
+                                        rt_metrics_snapshot **out);
+
+void rt_metrics_snapshot_free(rt_metrics_snapshot *s);
+
+/* ---- Reports (metrics_format.c) ----------------------------------------- */
+/* Each renders the snapshot as NUL-terminated text in *text (the caller's, to
+ * free()) of *len bytes (len may be NULL). Errors: OMMA_ERR_INVALID_ARG,
+ * OMMA_ERR_OUT_OF_MEMORY; *text NULL then. */
+
+/* OpenMetrics 1.0 text exposition (content type
+ * RT_METRICS_OPENMETRICS_CONTENT_TYPE), ending with "# EOF\n". Histograms
+ * are exposed with every fifth bucket bound (5 per decade, 1 us .. 10 s). */
+#define RT_METRICS_OPENMETRICS_CONTENT_TYPE                                                        \
+    "application/openmetrics-text; version=1.0.0; charset=utf-8"
+omma_status rt_metrics_format_openmetrics(const rt_metrics_snapshot *s, char **text, size_t *len);
+
+/* One line of JSON ending with "\n" (the periodic status when stderr is not
+ * a terminal): rates, counters, latency p50/p99 in ms per camera; readings
+ * (null when unknown) and stage p50/p99 per GPU; CPU time per frame. */
+omma_status rt_metrics_format_json(const rt_metrics_snapshot *s, char **text, size_t *len);
+
+/* A fixed-width table for a terminal, each line ending with "\n": a header
+ * and one row per camera, then a header and one row per GPU, then a process
+ * line. Names are cut to fit and control characters shown as '?'; unknown
+ * values are "-". The caller moves the cursor to redraw it in place. */
+omma_status rt_metrics_format_table(const rt_metrics_snapshot *s, char **text, size_t *len);
+
+#endif
