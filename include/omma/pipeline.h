@@ -35,8 +35,9 @@ extern "C" {
 typedef struct omma_face_pipeline omma_face_pipeline;
 
 #define OMMA_PIPELINE_MAX_FACES 64
-#define OMMA_PIPELINE_MAX_CAMERAS 1024
+#define OMMA_PIPELINE_MAX_CAMERAS 4096
 #define OMMA_PIPELINE_MAX_BATCH 256
+#define OMMA_PIPELINE_MAX_LANES 8
 
 typedef struct omma_face_pipeline_options {
     omma_backend backend;      /* OMMA_BACKEND_CPU (default) or OMMA_BACKEND_CUDA */
@@ -59,6 +60,13 @@ typedef struct omma_face_pipeline_options {
                                  * only when fewer are tracked (0) */
     float nms_threshold;        /* IoU above which detections merge in the
                                  * weighted non-maximum suppression (0.3) */
+    int lanes;                  /* CUDA: batches that may be in flight at once
+                                 * (the multi-camera runtime's), each with its
+                                 * own stream, execs and buffers, 1..8 (1) */
+    int graphs;                 /* CUDA: nonzero (default) runs each batch as
+                                 * one CUDA graph per batch shape, captured at
+                                 * the shape's first batch and replayed; 0
+                                 * launches kernel by kernel. Same results. */
 } omma_face_pipeline_options;
 
 /* Fills *opt with the defaults above (model paths NULL). */

@@ -23,6 +23,8 @@ void omma_face_pipeline_options_init(omma_face_pipeline_options *opt)
     opt->min_presence = 0.5f;
     opt->detect_every = 0;
     opt->nms_threshold = 0.3f;
+    opt->lanes = 1;
+    opt->graphs = 1;
 }
 
 static int in_unit(float v)
@@ -49,6 +51,9 @@ static omma_status check_options(const omma_face_pipeline_options *o)
     if (o->max_batch < 1 || o->max_batch > OMMA_PIPELINE_MAX_BATCH)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: max_batch %d not in 1..%d",
                          o->max_batch, OMMA_PIPELINE_MAX_BATCH);
+    if (o->lanes < 1 || o->lanes > OMMA_PIPELINE_MAX_LANES)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: lanes %d not in 1..%d", o->lanes,
+                         OMMA_PIPELINE_MAX_LANES);
     if (o->detect_every < 0)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: detect_every %d < 0",
                          o->detect_every);
@@ -77,6 +82,7 @@ omma_status omma_face_pipeline_create(const omma_face_pipeline_options *opt,
     /* The paths are the caller's; they are only needed while loading. */
     p->opt.detector_model = p->opt.mesh_model = NULL;
     atomic_init(&p->busy, false);
+    pthread_mutex_init(&p->stats_lock, NULL);
     p->ops = opt->backend == OMMA_BACKEND_CUDA ? &fp_gpu_backend : &fp_cpu_backend;
     omma_status st = p->ops->create(p, opt->detector_model, opt->mesh_model);
     if (st == OMMA_OK) {
@@ -97,6 +103,7 @@ void omma_face_pipeline_destroy(omma_face_pipeline *p)
     if (!p)
         return;
     p->ops->destroy(p);
+    pthread_mutex_destroy(&p->stats_lock);
     free(p->one);
     free(p);
 }
@@ -147,10 +154,6 @@ static omma_status run_batch(omma_face_pipeline *p, int n, const int *cameras,
         p->ops->reset(p, n, cameras);
         return st;
     }
-    p->stats.frames += (uint64_t)n;
-    p->stats.batches++;
-    for (int i = 0; i < n; i++)
-        p->stats.faces += (uint64_t)counts[i];
     return OMMA_OK;
 }
 
@@ -206,6 +209,26 @@ omma_status omma_face_pipeline_get_stats(const omma_face_pipeline *p,
 {
     if (!p || !stats)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_face_pipeline_get_stats: NULL argument");
+    pthread_mutex_lock((pthread_mutex_t *)&p->stats_lock);
     *stats = p->stats;
+    pthread_mutex_unlock((pthread_mutex_t *)&p->stats_lock);
     return OMMA_OK;
+}
+
+void fp_stats_add_batch(omma_face_pipeline *p, int n, const int *counts,
+                        const omma_face_pipeline_stats *delta)
+{
+    pthread_mutex_lock(&p->stats_lock);
+    omma_face_pipeline_stats *s = &p->stats;
+    s->frames += (uint64_t)n;
+    s->batches++;
+    for (int i = 0; i < n; i++)
+        s->faces += (uint64_t)counts[i];
+    s->detector_images += delta->detector_images;
+    s->mesh_images += delta->mesh_images;
+    s->h2d_bytes += delta->h2d_bytes;
+    s->h2d_copies += delta->h2d_copies;
+    s->d2h_bytes += delta->d2h_bytes;
+    s->d2h_copies += delta->d2h_copies;
+    pthread_mutex_unlock(&p->stats_lock);
 }

@@ -22,6 +22,7 @@ struct fp_backend {
                                                          first frame */
     float (*lm)[OMMA_FACE_LANDMARKS * 3]; /* this frame's landmarks per track */
     float *presence;
+    omma_face_pipeline_stats moved; /* the batch's detector and FaceMesh runs */
 };
 
 static omma_status cpu_create(omma_face_pipeline *p, const char *detector, const char *mesh)
@@ -97,7 +98,7 @@ static omma_status detect(omma_face_pipeline *p, vis_tracker *t, const omma_fram
     int n = 0;
     OMMA_TRY(vis_preprocess_ref(frame, b->dspec.size, 1.0f / 127.5f, -1.0f, b->det_in, &lb));
     OMMA_TRY(omma_exec_run(b->xdet, 1));
-    p->stats.detector_images++;
+    b->moved.detector_images++;
     vis_decode_options_init(&dopt, b->dspec.size);
     dopt.min_score = p->opt.min_detection_score;
     dopt.min_suppression = p->opt.nms_threshold;
@@ -122,7 +123,7 @@ static omma_status track(omma_face_pipeline *p, vis_tracker *t, const omma_frame
     for (int i = 0; i < slots; i++) {
         OMMA_TRY(vis_crop_ref(frame, &t->tracks[i].roi, VIS_MESH_SIZE, b->mesh_in));
         OMMA_TRY(omma_exec_run(b->xmesh, 1));
-        p->stats.mesh_images++;
+        b->moved.mesh_images++;
         b->presence[i] = vis_face_presence(b->mesh_flag[0]);
         vis_landmarks_to_frame(&t->tracks[i].roi, VIS_MESH_SIZE, b->mesh_lm, OMMA_FACE_LANDMARKS,
                                b->lm[i]);
@@ -143,11 +144,13 @@ static omma_status cpu_run_batch(omma_face_pipeline *p, int n, const int *camera
                                  const omma_frame *frames, omma_face *faces, int *counts)
 {
     fp_backend *b = p->impl;
+    memset(&b->moved, 0, sizeof b->moved);
     for (int i = 0; i < n; i++) {
         vis_tracker *t = NULL;
         OMMA_TRY(tracker_for(b, cameras[i], &t));
         OMMA_TRY(track(p, t, &frames[i], faces + (size_t)i * (size_t)p->opt.max_faces, &counts[i]));
     }
+    fp_stats_add_batch(p, n, counts, &b->moved);
     return OMMA_OK;
 }
 

@@ -4,6 +4,7 @@
 #ifndef OMMA_RUNTIME_FACE_PIPELINE_PRIVATE_H
 #define OMMA_RUNTIME_FACE_PIPELINE_PRIVATE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "omma/pipeline.h"
@@ -15,9 +16,9 @@ typedef struct fp_backend fp_backend;
 
 /* A backend: create loads the models named in paths (opt's are NULL by
  * then), run_batch processes a checked batch (distinct cameras, frames
- * passed vis_frame_check and sit where the backend takes them) and updates
- * the stats it owns (detector_images, mesh_images, bytes and copies),
- * reset forgets the trackers of the given cameras (ids stay unique). */
+ * passed vis_frame_check and sit where the backend takes them) and counts
+ * it with fp_stats_add_batch, reset forgets the trackers of the given
+ * cameras (ids stay unique). */
 typedef struct fp_backend_ops {
     omma_status (*create)(omma_face_pipeline *p, const char *detector, const char *mesh);
     void (*destroy)(omma_face_pipeline *p);
@@ -34,9 +35,16 @@ struct omma_face_pipeline {
     const fp_backend_ops *ops;
     fp_backend *impl;
     omma_face *one; /* max_faces: omma_face_pipeline_process's batch */
-    omma_face_pipeline_stats stats;
+    omma_face_pipeline_stats stats; /* under stats_lock */
+    pthread_mutex_t stats_lock;
     atomic_bool busy;
 };
+
+/* Adds a batch of n frames with counts[i] faces each, and delta's
+ * detector_images, mesh_images, bytes and copies, to the stats. Any
+ * thread. */
+void fp_stats_add_batch(omma_face_pipeline *p, int n, const int *counts,
+                        const omma_face_pipeline_stats *delta);
 
 /* What the pipeline needs to know of the detector: its input side (128 or
  * 192), the anchors that go with it, and which outputs are the [1, anchors,

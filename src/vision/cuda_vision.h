@@ -4,9 +4,13 @@
  * on the GPU, so the two backends differ only by float rounding.
  *
  * A step is a batch of frames of distinct cameras, described by a
- * vis_gpu_step that every launcher passes to its kernels by value (no
- * host-to-device copy: kernel parameters, up to 32 KiB on Volta and
- * newer). Per step, on one stream:
+ * vis_gpu_step. vis_cuda_step_load puts it into device memory as the
+ * parameter of one kernel (no host-to-device copy: kernel parameters hold
+ * up to 32 KiB on Volta and newer); the other kernels read it there. Their
+ * launch sizes depend only on the step's shape (vis_gpu_shape), so a CUDA
+ * graph captured for one step replays any step of the same shape once its
+ * load kernel's parameter is updated. Per step, on one stream:
+ *   vis_cuda_step_load    the descriptor -> device memory
  *   vis_cuda_letterbox    frames with detect >= 0 -> detector input
  *   (detector)
  *   vis_cuda_decode       detector output -> up to max_faces detections per
@@ -20,7 +24,8 @@
  *                         update and end of frame, the frame's faces
  *                         compacted at the start of its slots, its count.
  * Launchers enqueue and return the launch's error (cudaGetLastError); none
- * allocates or synchronizes. Pointers are device pointers. */
+ * allocates or synchronizes. Pointers are device pointers, the step `s`
+ * included (loaded by vis_cuda_step_load). */
 #ifndef OMMA_VISION_CUDA_VISION_H
 #define OMMA_VISION_CUDA_VISION_H
 
@@ -54,20 +59,32 @@ typedef struct vis_gpu_step {
     vis_gpu_step_frame f[VIS_GPU_MAX_FRAMES];
 } vis_gpu_step;
 
+/* What the launches are sized for: n frames (the step's) and n_slots
+ * FaceMesh slots (at least the step's; the slots past the step's get zero
+ * crops and their results are ignored). */
+typedef struct vis_gpu_shape {
+    int n, n_slots;
+} vis_gpu_shape;
+
+/* Copies the used part of *host (header and n frames) to dev, a device
+ * vis_gpu_step, as the parameter of one kernel. */
+cudaError_t vis_cuda_step_load(const vis_gpu_step *host, vis_gpu_step *dev, cudaStream_t stream);
+
 /* Letterbox resize and normalization (value / 127.5 - 1, zero border) of
  * every frame with detect >= 0 into image `detect` of out (size x size x 3
  * floats per image, NHWC). */
-cudaError_t vis_cuda_letterbox(const vis_gpu_step *s, int size, float *out, cudaStream_t stream);
+cudaError_t vis_cuda_letterbox(const vis_gpu_step *s, vis_gpu_shape shape, int size, float *out,
+                               cudaStream_t stream);
 
 /* Decoding of detector image d = f.detect of every frame: boxes [d][n][16]
  * and score logits [d][n] for n anchors -> dets[d * opt.max_faces ..],
  * det_counts[d], in frame pixels. Scratch: key_score and key_anchor hold
  * n per image, cand n per image. */
-cudaError_t vis_cuda_decode(const vis_gpu_step *s, const vis_decode_options *opt,
-                            const vis_anchor *anchors, int n, const float *boxes,
-                            const float *scores, float *key_score, int *key_anchor,
-                            vis_candidate *cand, omma_detection *dets, int *det_counts,
-                            cudaStream_t stream);
+cudaError_t vis_cuda_decode(const vis_gpu_step *s, vis_gpu_shape shape,
+                            const vis_decode_options *opt, const vis_anchor *anchors, int n,
+                            const float *boxes, const float *scores, float *key_score,
+                            int *key_anchor, vis_candidate *cand, omma_detection *dets,
+                            int *det_counts, cudaStream_t stream);
 
 /* Per frame i: trackers[camera] (reset first when fresh, with topt) begins
  * the frame and takes the frame's detections (dets[detect * max_faces ..],
@@ -75,24 +92,26 @@ cudaError_t vis_cuda_decode(const vis_gpu_step *s, const vis_decode_options *opt
  * slot_valid 1, for slot_base + j, j < tracks; the rest of its slots get
  * slot_valid 0; slot_frame = i for all of them. counts[i] = -1 flags a
  * frame with more tracks than slots (a bug). */
-cudaError_t vis_cuda_track_begin(const vis_gpu_step *s, vis_tracker *trackers,
+cudaError_t vis_cuda_track_begin(const vis_gpu_step *s, vis_gpu_shape shape, vis_tracker *trackers,
                                  const vis_tracker_options *topt, const omma_detection *dets,
                                  const int *det_counts, int max_faces, vis_roi *slot_roi,
                                  int *slot_valid, int *slot_frame, int *counts,
                                  cudaStream_t stream);
 
 /* FaceMesh input (size x size x 3 floats per slot, value / 255, edge
- * replicated) of every valid slot's ROI of its frame; zeros elsewhere. */
-cudaError_t vis_cuda_crop(const vis_gpu_step *s, const vis_roi *slot_roi, const int *slot_valid,
-                          const int *slot_frame, int size, float *out, cudaStream_t stream);
+ * replicated) of every valid slot's ROI of its frame; zeros elsewhere
+ * (shape.n_slots slots). */
+cudaError_t vis_cuda_crop(const vis_gpu_step *s, vis_gpu_shape shape, const vis_roi *slot_roi,
+                          const int *slot_valid, const int *slot_frame, int size, float *out,
+                          cudaStream_t stream);
 
 /* Per frame i: FaceMesh's landmarks (crop pixels, 1404 per slot) and face
  * flags (one per slot) of its tracks -> frame pixels; tracker update and
  * end of frame; the tracks kept as omma_faces (oldest first) at
  * faces[slot_base ..], their number in counts[i] (left at -1 when
  * vis_cuda_track_begin flagged the frame). */
-cudaError_t vis_cuda_track_finish(const vis_gpu_step *s, vis_tracker *trackers, int size,
-                                  const float *mesh_landmarks, const float *mesh_flags,
+cudaError_t vis_cuda_track_finish(const vis_gpu_step *s, vis_gpu_shape shape, vis_tracker *trackers,
+                                  int size, const float *mesh_landmarks, const float *mesh_flags,
                                   omma_face *faces, int *counts, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -9,13 +9,13 @@
 
 #define THREADS 256
 
-__global__ void decode_kernel(const vis_gpu_step s, const vis_decode_options opt,
+__global__ void decode_kernel(const vis_gpu_step *__restrict__ s, const vis_decode_options opt,
                               const vis_anchor *anchors, int n, const float *boxes,
                               const float *scores, float *key_score, int *key_anchor,
                               vis_candidate *cand, omma_detection *dets, int *det_counts)
 {
     __shared__ int kept;
-    const vis_gpu_step_frame *f = &s.f[blockIdx.x];
+    const vis_gpu_step_frame *f = &s->f[blockIdx.x];
     int d = f->detect;
     if (d < 0)
         return;
@@ -51,13 +51,13 @@ __global__ void decode_kernel(const vis_gpu_step s, const vis_decode_options opt
     }
 }
 
-extern "C" cudaError_t vis_cuda_decode(const vis_gpu_step *s, const vis_decode_options *opt,
-                                       const vis_anchor *anchors, int n, const float *boxes,
-                                       const float *scores, float *key_score, int *key_anchor,
-                                       vis_candidate *cand, omma_detection *dets, int *det_counts,
-                                       cudaStream_t stream)
+extern "C" cudaError_t vis_cuda_decode(const vis_gpu_step *s, vis_gpu_shape shape,
+                                       const vis_decode_options *opt, const vis_anchor *anchors,
+                                       int n, const float *boxes, const float *scores,
+                                       float *key_score, int *key_anchor, vis_candidate *cand,
+                                       omma_detection *dets, int *det_counts, cudaStream_t stream)
 {
-    decode_kernel<<<(unsigned)s->n, THREADS, 0, stream>>>(
-        *s, *opt, anchors, n, boxes, scores, key_score, key_anchor, cand, dets, det_counts);
+    decode_kernel<<<(unsigned)shape.n, THREADS, 0, stream>>>(
+        s, *opt, anchors, n, boxes, scores, key_score, key_anchor, cand, dets, det_counts);
     return cudaGetLastError();
 }

@@ -6,15 +6,15 @@
 
 #define FINISH_THREADS 256
 
-__global__ void track_begin_kernel(const vis_gpu_step s, vis_tracker *trackers,
+__global__ void track_begin_kernel(const vis_gpu_step *__restrict__ s, vis_tracker *trackers,
                                    const vis_tracker_options topt, const omma_detection *dets,
                                    const int *det_counts, int max_faces, vis_roi *slot_roi,
                                    int *slot_valid, int *slot_frame, int *counts)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= s.n)
+    if (i >= s->n)
         return;
-    const vis_gpu_step_frame *f = &s.f[i];
+    const vis_gpu_step_frame *f = &s->f[i];
     vis_tracker *t = &trackers[f->camera];
     if (f->fresh) {
         int next_id = t->next_id > 0 ? t->next_id : 1;
@@ -39,27 +39,27 @@ __global__ void track_begin_kernel(const vis_gpu_step s, vis_tracker *trackers,
     }
 }
 
-extern "C" cudaError_t vis_cuda_track_begin(const vis_gpu_step *s, vis_tracker *trackers,
-                                            const vis_tracker_options *topt,
+extern "C" cudaError_t vis_cuda_track_begin(const vis_gpu_step *s, vis_gpu_shape shape,
+                                            vis_tracker *trackers, const vis_tracker_options *topt,
                                             const omma_detection *dets, const int *det_counts,
                                             int max_faces, vis_roi *slot_roi, int *slot_valid,
                                             int *slot_frame, int *counts, cudaStream_t stream)
 {
-    unsigned blocks = (unsigned)((s->n + 63) / 64);
-    track_begin_kernel<<<blocks, 64, 0, stream>>>(*s, trackers, *topt, dets, det_counts, max_faces,
+    unsigned blocks = (unsigned)((shape.n + 63) / 64);
+    track_begin_kernel<<<blocks, 64, 0, stream>>>(s, trackers, *topt, dets, det_counts, max_faces,
                                                   slot_roi, slot_valid, slot_frame, counts);
     return cudaGetLastError();
 }
 
 /* blockIdx.x: frame. */
-__global__ void track_finish_kernel(const vis_gpu_step s, vis_tracker *trackers, int size,
-                                    const float *mesh_landmarks, const float *mesh_flags,
+__global__ void track_finish_kernel(const vis_gpu_step *__restrict__ s, vis_tracker *trackers,
+                                    int size, const float *mesh_landmarks, const float *mesh_flags,
                                     omma_face *faces, int *counts)
 {
     __shared__ int ids[VIS_TRACKER_MAX_FACES], src[VIS_TRACKER_MAX_FACES];
     __shared__ float presence[VIS_TRACKER_MAX_FACES];
     __shared__ int kept;
-    const vis_gpu_step_frame *f = &s.f[blockIdx.x];
+    const vis_gpu_step_frame *f = &s->f[blockIdx.x];
     vis_tracker *t = &trackers[f->camera];
     omma_face *out = faces + f->slot_base;
     int tracks = t->count;
@@ -105,11 +105,12 @@ __global__ void track_finish_kernel(const vis_gpu_step s, vis_tracker *trackers,
     }
 }
 
-extern "C" cudaError_t vis_cuda_track_finish(const vis_gpu_step *s, vis_tracker *trackers, int size,
+extern "C" cudaError_t vis_cuda_track_finish(const vis_gpu_step *s, vis_gpu_shape shape,
+                                             vis_tracker *trackers, int size,
                                              const float *mesh_landmarks, const float *mesh_flags,
                                              omma_face *faces, int *counts, cudaStream_t stream)
 {
-    track_finish_kernel<<<(unsigned)s->n, FINISH_THREADS, 0, stream>>>(
-        *s, trackers, size, mesh_landmarks, mesh_flags, faces, counts);
+    track_finish_kernel<<<(unsigned)shape.n, FINISH_THREADS, 0, stream>>>(
+        s, trackers, size, mesh_landmarks, mesh_flags, faces, counts);
     return cudaGetLastError();
 }

@@ -430,13 +430,13 @@ static void test_registration_errors(void)
     REQUIRE_OK(rt_metrics_create(NULL, &m));
     CHECK_FAILS(rt_metrics_add_camera(m, -1, "x", 0), OMMA_ERR_INVALID_ARG, "out of range");
     CHECK_FAILS(rt_metrics_add_camera(m, RT_METRICS_MAX_CAMERAS, "x", 0), OMMA_ERR_INVALID_ARG,
-                "1024 out of range");
+                "4096 out of range");
     REQUIRE_OK(rt_metrics_add_camera(m, RT_METRICS_MAX_CAMERAS - 1, "last", 0));
     REQUIRE_OK(rt_metrics_add_camera(m, 0, "first", -5));
     CHECK_FAILS(rt_metrics_add_camera(m, 0, "other", 0), OMMA_ERR_INVALID_ARG,
                 "camera 0 is already registered");
     CHECK_FAILS(rt_metrics_add_camera(m, 1, "last", 0), OMMA_ERR_INVALID_ARG,
-                "camera name \"last\" is camera 1023's");
+                "camera name \"last\" is camera 4095's");
     CHECK_FAILS(rt_metrics_add_camera(m, 1, "", 0), OMMA_ERR_INVALID_ARG, "empty");
     CHECK_FAILS(rt_metrics_add_camera(m, 1, "bad \xC3\x28", 0), OMMA_ERR_INVALID_ARG, "UTF-8");
     CHECK_FAILS(rt_metrics_add_camera(m, 1, "\xED\xA0\x80", 0), OMMA_ERR_INVALID_ARG, "UTF-8");
@@ -459,7 +459,7 @@ static void test_registration_errors(void)
     REQUIRE(s->n_cameras == 3);
     CHECK(s->cameras[0].index == 0 && s->cameras[0].gpu == -1);
     CHECK(s->cameras[1].gpu == 2 && s->cameras[1].state == RT_CAMERA_FAILED);
-    CHECK(s->cameras[2].index == 1023 && s->cameras[2].state == RT_CAMERA_RUNNING);
+    CHECK(s->cameras[2].index == RT_METRICS_MAX_CAMERAS - 1 && s->cameras[2].state == RT_CAMERA_RUNNING);
     CHECK(strcmp(rt_metrics_camera_state_str(RT_CAMERA_ENDED), "ended") == 0);
     CHECK(strcmp(rt_metrics_camera_state_str((rt_camera_state)42), "unknown") == 0);
     rt_metrics_snapshot_free(s);
