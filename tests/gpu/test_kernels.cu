@@ -50,3 +50,15 @@ extern "C" cudaError_t test_write_out_of_bounds(int *p, cudaStream_t stream)
     out_of_bounds_kernel<<<1, 1, 0, stream>>>(p);
     return cudaGetLastError();
 }
+
+static __global__ void wait_flag_kernel(const volatile int *flag)
+{
+    while (*flag == 0)
+        __nanosleep(1000);
+}
+
+extern "C" cudaError_t test_wait_flag(const volatile int *flag, cudaStream_t stream)
+{
+    wait_flag_kernel<<<1, 1, 0, stream>>>(flag);
+    return cudaGetLastError();
+}
