@@ -34,7 +34,10 @@ struct rt_ring {
     size_t row_bytes[3], rows[3];
     size_t frame_bytes; /* all planes, packed */
     size_t slot_stride; /* frame_bytes rounded up to SLOT_ALIGN */
-    CUdeviceptr base; /* slots * slot_stride bytes */
+    CUdeviceptr base; /* slots * slot_stride bytes; 0 for a reference ring */
+    int by_ref; /* rt_ring_create_ref: slots hold the producer's frames */
+    omma_frame ref[RT_RING_MAX_SLOTS]; /* by_ref: the frame put in the slot */
+    CUevent ref_ready[RT_RING_MAX_SLOTS]; /* by_ref: its event (may be NULL) */
     CUevent ready[RT_RING_MAX_SLOTS];
     CUevent done[RT_RING_MAX_SLOTS];
 
@@ -83,6 +86,8 @@ size_t rt_ring_frame_bytes(const rt_ring *ring)
 /* The device frame over slot i. */
 static omma_frame slot_frame(const rt_ring *ring, int i)
 {
+    if (ring->by_ref)
+        return ring->ref[i];
     omma_frame f = {0};
     f.width = ring->fmt.width;
     f.height = ring->fmt.height;
@@ -126,8 +131,8 @@ static omma_status init_sync(rt_ring *ring)
     return OMMA_OK;
 }
 
-omma_status rt_ring_create(omma_device *dev, int slots, const rt_ring_format *fmt,
-                           rt_ring_policy policy, rt_ring **out)
+static omma_status create(omma_device *dev, int slots, const rt_ring_format *fmt,
+                          rt_ring_policy policy, int by_ref, rt_ring **out)
 {
     if (!out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_ring_create: out is NULL");
@@ -152,6 +157,7 @@ omma_status rt_ring_create(omma_device *dev, int slots, const rt_ring_format *fm
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "rt_ring_create: ring state");
     ring->dev = dev;
     ring->fmt = *fmt;
+    ring->by_ref = by_ref;
     rt_slots_init(&ring->s, slots, policy);
     omma_frame shape = {.width = fmt->width, .height = fmt->height, .format = fmt->format};
     for (int p = 0; p < 3; p++) {
@@ -170,7 +176,8 @@ omma_status rt_ring_create(omma_device *dev, int slots, const rt_ring_format *fm
         free(ring); /* on Linux a mutex or condvar holds no resource to destroy */
         return st;
     }
-    st = gpu_mem_alloc(dev, ring->slot_stride * (size_t)slots, &ring->base);
+    if (!by_ref)
+        st = gpu_mem_alloc(dev, ring->slot_stride * (size_t)slots, &ring->base);
     for (int i = 0; i < slots && st == OMMA_OK; i++) {
         st = gpu_event_acquire(dev, GPU_EVENT_SYNC, &ring->ready[i]);
         if (st == OMMA_OK)
@@ -184,6 +191,18 @@ omma_status rt_ring_create(omma_device *dev, int slots, const rt_ring_format *fm
     return OMMA_OK;
 }
 
+omma_status rt_ring_create(omma_device *dev, int slots, const rt_ring_format *fmt,
+                           rt_ring_policy policy, rt_ring **out)
+{
+    return create(dev, slots, fmt, policy, 0, out);
+}
+
+omma_status rt_ring_create_ref(omma_device *dev, int slots, const rt_ring_format *fmt,
+                               rt_ring_policy policy, rt_ring **out)
+{
+    return create(dev, slots, fmt, policy, 1, out);
+}
+
 /* ---- producer ----------------------------------------------------------- */
 
 static int done_query(void *ctx, int slot)
@@ -194,18 +213,26 @@ static int done_query(void *ctx, int slot)
     return gpu_cu.cuEventQuery(ring->done[slot]) != CUDA_ERROR_NOT_READY;
 }
 
-static omma_status check_frame(const rt_ring *ring, const omma_frame *f)
+static omma_status check_frame(const rt_ring *ring, const omma_frame *f, omma_memory memory)
 {
+    if (ring->by_ref != (memory == OMMA_MEMORY_DEVICE))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         ring->by_ref ? "rt_ring_put: a reference ring takes device frames "
+                                        "(rt_ring_put_device)"
+                                      : "rt_ring_put_device: this ring uploads host frames "
+                                        "(rt_ring_put); reference rings take device frames");
     if (f->width != ring->fmt.width || f->height != ring->fmt.height ||
         f->format != ring->fmt.format)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                          "rt_ring_put: the frame is %dx%d %s but the ring holds %dx%d %s frames",
                          f->width, f->height, format_name(f->format), ring->fmt.width,
                          ring->fmt.height, format_name(ring->fmt.format));
-    if (f->memory != OMMA_MEMORY_HOST)
-        return OMMA_FAIL(
-            OMMA_ERR_UNSUPPORTED,
-            "rt_ring_put: the frame is in device memory; the ring uploads host frames");
+    if (f->memory != memory)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         memory == OMMA_MEMORY_HOST
+                             ? "rt_ring_put: the frame is in device memory; the ring uploads "
+                               "host frames"
+                             : "rt_ring_put_device: the frame is in host memory");
     return vis_frame_check(f);
 }
 
@@ -292,7 +319,7 @@ omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream up
 {
     if (!ring || !host_frame)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_ring_put: %s is NULL", ring ? "frame" : "ring");
-    OMMA_TRY(check_frame(ring, host_frame));
+    OMMA_TRY(check_frame(ring, host_frame, OMMA_MEMORY_HOST));
     if (atomic_exchange(&ring->in_put, 1))
         return OMMA_FAIL(OMMA_ERR_BUSY, "rt_ring_put: another thread is putting into this ring "
                                         "(one producer at a time)");
@@ -321,6 +348,40 @@ omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream up
     return st;
 }
 
+omma_status rt_ring_put_device(rt_ring *ring, const omma_frame *device_frame, CUevent ready,
+                               uint64_t capture_ns, int timeout_ms)
+{
+    if (!ring || !device_frame)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_ring_put_device: %s is NULL",
+                         ring ? "frame" : "ring");
+    OMMA_TRY(check_frame(ring, device_frame, OMMA_MEMORY_DEVICE));
+    if (atomic_exchange(&ring->in_put, 1))
+        return OMMA_FAIL(OMMA_ERR_BUSY, "rt_ring_put_device: another thread is putting into "
+                                        "this ring (one producer at a time)");
+    omma_scope scope; /* for the done events' queries */
+    omma_status st = omma_device_enter(ring->dev, &scope);
+    if (st != OMMA_OK) {
+        atomic_store(&ring->in_put, 0);
+        return st;
+    }
+    rt_put_plan plan;
+    pthread_mutex_lock(&ring->lock);
+    st = plan_put(ring, timeout_ms, &plan);
+    if (st == OMMA_OK && (plan.kind == RT_PUT_WRITE || plan.kind == RT_PUT_WRITE_AFTER_DONE)) {
+        /* Only the reference is written: nothing waits on the GPU. */
+        ring->ref[plan.slot] = *device_frame;
+        ring->ref_ready[plan.slot] = ready;
+        rt_slots_end_put(&ring->s, plan.slot, capture_ns, 1);
+        pthread_cond_signal(&ring->published);
+    }
+    pthread_mutex_unlock(&ring->lock);
+    if (st == OMMA_OK && plan.kind == RT_PUT_CLOSED)
+        st = OMMA_FAIL(OMMA_ERR_CLOSED, "rt_ring_put_device: the ring is closed");
+    st = leave_keep(&scope, st);
+    atomic_store(&ring->in_put, 0);
+    return st;
+}
+
 /* ---- consumer ----------------------------------------------------------- */
 
 static omma_status consumer_enter(rt_ring *ring, const char *fn)
@@ -340,7 +401,7 @@ static void fill_item(const rt_ring *ring, int i, rt_ring_item *out)
     out->frame = slot_frame(ring, i);
     out->seq = ring->s.slot[i].seq;
     out->capture_ns = ring->s.slot[i].capture_ns;
-    out->ready = ring->ready[i];
+    out->ready = ring->by_ref ? ring->ref_ready[i] : ring->ready[i];
     out->slot_ = i;
 }
 

@@ -91,7 +91,9 @@ typedef struct rt_ring_item {
     uint64_t seq; /* 1, 2, 3, ... in put order (gaps = frames dropped) */
     uint64_t capture_ns; /* as given to rt_ring_put */
     CUevent ready; /* make the consumer's stream wait for it before
-                    * reading the frame (cuStreamWaitEvent); the ring's */
+                    * reading the frame (cuStreamWaitEvent); the ring's,
+                    * or the producer's on a reference ring (maybe NULL:
+                    * no wait) */
     int slot_; /* private: the slot index */
 } rt_ring_item;
 
@@ -122,6 +124,13 @@ typedef struct rt_ring_stats {
 omma_status rt_ring_create(omma_device *dev, int slots, const rt_ring_format *fmt,
                            rt_ring_policy policy, rt_ring **out);
 
+/* A reference ring: as rt_ring_create, but its slots hold frames that are
+ * already in device memory (a GPU decoder's, a pool of frames) by
+ * reference, put with rt_ring_put_device: no device memory is allocated and
+ * nothing is copied; the done events still order the slots' reuse. */
+omma_status rt_ring_create_ref(omma_device *dev, int slots, const rt_ring_format *fmt,
+                               rt_ring_policy policy, rt_ring **out);
+
 /* Producer: uploads *host_frame (host memory, pageable or pinned: pinned for
  * an asynchronous copy; the ring's format; read during the call and by the
  * copy, so keep it unchanged until upload_stream has passed this point) into
@@ -139,6 +148,17 @@ omma_status rt_ring_create(omma_device *dev, int slots, const rt_ring_format *fm
  * upload could not be enqueued: the frame counts as failed). */
 omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream upload_stream,
                         uint64_t capture_ns, int timeout_ms);
+
+/* Producer of a reference ring: publishes *device_frame (device memory on
+ * the ring's device, the ring's format, any pitch) with `ready`, the event
+ * the consumer's stream waits for before reading it (NULL: the frame is
+ * ready now). Nothing is copied: the frame's memory must stay valid and
+ * unchanged until the ring is destroyed (a pool of frames), as the ring
+ * does not report when the consumer is done with a given frame. Policies,
+ * timeout and errors as rt_ring_put; OMMA_ERR_UNSUPPORTED on a ring made
+ * by rt_ring_create (and rt_ring_put's on a reference ring). */
+omma_status rt_ring_put_device(rt_ring *ring, const omma_frame *device_frame, CUevent ready,
+                               uint64_t capture_ns, int timeout_ms);
 
 /* Consumer: takes the next frame without waiting: the newest published one
  * (KEEP_NEWEST, older untaken ones are dropped as skipped) or the oldest

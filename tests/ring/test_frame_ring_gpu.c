@@ -670,6 +670,56 @@ static void bad_arguments_are_named(void)
     fixture_close(&fx);
 }
 
+/* A reference ring hands over the producer's device frames and events
+ * as they are: no copy, no device memory of its own. */
+static void reference_ring_hands_over_device_frames(void)
+{
+    static fixture fx;
+    REQUIRE(fixture_open(&fx, 3));
+    CUdeviceptr pool = 0;
+    CUevent made = NULL;
+    REQUIRE(gpu_cu.cuMemAlloc(&pool, fx.bytes) == CUDA_SUCCESS);
+    REQUIRE(gpu_cu.cuEventCreate(&made, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
+    REQUIRE(gpu_cu.cuMemcpyHtoDAsync(pool, fx.frames + 2 * fx.bytes, fx.bytes, fx.up) ==
+            CUDA_SUCCESS); /* frame 3's pattern */
+    REQUIRE(gpu_cu.cuEventRecord(made, fx.up) == CUDA_SUCCESS);
+    omma_frame dev = host_frame(&fx, 3);
+    dev.memory = OMMA_MEMORY_DEVICE;
+    dev.planes[0] = (const uint8_t *)(uintptr_t)pool;
+    dev.planes[1] = dev.planes[0] + (size_t)W * H;
+
+    rt_ring *ref = NULL, *copying = NULL;
+    REQUIRE_OK(rt_ring_create_ref(fx.dev, 2, &NV12, RT_RING_KEEP_NEWEST, &ref));
+    REQUIRE_OK(rt_ring_create(fx.dev, 2, &NV12, RT_RING_KEEP_NEWEST, &copying));
+    for (int k = 1; k <= 3; k++)
+        REQUIRE_OK(rt_ring_put_device(ref, &dev, k == 3 ? made : NULL, 1000 * (uint64_t)k, 0));
+    rt_ring_item it;
+    REQUIRE_OK(rt_ring_take(ref, &it));
+    CHECK(it.has_frame && it.seq == 3 && it.capture_ns == 3000); /* the newest */
+    CHECK(it.ready == made);
+    CHECK(it.frame.planes[0] == dev.planes[0] && it.frame.planes[1] == dev.planes[1]);
+    CHECK(it.frame.memory == OMMA_MEMORY_DEVICE);
+    CHECK(consume(&fx, ref, &it, 0)); /* the kernel reads frame 3's pattern in place */
+    CHECK(seen_matches(&fx));
+    rt_ring_stats s;
+    check_accounting(ref, &s);
+    CHECK(s.put == 3 && s.taken == 1 && s.dropped == 2);
+
+    omma_frame host = host_frame(&fx, 1);
+    CHECK_FAILS(rt_ring_put(ref, &host, fx.up, 0, 0), OMMA_ERR_UNSUPPORTED,
+                "a reference ring takes device frames");
+    CHECK_FAILS(rt_ring_put_device(copying, &dev, NULL, 0, 0), OMMA_ERR_UNSUPPORTED,
+                "this ring uploads host frames");
+    CHECK_FAILS(rt_ring_put_device(ref, &host, NULL, 0, 0), OMMA_ERR_UNSUPPORTED,
+                "the frame is in host memory");
+    CHECK_FAILS(rt_ring_put_device(ref, NULL, NULL, 0, 0), OMMA_ERR_INVALID_ARG, "frame is NULL");
+    rt_ring_destroy(ref);
+    rt_ring_destroy(copying);
+    gpu_cu.cuEventDestroy(made);
+    gpu_cu.cuMemFree(pool);
+    fixture_close(&fx);
+}
+
 int main(void)
 {
     gpu_test_require_device();
@@ -682,5 +732,6 @@ int main(void)
     RUN(close_with_frames_in_flight_frees_everything);
     RUN(take_wait_wakes_for_frames_and_close);
     RUN(bad_arguments_are_named);
+    RUN(reference_ring_hands_over_device_frames);
     return testing_finish();
 }
