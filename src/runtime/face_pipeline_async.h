@@ -19,13 +19,15 @@
  * ready[i] (ready may be NULL, entries may be NULL) is an event the step
  * waits for on the GPU before reading frame i (cuStreamWaitEvent). The
  * frames must stay unchanged until the lane's stream has passed the batch
- * (record an event on fp_async_stream, or complete it).
+ * (record an event on fp_async_stream, or complete it). timing (may be
+ * NULL) is two events (with timing) recorded around the step's kernels.
  * Errors: OMMA_ERR_INVALID_ARG (not the CUDA backend, a camera with a
  * batch in flight), OMMA_ERR_BUSY (every lane has a batch in flight),
  * OMMA_ERR_CUDA, OMMA_ERR_DEVICE_LOST, engine errors; on an error past the
  * checks the batch's cameras start afresh at their next frame. */
 omma_status fp_async_submit(omma_face_pipeline *p, int n, const int *cameras,
-                            const omma_frame *frames, const CUevent *ready, int *lane);
+                            const omma_frame *frames, const CUevent *ready, const CUevent *timing,
+                            int *lane);
 
 /* Waits on the host for the lane's batch and writes its results as
  * omma_face_pipeline_process_batch does (faces[i * max_faces ..],
@@ -35,6 +37,8 @@ omma_status fp_async_submit(omma_face_pipeline *p, int n, const int *cameras,
  * then and the cameras start afresh. */
 omma_status fp_async_complete(omma_face_pipeline *p, int lane, omma_face *faces, int *counts);
 
+/* The lane the next fp_async_submit takes (-1: none is free). */
+int fp_async_next_lane(const omma_face_pipeline *p);
 /* The pipeline's lanes (0 for the CPU backend). */
 int fp_async_lanes(const omma_face_pipeline *p);
 /* The lane's stream: the batch's reads of its frames are ordered on it. */

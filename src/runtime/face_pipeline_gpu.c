@@ -175,7 +175,7 @@ static void release_cameras(fp_backend *b, const vis_gpu_step *s)
 /* Enqueues the step on the lane: waits, uploads, the step, its done event. */
 static omma_status enqueue_step(omma_face_pipeline *p, fp_backend *b, fp_lane *l, int n,
                                 const int *cameras, const omma_frame *frames, const CUevent *ready,
-                                uint64_t *h2d_bytes, uint64_t *h2d_copies)
+                                const CUevent *timing, uint64_t *h2d_bytes, uint64_t *h2d_copies)
 {
     int waits = 0;
     for (int i = 0; i < n; i++) {
@@ -186,28 +186,30 @@ static omma_status enqueue_step(omma_face_pipeline *p, fp_backend *b, fp_lane *l
         OMMA_TRY(fp_lane_upload(b, l, i, &frames[i], &l->step.f[i].frame, h2d_bytes, h2d_copies));
     }
     plan(p, b, l, n, cameras);
+    if (timing)
+        OMMA_TRY(OMMA_CK(gpu_cu.cuEventRecord(timing[0], l->stream)));
     if (p->opt.graphs)
         OMMA_TRY(fp_graph_launch(p, b, l));
     else
         OMMA_TRY(fp_lane_enqueue(p, b, l));
+    if (timing)
+        OMMA_TRY(OMMA_CK(gpu_cu.cuEventRecord(timing[1], l->stream)));
     OMMA_TRY(gpu_copy_d2h_async(b->dev, l->host_results, l->results, l->d2h_bytes, l->stream));
     l->launches += waits + 1;
     return OMMA_CK(gpu_cu.cuEventRecord(l->done, l->stream));
 }
 
 omma_status fp_async_submit(omma_face_pipeline *p, int n, const int *cameras,
-                            const omma_frame *frames, const CUevent *ready, int *lane)
+                            const omma_frame *frames, const CUevent *ready, const CUevent *timing,
+                            int *lane)
 {
     *lane = -1;
     if (p->opt.backend != OMMA_BACKEND_CUDA)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: asynchronous steps need the CUDA "
                                                "backend");
     fp_backend *b = p->impl;
-    fp_lane *l = NULL;
-    int k = 0;
-    for (; k < b->n_lanes && !l; k++)
-        if (!atomic_load_explicit(&b->lanes[k].busy, memory_order_acquire))
-            l = &b->lanes[k];
+    int k = fp_async_next_lane(p);
+    fp_lane *l = k >= 0 ? &b->lanes[k] : NULL;
     if (!l)
         return OMMA_FAIL(OMMA_ERR_BUSY, "face pipeline: all %d lanes have a batch in flight",
                          b->n_lanes);
@@ -218,7 +220,8 @@ omma_status fp_async_submit(omma_face_pipeline *p, int n, const int *cameras,
     uint64_t h2d_bytes = 0, h2d_copies = 0;
     omma_scope scope;
     OMMA_TRY(omma_device_enter(b->dev, &scope));
-    omma_status st = enqueue_step(p, b, l, n, cameras, frames, ready, &h2d_bytes, &h2d_copies);
+    omma_status st =
+        enqueue_step(p, b, l, n, cameras, frames, ready, timing, &h2d_bytes, &h2d_copies);
     if (st != OMMA_OK) {
         (void)gpu_cu.cuStreamSynchronize(l->stream); /* nothing of it still running */
         forget(b, n, cameras);
@@ -233,7 +236,7 @@ omma_status fp_async_submit(omma_face_pipeline *p, int n, const int *cameras,
     l->h2d_bytes = h2d_bytes;
     l->h2d_copies = h2d_copies;
     atomic_store_explicit(&l->busy, 1, memory_order_release);
-    *lane = k - 1;
+    *lane = k;
     return OMMA_OK;
 }
 
@@ -308,6 +311,15 @@ omma_status fp_async_complete(omma_face_pipeline *p, int lane, omma_face *faces,
     return st;
 }
 
+int fp_async_next_lane(const omma_face_pipeline *p)
+{
+    const fp_backend *b = p->impl;
+    for (int k = 0; k < b->n_lanes; k++)
+        if (!atomic_load_explicit(&b->lanes[k].busy, memory_order_acquire))
+            return k;
+    return -1;
+}
+
 int fp_async_lanes(const omma_face_pipeline *p)
 {
     return p->opt.backend == OMMA_BACKEND_CUDA ? ((const fp_backend *)p->impl)->n_lanes : 0;
@@ -334,7 +346,7 @@ static omma_status gpu_run_batch(omma_face_pipeline *p, int n, const int *camera
                                  const omma_frame *frames, omma_face *faces, int *counts)
 {
     int lane;
-    OMMA_TRY(fp_async_submit(p, n, cameras, frames, NULL, &lane));
+    OMMA_TRY(fp_async_submit(p, n, cameras, frames, NULL, NULL, &lane));
     return fp_async_complete(p, lane, faces, counts);
 }
 

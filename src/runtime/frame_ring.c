@@ -424,8 +424,10 @@ static omma_status take(rt_ring *ring, rt_ring_item *out, int wait, int timeout_
         if (rc == ETIMEDOUT)
             break;
     }
-    if (k == RT_TAKE_FRAME)
+    if (k == RT_TAKE_FRAME) {
         fill_item(ring, slot, out);
+        out->take_again = ring->s.closed || rt_slots_count(&ring->s, RT_SLOT_PUBLISHED) > 0;
+    }
     pthread_mutex_unlock(&ring->lock);
     atomic_store(&ring->in_take, 0);
     if (k == RT_TAKE_CLOSED)

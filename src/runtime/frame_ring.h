@@ -90,6 +90,8 @@ typedef struct rt_ring_item {
                        * pitch = row bytes; valid until release */
     uint64_t seq; /* 1, 2, 3, ... in put order (gaps = frames dropped) */
     uint64_t capture_ns; /* as given to rt_ring_put */
+    int take_again; /* frames were still published after this one, or the
+                     * ring is closed: a later take has something to say */
     CUevent ready; /* make the consumer's stream wait for it before
                     * reading the frame (cuStreamWaitEvent); the ring's,
                     * or the producer's on a reference ring (maybe NULL:

@@ -148,7 +148,7 @@ static void test_lanes_match_reference(void)
                 frames[n] = frame_of(s, groups[g][n]);
                 n++;
             }
-            REQUIRE_OK(fp_async_submit(p, n, groups[g], frames, NULL, &lanes[g]));
+            REQUIRE_OK(fp_async_submit(p, n, groups[g], frames, NULL, NULL, &lanes[g]));
             for (int i = 0; i < n; i++)
                 CHECK(fp_async_camera_busy(p, groups[g][i]));
             CHECK(fp_async_launches(p, lanes[g]) == 2); /* the graph and the result copy */
@@ -184,22 +184,22 @@ static void test_no_host_wait(void)
     int cams[2] = {0, 1}, lane = -1;
     omma_frame frames[2] = {frame_of(0, 0), frame_of(0, 1)};
     CUevent ready[2] = {(CUevent)gate, NULL};
-    REQUIRE_OK(fp_async_submit(p, 2, cams, frames, ready, &lane));
+    REQUIRE_OK(fp_async_submit(p, 2, cams, frames, ready, NULL, &lane));
     /* submit returned while the gate is still shut: it did not wait. */
     CHECK(cudaEventQuery(gate) == cudaErrorNotReady);
     CHECK(fp_async_launches(p, lane) == 3); /* a wait, the graph, the copy */
 
     /* Misuse while the batch is held. */
     int other = -1;
-    CHECK_FAILS(fp_async_submit(p, 1, &cams[1], &frames[1], NULL, &other), OMMA_ERR_INVALID_ARG,
-                "camera 1 already has a batch in flight");
+    CHECK_FAILS(fp_async_submit(p, 1, &cams[1], &frames[1], NULL, NULL, &other),
+                OMMA_ERR_INVALID_ARG, "camera 1 already has a batch in flight");
     int cam2 = 2;
     omma_frame f2 = frame_of(0, 2);
-    REQUIRE_OK(fp_async_submit(p, 1, &cam2, &f2, NULL, &other));
+    REQUIRE_OK(fp_async_submit(p, 1, &cam2, &f2, NULL, NULL, &other));
     int cam3 = 3;
     omma_frame f3 = frame_of(0, 3);
     int none = 7;
-    CHECK_FAILS(fp_async_submit(p, 1, &cam3, &f3, NULL, &none), OMMA_ERR_BUSY, "all 2 lanes");
+    CHECK_FAILS(fp_async_submit(p, 1, &cam3, &f3, NULL, NULL, &none), OMMA_ERR_BUSY, "all 2 lanes");
     CHECK(none == -1);
 
     *flag = 1;

@@ -1,0 +1,351 @@
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+/* The multi-camera runtime (runtime.h): configuration, placement of the
+ * cameras on the GPUs, start of the threads, stop, wait, stats, and the
+ * monitor thread that reads each GPU's NVML metrics once a second. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "omma/log.h"
+#include "runtime/runtime_private.h"
+
+const char *const rt_runtime_stage_names[RT_RUNTIME_STAGES] = {"step"};
+
+void rt_runtime_config_init(rt_runtime_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    omma_face_pipeline_options_init(&cfg->pipeline);
+    cfg->pipeline.backend = OMMA_BACKEND_CUDA;
+    cfg->pipeline.max_batch = 64;
+    cfg->pipeline.lanes = 3;
+    cfg->max_wait_ms = 5;
+    cfg->ring_slots = 4;
+    rt_source_options_init(&cfg->source);
+    rt_synthetic_options_init(&cfg->synthetic);
+    cfg->pool_frames = 64;
+    cfg->pool_memory = OMMA_MEMORY_DEVICE;
+}
+
+int rt_stopping(const rt_runtime *rt)
+{
+    return atomic_load_explicit(&rt->stopping, memory_order_relaxed);
+}
+
+void rt_thread_ended(rt_runtime *rt)
+{
+    pthread_mutex_lock(&rt->lock);
+    rt->threads_left--;
+    pthread_cond_broadcast(&rt->ended);
+    pthread_mutex_unlock(&rt->lock);
+}
+
+void rt_fail(rt_runtime *rt, omma_status st, const char *detail)
+{
+    pthread_mutex_lock(&rt->lock);
+    if (rt->error == OMMA_OK) {
+        rt->error = st;
+        snprintf(rt->error_detail, sizeof rt->error_detail, "%s", detail);
+    }
+    pthread_mutex_unlock(&rt->lock);
+    omma_log(OMMA_LOG_ERROR, "runtime: %s", detail);
+    rt_runtime_stop(rt);
+}
+
+static omma_status check_config(const rt_runtime_config *c)
+{
+    if (c->n_cameras < 1 || c->n_cameras > OMMA_PIPELINE_MAX_CAMERAS || !c->cameras)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d cameras not in 1..%d", c->n_cameras,
+                         OMMA_PIPELINE_MAX_CAMERAS);
+    if (c->n_gpus < 1 || c->n_gpus > RT_MAX_GPUS || !c->gpus)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d GPUs not in 1..%d", c->n_gpus,
+                         RT_MAX_GPUS);
+    for (int i = 0; i < c->n_gpus; i++)
+        for (int j = 0; j < i; j++)
+            if (c->gpus[i] == c->gpus[j])
+                return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: GPU %d named twice", c->gpus[i]);
+    if (c->placement != RT_PLACE_ROUND_ROBIN && c->placement != RT_PLACE_LEAST_LOADED)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: unknown placement %d", (int)c->placement);
+    if (c->max_wait_ms < 0 || c->max_wait_ms > 10000)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: max wait %d ms not in 0..10000",
+                         c->max_wait_ms);
+    if (c->ring_slots < 2 || c->ring_slots > RT_RING_MAX_SLOTS)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d ring slots not in 2..%d", c->ring_slots,
+                         RT_RING_MAX_SLOTS);
+    int synthetic = 0;
+    for (int i = 0; i < c->n_cameras; i++)
+        synthetic |= !c->cameras[i].spec;
+    if (synthetic && !c->photo)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: synthetic cameras need a photo");
+    if (synthetic && (c->pool_frames < 1 || c->pool_frames > RT_POOL_MAX_FRAMES))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d pool frames not in 1..%d",
+                         c->pool_frames, RT_POOL_MAX_FRAMES);
+    if (synthetic && !(c->synthetic.fps > 0.0 && c->synthetic.fps <= 1000.0))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: synthetic fps %g not in (0, 1000]",
+                         c->synthetic.fps);
+    return OMMA_OK;
+}
+
+/* Each camera's GPU, by the placement policy. */
+static void place(rt_runtime *rt)
+{
+    double load[RT_MAX_GPUS] = {0};
+    for (int i = 0; i < rt->n_cams; i++) {
+        rt_cam *cam = &rt->cams[i];
+        int best = i % rt->n_gpus;
+        if (rt->cfg.placement == RT_PLACE_LEAST_LOADED)
+            for (int k = 0; k < rt->n_gpus; k++)
+                if (load[k] < load[best] || (load[k] == load[best] && k < best))
+                    best = k;
+        load[best] += cam->pixels_per_s;
+        cam->gpu = &rt->gpus[best];
+        rt->gpus[best].n_cams++;
+    }
+}
+
+static omma_status register_metrics(rt_runtime *rt)
+{
+    rt_metrics *m = rt->cfg.metrics;
+    if (!m)
+        return OMMA_OK;
+    for (int k = 0; k < rt->n_gpus; k++) {
+        omma_device_info info;
+        OMMA_TRY(omma_device_get_info(rt->gpus[k].dev, &info));
+        char name[RT_METRICS_NAME_MAX];
+        snprintf(name, sizeof name, "%d: %.100s", info.ordinal, info.name);
+        OMMA_TRY(rt_metrics_add_gpu(m, k, name));
+    }
+    for (int i = 0; i < rt->n_cams; i++) {
+        const rt_cam *cam = &rt->cams[i];
+        char name[RT_METRICS_NAME_MAX];
+        if (cam->cfg.name)
+            snprintf(name, sizeof name, "%s", cam->cfg.name);
+        else if (cam->cfg.spec)
+            snprintf(name, sizeof name, "%d:%s", i, cam->cfg.spec);
+        else
+            snprintf(name, sizeof name, "synth%d", i);
+        OMMA_TRY(rt_metrics_add_camera(m, i, name, cam->gpu->index));
+    }
+    return OMMA_OK;
+}
+
+static omma_status start_thread(rt_runtime *rt, pthread_t *t, void *(*fn)(void *), void *arg,
+                                int *started)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_mutex_lock(&rt->lock);
+    rt->threads_left++;
+    pthread_mutex_unlock(&rt->lock);
+    int rc = pthread_create(t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        rt_thread_ended(rt);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: pthread_create: %s", strerror(rc));
+    }
+    *started = 1;
+    return OMMA_OK;
+}
+
+static void *monitor(void *arg)
+{
+    rt_runtime *rt = arg;
+    pthread_mutex_lock(&rt->lock);
+    /* Until only the monitor is left. */
+    while (rt->threads_left > 1) {
+        pthread_mutex_unlock(&rt->lock);
+        for (int k = 0; k < rt->n_gpus; k++) {
+            omma_device_metrics r;
+            if (omma_device_read_metrics(rt->gpus[k].dev, &r) == OMMA_OK)
+                rt_metrics_gpu_reading(rt->cfg.metrics, k, &r);
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        pthread_mutex_lock(&rt->lock);
+        if (rt->threads_left > 1)
+            pthread_cond_timedwait(&rt->ended, &rt->lock, &ts);
+    }
+    pthread_mutex_unlock(&rt->lock);
+    rt_thread_ended(rt);
+    return NULL;
+}
+
+static omma_status start_threads(rt_runtime *rt)
+{
+    for (int k = 0; k < rt->n_gpus; k++) {
+        rt_gpu *g = &rt->gpus[k];
+        OMMA_TRY(start_thread(rt, &g->sink, rt_gpu_sink, g, &g->sink_started));
+        OMMA_TRY(start_thread(rt, &g->worker, rt_gpu_worker, g, &g->worker_started));
+    }
+    for (int i = 0; i < rt->n_cams; i++)
+        OMMA_TRY(start_thread(rt, &rt->cams[i].thread, rt_cam_thread, &rt->cams[i],
+                              &rt->cams[i].started));
+    if (rt->cfg.metrics)
+        OMMA_TRY(start_thread(rt, &rt->monitor, monitor, rt, &rt->monitor_started));
+    return OMMA_OK;
+}
+
+static omma_status open_all(rt_runtime *rt)
+{
+    for (int i = 0; i < rt->n_cams; i++) {
+        rt_cam *cam = &rt->cams[i];
+        cam->rt = rt;
+        cam->index = i;
+        cam->cfg = rt->cfg.cameras[i];
+        OMMA_TRY(rt_cam_open(rt, cam));
+    }
+    place(rt);
+    for (int k = 0; k < rt->n_gpus; k++) {
+        rt_gpu *g = &rt->gpus[k];
+        g->rt = rt;
+        g->index = k;
+        g->ordinal = rt->cfg.gpus[k];
+        g->open_cams = g->n_cams;
+        OMMA_TRY(rt_gpu_prepare(g));
+    }
+    for (int i = 0; i < rt->n_cams; i++)
+        OMMA_TRY(rt_cam_prepare(&rt->cams[i]));
+    OMMA_TRY(register_metrics(rt));
+    return start_threads(rt);
+}
+
+omma_status rt_runtime_start(const rt_runtime_config *cfg, rt_runtime **out)
+{
+    if (!out)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_start: out is NULL");
+    *out = NULL;
+    if (!cfg)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_start: config is NULL");
+    OMMA_TRY(check_config(cfg));
+    rt_runtime *rt = calloc(1, sizeof *rt);
+    if (rt)
+        rt->cams = calloc((size_t)cfg->n_cameras, sizeof *rt->cams);
+    if (!rt || !rt->cams) {
+        free(rt);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime");
+    }
+    rt->cfg = *cfg;
+    rt->n_cams = cfg->n_cameras;
+    rt->n_gpus = cfg->n_gpus;
+    pthread_mutex_init(&rt->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&rt->ended, &attr);
+    pthread_condattr_destroy(&attr);
+    omma_status st = open_all(rt);
+    if (st != OMMA_OK) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", omma_last_error());
+        rt_runtime_destroy(rt);
+        return OMMA_FAIL(st, "%s", detail);
+    }
+    *out = rt;
+    return OMMA_OK;
+}
+
+void rt_runtime_stop(rt_runtime *rt)
+{
+    if (!rt || atomic_exchange(&rt->stopping, 1))
+        return;
+    for (int i = 0; i < rt->n_cams; i++) {
+        rt_source_interrupt(rt->cams[i].src);
+        rt_ring_close(rt->cams[i].ring);
+    }
+    for (int k = 0; k < rt->n_gpus; k++) {
+        rt_gpu *g = &rt->gpus[k];
+        if (!g->ready)
+            continue;
+        pthread_mutex_lock(&g->lock);
+        pthread_cond_signal(&g->wake);
+        pthread_mutex_unlock(&g->lock);
+    }
+}
+
+omma_status rt_runtime_wait(rt_runtime *rt, int timeout_ms)
+{
+    if (!rt)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_wait: runtime is NULL");
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (timeout_ms >= 0) {
+        ts.tv_sec += timeout_ms / 1000;
+        ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L)
+            ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&rt->lock);
+    int rc = 0;
+    while (rt->threads_left > 0 && rc != ETIMEDOUT)
+        rc = timeout_ms < 0 ? pthread_cond_wait(&rt->ended, &rt->lock)
+                            : pthread_cond_timedwait(&rt->ended, &rt->lock, &ts);
+    int left = rt->threads_left;
+    omma_status err = rt->error;
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", rt->error_detail);
+    pthread_mutex_unlock(&rt->lock);
+    if (left > 0)
+        return OMMA_FAIL(OMMA_ERR_TIMEOUT, "runtime: %d threads still running after %d ms", left,
+                         timeout_ms);
+    if (err != OMMA_OK)
+        return OMMA_FAIL(err, "%s", detail);
+    return OMMA_OK;
+}
+
+void rt_runtime_destroy(rt_runtime *rt)
+{
+    if (!rt)
+        return;
+    rt_runtime_stop(rt);
+    (void)rt_runtime_wait(rt, -1);
+    for (int i = 0; i < rt->n_cams; i++)
+        if (rt->cams[i].started)
+            pthread_join(rt->cams[i].thread, NULL);
+    for (int k = 0; k < rt->n_gpus; k++) {
+        if (rt->gpus[k].worker_started)
+            pthread_join(rt->gpus[k].worker, NULL);
+        if (rt->gpus[k].sink_started)
+            pthread_join(rt->gpus[k].sink, NULL);
+    }
+    if (rt->monitor_started)
+        pthread_join(rt->monitor, NULL);
+    for (int i = 0; i < rt->n_cams; i++)
+        rt_cam_close(&rt->cams[i]);
+    for (int k = 0; k < rt->n_gpus; k++)
+        rt_gpu_close(&rt->gpus[k]);
+    pthread_cond_destroy(&rt->ended);
+    pthread_mutex_destroy(&rt->lock);
+    free(rt->cams);
+    free(rt);
+}
+
+void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->frames_in = atomic_load(&rt->frames_in);
+    out->frames_done = atomic_load(&rt->frames_done);
+    out->frames_dropped = atomic_load(&rt->frames_dropped);
+    out->faces = atomic_load(&rt->faces);
+    out->batches = atomic_load(&rt->batches);
+    out->launches = atomic_load(&rt->launches);
+    out->worker_cpu_ns = atomic_load(&rt->worker_cpu_ns);
+    for (int k = 0; k < rt->n_gpus; k++) {
+        omma_transfer_counters t;
+        if (rt->gpus[k].dev && omma_device_get_transfers(rt->gpus[k].dev, &t) == OMMA_OK) {
+            out->h2d_bytes += t.h2d_bytes;
+            out->h2d_copies += t.h2d_copies;
+            out->d2h_bytes += t.d2h_bytes;
+            out->d2h_copies += t.d2h_copies;
+        }
+    }
+}
+
+int rt_runtime_camera_gpu(const rt_runtime *rt, int camera)
+{
+    return camera >= 0 && camera < rt->n_cams ? rt->cams[camera].gpu->index : -1;
+}

@@ -1,0 +1,147 @@
+/* Private: the multi-camera runtime. Cameras, each captured by its own
+ * thread, feed GPU frame rings (frame_ring.h); one worker thread per GPU
+ * batches the newest ready frame of every camera placed on it and submits
+ * the batch to its face pipeline without waiting on the GPU
+ * (face_pipeline_async.h); one sink thread per GPU waits for each batch's
+ * results in order and hands them to the caller's callback. Metrics go to
+ * an rt_metrics registry (metrics.h).
+ *
+ * Cameras:
+ *   - sources (source.h): video files, image sequences, V4L2 cameras.
+ *     Frames are copied into pinned staging buffers (two per camera) and
+ *     uploaded by the ring (one host-to-device copy per frame). Files block
+ *     when their ring is full (nothing dropped), live cameras keep the
+ *     newest frame (drops counted).
+ *   - synthetic cameras: a synthetic pool per GPU (synthetic_pool.h) played
+ *     at a given rate from each camera's own phase; pool frames in pinned
+ *     memory are uploaded by the ring, in device memory handed over by
+ *     reference (no copy). Live: keep the newest.
+ *
+ * Batching: the worker runs a batch when max_batch cameras have a frame
+ * ready, or when the oldest ready frame has waited max_wait_ms, whichever
+ * comes first, and a lane of the pipeline is free (lanes = batches in
+ * flight). A camera is in at most one batch in flight.
+ *
+ * Shutdown: rt_runtime_stop (any thread; not async-signal-safe: from a
+ * signal handler set a flag and call it from a thread) interrupts the
+ * sources and closes the rings; frames already put are processed, results
+ * delivered, then the threads end. rt_runtime_wait returns when every
+ * thread has ended (all sources ended, or stop). */
+#ifndef OMMA_RUNTIME_RUNTIME_H
+#define OMMA_RUNTIME_RUNTIME_H
+
+#include <stdint.h>
+
+#include "omma/pipeline.h"
+#include "runtime/image_file.h"
+#include "runtime/metrics.h"
+#include "runtime/source.h"
+#include "runtime/synthetic_source.h"
+
+#define RT_MAX_GPUS 16
+
+typedef struct rt_runtime rt_runtime;
+
+typedef enum rt_placement {
+    RT_PLACE_ROUND_ROBIN = 0, /* camera i on GPU i mod n */
+    RT_PLACE_LEAST_LOADED, /* each camera on the GPU with the fewest pixels
+                            * per second so far */
+} rt_placement;
+
+typedef struct rt_camera_config {
+    const char *spec; /* a source (source.h), or NULL: a synthetic camera */
+    const char *name; /* metrics label; NULL: the spec, or "synthN" */
+    long max_frames; /* stop after this many frames (0: until the end or stop) */
+} rt_camera_config;
+
+/* One frame's results, to the result callback. */
+typedef struct rt_result {
+    int camera; /* index in the config */
+    int gpu; /* index in the config's gpus */
+    uint64_t seq; /* frame number within the camera, from 1 */
+    uint64_t capture_ns, done_ns; /* core_now_ns() */
+    uint64_t dropped; /* frames of this camera dropped before this one */
+    int n_faces;
+    const omma_face *faces; /* valid during the callback */
+    const omma_box *truth; /* synthetic cameras: the face's true box; else NULL */
+} rt_result;
+
+/* A camera's source ended (RT_CAMERA_ENDED) or failed (RT_CAMERA_FAILED,
+ * with the error's status and detail). */
+typedef struct rt_camera_event {
+    int camera;
+    rt_camera_state state;
+    omma_status status;
+    const char *detail;
+} rt_camera_event;
+
+typedef struct rt_runtime_config {
+    int n_cameras; /* 1..OMMA_PIPELINE_MAX_CAMERAS */
+    const rt_camera_config *cameras;
+    int n_gpus; /* 1..RT_MAX_GPUS */
+    const int *gpus; /* device ordinals, distinct */
+    rt_placement placement;
+    omma_face_pipeline_options pipeline; /* models, precision, max_faces,
+                                          * detect_every, max_batch (the
+                                          * batch size), lanes, graphs;
+                                          * backend and device are set per
+                                          * GPU */
+    int max_wait_ms; /* batching deadline, 0..10000 */
+    int ring_slots; /* per camera, 2..RT_RING_MAX_SLOTS (4) */
+    rt_source_options source; /* for the sources' cameras */
+    /* Synthetic cameras. */
+    const rt_image *photo; /* NULL when there is none */
+    rt_synthetic_options synthetic; /* size, fps, face box */
+    int pool_frames; /* frames in each GPU's pool (one turn of the path) */
+    omma_memory pool_memory; /* OMMA_MEMORY_HOST (pinned) or _DEVICE */
+    /* Outputs (called from the GPUs' sink threads and the cameras' threads,
+     * concurrently: lock what they share). */
+    void (*on_result)(void *ctx, const rt_result *r);
+    void (*on_camera)(void *ctx, const rt_camera_event *e);
+    void *ctx;
+    rt_metrics *metrics; /* NULL: none; else cameras and GPUs are
+                          * registered in it, stages "step" */
+} rt_runtime_config;
+
+/* Defaults: round-robin, pipeline defaults with the CUDA backend, batch 64,
+ * 3 lanes, max_wait_ms 5, 4 ring slots, source defaults, synthetic
+ * defaults, 64 pool frames in device memory. */
+void rt_runtime_config_init(rt_runtime_config *cfg);
+
+/* The stage names the runtime times, for rt_metrics_config. */
+extern const char *const rt_runtime_stage_names[];
+#define RT_RUNTIME_STAGES 1
+
+/* Opens the GPUs, loads the models once per GPU, opens every source and
+ * pool, creates the rings, and starts the threads. A source that cannot
+ * be opened fails the start (the message names it). Errors:
+ * OMMA_ERR_INVALID_ARG (the config, naming the field), OMMA_ERR_NO_DEVICE,
+ * and those of the parts. *out NULL on failure, nothing left running. */
+omma_status rt_runtime_start(const rt_runtime_config *cfg, rt_runtime **out);
+
+/* Asks every source to stop (see top). Any thread, idempotent. */
+void rt_runtime_stop(rt_runtime *rt);
+
+/* Waits until every thread has ended, up to timeout_ms (< 0: no limit).
+ * OMMA_OK when they have, OMMA_ERR_TIMEOUT otherwise; then the first
+ * runtime error if any (a GPU's step failing: its cameras stop). */
+omma_status rt_runtime_wait(rt_runtime *rt, int timeout_ms);
+
+/* Stops, waits, frees everything (device memory, threads joined). NULL ok. */
+void rt_runtime_destroy(rt_runtime *rt);
+
+/* What the runtime did so far (any thread). */
+typedef struct rt_runtime_stats {
+    uint64_t frames_in, frames_done, frames_dropped, faces;
+    uint64_t batches, launches; /* launches by the workers' submissions */
+    uint64_t worker_cpu_ns; /* the workers' thread CPU time (when they end) */
+    /* The GPUs' transfer counters (omma_device_get_transfers, summed): the
+     * rings' uploads and the results, plus set-up copies (the pools). */
+    uint64_t h2d_bytes, h2d_copies, d2h_bytes, d2h_copies;
+} rt_runtime_stats;
+void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out);
+
+/* The GPU a camera was placed on (index in the config's gpus). */
+int rt_runtime_camera_gpu(const rt_runtime *rt, int camera);
+
+#endif

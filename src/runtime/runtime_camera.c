@@ -1,0 +1,219 @@
+#define _POSIX_C_SOURCE 200809L /* clock_nanosleep */
+/* The runtime's cameras (runtime.h): opening each source, its ring on its
+ * GPU, and its capture thread: read (or take the pool's next frame at the
+ * camera's rate), put into the ring, tell the GPU's worker. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "gpu/check.h"
+#include "gpu/memory.h"
+#include "gpu/stream_pool.h"
+#include "runtime/runtime_private.h"
+#include "vision/frame.h"
+
+omma_status rt_cam_open(rt_runtime *rt, rt_cam *cam)
+{
+    const rt_runtime_config *cfg = &rt->cfg;
+    if (!cam->cfg.spec) {
+        cam->fmt = (rt_ring_format){cfg->synthetic.width, cfg->synthetic.height, OMMA_PIXEL_NV12};
+        cam->live = 1;
+        cam->pixels_per_s = (double)cam->fmt.width * cam->fmt.height * cfg->synthetic.fps;
+        cam->phase = (long)cam->index * 7919 % (cfg->pool_frames > 0 ? cfg->pool_frames : 1);
+        return OMMA_OK;
+    }
+    OMMA_TRY(rt_source_open(cam->cfg.spec, &cfg->source, &cam->src));
+    const rt_source_info *info = rt_source_get_info(cam->src);
+    cam->fmt = (rt_ring_format){info->width, info->height, info->format};
+    cam->live = info->live;
+    cam->pixels_per_s = (double)info->width * info->height * (info->fps > 0 ? info->fps : 30.0);
+    return OMMA_OK;
+}
+
+omma_status rt_cam_prepare(rt_cam *cam)
+{
+    rt_gpu *g = cam->gpu;
+    const rt_runtime_config *cfg = &cam->rt->cfg;
+    rt_ring_policy policy = cam->live ? RT_RING_KEEP_NEWEST : RT_RING_BLOCK;
+    int by_ref = !cam->src && cfg->pool_memory == OMMA_MEMORY_DEVICE;
+    if (by_ref)
+        return rt_ring_create_ref(g->dev, cfg->ring_slots, &cam->fmt, policy, &cam->ring);
+    OMMA_TRY(rt_ring_create(g->dev, cfg->ring_slots, &cam->fmt, policy, &cam->ring));
+    cam->frame_bytes = rt_ring_frame_bytes(cam->ring);
+    OMMA_TRY(gpu_stream_acquire(g->dev, GPU_PRIORITY_NORMAL, &cam->upload));
+    if (!cam->src)
+        return OMMA_OK; /* pool frames are pinned already */
+    for (int i = 0; i < 2; i++) {
+        OMMA_TRY(gpu_host_alloc(g->dev, cam->frame_bytes, &cam->staging[i]));
+        OMMA_TRY(gpu_event_acquire(g->dev, GPU_EVENT_SYNC, &cam->staged[i]));
+    }
+    return OMMA_OK;
+}
+
+void rt_cam_close(rt_cam *cam)
+{
+    rt_gpu *g = cam->gpu;
+    rt_ring_destroy(cam->ring);
+    cam->ring = NULL;
+    if (g) {
+        omma_scope scope;
+        int entered = omma_device_enter(g->dev, &scope) == OMMA_OK;
+        for (int i = 0; i < 2; i++) {
+            if (cam->staged[i]) {
+                (void)gpu_cu.cuEventSynchronize(cam->staged[i]);
+                gpu_event_release(g->dev, cam->staged[i]);
+            }
+            if (cam->staging[i])
+                gpu_host_free(g->dev, cam->staging[i], cam->frame_bytes);
+        }
+        if (cam->upload)
+            gpu_stream_release(g->dev, cam->upload);
+        if (entered)
+            (void)omma_device_leave(&scope);
+    }
+    memset(cam->staged, 0, sizeof cam->staged);
+    memset(cam->staging, 0, sizeof cam->staging);
+    cam->upload = NULL;
+    rt_source_close(cam->src);
+    cam->src = NULL;
+}
+
+static void report(rt_cam *cam, rt_camera_state state, omma_status st, const char *detail)
+{
+    const rt_runtime_config *cfg = &cam->rt->cfg;
+    rt_metrics_camera_set_state(cfg->metrics, cam->index, state);
+    if (cfg->on_camera) {
+        rt_camera_event e = {cam->index, state, st, detail};
+        cfg->on_camera(cfg->ctx, &e);
+    }
+}
+
+static void failed(rt_cam *cam, omma_status st)
+{
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", omma_last_error());
+    report(cam, RT_CAMERA_FAILED, st, detail);
+}
+
+/* A source's frame, packed into staging buffer k (once its last upload
+ * has run) and put. */
+static omma_status put_staged(rt_cam *cam, const omma_frame *f, uint64_t capture_ns, int k)
+{
+    rt_gpu *g = cam->gpu;
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(g->dev, &scope));
+    omma_status st = OMMA_CK(gpu_cu.cuEventSynchronize(cam->staged[k]));
+    omma_frame packed = *f;
+    uint8_t *to = cam->staging[k];
+    for (int p = 0; p < 3 && st == OMMA_OK; p++) {
+        size_t row = (size_t)vis_frame_row_bytes(f, p), rows = (size_t)vis_frame_plane_rows(f, p);
+        if (!row)
+            break;
+        for (size_t y = 0; y < rows; y++)
+            memcpy(to + y * row, f->planes[p] + y * (size_t)f->pitch[p], row);
+        packed.planes[p] = to;
+        packed.pitch[p] = (int)row;
+        to += row * rows;
+    }
+    if (st == OMMA_OK)
+        st = rt_ring_put(cam->ring, &packed, cam->upload, capture_ns, cam->live ? 0 : -1);
+    if (st == OMMA_OK)
+        st = OMMA_CK(gpu_cu.cuEventRecord(cam->staged[k], cam->upload));
+    omma_status left = omma_device_leave(&scope);
+    return st != OMMA_OK ? st : left;
+}
+
+static void run_source(rt_cam *cam)
+{
+    const rt_runtime_config *cfg = &cam->rt->cfg;
+    for (long k = 0;; k++) {
+        if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
+            report(cam, RT_CAMERA_ENDED, OMMA_OK, "max frames");
+            return;
+        }
+        omma_frame f;
+        uint64_t capture_ns = 0;
+        int eof = 0;
+        omma_status st = rt_source_read(cam->src, &f, &capture_ns, &eof);
+        if (st == OMMA_ERR_CLOSED || (st == OMMA_OK && rt_stopping(cam->rt)))
+            return; /* stopped */
+        if (st != OMMA_OK) {
+            failed(cam, st);
+            return;
+        }
+        if (eof) {
+            report(cam, RT_CAMERA_ENDED, OMMA_OK, "end of stream");
+            return;
+        }
+        rt_metrics_frame_in(cfg->metrics, cam->index);
+        atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
+        st = put_staged(cam, &f, capture_ns, (int)(k & 1));
+        if (st == OMMA_ERR_CLOSED)
+            return;
+        if (st != OMMA_OK) {
+            failed(cam, st);
+            return;
+        }
+        rt_gpu_notify(cam->gpu, cam);
+    }
+}
+
+static void sleep_until(uint64_t t_ns)
+{
+    struct timespec ts = {(time_t)(t_ns / 1000000000u), (long)(t_ns % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+    }
+}
+
+static void run_synthetic(rt_cam *cam)
+{
+    const rt_runtime_config *cfg = &cam->rt->cfg;
+    rt_gpu *g = cam->gpu;
+    uint64_t period = (uint64_t)(1e9 / cfg->synthetic.fps), t0 = core_now_ns();
+    for (long k = 0;; k++) {
+        if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
+            report(cam, RT_CAMERA_ENDED, OMMA_OK, "max frames");
+            return;
+        }
+        sleep_until(t0 + (uint64_t)k * period);
+        if (rt_stopping(cam->rt))
+            return;
+        omma_frame f = rt_synthetic_pool_frame(g->pool, k + cam->phase, NULL);
+        uint64_t now = core_now_ns();
+        rt_metrics_frame_in(cfg->metrics, cam->index);
+        atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
+        omma_status st = f.memory == OMMA_MEMORY_DEVICE
+                             ? rt_ring_put_device(cam->ring, &f, NULL, now, 0)
+                             : rt_ring_put(cam->ring, &f, cam->upload, now, 0);
+        if (st == OMMA_ERR_CLOSED)
+            return;
+        if (st != OMMA_OK) {
+            failed(cam, st);
+            return;
+        }
+        rt_gpu_notify(g, cam);
+    }
+}
+
+void *rt_cam_thread(void *arg)
+{
+    rt_cam *cam = arg;
+    if (cam->src)
+        run_source(cam);
+    else
+        run_synthetic(cam);
+    /* The worker takes what is left, then sees the ring closed. */
+    rt_ring_close(cam->ring);
+    rt_gpu_notify(cam->gpu, cam);
+    rt_thread_ended(cam->rt);
+    return NULL;
+}
+
+/* The pool frame a synthetic camera's frame seq (from 1) showed. */
+long rt_cam_pool_frame(const rt_cam *cam, uint64_t seq)
+{
+    return (long)(seq - 1) + cam->phase;
+}

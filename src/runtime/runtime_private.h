@@ -1,0 +1,124 @@
+/* Private to the runtime's files: runtime.c (set-up, stop, wait, stats),
+ * runtime_camera.c (the cameras' threads), runtime_worker.c (each GPU's
+ * worker and sink threads). */
+#ifndef OMMA_RUNTIME_RUNTIME_PRIVATE_H
+#define OMMA_RUNTIME_RUNTIME_PRIVATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "gpu/driver.h"
+#include "runtime/frame_ring.h"
+#include "runtime/runtime.h"
+#include "runtime/synthetic_pool.h"
+
+/* Every this many batches a lane's step is timed with CUDA events. */
+#define RT_TIMING_EVERY 16
+
+typedef struct rt_gpu rt_gpu;
+
+typedef struct rt_cam {
+    rt_runtime *rt;
+    rt_gpu *gpu;
+    int index;
+    rt_camera_config cfg;
+    rt_source *src; /* NULL: synthetic */
+    long phase; /* synthetic: its first pool frame */
+    rt_ring *ring;
+    rt_ring_format fmt;
+    int live;
+    double pixels_per_s; /* for the least-loaded placement */
+    CUstream upload; /* the ring's uploads (not for device pool frames) */
+    void *staging[2]; /* sources: pinned, packed frames */
+    CUevent staged[2]; /* the upload from staging[i] was enqueued before it */
+    size_t frame_bytes;
+    pthread_t thread;
+    int started;
+    /* Worker side, under the GPU's lock. */
+    int queued; /* in the GPU's ready list */
+    int drained; /* the worker saw its ring closed and empty */
+    uint64_t last_seq; /* the last frame the worker took */
+} rt_cam;
+
+/* A batch in flight: what the sink needs to report it. */
+typedef struct rt_batch {
+    int lane;
+    int n;
+    int cams[OMMA_PIPELINE_MAX_BATCH];
+    uint64_t seq[OMMA_PIPELINE_MAX_BATCH], capture_ns[OMMA_PIPELINE_MAX_BATCH];
+    uint64_t dropped[OMMA_PIPELINE_MAX_BATCH];
+    int timed; /* its step was timed with timing[lane] */
+} rt_batch;
+
+struct rt_gpu {
+    rt_runtime *rt;
+    int index, ordinal;
+    omma_device *dev;
+    omma_face_pipeline *pipe;
+    rt_synthetic_pool *pool;
+    int n_cams; /* placed here */
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* worker: frames ready, a lane freed, stop */
+    pthread_cond_t sink_wake; /* sink: a batch submitted, the worker ended */
+    /* Under lock. */
+    int *ready; /* ring of camera indices with a frame ready (n_cams room) */
+    int ready_head, ready_count;
+    uint64_t first_ready_ns; /* when the oldest of them got ready */
+    int open_cams; /* cameras not drained */
+    rt_batch *batches; /* one per lane */
+    int *pending; /* lanes submitted, oldest first (ring of lanes) */
+    int pending_head, pending_count;
+    int free_lanes;
+    int worker_done;
+    /* Worker only. */
+    CUevent timing[OMMA_PIPELINE_MAX_LANES][2];
+    uint64_t batch_count;
+    /* Sink only. */
+    omma_face *faces;
+    int *counts;
+    pthread_t worker, sink;
+    int worker_started, sink_started;
+};
+
+struct rt_runtime {
+    rt_runtime_config cfg;
+    int n_cams, n_gpus;
+    rt_cam *cams;
+    rt_gpu gpus[RT_MAX_GPUS];
+    atomic_int stopping;
+    pthread_mutex_t lock; /* threads_left, error */
+    pthread_cond_t ended;
+    int threads_left;
+    omma_status error;
+    char error_detail[512];
+    pthread_t monitor;
+    int monitor_started;
+    /* Stats (relaxed atomics). */
+    atomic_uint_fast64_t frames_in, frames_done, frames_dropped, faces, batches, launches;
+    atomic_uint_fast64_t worker_cpu_ns;
+};
+
+/* runtime.c */
+void rt_thread_ended(rt_runtime *rt);
+void rt_fail(rt_runtime *rt, omma_status st, const char *detail);
+int rt_stopping(const rt_runtime *rt);
+
+/* runtime_camera.c */
+omma_status rt_cam_open(rt_runtime *rt, rt_cam *cam);
+/* The ring, staging and upload stream on the camera's GPU (placed). */
+omma_status rt_cam_prepare(rt_cam *cam);
+void rt_cam_close(rt_cam *cam);
+void *rt_cam_thread(void *arg);
+/* The pool frame (modulo the pool's size) a synthetic camera's frame seq
+ * (from 1) showed. */
+long rt_cam_pool_frame(const rt_cam *cam, uint64_t seq);
+
+/* runtime_worker.c */
+omma_status rt_gpu_prepare(rt_gpu *g);
+void rt_gpu_close(rt_gpu *g);
+void *rt_gpu_worker(void *arg);
+void *rt_gpu_sink(void *arg);
+/* A camera has a frame ready, or its ring was closed. */
+void rt_gpu_notify(rt_gpu *g, rt_cam *cam);
+
+#endif
