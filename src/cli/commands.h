@@ -14,6 +14,7 @@ int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_models(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_stream(int argc, char **argv);
 
 /* Prints "omma: error: MESSAGE" (and the omma_last_error detail when st is
  * not OK) to stderr and returns the exit code for st. */

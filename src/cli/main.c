@@ -12,6 +12,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"run", cli_run, "face pipeline on images, JSON Lines out (run [--backend cpu] FILE...)"},
+    {"stream", cli_stream, "multi-camera runtime: sources -> GPUs, live status (stream SOURCE...)"},
     {"info", cli_info, "list GPUs with their facts and NVML readings (--json)"},
     {"models", cli_models, "inspect model files (models inspect FILE [--json])"},
     {"bench", cli_bench, "benchmarks (bench context | bench engine ...)"},

@@ -88,12 +88,17 @@ static void json_face(FILE *f, const omma_face *face)
 }
 
 static void json_frame(FILE *f, int camera, const char *source, long frame, double ts,
-                       const omma_face *faces, int n)
+                       const cli_frame_extra *extra, const omma_face *faces, int n)
 {
     fprintf(f, "{\"camera\":%d,\"source\":", camera);
     json_string(f, source);
     fprintf(f, ",\"frame\":%ld,\"timestamp_ms\":", frame);
     millis(f, ts);
+    if (extra) {
+        fprintf(f, ",\"gpu\":%d,\"latency_ms\":", extra->gpu);
+        millis(f, extra->latency_ms);
+        fprintf(f, ",\"dropped\":%llu", extra->dropped);
+    }
     fputs(",\"faces\":[", f);
     for (int i = 0; i < n; i++) {
         if (i)
@@ -223,6 +228,13 @@ static int record_end(cli_output *o, FILE *m, char **buf, size_t *len)
 int cli_output_frame(cli_output *o, int camera, const char *source, long frame, double timestamp_ms,
                      const omma_face *faces, int n)
 {
+    return cli_output_frame_extra(o, camera, source, frame, timestamp_ms, NULL, faces, n);
+}
+
+int cli_output_frame_extra(cli_output *o, int camera, const char *source, long frame,
+                           double timestamp_ms, const cli_frame_extra *extra,
+                           const omma_face *faces, int n)
+{
     FILE *m;
     char *buf;
     size_t len;
@@ -231,7 +243,7 @@ int cli_output_frame(cli_output *o, int camera, const char *source, long frame, 
     if (o->csv)
         csv_frame(m, camera, source, frame, timestamp_ms, faces, n);
     else
-        json_frame(m, camera, source, frame, timestamp_ms, faces, n);
+        json_frame(m, camera, source, frame, timestamp_ms, extra, faces, n);
     return record_end(o, m, &buf, &len);
 }
 

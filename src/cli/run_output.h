@@ -4,7 +4,7 @@
  * to a file. A file is written under a temporary name beside it and
  * renamed into place by cli_output_close, so it is complete or absent; each
  * record is formatted whole in memory and written with one call, so even
- * stdout never holds half a record from omma. Main thread only. */
+ * stdout never holds half a record from omma. One thread at a time. */
 #ifndef OMMA_CLI_RUN_OUTPUT_H
 #define OMMA_CLI_RUN_OUTPUT_H
 
@@ -28,6 +28,19 @@ int cli_output_open(cli_output *o, const char *path, int csv);
  * error (once; later calls then do nothing and return 0). */
 int cli_output_frame(cli_output *o, int camera, const char *source, long frame, double timestamp_ms,
                      const omma_face *faces, int n);
+
+/* What omma stream adds to a JSON record: the GPU that ran the frame, the
+ * time from capture to result, frames of the camera dropped before it. */
+typedef struct cli_frame_extra {
+    int gpu;
+    double latency_ms;
+    unsigned long long dropped;
+} cli_frame_extra;
+
+/* cli_output_frame with those fields (JSON only; extra may be NULL). */
+int cli_output_frame_extra(cli_output *o, int camera, const char *source, long frame,
+                           double timestamp_ms, const cli_frame_extra *extra,
+                           const omma_face *faces, int n);
 
 /* Flushes; a file is renamed into place (keep) or removed. Returns 1 when
  * everything was written. */

@@ -1,0 +1,246 @@
+#define _POSIX_C_SOURCE 200809L /* sigaction */
+/* omma stream: the multi-camera runtime (runtime/runtime.h) from the
+ * command line: sources and options (stream_options.c), results as JSON
+ * Lines, a live status on stderr, the OpenMetrics endpoint, clean shutdown
+ * on SIGINT/SIGTERM (a second signal exits at once). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/run_output.h"
+#include "cli/stream_options.h"
+#include "core/clock.h"
+#include "omma/device.h"
+#include "runtime/metrics_http.h"
+
+#define EXIT_INTERRUPTED 130
+
+static volatile sig_atomic_t signals_seen;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    if (signals_seen++ > 0)
+        _exit(EXIT_INTERRUPTED); /* the second: at once */
+}
+
+typedef struct stream_state {
+    cli_stream_opts *o;
+    pthread_mutex_t lock; /* out, failed_cameras */
+    cli_output out;
+    int writing;
+    int failed_cameras;
+    uint64_t t0;
+} stream_state;
+
+static void on_result(void *ctx, const rt_result *r)
+{
+    stream_state *s = ctx;
+    if (!s->writing)
+        return;
+    const rt_camera_config *c = &s->o->cameras[r->camera];
+    cli_frame_extra extra = {r->gpu, (double)(r->done_ns - r->capture_ns) / 1e6,
+                             (unsigned long long)r->dropped};
+    double ts = (double)(r->capture_ns - s->t0) / 1e6;
+    pthread_mutex_lock(&s->lock);
+    cli_output_frame_extra(&s->out, r->camera, c->spec ? c->spec : "synthetic", (long)r->seq - 1,
+                           ts, &extra, r->faces, r->n_faces);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void on_camera(void *ctx, const rt_camera_event *e)
+{
+    stream_state *s = ctx;
+    const rt_camera_config *c = &s->o->cameras[e->camera];
+    const char *name = c->spec ? c->spec : "synthetic";
+    pthread_mutex_lock(&s->lock);
+    if (e->state == RT_CAMERA_FAILED) {
+        s->failed_cameras++;
+        fprintf(stderr, "omma: error: camera %d (%s) failed: %s\n", e->camera, name, e->detail);
+    } else {
+        fprintf(stderr, "omma: camera %d (%s) ended: %s\n", e->camera, name, e->detail);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The status on stderr: the table redrawn in place, or a JSON line. */
+static void print_status(rt_metrics *m, int table, int *lines_drawn)
+{
+    rt_metrics_snapshot *snap = NULL;
+    if (rt_metrics_snapshot_take(m, &snap) != OMMA_OK)
+        return;
+    char *text = NULL;
+    omma_status st = table ? rt_metrics_format_table(snap, &text, NULL)
+                           : rt_metrics_format_json(snap, &text, NULL);
+    rt_metrics_snapshot_free(snap);
+    if (st != OMMA_OK)
+        return;
+    if (table && *lines_drawn > 0)
+        fprintf(stderr, "\x1b[%dA\x1b[J", *lines_drawn);
+    fputs(text, stderr);
+    fflush(stderr);
+    int lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    *lines_drawn = lines;
+    free(text);
+}
+
+static int resolve_gpus(cli_stream_opts *o)
+{
+    int count = 0;
+    omma_status st = omma_device_count(&count);
+    if (st != OMMA_OK || count == 0) {
+        fprintf(stderr, "omma: error: no GPU for omma stream (%s)\n",
+                st != OMMA_OK ? omma_last_error() : "the driver sees none");
+        return CLI_EXIT_NO_DEVICE;
+    }
+    if (o->all_gpus) {
+        o->rt.n_gpus = count < RT_MAX_GPUS ? count : RT_MAX_GPUS;
+        for (int i = 0; i < o->rt.n_gpus; i++)
+            o->gpus[i] = i;
+    }
+    for (int i = 0; i < o->rt.n_gpus; i++)
+        if (o->gpus[i] >= count) {
+            fprintf(stderr, "omma: error: --gpus: GPU %d does not exist (this machine has %d)\n",
+                    o->gpus[i], count);
+            return CLI_EXIT_USAGE;
+        }
+    return -1;
+}
+
+static int has_synthetic(const cli_stream_opts *o)
+{
+    for (int i = 0; i < o->rt.n_cameras; i++)
+        if (!o->cameras[i].spec)
+            return 1;
+    return 0;
+}
+
+/* Runs until the runtime ends; returns 1 when it was interrupted. */
+static int watch(rt_runtime *rt, rt_metrics *m, const cli_stream_opts *o, omma_status *st)
+{
+    int table = o->status == CLI_STATUS_TABLE || (o->status == CLI_STATUS_AUTO && isatty(2));
+    int lines = 0, interrupted = 0;
+    uint64_t t0 = core_now_ns(), next = t0 + (uint64_t)(o->status_interval_s * 1e9);
+    while ((*st = rt_runtime_wait(rt, 50)) == OMMA_ERR_TIMEOUT) {
+        uint64_t now = core_now_ns();
+        if (signals_seen && !interrupted) {
+            interrupted = 1;
+            rt_runtime_stop(rt);
+        }
+        if (o->duration_s > 0 && (double)(now - t0) / 1e9 >= o->duration_s)
+            rt_runtime_stop(rt);
+        if (o->status != CLI_STATUS_OFF && now >= next) {
+            print_status(m, table, &lines);
+            next = now + (uint64_t)(o->status_interval_s * 1e9);
+        }
+    }
+    if (o->status != CLI_STATUS_OFF)
+        print_status(m, table, &lines);
+    return interrupted || signals_seen;
+}
+
+static void summary(rt_runtime *rt, double secs)
+{
+    rt_runtime_stats s;
+    rt_runtime_get_stats(rt, &s);
+    double frames = s.frames_done > 0 ? (double)s.frames_done : 1.0;
+    fprintf(stderr,
+            "omma stream: %llu frames in, %llu processed (%.1f frames/s), %llu dropped, %llu "
+            "faces; %llu batches (%.1f frames/batch, %.1f launches/batch); %.0f B/frame "
+            "host->device, %.0f B/frame device->host\n",
+            (unsigned long long)s.frames_in, (unsigned long long)s.frames_done,
+            secs > 0 ? (double)s.frames_done / secs : 0.0, (unsigned long long)s.frames_dropped,
+            (unsigned long long)s.faces, (unsigned long long)s.batches,
+            s.batches ? frames / (double)s.batches : 0.0,
+            s.batches ? (double)s.launches / (double)s.batches : 0.0, (double)s.h2d_bytes / frames,
+            (double)s.d2h_bytes / frames);
+}
+
+static int run(cli_stream_opts *o, stream_state *s, rt_metrics *m)
+{
+    rt_runtime *rt = NULL;
+    rt_metrics_http *http = NULL;
+    if (o->metrics_port >= 0) {
+        omma_status st = rt_metrics_http_start(m, o->metrics_bind, o->metrics_port, &http);
+        if (st != OMMA_OK)
+            return cli_fail(st, "--metrics-port %d", o->metrics_port);
+        fprintf(stderr, "omma stream: OpenMetrics at http://%s:%d/metrics\n",
+                o->metrics_bind ? o->metrics_bind : "0.0.0.0", rt_metrics_http_port(http));
+    }
+    o->rt.metrics = m;
+    o->rt.on_result = on_result;
+    o->rt.on_camera = on_camera;
+    o->rt.ctx = s;
+    s->t0 = core_now_ns();
+    omma_status st = rt_runtime_start(&o->rt, &rt);
+    if (st != OMMA_OK) {
+        rt_metrics_http_stop(http);
+        return cli_fail(st, "starting the runtime");
+    }
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int interrupted = watch(rt, m, o, &st);
+    summary(rt, (double)(core_now_ns() - s->t0) / 1e9);
+    rt_runtime_destroy(rt);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    rt_metrics_http_stop(http);
+    if (st != OMMA_OK)
+        return cli_fail(st, "the runtime stopped");
+    if (interrupted)
+        return EXIT_INTERRUPTED;
+    return s->failed_cameras ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+}
+
+int cli_stream(int argc, char **argv)
+{
+    static cli_stream_opts o;
+    int rc = cli_stream_parse(argc, argv, &o);
+    if (rc >= 0) {
+        cli_stream_opts_free(&o);
+        return rc;
+    }
+    rc = resolve_gpus(&o);
+    rt_image photo = {0};
+    if (rc < 0 && has_synthetic(&o)) {
+        omma_status st = rt_image_load(o.photo, &photo);
+        if (st != OMMA_OK)
+            rc = cli_fail(st, "the synthetic cameras' photo (run scripts/fetch-testdata.sh)");
+        o.rt.photo = &photo;
+    }
+    rt_metrics *m = NULL;
+    rt_metrics_config mc = {rt_runtime_stage_names, RT_RUNTIME_STAGES, 0};
+    if (rc < 0) {
+        omma_status st = rt_metrics_create(&mc, &m);
+        if (st != OMMA_OK)
+            rc = cli_fail(st, "metrics");
+    }
+    static stream_state s;
+    s.o = &o;
+    pthread_mutex_init(&s.lock, NULL);
+    if (rc < 0 && o.results) {
+        if (!cli_output_open(&s.out, o.out, 0))
+            rc = CLI_EXIT_ERROR;
+        else
+            s.writing = 1;
+    }
+    if (rc < 0)
+        rc = run(&o, &s, m);
+    if (s.writing && !cli_output_close(&s.out, 1) && rc == CLI_EXIT_OK)
+        rc = CLI_EXIT_ERROR;
+    rt_metrics_destroy(m);
+    rt_image_free(&photo);
+    pthread_mutex_destroy(&s.lock);
+    cli_stream_opts_free(&o);
+    return rc;
+}

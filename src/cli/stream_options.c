@@ -1,0 +1,336 @@
+/* omma stream's command line: sources, GPUs, batching, models, outputs. */
+#include "cli/stream_options.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+#define DEFAULT_PHOTO "testdata/astronaut.png"
+
+void cli_stream_usage(FILE *to)
+{
+    fprintf(to,
+            "usage: omma stream [OPTIONS] SOURCE...\n"
+            "  The multi-camera runtime: every SOURCE is a camera captured by its own thread\n"
+            "  into a GPU frame ring; one worker per GPU batches the newest frame of each of\n"
+            "  its cameras (face detection, FaceMesh, tracking) and results come out as JSON\n"
+            "  Lines (as omma run's, plus gpu, latency_ms and dropped). Runs until every\n"
+            "  source ends, --duration passes, or SIGINT/SIGTERM (a second one exits at once).\n"
+            "  SOURCE: a video file (played at its rate; --realtime off: as fast as it\n"
+            "  decodes), a directory of PNG/JPEG images or a pattern with %%d (--fps), a V4L2\n"
+            "  camera /dev/videoN, or synthetic[:N]: N synthetic cameras (default 1) moving the\n"
+            "  photo's face over a frame at --fps (ground truth known; load tests).\n"
+            "  --gpus LIST|all      GPUs to use, e.g. 0,1 (default 0)\n"
+            "  --placement round-robin|least-loaded   cameras to GPUs (default round-robin)\n"
+            "  --max-batch N        frames per batch, 1..%d (default 64)\n"
+            "  --max-wait-ms MS     run a batch once its oldest frame waited this long (5)\n"
+            "  --lanes N            batches in flight per GPU, 1..%d (default 3)\n"
+            "  --graphs on|off      each batch as one CUDA graph (default on)\n"
+            "  --realtime on|off    files at their own rate (default on)\n"
+            "  --loop               files start again at their end\n"
+            "  --fps F              image sequences' and synthetic cameras' rate (30)\n"
+            "  --resolution WxH     synthetic cameras' frames (1920x1080)\n"
+            "  --pool device|pinned synthetic frames in device memory (default: read in\n"
+            "                       place) or pinned host memory (uploaded per frame)\n"
+            "  --max-faces N, --detect-every K, --precision fp16|fp32, --model short|full\n"
+            "                       as omma run (defaults 4, 0, fp16, short)\n"
+            "  --duration S         stop after S seconds\n"
+            "  --max-frames N       at most N frames of each camera\n"
+            "  --out FILE           results there (complete when it ends) instead of stdout\n"
+            "  --results on|off     write results (default on)\n"
+            "  --status auto|table|json|off  live status on stderr: a table redrawn on a\n"
+            "                       terminal, a JSON line otherwise (auto), every\n"
+            "  --status-every S     seconds (1)\n"
+            "  --metrics-port P     serve OpenMetrics at http://HOST:P/metrics (0: any port)\n"
+            "  --metrics-bind ADDR  the address it listens on (default all IPv4)\n"
+            "  Exit codes: 0 ok, 1 a source or the run failed, 2 usage, 3 no GPU, 130\n"
+            "  interrupted (outputs hold every result delivered).\n",
+            OMMA_PIPELINE_MAX_BATCH, OMMA_PIPELINE_MAX_LANES);
+}
+
+static int usage_error(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "omma: error: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, " (omma stream --help)\n");
+    return CLI_EXIT_USAGE;
+}
+
+static int parse_int(const char *opt, const char *s, long lo, long hi, long *v)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (errno || *end || end == s || x < lo || x > hi) {
+        fprintf(stderr, "omma: error: %s %s: expected an integer in %ld..%ld\n", opt, s, lo, hi);
+        return 0;
+    }
+    *v = x;
+    return 1;
+}
+
+static int parse_double(const char *opt, const char *s, double lo, double hi, double *v)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (errno || *end || end == s || !(x >= lo && x <= hi)) {
+        fprintf(stderr, "omma: error: %s %s: expected a number in %g..%g\n", opt, s, lo, hi);
+        return 0;
+    }
+    *v = x;
+    return 1;
+}
+
+static int parse_onoff(const char *opt, const char *s, int *v)
+{
+    if (strcmp(s, "on") == 0 || strcmp(s, "off") == 0) {
+        *v = strcmp(s, "on") == 0;
+        return 1;
+    }
+    fprintf(stderr, "omma: error: %s %s: expected on or off\n", opt, s);
+    return 0;
+}
+
+static int parse_gpus(const char *s, cli_stream_opts *o)
+{
+    if (strcmp(s, "all") == 0) {
+        o->all_gpus = 1;
+        return 1;
+    }
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long g = strtol(p, &end, 10);
+        if (errno || end == p || g < 0 || g > 63 || (*end && *end != ',') || n == RT_MAX_GPUS) {
+            fprintf(stderr, "omma: error: --gpus %s: expected all or up to %d ordinals like 0,1\n",
+                    s, RT_MAX_GPUS);
+            return 0;
+        }
+        for (int i = 0; i < n; i++)
+            if (o->gpus[i] == (int)g) {
+                fprintf(stderr, "omma: error: --gpus %s: GPU %ld twice\n", s, g);
+                return 0;
+            }
+        o->gpus[n++] = (int)g;
+        p = *end ? end + 1 : end;
+    }
+    if (n == 0) {
+        fprintf(stderr, "omma: error: --gpus: no GPU given\n");
+        return 0;
+    }
+    o->rt.n_gpus = n;
+    return 1;
+}
+
+/* synthetic or synthetic:N adds N synthetic cameras; anything else is a
+ * source. */
+static int add_source(cli_stream_opts *o, const char *arg, long max_frames)
+{
+    long n = 1;
+    int synthetic = strcmp(arg, "synthetic") == 0 || strncmp(arg, "synthetic:", 10) == 0;
+    if (synthetic && arg[9] == ':' && !parse_int("synthetic:N", arg + 10, 1, 4096, &n))
+        return 0;
+    if (o->rt.n_cameras + n > OMMA_PIPELINE_MAX_CAMERAS) {
+        fprintf(stderr, "omma: error: more than %d cameras\n", OMMA_PIPELINE_MAX_CAMERAS);
+        return 0;
+    }
+    for (long i = 0; i < n; i++) {
+        rt_camera_config *c = &o->cameras[o->rt.n_cameras++];
+        c->spec = synthetic ? NULL : arg;
+        c->name = NULL;
+        c->max_frames = max_frames;
+    }
+    return 1;
+}
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("OMMA_DATA");
+    return d && *d ? d : OMMA_DEFAULT_DATA_DIR;
+}
+
+/* One option at argv[*i] (its value after it). Returns 1, or 0 on error. */
+static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_frames,
+                  int *full_range)
+{
+    const char *a = argv[*i];
+    static const char *const known[] = {
+        "--gpus",         "--placement",    "--max-batch", "--max-wait-ms", "--lanes",
+        "--graphs",       "--realtime",     "--fps",       "--resolution",  "--pool",
+        "--max-faces",    "--detect-every", "--precision", "--model",       "--duration",
+        "--max-frames",   "--out",          "--results",   "--status",      "--status-every",
+        "--metrics-port", "--metrics-bind"};
+    if (strcmp(a, "--loop") == 0) {
+        o->rt.source.loop = 1;
+        return 1;
+    }
+    int is_known = 0;
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+        is_known |= strcmp(a, known[k]) == 0;
+    if (!is_known) {
+        fprintf(stderr, "omma: error: unknown option %s (omma stream --help)\n", a);
+        return 0;
+    }
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "omma: error: %s needs a value\n", a);
+        return 0;
+    }
+    const char *v = argv[++*i];
+    long n;
+    double d;
+    rt_runtime_config *rt = &o->rt;
+    if (strcmp(a, "--gpus") == 0)
+        return parse_gpus(v, o);
+    if (strcmp(a, "--placement") == 0) {
+        if (strcmp(v, "round-robin") && strcmp(v, "least-loaded")) {
+            fprintf(stderr, "omma: error: --placement %s: expected round-robin or least-loaded\n",
+                    v);
+            return 0;
+        }
+        rt->placement = strcmp(v, "round-robin") ? RT_PLACE_LEAST_LOADED : RT_PLACE_ROUND_ROBIN;
+        return 1;
+    }
+    if (strcmp(a, "--max-batch") == 0 && parse_int(a, v, 1, OMMA_PIPELINE_MAX_BATCH, &n))
+        return rt->pipeline.max_batch = (int)n, 1;
+    if (strcmp(a, "--max-wait-ms") == 0 && parse_int(a, v, 0, 10000, &n))
+        return rt->max_wait_ms = (int)n, 1;
+    if (strcmp(a, "--lanes") == 0 && parse_int(a, v, 1, OMMA_PIPELINE_MAX_LANES, &n))
+        return rt->pipeline.lanes = (int)n, 1;
+    if (strcmp(a, "--graphs") == 0)
+        return parse_onoff(a, v, &rt->pipeline.graphs);
+    if (strcmp(a, "--realtime") == 0)
+        return parse_onoff(a, v, &rt->source.realtime);
+    if (strcmp(a, "--fps") == 0 && parse_double(a, v, 0.001, 1000.0, &d))
+        return rt->source.fps = d, rt->synthetic.fps = d, 1;
+    if (strcmp(a, "--resolution") == 0) {
+        int w = 0, h = 0;
+        char tail;
+        if (sscanf(v, "%dx%d%c", &w, &h, &tail) != 2 || w < 64 || h < 64 || w > 8192 || h > 8192 ||
+            w % 2 || h % 2) {
+            fprintf(stderr, "omma: error: --resolution %s: expected WxH, even, 64..8192\n", v);
+            return 0;
+        }
+        rt->synthetic.width = w, rt->synthetic.height = h;
+        return 1;
+    }
+    if (strcmp(a, "--pool") == 0) {
+        if (strcmp(v, "device") && strcmp(v, "pinned")) {
+            fprintf(stderr, "omma: error: --pool %s: expected device or pinned\n", v);
+            return 0;
+        }
+        rt->pool_memory = strcmp(v, "device") ? OMMA_MEMORY_HOST : OMMA_MEMORY_DEVICE;
+        return 1;
+    }
+    if (strcmp(a, "--max-faces") == 0 && parse_int(a, v, 1, OMMA_PIPELINE_MAX_FACES, &n))
+        return rt->pipeline.max_faces = (int)n, 1;
+    if (strcmp(a, "--detect-every") == 0 && parse_int(a, v, 0, 1000000, &n))
+        return rt->pipeline.detect_every = (int)n, 1;
+    if (strcmp(a, "--precision") == 0) {
+        if (strcmp(v, "fp16") && strcmp(v, "fp32")) {
+            fprintf(stderr, "omma: error: --precision %s: expected fp16 or fp32\n", v);
+            return 0;
+        }
+        rt->pipeline.precision = strcmp(v, "fp16") ? OMMA_PRECISION_FP32 : OMMA_PRECISION_FP16;
+        return 1;
+    }
+    if (strcmp(a, "--model") == 0) {
+        if (strcmp(v, "short") && strcmp(v, "full")) {
+            fprintf(stderr, "omma: error: --model %s: expected short or full\n", v);
+            return 0;
+        }
+        *full_range = strcmp(v, "full") == 0;
+        return 1;
+    }
+    if (strcmp(a, "--duration") == 0 && parse_double(a, v, 0.001, 1e7, &d))
+        return o->duration_s = d, 1;
+    if (strcmp(a, "--max-frames") == 0 && parse_int(a, v, 1, 1000000000L, &n))
+        return *max_frames = n, 1;
+    if (strcmp(a, "--out") == 0)
+        return o->out = v, 1;
+    if (strcmp(a, "--results") == 0)
+        return parse_onoff(a, v, &o->results);
+    if (strcmp(a, "--status") == 0) {
+        static const char *const modes[] = {"auto", "table", "json", "off"};
+        for (int k = 0; k < 4; k++)
+            if (strcmp(v, modes[k]) == 0)
+                return o->status = (cli_status_mode)k, 1;
+        fprintf(stderr, "omma: error: --status %s: expected auto, table, json or off\n", v);
+        return 0;
+    }
+    if (strcmp(a, "--status-every") == 0 && parse_double(a, v, 0.1, 3600.0, &d))
+        return o->status_interval_s = d, 1;
+    if (strcmp(a, "--metrics-port") == 0 && parse_int(a, v, 0, 65535, &n))
+        return o->metrics_port = (int)n, 1;
+    if (strcmp(a, "--metrics-bind") == 0)
+        return o->metrics_bind = v, 1;
+    return 0; /* a value that did not parse: said so above */
+}
+
+int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    rt_runtime_config_init(&o->rt);
+    o->results = 1;
+    o->status_interval_s = 1.0;
+    o->metrics_port = -1;
+    o->rt.n_gpus = 1;
+    o->gpus[0] = 0;
+    o->cameras = calloc(OMMA_PIPELINE_MAX_CAMERAS, sizeof *o->cameras);
+    const char **sources = calloc((size_t)argc + 1, sizeof *sources);
+    if (!o->cameras || !sources) {
+        free(sources);
+        fprintf(stderr, "omma: error: out of memory\n");
+        return CLI_EXIT_ERROR;
+    }
+    long max_frames = 0;
+    int full_range = 0, n_sources = 0, rest = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!rest && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+            cli_stream_usage(stdout);
+            free(sources);
+            return CLI_EXIT_OK;
+        }
+        if (!rest && strcmp(a, "--") == 0) {
+            rest = 1;
+        } else if (!rest && a[0] == '-' && a[1] == '-') {
+            if (!option(argc, argv, &i, o, &max_frames, &full_range)) {
+                free(sources);
+                return CLI_EXIT_USAGE;
+            }
+        } else {
+            sources[n_sources++] = a;
+        }
+    }
+    if (n_sources == 0) {
+        free(sources);
+        return usage_error("no SOURCE given%s%s", "", "");
+    }
+    int ok = 1;
+    for (int i = 0; i < n_sources && ok; i++)
+        ok = add_source(o, sources[i], max_frames);
+    free(sources);
+    if (!ok)
+        return CLI_EXIT_USAGE;
+    const char *data = data_dir();
+    snprintf(o->detector, sizeof o->detector, "%s/models/face_detection_%s_range.tflite", data,
+             full_range ? "full" : "short");
+    snprintf(o->mesh, sizeof o->mesh, "%s/models/face_landmark.tflite", data);
+    snprintf(o->photo, sizeof o->photo, "%s/%s", data, DEFAULT_PHOTO);
+    o->rt.pipeline.detector_model = o->detector;
+    o->rt.pipeline.mesh_model = o->mesh;
+    o->rt.cameras = o->cameras;
+    o->rt.gpus = o->gpus;
+    return -1;
+}
+
+void cli_stream_opts_free(cli_stream_opts *o)
+{
+    free(o->cameras);
+    o->cameras = NULL;
+}

@@ -1,0 +1,39 @@
+/* omma stream's command line (stream_options.c). */
+#ifndef OMMA_CLI_STREAM_OPTIONS_H
+#define OMMA_CLI_STREAM_OPTIONS_H
+
+#include <stdio.h>
+
+#include "runtime/runtime.h"
+
+typedef enum cli_status_mode {
+    CLI_STATUS_AUTO = 0, /* table on a terminal, JSON lines otherwise */
+    CLI_STATUS_TABLE,
+    CLI_STATUS_JSON,
+    CLI_STATUS_OFF,
+} cli_status_mode;
+
+typedef struct cli_stream_opts {
+    rt_runtime_config rt; /* cameras, gpus and models point into the fields below */
+    rt_camera_config *cameras;
+    int gpus[RT_MAX_GPUS];
+    int all_gpus; /* --gpus all: filled in once the GPUs are counted */
+    char detector[4096], mesh[4096], photo[4096];
+    const char *out; /* --out FILE; NULL: stdout */
+    int results; /* write the results (--results on) */
+    double duration_s; /* stop after this long (0: until the sources end) */
+    cli_status_mode status;
+    double status_interval_s;
+    int metrics_port; /* -1: none */
+    const char *metrics_bind;
+} cli_stream_opts;
+
+void cli_stream_usage(FILE *to);
+
+/* Parses argv (after "stream") into *o. Returns -1 when it is fine, else the
+ * exit code to return (usage printed, or 0 for --help). */
+int cli_stream_parse(int argc, char **argv, cli_stream_opts *o);
+
+void cli_stream_opts_free(cli_stream_opts *o);
+
+#endif
