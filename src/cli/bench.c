@@ -32,9 +32,13 @@ int cli_bench(int argc, char **argv)
         return cli_bench_engine(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "pipeline") == 0)
         return cli_bench_pipeline(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "runtime") == 0)
+        return cli_bench_runtime(argc - 1, argv + 1);
     fprintf(stderr,
             "usage: omma bench context [--json]\n"
             "       omma bench engine --backend cpu --model FILE [--batch 1,8] [--json]\n"
-            "       omma bench pipeline [--cameras N] [--resolution WxH] [--faces F] [--json]\n");
+            "       omma bench pipeline [--cameras N] [--resolution WxH] [--faces F] [--json]\n"
+            "       omma bench runtime [--cameras N,...] [--fps F] [--pool device|pinned] "
+            "[--json]\n");
     return CLI_EXIT_USAGE;
 }

@@ -3,8 +3,9 @@
 #define OMMA_CLI_BENCH_H
 
 int cli_bench_context(int argc, char **argv); /* bench_context.c */
-int cli_bench_engine(int argc, char **argv);  /* bench_engine.c */
+int cli_bench_engine(int argc, char **argv); /* bench_engine.c */
 int cli_bench_pipeline(int argc, char **argv); /* bench_pipeline.c */
+int cli_bench_runtime(int argc, char **argv); /* bench_runtime.c */
 
 /* Helpers shared by the families (bench.c). */
 

@@ -57,8 +57,8 @@ enum { SYNC_IDLE_SAMPLES = 2000, SYNC_WAIT_SAMPLES = 200, SYNC_WARMUP = 20 };
 
 typedef struct sync_result {
     int ok;
-    stat2 idle_cpu_ns, idle_wall_ns;  /* synchronizing an idle stream */
-    stat2 w100_cpu_us, w100_over_us;  /* waiting for a 100 us kernel */
+    stat2 idle_cpu_ns, idle_wall_ns; /* synchronizing an idle stream */
+    stat2 w100_cpu_us, w100_over_us; /* waiting for a 100 us kernel */
     stat2 w1000_cpu_us, w1000_over_us; /* waiting for a 1 ms kernel */
 } sync_result;
 
@@ -142,8 +142,7 @@ static int child_sync(int ordinal, const char *policy_name)
     printf("%s %.1f %.1f %.1f %.1f %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f\n", sync_tag,
            r.idle_cpu_ns.median, r.idle_cpu_ns.p99, r.idle_wall_ns.median, r.idle_wall_ns.p99,
            r.w100_cpu_us.median, r.w100_cpu_us.p99, r.w100_over_us.median, r.w100_over_us.p99,
-           r.w1000_cpu_us.median, r.w1000_cpu_us.p99, r.w1000_over_us.median,
-           r.w1000_over_us.p99);
+           r.w1000_cpu_us.median, r.w1000_cpu_us.p99, r.w1000_over_us.median, r.w1000_over_us.p99);
     return CLI_EXIT_OK;
 }
 
@@ -156,8 +155,9 @@ static int run_child(int ordinal, omma_schedule policy, sync_result *r)
         return -1;
     char ord[16];
     snprintf(ord, sizeof ord, "%d", ordinal);
-    char *args[] = {"omma", "bench", "context", "--child-sync",
-                    (char *)omma_schedule_name(policy), "--device", ord, NULL};
+    char *args[] = {
+        "omma",     "bench", "context", "--child-sync", (char *)omma_schedule_name(policy),
+        "--device", ord,     NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
@@ -175,12 +175,12 @@ static int run_child(int ordinal, omma_schedule policy, sync_result *r)
     while (in && fgets(line, sizeof line, in)) {
         if (strncmp(line, sync_tag, sizeof sync_tag - 1) != 0)
             continue;
-        int got = sscanf(line + sizeof sync_tag - 1,
-                         "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf",
-                         &r->idle_cpu_ns.median, &r->idle_cpu_ns.p99, &r->idle_wall_ns.median,
-                         &r->idle_wall_ns.p99, &r->w100_cpu_us.median, &r->w100_cpu_us.p99,
-                         &r->w100_over_us.median, &r->w100_over_us.p99, &r->w1000_cpu_us.median,
-                         &r->w1000_cpu_us.p99, &r->w1000_over_us.median, &r->w1000_over_us.p99);
+        int got =
+            sscanf(line + sizeof sync_tag - 1, "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf",
+                   &r->idle_cpu_ns.median, &r->idle_cpu_ns.p99, &r->idle_wall_ns.median,
+                   &r->idle_wall_ns.p99, &r->w100_cpu_us.median, &r->w100_cpu_us.p99,
+                   &r->w100_over_us.median, &r->w100_over_us.p99, &r->w1000_cpu_us.median,
+                   &r->w1000_cpu_us.p99, &r->w1000_over_us.median, &r->w1000_over_us.p99);
         r->ok = got == 12;
     }
     if (in)
@@ -202,7 +202,7 @@ enum { PAIR_BATCHES = 300, PAIRS_PER_BATCH = 1000, PAIR_WARMUP = 20 };
 typedef enum pair_kind { PAIR_PUSH, PAIR_NESTED, PAIR_OVER_APP, PAIR_RAW, PAIR_KINDS } pair_kind;
 
 static const char *const pair_names[PAIR_KINDS] = {"push", "nested", "over_app_context",
-                                                    "raw_push_pop"};
+                                                   "raw_push_pop"};
 
 static omma_status one_batch(omma_device *dev, pair_kind kind)
 {

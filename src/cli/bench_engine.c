@@ -262,8 +262,7 @@ int cli_bench_engine(int argc, char **argv)
         fprintf(table, " (GPU %d, %s, graphs %s, CUDA-event time per run)", ordinal, precision,
                 graphs);
     fprintf(table, ", %d warm-up + %d timed runs per batch\n", warmup, iters);
-    fprintf(table, "%6s %12s %12s %12s %12s", "batch", "median ms", "p99 ms", "min ms",
-            "images/s");
+    fprintf(table, "%6s %12s %12s %12s %12s", "batch", "median ms", "p99 ms", "min ms", "images/s");
     if (gpu)
         fprintf(table, " %9s %14s", "launches", "device bytes");
     fprintf(table, "\n");
@@ -298,8 +297,8 @@ int cli_bench_engine(int argc, char **argv)
                    b ? "," : "", res[b].batch, res[b].median_ms, res[b].p99_ms, res[b].min_ms,
                    res[b].images_per_s);
             if (gpu)
-                printf(",\"launches\":%d,\"device_bytes\":%zu,\"arena_bytes\":%zu",
-                       res[b].launches, res[b].device_bytes, res[b].arena_bytes);
+                printf(",\"launches\":%d,\"device_bytes\":%zu,\"arena_bytes\":%zu", res[b].launches,
+                       res[b].device_bytes, res[b].arena_bytes);
             printf("}");
         }
         printf("]}\n");

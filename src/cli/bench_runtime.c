@@ -1,0 +1,424 @@
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+/* omma bench runtime: the multi-camera runtime (runtime/runtime.h) under
+ * N synthetic cameras at a frame rate, frames from a pool in device memory
+ * (read in place) or pinned host memory (one upload per frame), for each N
+ * of a list. After a warm-up, a measurement window gives per camera the
+ * frames processed and the latency from capture to result; a camera count
+ * passes when every camera kept its rate (at least 99% of fps frames per
+ * second in the window, nothing dropped) with p99 latency under one frame
+ * period. Also: frames/s, process CPU time per frame, bytes per frame each
+ * way, launches and frames per batch, GPU step time, and (pinned pools) the
+ * host-to-device bandwidth measured here and the camera count it allows.
+ * A table on stderr, one JSON line per count on stdout with --json. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/bench.h"
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "gpu/check.h"
+#include "gpu/memory.h"
+#include "gpu/stream_pool.h"
+#include "omma/device.h"
+#include "runtime/runtime.h"
+
+#define PHOTO "testdata/astronaut.png"
+#define MAX_COUNTS 32
+
+typedef struct bench_opts {
+    int counts[MAX_COUNTS], n_counts;
+    double fps, warmup_s, duration_s;
+    int width, height;
+    omma_memory pool;
+    int gpus[RT_MAX_GPUS], n_gpus;
+    int max_batch, max_wait_ms, lanes, graphs, max_faces, detect_every;
+    int json;
+} bench_opts;
+
+typedef struct figures {
+    int cameras;
+    double fps_total, min_camera_fps, p50_ms, p99_ms, cpu_us_per_frame;
+    double h2d_per_frame, d2h_per_frame, h2d_copies_per_frame, d2h_copies_per_batch;
+    double frames_per_batch, launches_per_batch, step_ms, face_rate, mean_iou;
+    uint64_t dropped;
+    int pass;
+} figures;
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: omma bench runtime [--cameras N[,N...]] [--fps F] [--resolution WxH]\n"
+            "                          [--pool device|pinned] [--warmup S] [--duration S]\n"
+            "                          [--gpus LIST] [--max-batch N] [--max-wait-ms MS]\n"
+            "                          [--lanes N] [--graphs on|off] [--max-faces N]\n"
+            "                          [--detect-every K] [--json]\n"
+            "  the runtime with N synthetic cameras (default 64) at F fps (30) of WxH NV12\n"
+            "  frames (1920x1080) from a pool in device memory (default) or pinned host\n"
+            "  memory; 3 s warm-up, 10 s window; a count passes when every camera kept F\n"
+            "  fps with nothing dropped and p99 latency under 1/F s. Batch 256, wait 8 ms,\n"
+            "  3 lanes, graphs on, 1 face, detector every 10 frames by default.\n");
+    return CLI_EXIT_USAGE;
+}
+
+static int parse_list(const char *s, int lo, int hi, int *out, int max, int *n)
+{
+    *n = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (*n == max || cli_parse_int(t, lo, hi, &out[*n]) != 0)
+            return -1;
+        ++*n;
+    }
+    return *n > 0 ? 0 : -1;
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->counts[0] = 64, o->n_counts = 1;
+    o->fps = 30.0, o->warmup_s = 3.0, o->duration_s = 10.0;
+    o->width = 1920, o->height = 1080;
+    o->pool = OMMA_MEMORY_DEVICE;
+    o->n_gpus = 1;
+    o->max_batch = 256, o->max_wait_ms = 8, o->lanes = 3, o->graphs = 1;
+    o->max_faces = 1, o->detect_every = 10;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+            continue;
+        }
+        if (!v)
+            return usage();
+        i++;
+        if (strcmp(a, "--cameras") == 0)
+            bad = parse_list(v, 1, OMMA_PIPELINE_MAX_CAMERAS, o->counts, MAX_COUNTS, &o->n_counts);
+        else if (strcmp(a, "--gpus") == 0)
+            bad = parse_list(v, 0, 63, o->gpus, RT_MAX_GPUS, &o->n_gpus);
+        else if (strcmp(a, "--fps") == 0)
+            bad = sscanf(v, "%lf", &o->fps) != 1 || !(o->fps > 0 && o->fps <= 1000);
+        else if (strcmp(a, "--warmup") == 0)
+            bad = sscanf(v, "%lf", &o->warmup_s) != 1 || !(o->warmup_s >= 0);
+        else if (strcmp(a, "--duration") == 0)
+            bad = sscanf(v, "%lf", &o->duration_s) != 1 || !(o->duration_s > 0);
+        else if (strcmp(a, "--resolution") == 0)
+            bad = sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 64 ||
+                  o->height < 64 || o->width > 8192 || o->height > 8192 || o->width % 2 ||
+                  o->height % 2;
+        else if (strcmp(a, "--pool") == 0)
+            bad = strcmp(v, "device") && strcmp(v, "pinned"),
+            o->pool = strcmp(v, "pinned") == 0 ? OMMA_MEMORY_HOST : OMMA_MEMORY_DEVICE;
+        else if (strcmp(a, "--max-batch") == 0)
+            bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_BATCH, &o->max_batch);
+        else if (strcmp(a, "--max-wait-ms") == 0)
+            bad = cli_parse_int(v, 0, 10000, &o->max_wait_ms);
+        else if (strcmp(a, "--lanes") == 0)
+            bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_LANES, &o->lanes);
+        else if (strcmp(a, "--graphs") == 0)
+            bad = strcmp(v, "on") && strcmp(v, "off"), o->graphs = strcmp(v, "on") == 0;
+        else if (strcmp(a, "--max-faces") == 0)
+            bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_FACES, &o->max_faces);
+        else if (strcmp(a, "--detect-every") == 0)
+            bad = cli_parse_int(v, 0, 1000000, &o->detect_every);
+        else
+            bad = 1;
+        if (bad) {
+            fprintf(stderr, "omma: error: bench runtime: bad %s %s\n", a, v);
+            return usage();
+        }
+    }
+    return -1;
+}
+
+/* Pinned host-to-device bandwidth: 32 copies of 32 MiB on one stream. */
+static double h2d_bandwidth(int ordinal)
+{
+    enum { BYTES = 32 << 20, COPIES = 32 };
+    omma_device *dev = NULL;
+    double gbps = NAN;
+    if (omma_device_open(ordinal, &dev) != OMMA_OK)
+        return NAN;
+    omma_scope scope;
+    void *host = NULL;
+    CUdeviceptr d = 0;
+    CUstream s = NULL;
+    CUevent e0 = NULL, e1 = NULL;
+    if (omma_device_enter(dev, &scope) == OMMA_OK) {
+        if (gpu_host_alloc(dev, BYTES, &host) == OMMA_OK &&
+            gpu_mem_alloc(dev, BYTES, &d) == OMMA_OK &&
+            gpu_stream_acquire(dev, GPU_PRIORITY_NORMAL, &s) == OMMA_OK &&
+            gpu_event_acquire(dev, GPU_EVENT_TIMING, &e0) == OMMA_OK &&
+            gpu_event_acquire(dev, GPU_EVENT_TIMING, &e1) == OMMA_OK) {
+            memset(host, 1, BYTES);
+            int ok = gpu_copy_h2d_async(dev, d, host, BYTES, s) == OMMA_OK; /* warm */
+            ok = ok && gpu_cu.cuEventRecord(e0, s) == CUDA_SUCCESS;
+            for (int i = 0; i < COPIES && ok; i++)
+                ok = gpu_copy_h2d_async(dev, d, host, BYTES, s) == OMMA_OK;
+            ok = ok && gpu_cu.cuEventRecord(e1, s) == CUDA_SUCCESS &&
+                 gpu_cu.cuEventSynchronize(e1) == CUDA_SUCCESS;
+            float ms = 0;
+            if (ok && gpu_cu.cuEventElapsedTime(&ms, e0, e1) == CUDA_SUCCESS && ms > 0)
+                gbps = (double)BYTES * COPIES / (ms * 1e6);
+        }
+        gpu_event_release(dev, e0);
+        gpu_event_release(dev, e1);
+        gpu_stream_release(dev, s);
+        (void)gpu_mem_free(dev, d);
+        if (host)
+            gpu_host_free(dev, host, BYTES);
+        (void)omma_device_leave(&scope);
+    }
+    omma_device_close(dev);
+    return gbps;
+}
+
+typedef struct accuracy {
+    pthread_mutex_t lock;
+    uint64_t frames, with_face;
+    double iou_sum;
+} accuracy;
+
+static void on_result(void *ctx, const rt_result *r)
+{
+    accuracy *a = ctx;
+    float iou = 0.0f;
+    if (r->n_faces > 0 && r->truth) {
+        const omma_box *b = &r->faces[0].box, *t = r->truth;
+        float ix = fminf(b->xmax, t->xmax) - fmaxf(b->xmin, t->xmin);
+        float iy = fminf(b->ymax, t->ymax) - fmaxf(b->ymin, t->ymin);
+        float inter = ix > 0 && iy > 0 ? ix * iy : 0.0f;
+        float uni = (b->xmax - b->xmin) * (b->ymax - b->ymin) +
+                    (t->xmax - t->xmin) * (t->ymax - t->ymin) - inter;
+        iou = uni > 0 ? inter / uni : 0.0f;
+    }
+    pthread_mutex_lock(&a->lock);
+    a->frames++;
+    a->with_face += r->n_faces > 0;
+    a->iou_sum += iou;
+    pthread_mutex_unlock(&a->lock);
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+typedef struct window_start {
+    rt_metrics_snapshot *snap;
+    rt_runtime_stats stats;
+    uint64_t cpu_ns, t_ns;
+} window_start;
+
+/* The window's figures from the snapshots at its start and end. */
+static void window_figures(const bench_opts *o, const window_start *a, const window_start *b,
+                           figures *f)
+{
+    double secs = (double)(b->t_ns - a->t_ns) / 1e9;
+    uint64_t frames = b->stats.frames_done - a->stats.frames_done;
+    uint64_t batches = b->stats.batches - a->stats.batches;
+    rt_metrics_hist lat = {0};
+    f->min_camera_fps = INFINITY;
+    for (int i = 0; i < b->snap->n_cameras; i++) {
+        const rt_metrics_camera_snap *cb = &b->snap->cameras[i], *ca = &a->snap->cameras[i];
+        double cfps = (double)(cb->frames_processed - ca->frames_processed) / secs;
+        f->min_camera_fps = fmin(f->min_camera_fps, cfps);
+        for (int k = 0; k < RT_METRICS_BUCKETS; k++) {
+            uint64_t d = cb->latency.buckets[k] - ca->latency.buckets[k];
+            lat.buckets[k] += d;
+            lat.count += d;
+        }
+    }
+    f->fps_total = (double)frames / secs;
+    f->p50_ms = rt_metrics_hist_quantile_ns(&lat, 0.50) / 1e6;
+    f->p99_ms = rt_metrics_hist_quantile_ns(&lat, 0.99) / 1e6;
+    double fr = frames ? (double)frames : 1.0;
+    f->cpu_us_per_frame = (double)(b->cpu_ns - a->cpu_ns) / fr / 1e3;
+    f->h2d_per_frame = (double)(b->stats.h2d_bytes - a->stats.h2d_bytes) / fr;
+    f->d2h_per_frame = (double)(b->stats.d2h_bytes - a->stats.d2h_bytes) / fr;
+    f->h2d_copies_per_frame = (double)(b->stats.h2d_copies - a->stats.h2d_copies) / fr;
+    f->d2h_copies_per_batch =
+        batches ? (double)(b->stats.d2h_copies - a->stats.d2h_copies) / (double)batches : 0.0;
+    f->frames_per_batch = batches ? (double)frames / (double)batches : 0.0;
+    f->launches_per_batch =
+        batches ? (double)(b->stats.launches - a->stats.launches) / (double)batches : 0.0;
+    f->dropped = b->stats.frames_dropped - a->stats.frames_dropped;
+    f->step_ms = b->snap->n_gpus > 0 && b->snap->n_stages > 0
+                     ? rt_metrics_hist_quantile_ns(&b->snap->gpus[0].stages[0], 0.5) / 1e6
+                     : NAN;
+    f->pass = f->min_camera_fps >= 0.99 * o->fps && f->dropped == 0 && f->p99_ms < 1000.0 / o->fps;
+}
+
+static omma_status take_window(rt_runtime *rt, rt_metrics *m, window_start *w)
+{
+    w->t_ns = core_now_ns();
+    w->cpu_ns = core_process_cpu_ns();
+    rt_runtime_get_stats(rt, &w->stats);
+    return rt_metrics_snapshot_take(m, &w->snap);
+}
+
+static int run_count(const bench_opts *o, int cameras, const rt_image *photo, const char *data,
+                     figures *f)
+{
+    memset(f, 0, sizeof *f);
+    f->cameras = cameras;
+    char det[4096], mesh[4096];
+    snprintf(det, sizeof det, "%s/models/face_detection_short_range.tflite", data);
+    snprintf(mesh, sizeof mesh, "%s/models/face_landmark.tflite", data);
+    rt_camera_config *cams = calloc((size_t)cameras, sizeof *cams);
+    rt_metrics *m = NULL;
+    rt_metrics_config mc = {rt_runtime_stage_names, RT_RUNTIME_STAGES, 0};
+    if (!cams || rt_metrics_create(&mc, &m) != OMMA_OK) {
+        free(cams);
+        return cli_fail(OMMA_ERR_OUT_OF_MEMORY, "bench runtime");
+    }
+    accuracy acc = {.frames = 0};
+    pthread_mutex_init(&acc.lock, NULL);
+    rt_runtime_config c;
+    rt_runtime_config_init(&c);
+    c.n_cameras = cameras;
+    c.cameras = cams;
+    c.n_gpus = o->n_gpus;
+    c.gpus = o->gpus;
+    c.pipeline.detector_model = det;
+    c.pipeline.mesh_model = mesh;
+    c.pipeline.max_batch = o->max_batch;
+    c.pipeline.lanes = o->lanes;
+    c.pipeline.graphs = o->graphs;
+    c.pipeline.max_faces = o->max_faces;
+    c.pipeline.detect_every = o->detect_every;
+    c.max_wait_ms = o->max_wait_ms;
+    c.photo = photo;
+    c.synthetic.width = o->width;
+    c.synthetic.height = o->height;
+    c.synthetic.fps = o->fps;
+    c.pool_memory = o->pool;
+    c.on_result = on_result;
+    c.ctx = &acc;
+    c.metrics = m;
+    rt_runtime *rt = NULL;
+    omma_status st = rt_runtime_start(&c, &rt);
+    int rc = CLI_EXIT_OK;
+    if (st != OMMA_OK) {
+        rc = cli_fail(st, "bench runtime: %d cameras", cameras);
+    } else {
+        window_start a = {0}, b = {0};
+        sleep_s(o->warmup_s);
+        st = take_window(rt, m, &a);
+        sleep_s(o->duration_s);
+        if (st == OMMA_OK)
+            st = take_window(rt, m, &b);
+        rt_runtime_stop(rt);
+        omma_status ended = rt_runtime_wait(rt, -1);
+        if (st == OMMA_OK && ended == OMMA_OK) {
+            window_figures(o, &a, &b, f);
+            f->face_rate = acc.frames ? (double)acc.with_face / (double)acc.frames : 0.0;
+            f->mean_iou = acc.frames ? acc.iou_sum / (double)acc.frames : 0.0;
+        } else {
+            rc = cli_fail(st != OMMA_OK ? st : ended, "bench runtime: %d cameras", cameras);
+        }
+        rt_metrics_snapshot_free(a.snap);
+        rt_metrics_snapshot_free(b.snap);
+    }
+    rt_runtime_destroy(rt);
+    rt_metrics_destroy(m);
+    pthread_mutex_destroy(&acc.lock);
+    free(cams);
+    return rc;
+}
+
+static void print_row(const figures *f)
+{
+    fprintf(stderr,
+            "%7d %9.0f %8.2f %7.2f %7.2f %6llu %8.2f %9.0f %7.0f %5.2f %6.1f %6.1f %6.2f %5.3f "
+            "%5.3f %s\n",
+            f->cameras, f->fps_total, f->min_camera_fps, f->p50_ms, f->p99_ms,
+            (unsigned long long)f->dropped, f->cpu_us_per_frame, f->h2d_per_frame, f->d2h_per_frame,
+            f->h2d_copies_per_frame, f->frames_per_batch, f->launches_per_batch, f->step_ms,
+            f->face_rate, f->mean_iou, f->pass ? "pass" : "FAIL");
+}
+
+static void print_json(const bench_opts *o, const figures *f, double gbps)
+{
+    printf("{\"bench\":\"runtime\",\"cameras\":%d,\"fps\":%g,\"width\":%d,\"height\":%d,"
+           "\"pool\":\"%s\",\"gpus\":%d,\"max_batch\":%d,\"max_wait_ms\":%d,\"lanes\":%d,"
+           "\"graphs\":%s,\"frames_per_s\":%.1f,\"min_camera_fps\":%.3f,\"p50_ms\":%.3f,"
+           "\"p99_ms\":%.3f,\"dropped\":%llu,\"cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":"
+           "%.1f,\"d2h_bytes_per_frame\":%.1f,\"h2d_copies_per_frame\":%.3f,"
+           "\"d2h_copies_per_batch\":%.3f,\"frames_per_batch\":%.2f,\"launches_per_batch\":%.2f,"
+           "\"step_ms\":%.3f,\"face_rate\":%.4f,\"mean_iou\":%.4f,\"h2d_gbps\":%.2f,"
+           "\"pass\":%s}\n",
+           f->cameras, o->fps, o->width, o->height,
+           o->pool == OMMA_MEMORY_HOST ? "pinned" : "device", o->n_gpus, o->max_batch,
+           o->max_wait_ms, o->lanes, o->graphs ? "true" : "false", f->fps_total, f->min_camera_fps,
+           f->p50_ms, f->p99_ms, (unsigned long long)f->dropped, f->cpu_us_per_frame,
+           f->h2d_per_frame, f->d2h_per_frame, f->h2d_copies_per_frame, f->d2h_copies_per_batch,
+           f->frames_per_batch, f->launches_per_batch, f->step_ms, f->face_rate, f->mean_iou, gbps,
+           f->pass ? "true" : "false");
+    fflush(stdout);
+}
+
+int cli_bench_runtime(int argc, char **argv)
+{
+    bench_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    const char *data = getenv("OMMA_DATA");
+    data = data && *data ? data : OMMA_DEFAULT_DATA_DIR;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", data, PHOTO);
+    rt_image photo = {0};
+    omma_status st = rt_image_load(path, &photo);
+    if (st != OMMA_OK)
+        return cli_fail(st, "bench runtime: the photo (run scripts/fetch-testdata.sh)");
+    int count = 0;
+    if (omma_device_count(&count) != OMMA_OK || count == 0) {
+        rt_image_free(&photo);
+        return cli_fail(OMMA_ERR_NO_DEVICE, "bench runtime needs a GPU");
+    }
+    double frame_bytes = (double)o.width * o.height * 1.5;
+    double gbps = o.pool == OMMA_MEMORY_HOST ? h2d_bandwidth(o.gpus[0]) : NAN;
+    fprintf(stderr,
+            "bench runtime: %dx%d NV12 at %g fps, pool in %s memory, %d GPU(s), batch %d, wait "
+            "%d ms, %d lanes, graphs %s, max faces %d, detector every %d\n",
+            o.width, o.height, o.fps, o.pool == OMMA_MEMORY_HOST ? "pinned host" : "device",
+            o.n_gpus, o.max_batch, o.max_wait_ms, o.lanes, o.graphs ? "on" : "off", o.max_faces,
+            o.detect_every);
+    if (!isnan(gbps))
+        fprintf(stderr,
+                "pinned host-to-device bandwidth %.1f GB/s: %.0f cameras of %.2f MB at %g fps "
+                "(90%%: %.0f)\n",
+                gbps, gbps * 1e9 / (frame_bytes * o.fps), frame_bytes / 1e6, o.fps,
+                0.9 * gbps * 1e9 / (frame_bytes * o.fps));
+    fprintf(stderr, "%7s %9s %8s %7s %7s %6s %8s %9s %7s %5s %6s %6s %6s %5s %5s\n", "cameras",
+            "frames/s", "min fps", "p50 ms", "p99 ms", "drops", "CPU us/f", "h2d B/f", "d2h B/f",
+            "h2d/f", "f/bat", "l/bat", "stepms", "faces", "IoU");
+    int best = 0;
+    for (int i = 0; i < o.n_counts && rc < 0; i++) {
+        figures f;
+        int r = run_count(&o, o.counts[i], &photo, data, &f);
+        if (r != CLI_EXIT_OK) {
+            rc = r;
+            break;
+        }
+        print_row(&f);
+        if (o.json)
+            print_json(&o, &f, gbps);
+        if (f.pass && f.cameras > best)
+            best = f.cameras;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "largest camera count passing: %d\n", best);
+        rc = CLI_EXIT_OK;
+    }
+    rt_image_free(&photo);
+    return rc;
+}
