@@ -1,6 +1,6 @@
 /* Private: the multi-camera runtime's metrics registry and its reports.
  *
- * One registry per runtime. Setup registers the cameras (index 0..1023 and a
+ * One registry per runtime. Setup registers the cameras (index 0..4095 and a
  * unique name), the GPUs (index 0..63 and a name) and, at creation, the
  * names of the GPU stages that are timed ("upload", "detector", "mesh",
  * "step"...). Then any thread updates counters and histograms with relaxed
@@ -38,7 +38,7 @@
 #include "omma/device.h"
 #include "omma/status.h"
 
-#define RT_METRICS_MAX_CAMERAS 1024
+#define RT_METRICS_MAX_CAMERAS 4096
 #define RT_METRICS_MAX_GPUS 64
 #define RT_METRICS_MAX_STAGES 16
 #define RT_METRICS_NAME_MAX 128 /* camera and GPU names, with the NUL */
