@@ -1,0 +1,111 @@
+/* Private: the capture sources of the multi-camera runtime, one per camera:
+ * a video file (FFmpeg, through rt_video), an image sequence (a directory of
+ * PNG/JPEG files or a numbered printf pattern, through rt_image_load) or a
+ * V4L2 camera (/dev/videoN, through libv4l2 where the build found it:
+ * OMMA_HAVE_LIBV4L2). Every read hands out one frame in host memory. Files
+ * are paced to their frame times by default, so a file plays like a camera;
+ * cameras deliver as they capture.
+ *
+ * Threads: one thread opens, reads and closes a source (a second thread's
+ * concurrent read returns OMMA_ERR_BUSY); rt_source_interrupt may be called
+ * from any thread at any time before close. */
+#ifndef OMMA_RUNTIME_SOURCE_H
+#define OMMA_RUNTIME_SOURCE_H
+
+#include <stdint.h>
+
+#include "omma/face.h"
+#include "omma/status.h"
+
+typedef struct rt_source rt_source;
+
+typedef enum rt_source_kind {
+    RT_SOURCE_VIDEO = 0,
+    RT_SOURCE_IMAGES,
+    RT_SOURCE_V4L2
+} rt_source_kind;
+
+typedef struct rt_source_options {
+    int realtime; /* files: nonzero (default) delivers each frame at its time
+                   * (video: its timestamp; images: index / fps) measured from
+                   * the first read; 0 delivers as fast as it decodes. Live
+                   * cameras deliver as they capture either way. */
+    double fps; /* image sequences: frames per second, (0, 1000] (30) */
+    int loop; /* files: start again at the end instead of ending (0);
+               * timestamps keep increasing across loops */
+    int width, height; /* V4L2: requested size, both 0 (the driver's current)
+                        * or both in 1..RT_IMAGE_MAX_SIDE (0) */
+} rt_source_options;
+
+/* The defaults above. */
+void rt_source_options_init(rt_source_options *opt);
+
+typedef struct rt_source_info {
+    rt_source_kind kind;
+    int live; /* 1: live camera (the runtime drops old frames), 0: file (the
+               * runtime blocks) */
+    int width, height; /* every frame's size */
+    omma_pixel_format format; /* every frame's format: a video's as rt_video_read
+                               * gives it (I420, NV12, or RGB for other pixel
+                               * formats), images RGB, V4L2 I420 */
+    double fps; /* nominal rate, 0 when unknown */
+    long frames; /* frames in a file when known (a video whose container
+                  * says, a directory), -1 otherwise */
+    char name[256]; /* the spec as given (cut to fit) */
+} rt_source_info;
+
+/* Opens a source. spec: "/dev/..." is a V4L2 camera; an existing directory,
+ * or a name containing '%' that is not an existing file, is an image
+ * sequence; anything else is a video file.
+ *   A directory: its *.png, *.jpg, *.jpeg files (any case; not hidden ones)
+ *   sorted by name (strcmp); other entries are ignored.
+ *   A pattern: one %d conversion (flags: 0 and a width, as in
+ *   "frames/%05d.png"; "%%" is a '%'), numbered from 0 or 1, whichever
+ *   exists; the sequence ends at the first missing number.
+ * Opening reads the first frame of a file (handed out by the first read) to
+ * fill the info, and starts a camera streaming (I420 through libv4lconvert,
+ * 4 mmap buffers). Errors, each naming the spec:
+ *   OMMA_ERR_INVALID_ARG  NULL spec or out, options out of range, a pattern
+ *                         without exactly one %d;
+ *   OMMA_ERR_IO           missing, unreadable, an empty directory, a camera
+ *                         that cannot be opened (busy, no permission);
+ *   OMMA_ERR_FORMAT       not a video or image, corrupt first frame;
+ *   OMMA_ERR_UNSUPPORTED  video in a build without FFmpeg, /dev/... in a build
+ *                         without libv4l2, a path that is not a V4L2 capture
+ *                         device (/dev/null, a regular file), a camera that
+ *                         refuses I420 at the requested size;
+ *   OMMA_ERR_OUT_OF_MEMORY.
+ * On failure *out is NULL. */
+omma_status rt_source_open(const char *spec, const rt_source_options *opt, rt_source **out);
+
+/* The info filled at open (NULL for a NULL source). */
+const rt_source_info *rt_source_get_info(const rt_source *s);
+
+/* Blocks until the next frame (paced when realtime) and returns it: *frame
+ * in host memory (any pitch), valid until the next read or close;
+ * *capture_ns = core_now_ns() when the frame was captured (cameras) or
+ * delivered (files); *eof = 1 (and an empty frame) at the end of a file
+ * that does not loop. Errors, naming the spec and the frame index:
+ *   OMMA_ERR_INVALID_ARG  a NULL argument;
+ *   OMMA_ERR_IO           read error, a file removed, a camera unplugged
+ *                         ("disconnected");
+ *   OMMA_ERR_FORMAT       corrupt frame, a size or format change;
+ *   OMMA_ERR_CLOSED       rt_source_interrupt was called (a blocked read
+ *                         returns within about 100 ms);
+ *   OMMA_ERR_BUSY         another thread is reading.
+ * After an error or the end, later reads return the same again (after an
+ * interrupt: OMMA_ERR_CLOSED). */
+omma_status rt_source_read(rt_source *s, omma_frame *frame, uint64_t *capture_ns, int *eof);
+
+/* Any thread, any time before close, idempotent: makes a blocked or later
+ * read return OMMA_ERR_CLOSED promptly. Accepts NULL. */
+void rt_source_interrupt(rt_source *s);
+
+/* Frees everything (closes the file, stops streaming and unmaps); accepts
+ * NULL. Not concurrently with a read. */
+void rt_source_close(rt_source *s);
+
+/* "video", "images", "v4l2" ("unknown" out of range). */
+const char *rt_source_kind_name(rt_source_kind kind);
+
+#endif

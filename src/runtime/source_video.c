@@ -1,0 +1,126 @@
+/* Video files as a source, through rt_video. rt_video cannot seek, so a
+ * loop reopens the file; each pass's timestamps are shifted to follow the
+ * last pass's last frame by one frame time. Every frame must keep the first
+ * frame's size and pixel format. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "runtime/source_private.h"
+#include "runtime/video_file.h"
+
+typedef struct video_src {
+    rt_video *v;
+    double offset_ms; /* added to this pass's timestamps */
+    double last_ms; /* the last frame's shifted time */
+} video_src;
+
+static const char *format_name(omma_pixel_format f)
+{
+    switch (f) {
+    case OMMA_PIXEL_RGB:
+        return "RGB";
+    case OMMA_PIXEL_BGR:
+        return "BGR";
+    case OMMA_PIXEL_RGBA:
+        return "RGBA";
+    case OMMA_PIXEL_BGRA:
+        return "BGRA";
+    case OMMA_PIXEL_NV12:
+        return "NV12";
+    case OMMA_PIXEL_I420:
+        return "I420";
+    case OMMA_PIXEL_FORMAT_COUNT:
+        break;
+    }
+    return "?";
+}
+
+/* Reads the next frame of this pass: 1 a frame, 0 the end, < 0 failed. */
+static int read_pass(rt_source *s, video_src *vs, omma_frame *frame, double *ts_ms, omma_status *st)
+{
+    int eof = 0;
+    double ts = 0.0;
+    *st = rt_video_read(vs->v, frame, &ts, &eof);
+    if (*st != OMMA_OK)
+        return -1;
+    if (eof)
+        return 0;
+    if (frame->width != s->info.width || frame->height != s->info.height ||
+        frame->format != s->info.format) {
+        *st = OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is %s %dx%d; the video started as %s %dx%d",
+                        s->spec, s->index, format_name(frame->format), frame->width, frame->height,
+                        format_name(s->info.format), s->info.width, s->info.height);
+        return -1;
+    }
+    *ts_ms = vs->offset_ms + ts;
+    vs->last_ms = *ts_ms;
+    return 1;
+}
+
+static omma_status video_read(rt_source *s, omma_frame *frame, double *ts_ms, uint64_t *capture_ns,
+                              int *eof)
+{
+    (void)capture_ns;
+    video_src *vs = s->impl;
+    omma_status st;
+    int got = read_pass(s, vs, frame, ts_ms, &st);
+    if (got < 0)
+        return st;
+    if (got > 0)
+        return OMMA_OK;
+    if (!s->opt.loop) {
+        *eof = 1;
+        return OMMA_OK;
+    }
+    rt_video_close(vs->v);
+    vs->v = NULL;
+    OMMA_TRY(rt_video_open(s->spec, &vs->v));
+    vs->offset_ms = vs->last_ms + 1000.0 / s->info.fps;
+    got = read_pass(s, vs, frame, ts_ms, &st);
+    if (got < 0)
+        return st;
+    if (got == 0)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld: no frames when read again to loop",
+                         s->spec, s->index);
+    return OMMA_OK;
+}
+
+static void video_close(rt_source *s)
+{
+    video_src *vs = s->impl;
+    if (!vs)
+        return;
+    rt_video_close(vs->v);
+    free(vs);
+    s->impl = NULL;
+}
+
+static const src_ops video_ops = {video_read, video_close};
+
+omma_status src_video_open(rt_source *s)
+{
+    s->ops = &video_ops;
+    video_src *vs = calloc(1, sizeof *vs);
+    if (!vs)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video source", s->spec);
+    s->impl = vs;
+    OMMA_TRY(rt_video_open(s->spec, &vs->v));
+    s->info.width = rt_video_width(vs->v);
+    s->info.height = rt_video_height(vs->v);
+    s->info.fps = rt_video_fps(vs->v);
+    long n = rt_video_frame_count(vs->v);
+    s->info.frames = n > 0 ? n : -1;
+
+    /* The first frame fixes the format (the decoder's: I420, NV12 or RGB). */
+    int eof = 0;
+    double ts = 0.0;
+    OMMA_TRY(rt_video_read(vs->v, &s->first, &ts, &eof));
+    if (eof)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: the video stream has no frames", s->spec);
+    s->info.format = s->first.format;
+    s->first_ts_ms = ts;
+    s->have_first = 1;
+    vs->last_ms = ts;
+    return OMMA_OK;
+}
