@@ -28,6 +28,7 @@ void rt_runtime_config_init(rt_runtime_config *cfg)
     rt_synthetic_options_init(&cfg->synthetic);
     cfg->pool_frames = 64;
     cfg->pool_memory = OMMA_MEMORY_DEVICE;
+    cfg->synthetic_per_thread = 1;
 }
 
 int rt_stopping(const rt_runtime *rt)
@@ -83,6 +84,10 @@ static omma_status check_config(const rt_runtime_config *c)
     if (synthetic && (c->pool_frames < 1 || c->pool_frames > RT_POOL_MAX_FRAMES))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d pool frames not in 1..%d",
                          c->pool_frames, RT_POOL_MAX_FRAMES);
+    if (synthetic && (c->synthetic_per_thread < 1 || c->synthetic_per_thread > 4096))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "runtime: %d synthetic cameras per thread not in 1..4096",
+                         c->synthetic_per_thread);
     if (synthetic && !(c->synthetic.fps > 0.0 && c->synthetic.fps <= 1000.0))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: synthetic fps %g not in (0, 1000]",
                          c->synthetic.fps);
@@ -183,10 +188,45 @@ static omma_status start_threads(rt_runtime *rt)
         OMMA_TRY(start_thread(rt, &g->worker, rt_gpu_worker, g, &g->worker_started));
     }
     for (int i = 0; i < rt->n_cams; i++)
-        OMMA_TRY(start_thread(rt, &rt->cams[i].thread, rt_cam_thread, &rt->cams[i],
-                              &rt->cams[i].started));
+        if (rt->cams[i].src)
+            OMMA_TRY(start_thread(rt, &rt->cams[i].thread, rt_cam_thread, &rt->cams[i],
+                                  &rt->cams[i].started));
+    for (int d = 0; d < rt->n_drivers; d++)
+        OMMA_TRY(start_thread(rt, &rt->drivers[d].thread, rt_synthetic_driver, &rt->drivers[d],
+                              &rt->drivers[d].started));
     if (rt->cfg.metrics)
         OMMA_TRY(start_thread(rt, &rt->monitor, monitor, rt, &rt->monitor_started));
+    return OMMA_OK;
+}
+
+/* The synthetic cameras in groups of synthetic_per_thread, each group's
+ * frames at its own offset into the frame period. */
+static omma_status make_drivers(rt_runtime *rt)
+{
+    int synthetic = 0, per = rt->cfg.synthetic_per_thread;
+    for (int i = 0; i < rt->n_cams; i++)
+        synthetic += !rt->cams[i].src;
+    if (!synthetic)
+        return OMMA_OK;
+    rt->n_drivers = (synthetic + per - 1) / per;
+    rt->drivers = calloc((size_t)rt->n_drivers, sizeof *rt->drivers);
+    rt->driver_cams = calloc((size_t)synthetic, sizeof *rt->driver_cams);
+    if (!rt->drivers || !rt->driver_cams)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: synthetic drivers");
+    uint64_t period = (uint64_t)(1e9 / rt->cfg.synthetic.fps);
+    int k = 0;
+    for (int i = 0; i < rt->n_cams; i++) {
+        if (rt->cams[i].src)
+            continue;
+        rt_driver *d = &rt->drivers[k / per];
+        if (d->count == 0) {
+            d->rt = rt;
+            d->cams = &rt->driver_cams[k];
+            d->offset_ns = period * (uint64_t)(k / per) / (uint64_t)rt->n_drivers;
+        }
+        d->cams[d->count++] = i;
+        k++;
+    }
     return OMMA_OK;
 }
 
@@ -211,6 +251,7 @@ static omma_status open_all(rt_runtime *rt)
     for (int i = 0; i < rt->n_cams; i++)
         OMMA_TRY(rt_cam_prepare(&rt->cams[i]));
     OMMA_TRY(register_metrics(rt));
+    OMMA_TRY(make_drivers(rt));
     return start_threads(rt);
 }
 
@@ -306,6 +347,9 @@ void rt_runtime_destroy(rt_runtime *rt)
     for (int i = 0; i < rt->n_cams; i++)
         if (rt->cams[i].started)
             pthread_join(rt->cams[i].thread, NULL);
+    for (int d = 0; d < rt->n_drivers; d++)
+        if (rt->drivers[d].started)
+            pthread_join(rt->drivers[d].thread, NULL);
     for (int k = 0; k < rt->n_gpus; k++) {
         if (rt->gpus[k].worker_started)
             pthread_join(rt->gpus[k].worker, NULL);
@@ -320,6 +364,8 @@ void rt_runtime_destroy(rt_runtime *rt)
         rt_gpu_close(&rt->gpus[k]);
     pthread_cond_destroy(&rt->ended);
     pthread_mutex_destroy(&rt->lock);
+    free(rt->drivers);
+    free(rt->driver_cams);
     free(rt->cams);
     free(rt);
 }

@@ -15,7 +15,9 @@
  *   - synthetic cameras: a synthetic pool per GPU (synthetic_pool.h) played
  *     at a given rate from each camera's own phase; pool frames in pinned
  *     memory are uploaded by the ring, in device memory handed over by
- *     reference (no copy). Live: keep the newest.
+ *     reference (no copy). Live: keep the newest. A thread drives one or
+ *     several of them (synthetic_per_thread), the groups' frame times
+ *     spread over the frame period.
  *
  * Batching: the worker runs a batch when max_batch cameras have a frame
  * ready, or when the oldest ready frame has waited max_wait_ms, whichever
@@ -93,6 +95,10 @@ typedef struct rt_runtime_config {
     const rt_image *photo; /* NULL when there is none */
     rt_synthetic_options synthetic; /* size, fps, face box */
     int pool_frames; /* frames in each GPU's pool (one turn of the path) */
+    int synthetic_per_thread; /* synthetic cameras driven by one thread,
+                               * 1..4096 (1: a thread per camera, as the
+                               * sources; more: fewer wake-ups for load
+                               * tests of thousands of cameras) */
     omma_memory pool_memory; /* OMMA_MEMORY_HOST (pinned) or _DEVICE */
     /* Outputs (called from the GPUs' sink threads and the cameras' threads,
      * concurrently: lock what they share). */
@@ -105,7 +111,7 @@ typedef struct rt_runtime_config {
 
 /* Defaults: round-robin, pipeline defaults with the CUDA backend, batch 64,
  * 3 lanes, max_wait_ms 5, 4 ring slots, source defaults, synthetic
- * defaults, 64 pool frames in device memory. */
+ * defaults, 64 pool frames in device memory, a thread per camera. */
 void rt_runtime_config_init(rt_runtime_config *cfg);
 
 /* The stage names the runtime times, for rt_metrics_config. */

@@ -1,7 +1,8 @@
 #define _POSIX_C_SOURCE 200809L /* clock_nanosleep */
 /* The runtime's cameras (runtime.h): opening each source, its ring on its
- * GPU, and its capture thread: read (or take the pool's next frame at the
- * camera's rate), put into the ring, tell the GPU's worker. */
+ * GPU, its capture thread (read, stage, put into the ring, tell the GPU's
+ * worker), and the drivers of the synthetic cameras (each takes its
+ * cameras' next pool frames at their rate). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,46 +169,67 @@ static void sleep_until(uint64_t t_ns)
     }
 }
 
-static void run_synthetic(rt_cam *cam)
+/* Frame k of a synthetic camera into its ring. Returns 0 when the camera
+ * is done (max frames, closed, failed). */
+static int put_synthetic(rt_cam *cam, long k)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
-    rt_gpu *g = cam->gpu;
-    uint64_t period = (uint64_t)(1e9 / cfg->synthetic.fps), t0 = core_now_ns();
-    for (long k = 0;; k++) {
-        if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
-            report(cam, RT_CAMERA_ENDED, OMMA_OK, "max frames");
-            return;
-        }
-        sleep_until(t0 + (uint64_t)k * period);
-        if (rt_stopping(cam->rt))
-            return;
-        omma_frame f = rt_synthetic_pool_frame(g->pool, k + cam->phase, NULL);
-        uint64_t now = core_now_ns();
-        rt_metrics_frame_in(cfg->metrics, cam->index);
-        atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
-        omma_status st = f.memory == OMMA_MEMORY_DEVICE
-                             ? rt_ring_put_device(cam->ring, &f, NULL, now, 0)
-                             : rt_ring_put(cam->ring, &f, cam->upload, now, 0);
-        if (st == OMMA_ERR_CLOSED)
-            return;
-        if (st != OMMA_OK) {
-            failed(cam, st);
-            return;
-        }
-        rt_gpu_notify(g, cam);
+    if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
+        report(cam, RT_CAMERA_ENDED, OMMA_OK, "max frames");
+        return 0;
     }
+    rt_gpu *g = cam->gpu;
+    omma_frame f = rt_synthetic_pool_frame(g->pool, k + cam->phase, NULL);
+    uint64_t now = core_now_ns();
+    rt_metrics_frame_in(cfg->metrics, cam->index);
+    atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
+    omma_status st = f.memory == OMMA_MEMORY_DEVICE
+                         ? rt_ring_put_device(cam->ring, &f, NULL, now, 0)
+                         : rt_ring_put(cam->ring, &f, cam->upload, now, 0);
+    if (st == OMMA_ERR_CLOSED)
+        return 0;
+    if (st != OMMA_OK) {
+        failed(cam, st);
+        return 0;
+    }
+    rt_gpu_notify(g, cam);
+    return 1;
+}
+
+static void end_camera(rt_cam *cam)
+{
+    /* The worker takes what is left, then sees the ring closed. */
+    rt_ring_close(cam->ring);
+    rt_gpu_notify(cam->gpu, cam);
+}
+
+void *rt_synthetic_driver(void *arg)
+{
+    rt_driver *d = arg;
+    rt_runtime *rt = d->rt;
+    uint64_t period = (uint64_t)(1e9 / rt->cfg.synthetic.fps), t0 = core_now_ns() + d->offset_ns;
+    int live = d->count;
+    for (long k = 0; live > 0 && !rt_stopping(rt); k++) {
+        sleep_until(t0 + (uint64_t)k * period);
+        for (int i = 0; i < d->count && !rt_stopping(rt); i++) {
+            rt_cam *cam = &rt->cams[d->cams[i]];
+            if (!cam->ended && !put_synthetic(cam, k)) {
+                cam->ended = 1;
+                live--;
+            }
+        }
+    }
+    for (int i = 0; i < d->count; i++)
+        end_camera(&rt->cams[d->cams[i]]);
+    rt_thread_ended(rt);
+    return NULL;
 }
 
 void *rt_cam_thread(void *arg)
 {
     rt_cam *cam = arg;
-    if (cam->src)
-        run_source(cam);
-    else
-        run_synthetic(cam);
-    /* The worker takes what is left, then sees the ring closed. */
-    rt_ring_close(cam->ring);
-    rt_gpu_notify(cam->gpu, cam);
+    run_source(cam);
+    end_camera(cam);
     rt_thread_ended(cam->rt);
     return NULL;
 }

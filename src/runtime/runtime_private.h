@@ -38,7 +38,18 @@ typedef struct rt_cam {
     int queued; /* in the GPU's ready list */
     int drained; /* the worker saw its ring closed and empty */
     uint64_t last_seq; /* the last frame the worker took */
+    int ended; /* synthetic: its driver is done with it */
 } rt_cam;
+
+/* A thread driving synthetic cameras (rt_runtime_config.synthetic_per_thread
+ * of them), their frames at the same times, offset_ns into the period. */
+typedef struct rt_driver {
+    rt_runtime *rt;
+    int *cams, count;
+    uint64_t offset_ns;
+    pthread_t thread;
+    int started;
+} rt_driver;
 
 /* A batch in flight: what the sink needs to report it. */
 typedef struct rt_batch {
@@ -84,6 +95,9 @@ struct rt_runtime {
     rt_runtime_config cfg;
     int n_cams, n_gpus;
     rt_cam *cams;
+    rt_driver *drivers;
+    int n_drivers;
+    int *driver_cams; /* the drivers' camera lists, back to back */
     rt_gpu gpus[RT_MAX_GPUS];
     atomic_int stopping;
     pthread_mutex_t lock; /* threads_left, error */
@@ -108,7 +122,8 @@ omma_status rt_cam_open(rt_runtime *rt, rt_cam *cam);
 /* The ring, staging and upload stream on the camera's GPU (placed). */
 omma_status rt_cam_prepare(rt_cam *cam);
 void rt_cam_close(rt_cam *cam);
-void *rt_cam_thread(void *arg);
+void *rt_cam_thread(void *arg); /* a source's camera */
+void *rt_synthetic_driver(void *arg); /* an rt_driver */
 /* The pool frame (modulo the pool's size) a synthetic camera's frame seq
  * (from 1) showed. */
 long rt_cam_pool_frame(const rt_cam *cam, uint64_t seq);
