@@ -10,7 +10,8 @@
 # usage: scripts/gpu-bench.sh OUTDIR [PEERS_DIR]
 #   BUILD_DIR  build folder with the omma binary (default build-gpu; built
 #              here for sm_90 when missing)
-#   PARTS      which parts run (default "engine peers pipeline")
+#   PARTS      which parts run (default "engine peers pipeline"; also
+#              "runtime": omma bench runtime, "soak": its 5-minute soak)
 set -u
 OUT=${1:?usage: scripts/gpu-bench.sh OUTDIR [PEERS_DIR]}
 PEERS=${2:-}
@@ -63,5 +64,33 @@ if has pipeline; then
         fi
     done
     cat "$OUT/pipeline.txt"
+fi
+
+# The multi-camera runtime: camera counts at 1080p30 with frames in device
+# memory and in pinned host memory (the bandwidth-limited count printed),
+# graphs off for comparison, cameras driven in groups; RUNTIME_COUNTS_* pick
+# the counts.
+runtime_bench() { # LOG ARGS...
+    local log=$1
+    shift
+    echo "== omma bench runtime $*" >>"$OUT/$log"
+    if ! timeout 590 "$BUILD/omma" bench runtime "$@" --json >>"$OUT/runtime.jsonl" \
+        2>>"$OUT/$log"; then
+        echo "gpu-bench: omma bench runtime $* failed"
+        failed=1
+    fi
+}
+if has runtime; then
+    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_DEVICE:-1000,2000,3000}"
+    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_GROUPED:-3000}" --cameras-per-thread 32
+    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_EAGER:-1000}" --graphs off
+    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_PINNED:-450,520,560}" --pool pinned
+    cat "$OUT/runtime.txt"
+fi
+# The soak: 32 cameras at 1080p30 for 5 minutes, memory and threads each minute.
+if has soak; then
+    runtime_bench soak.txt --cameras 32 --warmup 5 --duration "${SOAK_SECONDS:-300}" \
+        --report-every 60
+    cat "$OUT/soak.txt"
 fi
 exit $failed

@@ -22,7 +22,7 @@ BUILD=${BUILD_DIR:-$ROOT/build-gpu}
 JOBS=${JOBS:-$(nproc)}
 SANITIZE_REGEX=${GPU_CHECK_SANITIZE_REGEX:-.}
 # Tests with kernels that share memory between threads of a block.
-RACE_TESTS="test_device_runtime test_cuda_ops test_face_pipeline_gpu ${GPU_CHECK_RACE_TESTS:-}"
+RACE_TESTS="test_device_runtime test_cuda_ops test_face_pipeline_gpu test_face_pipeline_lanes ${GPU_CHECK_RACE_TESTS:-}"
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)

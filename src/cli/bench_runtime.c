@@ -1,4 +1,4 @@
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#define _DEFAULT_SOURCE /* nanosleep, sysconf */
 /* omma bench runtime: the multi-camera runtime (runtime/runtime.h) under
  * N synthetic cameras at a frame rate, frames from a pool in device memory
  * (read in place) or pinned host memory (one upload per frame), for each N
@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
+#include <unistd.h>
 
 #include "cli/bench.h"
 #include "cli/commands.h"
@@ -31,11 +33,11 @@
 
 typedef struct bench_opts {
     int counts[MAX_COUNTS], n_counts;
-    double fps, warmup_s, duration_s;
+    double fps, warmup_s, duration_s, report_s;
     int width, height;
     omma_memory pool;
     int gpus[RT_MAX_GPUS], n_gpus;
-    int max_batch, max_wait_ms, lanes, graphs, max_faces, detect_every;
+    int max_batch, max_wait_ms, lanes, graphs, max_faces, detect_every, per_thread;
     int json;
 } bench_opts;
 
@@ -55,12 +57,16 @@ static int usage(void)
             "                          [--pool device|pinned] [--warmup S] [--duration S]\n"
             "                          [--gpus LIST] [--max-batch N] [--max-wait-ms MS]\n"
             "                          [--lanes N] [--graphs on|off] [--max-faces N]\n"
-            "                          [--detect-every K] [--json]\n"
+            "                          [--detect-every K] [--cameras-per-thread K]\n"
+            "                          [--report-every S] [--json]\n"
             "  the runtime with N synthetic cameras (default 64) at F fps (30) of WxH NV12\n"
             "  frames (1920x1080) from a pool in device memory (default) or pinned host\n"
             "  memory; 3 s warm-up, 10 s window; a count passes when every camera kept F\n"
             "  fps with nothing dropped and p99 latency under 1/F s. Batch 256, wait 8 ms,\n"
-            "  3 lanes, graphs on, 1 face, detector every 10 frames by default.\n");
+            "  3 lanes, graphs on, 1 face, detector every 10 frames, a thread per camera\n"
+            "  (--cameras-per-thread: one thread drives K cameras) by default.\n"
+            "  --report-every S prints, every S s of the window (a soak), frames, drops,\n"
+            "  device memory (omma's pool and NVML's for the process), host RSS, threads.\n");
     return CLI_EXIT_USAGE;
 }
 
@@ -86,7 +92,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->pool = OMMA_MEMORY_DEVICE;
     o->n_gpus = 1;
     o->max_batch = 256, o->max_wait_ms = 8, o->lanes = 3, o->graphs = 1;
-    o->max_faces = 1, o->detect_every = 10;
+    o->max_faces = 1, o->detect_every = 10, o->per_thread = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -105,6 +111,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             bad = sscanf(v, "%lf", &o->fps) != 1 || !(o->fps > 0 && o->fps <= 1000);
         else if (strcmp(a, "--warmup") == 0)
             bad = sscanf(v, "%lf", &o->warmup_s) != 1 || !(o->warmup_s >= 0);
+        else if (strcmp(a, "--report-every") == 0)
+            bad = sscanf(v, "%lf", &o->report_s) != 1 || !(o->report_s > 0);
         else if (strcmp(a, "--duration") == 0)
             bad = sscanf(v, "%lf", &o->duration_s) != 1 || !(o->duration_s > 0);
         else if (strcmp(a, "--resolution") == 0)
@@ -126,6 +134,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_FACES, &o->max_faces);
         else if (strcmp(a, "--detect-every") == 0)
             bad = cli_parse_int(v, 0, 1000000, &o->detect_every);
+        else if (strcmp(a, "--cameras-per-thread") == 0)
+            bad = cli_parse_int(v, 1, 4096, &o->per_thread);
         else
             bad = 1;
         if (bad) {
@@ -256,6 +266,70 @@ static void window_figures(const bench_opts *o, const window_start *a, const win
     f->pass = f->min_camera_fps >= 0.99 * o->fps && f->dropped == 0 && f->p99_ms < 1000.0 / o->fps;
 }
 
+static long threads_now(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    long n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static double rss_mb(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return NAN;
+    int ok = fscanf(f, "%ld %ld", &pages, &resident) == 2;
+    fclose(f);
+    return ok ? (double)resident * (double)sysconf(_SC_PAGESIZE) / 1e6 : NAN;
+}
+
+/* One soak line: time into the window, counts, memory, threads. */
+static void report_line(rt_runtime *rt, int ordinal, double t_s)
+{
+    rt_runtime_stats s;
+    rt_runtime_get_stats(rt, &s);
+    omma_device *dev = NULL;
+    omma_memory_stats ms = {0};
+    omma_device_metrics nv = {0};
+    if (omma_device_open(ordinal, &dev) == OMMA_OK) {
+        (void)omma_device_get_memory_stats(dev, &ms);
+        (void)omma_device_read_metrics(dev, &nv);
+        omma_device_close(dev);
+    }
+    fprintf(stderr,
+            "soak t=%6.0f s: frames in %llu, done %llu, dropped %llu; device pool used %.1f MB "
+            "(%llu buffers), pinned %.1f MB, NVML process %.1f MB; host RSS %.1f MB; threads "
+            "%ld\n",
+            t_s, (unsigned long long)s.frames_in, (unsigned long long)s.frames_done,
+            (unsigned long long)s.frames_dropped, (double)ms.pool_used / 1e6,
+            (unsigned long long)ms.live_allocations, (double)ms.pinned_bytes / 1e6,
+            nv.valid & OMMA_METRIC_PROCESS_MEMORY ? (double)nv.process_mem_used / 1e6 : NAN,
+            rss_mb(), threads_now());
+}
+
+/* The window: sleeps, with a soak line every report_s when asked. */
+static void measure(const bench_opts *o, rt_runtime *rt)
+{
+    if (!(o->report_s > 0)) {
+        sleep_s(o->duration_s);
+        return;
+    }
+    double t = 0;
+    report_line(rt, o->gpus[0], 0);
+    while (t < o->duration_s) {
+        double step = fmin(o->report_s, o->duration_s - t);
+        sleep_s(step);
+        t += step;
+        report_line(rt, o->gpus[0], t);
+    }
+}
+
 static omma_status take_window(rt_runtime *rt, rt_metrics *m, window_start *w)
 {
     w->t_ns = core_now_ns();
@@ -300,6 +374,7 @@ static int run_count(const bench_opts *o, int cameras, const rt_image *photo, co
     c.synthetic.height = o->height;
     c.synthetic.fps = o->fps;
     c.pool_memory = o->pool;
+    c.synthetic_per_thread = o->per_thread;
     c.on_result = on_result;
     c.ctx = &acc;
     c.metrics = m;
@@ -312,7 +387,7 @@ static int run_count(const bench_opts *o, int cameras, const rt_image *photo, co
         window_start a = {0}, b = {0};
         sleep_s(o->warmup_s);
         st = take_window(rt, m, &a);
-        sleep_s(o->duration_s);
+        measure(o, rt);
         if (st == OMMA_OK)
             st = take_window(rt, m, &b);
         rt_runtime_stop(rt);
@@ -349,7 +424,8 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
 {
     printf("{\"bench\":\"runtime\",\"cameras\":%d,\"fps\":%g,\"width\":%d,\"height\":%d,"
            "\"pool\":\"%s\",\"gpus\":%d,\"max_batch\":%d,\"max_wait_ms\":%d,\"lanes\":%d,"
-           "\"graphs\":%s,\"frames_per_s\":%.1f,\"min_camera_fps\":%.3f,\"p50_ms\":%.3f,"
+           "\"graphs\":%s,\"cameras_per_thread\":%d,\"frames_per_s\":%.1f,\"min_camera_fps\":%.3f,"
+           "\"p50_ms\":%.3f,"
            "\"p99_ms\":%.3f,\"dropped\":%llu,\"cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":"
            "%.1f,\"d2h_bytes_per_frame\":%.1f,\"h2d_copies_per_frame\":%.3f,"
            "\"d2h_copies_per_batch\":%.3f,\"frames_per_batch\":%.2f,\"launches_per_batch\":%.2f,"
@@ -357,11 +433,11 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
            "\"pass\":%s}\n",
            f->cameras, o->fps, o->width, o->height,
            o->pool == OMMA_MEMORY_HOST ? "pinned" : "device", o->n_gpus, o->max_batch,
-           o->max_wait_ms, o->lanes, o->graphs ? "true" : "false", f->fps_total, f->min_camera_fps,
-           f->p50_ms, f->p99_ms, (unsigned long long)f->dropped, f->cpu_us_per_frame,
-           f->h2d_per_frame, f->d2h_per_frame, f->h2d_copies_per_frame, f->d2h_copies_per_batch,
-           f->frames_per_batch, f->launches_per_batch, f->step_ms, f->face_rate, f->mean_iou, gbps,
-           f->pass ? "true" : "false");
+           o->max_wait_ms, o->lanes, o->graphs ? "true" : "false", o->per_thread, f->fps_total,
+           f->min_camera_fps, f->p50_ms, f->p99_ms, (unsigned long long)f->dropped,
+           f->cpu_us_per_frame, f->h2d_per_frame, f->d2h_per_frame, f->h2d_copies_per_frame,
+           f->d2h_copies_per_batch, f->frames_per_batch, f->launches_per_batch, f->step_ms,
+           f->face_rate, f->mean_iou, gbps, f->pass ? "true" : "false");
     fflush(stdout);
 }
 
@@ -388,10 +464,11 @@ int cli_bench_runtime(int argc, char **argv)
     double gbps = o.pool == OMMA_MEMORY_HOST ? h2d_bandwidth(o.gpus[0]) : NAN;
     fprintf(stderr,
             "bench runtime: %dx%d NV12 at %g fps, pool in %s memory, %d GPU(s), batch %d, wait "
-            "%d ms, %d lanes, graphs %s, max faces %d, detector every %d\n",
+            "%d ms, %d lanes, graphs %s, max faces %d, detector every %d, %d camera(s) per "
+            "thread\n",
             o.width, o.height, o.fps, o.pool == OMMA_MEMORY_HOST ? "pinned host" : "device",
             o.n_gpus, o.max_batch, o.max_wait_ms, o.lanes, o.graphs ? "on" : "off", o.max_faces,
-            o.detect_every);
+            o.detect_every, o.per_thread);
     if (!isnan(gbps))
         fprintf(stderr,
                 "pinned host-to-device bandwidth %.1f GB/s: %.0f cameras of %.2f MB at %g fps "

@@ -32,6 +32,7 @@ void cli_stream_usage(FILE *to)
             "  --loop               files start again at their end\n"
             "  --fps F              image sequences' and synthetic cameras' rate (30)\n"
             "  --resolution WxH     synthetic cameras' frames (1920x1080)\n"
+            "  --cameras-per-thread K  one thread drives K synthetic cameras (1)\n"
             "  --pool device|pinned synthetic frames in device memory (default: read in\n"
             "                       place) or pinned host memory (uploaded per frame)\n"
             "  --max-faces N, --detect-every K, --precision fp16|fp32, --model short|full\n"
@@ -159,12 +160,29 @@ static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_f
                   int *full_range)
 {
     const char *a = argv[*i];
-    static const char *const known[] = {
-        "--gpus",         "--placement",    "--max-batch", "--max-wait-ms", "--lanes",
-        "--graphs",       "--realtime",     "--fps",       "--resolution",  "--pool",
-        "--max-faces",    "--detect-every", "--precision", "--model",       "--duration",
-        "--max-frames",   "--out",          "--results",   "--status",      "--status-every",
-        "--metrics-port", "--metrics-bind"};
+    static const char *const known[] = {"--gpus",
+                                        "--placement",
+                                        "--max-batch",
+                                        "--max-wait-ms",
+                                        "--lanes",
+                                        "--graphs",
+                                        "--realtime",
+                                        "--fps",
+                                        "--resolution",
+                                        "--pool",
+                                        "--max-faces",
+                                        "--detect-every",
+                                        "--precision",
+                                        "--model",
+                                        "--duration",
+                                        "--max-frames",
+                                        "--out",
+                                        "--results",
+                                        "--status",
+                                        "--status-every",
+                                        "--metrics-port",
+                                        "--metrics-bind",
+                                        "--cameras-per-thread"};
     if (strcmp(a, "--loop") == 0) {
         o->rt.source.loop = 1;
         return 1;
@@ -266,6 +284,8 @@ static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_f
         return o->status_interval_s = d, 1;
     if (strcmp(a, "--metrics-port") == 0 && parse_int(a, v, 0, 65535, &n))
         return o->metrics_port = (int)n, 1;
+    if (strcmp(a, "--cameras-per-thread") == 0 && parse_int(a, v, 1, 4096, &n))
+        return rt->synthetic_per_thread = (int)n, 1;
     if (strcmp(a, "--metrics-bind") == 0)
         return o->metrics_bind = v, 1;
     return 0; /* a value that did not parse: said so above */
