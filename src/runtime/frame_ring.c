@@ -47,6 +47,7 @@ struct rt_ring {
     rt_slots s; /* guarded by lock */
     uint64_t blocked_puts, blocked_ns, timeouts; /* guarded by lock */
 
+    int last_written; /* the slot of the last upload enqueued (-1: none) */
     atomic_int in_put, in_take; /* one producer, one consumer */
 };
 
@@ -158,6 +159,7 @@ static omma_status create(omma_device *dev, int slots, const rt_ring_format *fmt
     ring->dev = dev;
     ring->fmt = *fmt;
     ring->by_ref = by_ref;
+    ring->last_written = -1;
     rt_slots_init(&ring->s, slots, policy);
     omma_frame shape = {.width = fmt->width, .height = fmt->height, .format = fmt->format};
     for (int p = 0; p < 3; p++) {
@@ -288,8 +290,21 @@ static struct timespec deadline_after(int timeout_ms)
 }
 
 /* Under the lock: the plan for one frame, waiting (BLOCK) for a slot. */
+/* KEEP_NEWEST: the last frame's upload has not run yet (the copy engine is
+ * behind its work): a new upload would only queue behind it. */
+static int upload_behind(const rt_ring *ring)
+{
+    return ring->s.policy == RT_RING_KEEP_NEWEST && !ring->by_ref && !ring->s.closed &&
+           ring->last_written >= 0 &&
+           gpu_cu.cuEventQuery(ring->ready[ring->last_written]) == CUDA_ERROR_NOT_READY;
+}
+
 static omma_status plan_put(rt_ring *ring, int timeout_ms, rt_put_plan *plan)
 {
+    if (upload_behind(ring)) {
+        *plan = rt_slots_reject(&ring->s);
+        return OMMA_OK;
+    }
     *plan = rt_slots_begin_put(&ring->s, done_query, ring);
     if (plan->kind != RT_PUT_WAIT)
         return OMMA_OK;
@@ -340,6 +355,8 @@ omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream up
                     upload_stream);
         pthread_mutex_lock(&ring->lock);
         rt_slots_end_put(&ring->s, plan.slot, capture_ns, st == OMMA_OK);
+        if (st == OMMA_OK)
+            ring->last_written = plan.slot;
         pthread_cond_signal(&ring->published);
         pthread_mutex_unlock(&ring->lock);
     }

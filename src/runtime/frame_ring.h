@@ -37,8 +37,10 @@
  *   RT_RING_KEEP_NEWEST (live cameras): put never blocks. With no free slot
  *     the oldest published, untaken frame is overwritten (counted as
  *     overwritten and dropped); when every slot is held by the consumer
- *     (taken, or released but its done event not completed) the new frame
- *     is dropped (rejected). take returns the newest published frame and
+ *     (taken, or released but its done event not completed), or when the
+ *     previous frame's upload has not run yet (the copy engine is behind:
+ *     queueing more copies would only make every frame later), the new
+ *     frame is dropped (rejected). take returns the newest published frame and
  *     drops the older untaken ones (skipped).
  *   RT_RING_BLOCK (files): nothing is ever dropped. put waits on the host,
  *     up to timeout_ms, until the consumer releases a slot; take returns
@@ -108,7 +110,7 @@ typedef struct rt_ring_stats {
     uint64_t overwritten; /* KEEP_NEWEST: published frames replaced by newer puts */
     uint64_t skipped; /* KEEP_NEWEST: published frames passed over by take */
     uint64_t rejected; /* KEEP_NEWEST: new frames dropped, every slot held
-                        * by the consumer */
+                        * by the consumer or the last upload not run yet */
     uint64_t failed; /* puts whose upload failed to enqueue (CUDA error) */
     uint64_t blocked_puts; /* BLOCK: puts that had to wait for a slot */
     uint64_t blocked_ns; /* BLOCK: total time puts waited */

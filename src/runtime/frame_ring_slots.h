@@ -134,6 +134,16 @@ static inline rt_put_plan rt_slots_start_write(rt_slots *s, rt_put_kind kind, in
     return p;
 }
 
+/* KEEP_NEWEST: the new frame is dropped (numbered, counted as put and
+ * rejected). */
+static inline rt_put_plan rt_slots_reject(rt_slots *s)
+{
+    rt_put_plan p = {RT_PUT_DROP, -1, ++s->last_seq, 0, 0};
+    s->put++;
+    s->rejected++;
+    return p;
+}
+
 /* The producer's decision for one frame (see rt_put_kind). WRITE and
  * WRITE_AFTER_DONE and DROP number the frame and count it as put. */
 static inline rt_put_plan rt_slots_begin_put(rt_slots *s, rt_slots_done_fn done, void *ctx)
@@ -152,11 +162,7 @@ static inline rt_put_plan rt_slots_begin_put(rt_slots *s, rt_slots_done_fn done,
         i = rt_slots_find(s, RT_SLOT_PUBLISHED, 1);
         if (i >= 0)
             return rt_slots_start_write(s, RT_PUT_WRITE, i);
-        p.kind = RT_PUT_DROP;
-        p.seq = ++s->last_seq;
-        s->put++;
-        s->rejected++;
-        return p;
+        return rt_slots_reject(s);
     }
     i = rt_slots_find(s, RT_SLOT_RELEASING, 1);
     if (i >= 0)
