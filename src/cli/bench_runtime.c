@@ -45,7 +45,7 @@ typedef struct figures {
     int cameras;
     double fps_total, min_camera_fps, p50_ms, p99_ms, cpu_us_per_frame;
     double h2d_per_frame, d2h_per_frame, h2d_copies_per_frame, d2h_copies_per_batch;
-    double frames_per_batch, launches_per_batch, step_ms, face_rate, mean_iou;
+    double frames_per_batch, launches_per_batch, worker_us_per_batch, step_ms, face_rate, mean_iou;
     uint64_t dropped;
     int pass;
 } figures;
@@ -259,6 +259,9 @@ static void window_figures(const bench_opts *o, const window_start *a, const win
     f->frames_per_batch = batches ? (double)frames / (double)batches : 0.0;
     f->launches_per_batch =
         batches ? (double)(b->stats.launches - a->stats.launches) / (double)batches : 0.0;
+    f->worker_us_per_batch =
+        batches ? (double)(b->stats.worker_cpu_ns - a->stats.worker_cpu_ns) / (double)batches / 1e3
+                : 0.0;
     f->dropped = b->stats.frames_dropped - a->stats.frames_dropped;
     f->step_ms = b->snap->n_gpus > 0 && b->snap->n_stages > 0
                      ? rt_metrics_hist_quantile_ns(&b->snap->gpus[0].stages[0], 0.5) / 1e6
@@ -412,12 +415,13 @@ static int run_count(const bench_opts *o, int cameras, const rt_image *photo, co
 static void print_row(const figures *f)
 {
     fprintf(stderr,
-            "%7d %9.0f %8.2f %7.2f %7.2f %6llu %8.2f %9.0f %7.0f %5.2f %6.1f %6.1f %6.2f %5.3f "
-            "%5.3f %s\n",
+            "%7d %9.0f %8.2f %7.2f %7.2f %6llu %8.2f %9.0f %7.0f %5.2f %6.1f %6.1f %7.0f %6.2f "
+            "%5.3f %5.3f %s\n",
             f->cameras, f->fps_total, f->min_camera_fps, f->p50_ms, f->p99_ms,
             (unsigned long long)f->dropped, f->cpu_us_per_frame, f->h2d_per_frame, f->d2h_per_frame,
-            f->h2d_copies_per_frame, f->frames_per_batch, f->launches_per_batch, f->step_ms,
-            f->face_rate, f->mean_iou, f->pass ? "pass" : "FAIL");
+            f->h2d_copies_per_frame, f->frames_per_batch, f->launches_per_batch,
+            f->worker_us_per_batch, f->step_ms, f->face_rate, f->mean_iou,
+            f->pass ? "pass" : "FAIL");
 }
 
 static void print_json(const bench_opts *o, const figures *f, double gbps)
@@ -429,6 +433,7 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
            "\"p99_ms\":%.3f,\"dropped\":%llu,\"cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":"
            "%.1f,\"d2h_bytes_per_frame\":%.1f,\"h2d_copies_per_frame\":%.3f,"
            "\"d2h_copies_per_batch\":%.3f,\"frames_per_batch\":%.2f,\"launches_per_batch\":%.2f,"
+           "\"worker_cpu_us_per_batch\":%.1f,"
            "\"step_ms\":%.3f,\"face_rate\":%.4f,\"mean_iou\":%.4f,\"h2d_gbps\":%.2f,"
            "\"pass\":%s}\n",
            f->cameras, o->fps, o->width, o->height,
@@ -436,8 +441,9 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
            o->max_wait_ms, o->lanes, o->graphs ? "true" : "false", o->per_thread, f->fps_total,
            f->min_camera_fps, f->p50_ms, f->p99_ms, (unsigned long long)f->dropped,
            f->cpu_us_per_frame, f->h2d_per_frame, f->d2h_per_frame, f->h2d_copies_per_frame,
-           f->d2h_copies_per_batch, f->frames_per_batch, f->launches_per_batch, f->step_ms,
-           f->face_rate, f->mean_iou, gbps, f->pass ? "true" : "false");
+           f->d2h_copies_per_batch, f->frames_per_batch, f->launches_per_batch,
+           f->worker_us_per_batch, f->step_ms, f->face_rate, f->mean_iou, gbps,
+           f->pass ? "true" : "false");
     fflush(stdout);
 }
 
@@ -475,9 +481,9 @@ int cli_bench_runtime(int argc, char **argv)
                 "(90%%: %.0f)\n",
                 gbps, gbps * 1e9 / (frame_bytes * o.fps), frame_bytes / 1e6, o.fps,
                 0.9 * gbps * 1e9 / (frame_bytes * o.fps));
-    fprintf(stderr, "%7s %9s %8s %7s %7s %6s %8s %9s %7s %5s %6s %6s %6s %5s %5s\n", "cameras",
+    fprintf(stderr, "%7s %9s %8s %7s %7s %6s %8s %9s %7s %5s %6s %6s %7s %6s %5s %5s\n", "cameras",
             "frames/s", "min fps", "p50 ms", "p99 ms", "drops", "CPU us/f", "h2d B/f", "d2h B/f",
-            "h2d/f", "f/bat", "l/bat", "stepms", "faces", "IoU");
+            "h2d/f", "f/bat", "l/bat", "wrk us/b", "stepms", "faces", "IoU");
     int best = 0;
     for (int i = 0; i < o.n_counts && rc < 0; i++) {
         figures f;

@@ -140,7 +140,8 @@ void rt_runtime_destroy(rt_runtime *rt);
 typedef struct rt_runtime_stats {
     uint64_t frames_in, frames_done, frames_dropped, faces;
     uint64_t batches, launches; /* launches by the workers' submissions */
-    uint64_t worker_cpu_ns; /* the workers' thread CPU time (when they end) */
+    uint64_t worker_cpu_ns; /* the workers' thread CPU time: waiting for
+                             * frames and lanes, picking, taking, submitting */
     /* The GPUs' transfer counters (omma_device_get_transfers, summed): the
      * rings' uploads and the results, plus set-up copies (the pools). */
     uint64_t h2d_bytes, h2d_copies, d2h_bytes, d2h_copies;

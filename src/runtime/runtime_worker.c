@@ -220,6 +220,9 @@ void *rt_gpu_worker(void *arg)
         int m = take_frames(g, picked, n, items, &staged, frames, ready, requeue, &n_requeue);
         if (m > 0)
             st = submit(g, &staged, items, frames, ready);
+        uint64_t cpu = core_thread_cpu_ns();
+        atomic_fetch_add_explicit(&rt->worker_cpu_ns, cpu - cpu0, memory_order_relaxed);
+        cpu0 = cpu;
         for (int i = 0; i < n_requeue; i++)
             rt_gpu_notify(g, requeue[i]);
         pthread_mutex_lock(&g->lock);
@@ -234,8 +237,6 @@ void *rt_gpu_worker(void *arg)
     g->worker_done = 1;
     pthread_cond_signal(&g->sink_wake);
     pthread_mutex_unlock(&g->lock);
-    atomic_fetch_add_explicit(&rt->worker_cpu_ns, core_thread_cpu_ns() - cpu0,
-                              memory_order_relaxed);
     if (st != OMMA_OK)
         rt_fail(rt, st, omma_last_error());
     free(picked);
