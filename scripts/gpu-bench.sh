@@ -81,10 +81,10 @@ runtime_bench() { # LOG ARGS...
     fi
 }
 if has runtime; then
-    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_DEVICE:-1000,2000,3000}"
-    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_GROUPED:-3000}" --cameras-per-thread 32
-    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_EAGER:-1000}" --graphs off
-    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_PINNED:-450,520,560}" --pool pinned
+    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_DEVICE:-2000,3000,3300,3600}"
+    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_GROUPED:-3000,3600}" --cameras-per-thread 32
+    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_EAGER:-3000}" --graphs off
+    runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_PINNED:-500,520,560,600}" --pool pinned
     cat "$OUT/runtime.txt"
 fi
 # The soak: 32 cameras at 1080p30 for 5 minutes, memory and threads each minute.
