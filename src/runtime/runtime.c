@@ -199,8 +199,11 @@ static omma_status start_threads(rt_runtime *rt)
     return OMMA_OK;
 }
 
-/* The synthetic cameras in groups of synthetic_per_thread, each group's
- * frames at its own offset into the frame period. */
+/* The synthetic cameras in groups of synthetic_per_thread, the groups'
+ * starts spread evenly over detect_every frame periods (one period when the
+ * detector runs only on losses), as cameras started at different times would
+ * be: the frames of all cameras that need the detector do not fall in the
+ * same period. */
 static omma_status make_drivers(rt_runtime *rt)
 {
     int synthetic = 0, per = rt->cfg.synthetic_per_thread;
@@ -214,6 +217,8 @@ static omma_status make_drivers(rt_runtime *rt)
     if (!rt->drivers || !rt->driver_cams)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: synthetic drivers");
     uint64_t period = (uint64_t)(1e9 / rt->cfg.synthetic.fps);
+    uint64_t spread =
+        period * (uint64_t)(rt->cfg.pipeline.detect_every > 1 ? rt->cfg.pipeline.detect_every : 1);
     int k = 0;
     for (int i = 0; i < rt->n_cams; i++) {
         if (rt->cams[i].src)
@@ -222,7 +227,7 @@ static omma_status make_drivers(rt_runtime *rt)
         if (d->count == 0) {
             d->rt = rt;
             d->cams = &rt->driver_cams[k];
-            d->offset_ns = period * (uint64_t)(k / per) / (uint64_t)rt->n_drivers;
+            d->offset_ns = spread * (uint64_t)(k / per) / (uint64_t)rt->n_drivers;
         }
         d->cams[d->count++] = i;
         k++;

@@ -16,8 +16,8 @@
  *     at a given rate from each camera's own phase; pool frames in pinned
  *     memory are uploaded by the ring, in device memory handed over by
  *     reference (no copy). Live: keep the newest. A thread drives one or
- *     several of them (synthetic_per_thread), the groups' frame times
- *     spread over the frame period.
+ *     several of them (synthetic_per_thread), the groups' starts
+ *     spread over detect_every frame periods.
  *
  * Batching: the worker runs a batch when max_batch cameras have a frame
  * ready, or when the oldest ready frame has waited max_wait_ms, whichever

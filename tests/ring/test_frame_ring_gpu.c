@@ -545,21 +545,30 @@ static void close_with_frames_in_flight_frees_everything(void)
     CHECK(seen_matches(&fx));
     rt_ring_destroy(ring);
 
-    /* A KEEP_NEWEST ring destroyed with uploads queued behind a 30 ms kernel,
-     * consumer work in flight on a released slot and a frame still held. */
+    /* A KEEP_NEWEST ring destroyed with an upload queued behind a 30 ms
+     * kernel, consumer work in flight on a released slot and a frame still
+     * held. While a frame's upload has not run, newer frames are rejected
+     * (the copy engine is behind), not queued behind it. */
     REQUIRE_OK(rt_ring_create(fx.dev, 4, &NV12, RT_RING_KEEP_NEWEST, &ring));
     CHECK(gpu_busy_launch(fx.dev, fx.up, 30 * MS) == OMMA_OK);
     for (int k = 1; k <= 6; k++) {
+        if (k == 4) { /* upload 1 done; the stream held again */
+            CHECK(gpu_cu.cuStreamSynchronize(fx.up) == CUDA_SUCCESS);
+            CHECK(gpu_busy_launch(fx.dev, fx.up, 30 * MS) == OMMA_OK);
+        }
         omma_frame f = host_frame(&fx, k);
         CHECK(rt_ring_put(ring, &f, fx.up, (uint64_t)k * 1000, 0) == OMMA_OK);
-        if (k == 2 || k == 4) {
+        if (k == 1 || k == 4) {
             REQUIRE_OK(rt_ring_take(ring, &it));
+            REQUIRE(it.has_frame && it.seq == (uint64_t)k);
             CHECK(gpu_cu.cuStreamWaitEvent(fx.cons, it.ready, 0) == CUDA_SUCCESS);
             CHECK(gpu_busy_launch(fx.dev, fx.cons, 10 * MS) == OMMA_OK);
-            if (k == 2)
+            if (k == 1)
                 CHECK(rt_ring_release(ring, &it, fx.cons) == OMMA_OK);
         }
     }
+    check_accounting(ring, &s);
+    CHECK(s.put == 6 && s.taken == 2 && s.rejected == 4 && s.held == 1);
     CHECK(rt_ring_release(ring, &(rt_ring_item){0}, fx.cons) == OMMA_ERR_INVALID_ARG);
     rt_ring_close(ring);
     rt_ring_destroy(ring); /* it (frame 4) is still held: logged, device synchronized */
