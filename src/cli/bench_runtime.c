@@ -426,6 +426,9 @@ static void print_row(const figures *f)
 
 static void print_json(const bench_opts *o, const figures *f, double gbps)
 {
+    char gbps_text[32] = "null"; /* JSON has no NaN: not measured */
+    if (!isnan(gbps))
+        snprintf(gbps_text, sizeof gbps_text, "%.2f", gbps);
     printf("{\"bench\":\"runtime\",\"cameras\":%d,\"fps\":%g,\"width\":%d,\"height\":%d,"
            "\"pool\":\"%s\",\"gpus\":%d,\"max_batch\":%d,\"max_wait_ms\":%d,\"lanes\":%d,"
            "\"graphs\":%s,\"cameras_per_thread\":%d,\"frames_per_s\":%.1f,\"min_camera_fps\":%.3f,"
@@ -434,7 +437,7 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
            "%.1f,\"d2h_bytes_per_frame\":%.1f,\"h2d_copies_per_frame\":%.3f,"
            "\"d2h_copies_per_batch\":%.3f,\"frames_per_batch\":%.2f,\"launches_per_batch\":%.2f,"
            "\"worker_cpu_us_per_batch\":%.1f,"
-           "\"step_ms\":%.3f,\"face_rate\":%.4f,\"mean_iou\":%.4f,\"h2d_gbps\":%.2f,"
+           "\"step_ms\":%.3f,\"face_rate\":%.4f,\"mean_iou\":%.4f,\"h2d_gbps\":%s,"
            "\"pass\":%s}\n",
            f->cameras, o->fps, o->width, o->height,
            o->pool == OMMA_MEMORY_HOST ? "pinned" : "device", o->n_gpus, o->max_batch,
@@ -442,8 +445,8 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
            f->min_camera_fps, f->p50_ms, f->p99_ms, (unsigned long long)f->dropped,
            f->cpu_us_per_frame, f->h2d_per_frame, f->d2h_per_frame, f->h2d_copies_per_frame,
            f->d2h_copies_per_batch, f->frames_per_batch, f->launches_per_batch,
-           f->worker_us_per_batch, f->step_ms, f->face_rate, f->mean_iou, gbps,
-           f->pass ? "true" : "false");
+           f->worker_us_per_batch, isnan(f->step_ms) ? 0.0 : f->step_ms, f->face_rate, f->mean_iou,
+           gbps_text, f->pass ? "true" : "false");
     fflush(stdout);
 }
 
