@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/run_annotate.h"
 #include "cli/run_inputs.h"
@@ -89,19 +90,6 @@ typedef struct run_args {
     int n_inputs;
 } run_args;
 
-static int parse_long(const char *opt, const char *s, long lo, long hi, long *v)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(s, &end, 10);
-    if (errno || *end || end == s || x < lo || x > hi) {
-        fprintf(stderr, "omma: error: %s %s: expected an integer in %ld..%ld\n", opt, s, lo, hi);
-        return 0;
-    }
-    *v = x;
-    return 1;
-}
-
 /* CLI_EXIT_OK after --help, CLI_EXIT_USAGE on errors, -1 to go on.
  * Options may come before, between or after the inputs; after "--" every
  * argument is an input. a->inputs has room for argc entries. */
@@ -170,19 +158,19 @@ static int parse_args(int argc, char **argv, run_args *a)
         } else if (strcmp(o, "--annotate-video") == 0) {
             a->annotate_video = v;
         } else if (strcmp(o, "--max-faces") == 0) {
-            if (!parse_long(o, v, 1, OMMA_PIPELINE_MAX_FACES, &n))
+            if (!cli_arg_long(o, v, 1, OMMA_PIPELINE_MAX_FACES, &n))
                 return CLI_EXIT_USAGE;
             a->max_faces = (int)n;
         } else if (strcmp(o, "--max-batch") == 0) {
-            if (!parse_long(o, v, 1, OMMA_PIPELINE_MAX_BATCH, &n))
+            if (!cli_arg_long(o, v, 1, OMMA_PIPELINE_MAX_BATCH, &n))
                 return CLI_EXIT_USAGE;
             a->max_batch = (int)n;
         } else if (strcmp(o, "--detect-every") == 0) {
-            if (!parse_long(o, v, 0, 1000000, &n))
+            if (!cli_arg_long(o, v, 0, 1000000, &n))
                 return CLI_EXIT_USAGE;
             a->detect_every = (int)n;
         } else if (strcmp(o, "--max-frames") == 0) {
-            if (!parse_long(o, v, 1, 1000000000L, &n))
+            if (!cli_arg_long(o, v, 1, 1000000000L, &n))
                 return CLI_EXIT_USAGE;
             a->max_frames = n;
         } else {

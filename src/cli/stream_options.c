@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 
 #define DEFAULT_PHOTO "testdata/astronaut.png"
@@ -59,32 +60,6 @@ static int usage_error(const char *fmt, const char *a, const char *b)
     return CLI_EXIT_USAGE;
 }
 
-static int parse_int(const char *opt, const char *s, long lo, long hi, long *v)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(s, &end, 10);
-    if (errno || *end || end == s || x < lo || x > hi) {
-        fprintf(stderr, "omma: error: %s %s: expected an integer in %ld..%ld\n", opt, s, lo, hi);
-        return 0;
-    }
-    *v = x;
-    return 1;
-}
-
-static int parse_double(const char *opt, const char *s, double lo, double hi, double *v)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(s, &end);
-    if (errno || *end || end == s || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "omma: error: %s %s: expected a number in %g..%g\n", opt, s, lo, hi);
-        return 0;
-    }
-    *v = x;
-    return 1;
-}
-
 static int parse_onoff(const char *opt, const char *s, int *v)
 {
     if (strcmp(s, "on") == 0 || strcmp(s, "off") == 0) {
@@ -134,7 +109,7 @@ static int add_source(cli_stream_opts *o, const char *arg, long max_frames)
 {
     long n = 1;
     int synthetic = strcmp(arg, "synthetic") == 0 || strncmp(arg, "synthetic:", 10) == 0;
-    if (synthetic && arg[9] == ':' && !parse_int("synthetic:N", arg + 10, 1, 4096, &n))
+    if (synthetic && arg[9] == ':' && !cli_arg_long("synthetic:N", arg + 10, 1, 4096, &n))
         return 0;
     if (o->rt.n_cameras + n > OMMA_PIPELINE_MAX_CAMERAS) {
         fprintf(stderr, "omma: error: more than %d cameras\n", OMMA_PIPELINE_MAX_CAMERAS);
@@ -213,17 +188,17 @@ static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_f
         rt->placement = strcmp(v, "round-robin") ? RT_PLACE_LEAST_LOADED : RT_PLACE_ROUND_ROBIN;
         return 1;
     }
-    if (strcmp(a, "--max-batch") == 0 && parse_int(a, v, 1, OMMA_PIPELINE_MAX_BATCH, &n))
+    if (strcmp(a, "--max-batch") == 0 && cli_arg_long(a, v, 1, OMMA_PIPELINE_MAX_BATCH, &n))
         return rt->pipeline.max_batch = (int)n, 1;
-    if (strcmp(a, "--max-wait-ms") == 0 && parse_int(a, v, 0, 10000, &n))
+    if (strcmp(a, "--max-wait-ms") == 0 && cli_arg_long(a, v, 0, 10000, &n))
         return rt->max_wait_ms = (int)n, 1;
-    if (strcmp(a, "--lanes") == 0 && parse_int(a, v, 1, OMMA_PIPELINE_MAX_LANES, &n))
+    if (strcmp(a, "--lanes") == 0 && cli_arg_long(a, v, 1, OMMA_PIPELINE_MAX_LANES, &n))
         return rt->pipeline.lanes = (int)n, 1;
     if (strcmp(a, "--graphs") == 0)
         return parse_onoff(a, v, &rt->pipeline.graphs);
     if (strcmp(a, "--realtime") == 0)
         return parse_onoff(a, v, &rt->source.realtime);
-    if (strcmp(a, "--fps") == 0 && parse_double(a, v, 0.001, 1000.0, &d))
+    if (strcmp(a, "--fps") == 0 && cli_arg_double(a, v, 0.001, 1000.0, &d))
         return rt->source.fps = d, rt->synthetic.fps = d, 1;
     if (strcmp(a, "--resolution") == 0) {
         int w = 0, h = 0;
@@ -244,9 +219,9 @@ static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_f
         rt->pool_memory = strcmp(v, "device") ? OMMA_MEMORY_HOST : OMMA_MEMORY_DEVICE;
         return 1;
     }
-    if (strcmp(a, "--max-faces") == 0 && parse_int(a, v, 1, OMMA_PIPELINE_MAX_FACES, &n))
+    if (strcmp(a, "--max-faces") == 0 && cli_arg_long(a, v, 1, OMMA_PIPELINE_MAX_FACES, &n))
         return rt->pipeline.max_faces = (int)n, 1;
-    if (strcmp(a, "--detect-every") == 0 && parse_int(a, v, 0, 1000000, &n))
+    if (strcmp(a, "--detect-every") == 0 && cli_arg_long(a, v, 0, 1000000, &n))
         return rt->pipeline.detect_every = (int)n, 1;
     if (strcmp(a, "--precision") == 0) {
         if (strcmp(v, "fp16") && strcmp(v, "fp32")) {
@@ -264,9 +239,9 @@ static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_f
         *full_range = strcmp(v, "full") == 0;
         return 1;
     }
-    if (strcmp(a, "--duration") == 0 && parse_double(a, v, 0.001, 1e7, &d))
+    if (strcmp(a, "--duration") == 0 && cli_arg_double(a, v, 0.001, 1e7, &d))
         return o->duration_s = d, 1;
-    if (strcmp(a, "--max-frames") == 0 && parse_int(a, v, 1, 1000000000L, &n))
+    if (strcmp(a, "--max-frames") == 0 && cli_arg_long(a, v, 1, 1000000000L, &n))
         return *max_frames = n, 1;
     if (strcmp(a, "--out") == 0)
         return o->out = v, 1;
@@ -280,11 +255,11 @@ static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_f
         fprintf(stderr, "omma: error: --status %s: expected auto, table, json or off\n", v);
         return 0;
     }
-    if (strcmp(a, "--status-every") == 0 && parse_double(a, v, 0.1, 3600.0, &d))
+    if (strcmp(a, "--status-every") == 0 && cli_arg_double(a, v, 0.1, 3600.0, &d))
         return o->status_interval_s = d, 1;
-    if (strcmp(a, "--metrics-port") == 0 && parse_int(a, v, 0, 65535, &n))
+    if (strcmp(a, "--metrics-port") == 0 && cli_arg_long(a, v, 0, 65535, &n))
         return o->metrics_port = (int)n, 1;
-    if (strcmp(a, "--cameras-per-thread") == 0 && parse_int(a, v, 1, 4096, &n))
+    if (strcmp(a, "--cameras-per-thread") == 0 && cli_arg_long(a, v, 1, 4096, &n))
         return rt->synthetic_per_thread = (int)n, 1;
     if (strcmp(a, "--metrics-bind") == 0)
         return o->metrics_bind = v, 1;
