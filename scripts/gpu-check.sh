@@ -84,7 +84,7 @@ run_ctest() { # NAME CTEST-ARGS...
 : >"$CTEST_LOG"
 run_ctest "ctest -L gpu" -L gpu
 # The cpu tests of the device API also have a with-a-driver path.
-run_ctest "ctest device cpu tests" -R '^(test_device_cpu|test_cli_info)$'
+run_ctest "ctest device cpu tests" -R '^(test_device_cpu|test_cli_info|test_cli_stream)$'
 
 # ---- compute-sanitizer --------------------------------------------------------
 SAN_LOG=$OUT/sanitizer.log

@@ -1,7 +1,8 @@
 #!/bin/sh
 # omma stream's arguments: usage errors exit 2 with a message naming the
 # option; without a GPU the runtime exits 3 (with one, a short synthetic
-# run exits 0). usage: test_cli_stream.sh OMMA
+# run exits 0, SIGINT ends a run with exit 130 and whole JSON lines, two
+# SIGTERMs exit at once). usage: test_cli_stream.sh OMMA
 omma=$1
 fails=0
 expect() { # WANT_RC WANT_TEXT ARGS...
@@ -29,6 +30,35 @@ rc=$?
 if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then
     echo "FAIL: a short synthetic run exited $rc (want 0 with a GPU, 3 without)"
     fails=$((fails + 1))
+fi
+if [ "$rc" = 0 ]; then
+    # A GPU: SIGINT stops the runtime cleanly (exit 130, every JSON line
+    # whole); a second signal exits at once.
+    out=$(mktemp)
+    "$omma" stream synthetic:4 --status off --out "$out" 2>/dev/null &
+    pid=$!
+    sleep 2
+    kill -INT "$pid"
+    wait "$pid"
+    rc=$?
+    lines=$(wc -l <"$out")
+    whole=$(grep -c '^{"camera":.*}$' "$out")
+    if [ "$rc" != 130 ] || [ "$lines" -lt 4 ] || [ "$lines" != "$whole" ]; then
+        echo "FAIL: SIGINT: exit $rc (want 130), $lines lines, $whole whole"
+        fails=$((fails + 1))
+    fi
+    "$omma" stream synthetic:4 --status off --results off 2>/dev/null &
+    pid=$!
+    sleep 2
+    kill -TERM "$pid"
+    kill -TERM "$pid"
+    wait "$pid"
+    rc=$?
+    if [ "$rc" != 130 ]; then
+        echo "FAIL: two SIGTERMs: exit $rc (want 130)"
+        fails=$((fails + 1))
+    fi
+    rm -f "$out"
 fi
 [ "$fails" = 0 ] && echo "test_cli_stream: all passed"
 exit "$fails"
