@@ -32,7 +32,11 @@ omma_status fp_lane_open(omma_face_pipeline *p, fp_backend *b, fp_lane *l)
 {
     atomic_init(&l->busy, 0);
     OMMA_TRY(gpu_stream_acquire(b->dev, GPU_PRIORITY_NORMAL, &l->stream));
-    OMMA_TRY(OMMA_CK(gpu_cu.cuEventCreate(&l->done, CU_EVENT_DISABLE_TIMING)));
+    /* Blocking: the thread completing a step sleeps until it is done
+     * instead of spinning on a core for the whole step (the context's
+     * scheduling policy would spin: see docs/PERFORMANCE.md, Context). */
+    OMMA_TRY(
+        OMMA_CK(gpu_cu.cuEventCreate(&l->done, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC)));
     OMMA_TRY(open_execs(p, b, l));
     size_t images = (size_t)p->opt.max_batch, n = (size_t)b->dspec.n_anchors;
     size_t faces = (size_t)p->opt.max_faces, slots = (size_t)b->max_slots;
