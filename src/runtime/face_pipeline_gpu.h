@@ -60,6 +60,7 @@ typedef struct fp_step_graph {
     cudaGraph_t graph; /* kept: its load node is updated in exec */
     cudaGraphExec_t exec;
     cudaGraphNode_t load; /* the descriptor's load kernel, the graph's root */
+    struct cudaKernelNodeParams load_params; /* its function and launch shape */
     uint64_t last_used;
 } fp_step_graph;
 

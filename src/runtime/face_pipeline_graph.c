@@ -64,6 +64,8 @@ static omma_status capture(omma_face_pipeline *p, fp_backend *b, fp_lane *l, fp_
     if (st == OMMA_OK)
         st = find_load(g->graph, &g->load);
     if (st == OMMA_OK)
+        st = OMMA_CK(cudaGraphKernelNodeGetParams(g->load, &g->load_params));
+    if (st == OMMA_OK)
         st = OMMA_CK(cudaGraphInstantiate(&g->exec, g->graph, 0));
     if (st != OMMA_OK)
         free_graph(g);
@@ -104,8 +106,7 @@ omma_status fp_graph_launch(omma_face_pipeline *p, fp_backend *b, fp_lane *l)
     fp_step_graph *g = NULL;
     OMMA_TRY(graph_for(p, b, l, &g));
     g->last_used = ++l->graph_clock;
-    struct cudaKernelNodeParams kp;
-    OMMA_TRY(OMMA_CK(cudaGraphKernelNodeGetParams(g->load, &kp)));
+    struct cudaKernelNodeParams kp = g->load_params;
     void *dev = (void *)(uintptr_t)l->step_dev;
     void *args[] = {&l->step, &dev};
     kp.kernelParams = args;

@@ -300,8 +300,13 @@ void rt_runtime_stop(rt_runtime *rt)
     if (!rt || atomic_exchange(&rt->stopping, 1))
         return;
     for (int i = 0; i < rt->n_cams; i++) {
-        rt_source_interrupt(rt->cams[i].src);
-        rt_ring_close(rt->cams[i].ring);
+        rt_cam *cam = &rt->cams[i];
+        rt_source_interrupt(cam->src);
+        rt_ring_close(cam->ring);
+        /* The worker drains the ring and sees it closed, whether or not the
+         * camera's thread is still there to say so. */
+        if (cam->ring && cam->gpu && cam->gpu->ready)
+            rt_gpu_notify(cam->gpu, cam);
     }
     for (int k = 0; k < rt->n_gpus; k++) {
         rt_gpu *g = &rt->gpus[k];
@@ -394,9 +399,4 @@ void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out)
             out->d2h_copies += t.d2h_copies;
         }
     }
-}
-
-int rt_runtime_camera_gpu(const rt_runtime *rt, int camera)
-{
-    return camera >= 0 && camera < rt->n_cams ? rt->cams[camera].gpu->index : -1;
 }

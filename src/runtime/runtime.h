@@ -148,7 +148,4 @@ typedef struct rt_runtime_stats {
 } rt_runtime_stats;
 void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out);
 
-/* The GPU a camera was placed on (index in the config's gpus). */
-int rt_runtime_camera_gpu(const rt_runtime *rt, int camera);
-
 #endif

@@ -20,6 +20,13 @@ omma_status rt_gpu_prepare(rt_gpu *g)
 {
     const rt_runtime_config *cfg = &g->rt->cfg;
     int lanes = cfg->pipeline.lanes, batch = cfg->pipeline.max_batch;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->wake, &attr);
+    pthread_cond_init(&g->sink_wake, &attr);
+    pthread_condattr_destroy(&attr);
     g->ready = calloc((size_t)(g->n_cams > 0 ? g->n_cams : 1), sizeof *g->ready);
     g->batches = calloc((size_t)lanes, sizeof *g->batches);
     g->pending = calloc((size_t)lanes, sizeof *g->pending);
@@ -28,13 +35,6 @@ omma_status rt_gpu_prepare(rt_gpu *g)
     if (!g->ready || !g->batches || !g->pending || !g->faces || !g->counts)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: GPU %d buffers", g->ordinal);
     g->free_lanes = lanes;
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->wake, &attr);
-    pthread_cond_init(&g->sink_wake, &attr);
-    pthread_condattr_destroy(&attr);
     OMMA_TRY(omma_device_open(g->ordinal, &g->dev));
     omma_face_pipeline_options po = cfg->pipeline;
     po.backend = OMMA_BACKEND_CUDA;
@@ -59,7 +59,7 @@ void rt_gpu_close(rt_gpu *g)
                 gpu_event_release(g->dev, g->timing[l][k]);
     if (g->dev)
         omma_device_close(g->dev);
-    if (g->ready) {
+    if (g->rt) { /* prepared: the lock and conditions exist */
         pthread_cond_destroy(&g->wake);
         pthread_cond_destroy(&g->sink_wake);
         pthread_mutex_destroy(&g->lock);

@@ -125,11 +125,6 @@ omma_status rt_synthetic_pool_create(omma_device *dev, const rt_image *photo,
     return OMMA_OK;
 }
 
-int rt_synthetic_pool_frames(const rt_synthetic_pool *pool)
-{
-    return pool->frames;
-}
-
 omma_frame rt_synthetic_pool_frame(const rt_synthetic_pool *pool, long k, omma_box *truth)
 {
     k %= pool->frames;

@@ -32,8 +32,6 @@ omma_status rt_synthetic_pool_create(omma_device *dev, const rt_image *photo,
 
 void rt_synthetic_pool_destroy(rt_synthetic_pool *pool);
 
-int rt_synthetic_pool_frames(const rt_synthetic_pool *pool);
-
 /* Frame k (0..frames-1; taken modulo frames): packed NV12 in the pool's
  * memory; *truth (may be NULL) = the face box in it. */
 omma_frame rt_synthetic_pool_frame(const rt_synthetic_pool *pool, long k, omma_box *truth);
