@@ -123,7 +123,9 @@ static int pick(rt_gpu *g, rt_cam **picked)
     for (int i = 0; i < count; i++) {
         int c = g->ready[(g->ready_head + i) % g->n_cams];
         rt_cam *cam = &rt->cams[c];
-        if (n < rt->cfg.pipeline.max_batch && !fp_async_camera_busy(g->pipe, c)) {
+        if (cam->drained) {
+            cam->queued = 0; /* queued again before its last take saw it closed */
+        } else if (n < rt->cfg.pipeline.max_batch && !fp_async_camera_busy(g->pipe, c)) {
             cam->queued = 0;
             picked[n++] = cam;
         } else {
@@ -146,9 +148,13 @@ static int take_frames(rt_gpu *g, rt_cam **picked, int n, rt_ring_item *items, r
         rt_ring_item it;
         omma_status st = rt_ring_take(cam->ring, &it);
         if (st == OMMA_ERR_CLOSED) {
+            /* Once: a notification that raced with this take may have
+             * queued the camera again. */
             pthread_mutex_lock(&g->lock);
-            cam->drained = 1;
-            g->open_cams--;
+            if (!cam->drained) {
+                cam->drained = 1;
+                g->open_cams--;
+            }
             pthread_mutex_unlock(&g->lock);
             continue;
         }
