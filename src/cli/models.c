@@ -53,9 +53,9 @@ static void print_json(const report *r)
     printf("},\"params\":%zu,\"nodes_loaded\":%d,\"nodes_rewritten\":%d,", r->params,
            r->stats.nodes_before, r->stats.nodes_after);
     printf("\"rewrites\":{\"dequantize_folded\":%d,\"pads_folded\":%d,\"bias_fused\":%d,"
-           "\"residual_fused\":%d,\"activation_fused\":%d},",
+           "\"residual_fused\":%d,\"activation_fused\":%d,\"blocks_fused\":%d},",
            r->stats.dequantize_folded, r->stats.pads_folded, r->stats.bias_fused,
-           r->stats.residual_fused, r->stats.activation_fused);
+           r->stats.residual_fused, r->stats.activation_fused, r->stats.blocks_fused);
     printf("\"arena_bytes_batch1\":%zu,\"arena_bytes_per_item\":%zu}\n",
            plan_arena_bytes(r->plan, 1), r->plan->item_bytes);
 }
@@ -82,9 +82,9 @@ static void print_text(const report *r)
     printf("nodes: %d as read, %d after load-time rewrites\n", r->stats.nodes_before,
            r->stats.nodes_after);
     printf("  dequantize folded %d, pads folded %d, bias fused %d, residual adds fused %d, "
-           "activations fused %d\n",
+           "activations fused %d, depthwise+pointwise blocks fused %d\n",
            r->stats.dequantize_folded, r->stats.pads_folded, r->stats.bias_fused,
-           r->stats.residual_fused, r->stats.activation_fused);
+           r->stats.residual_fused, r->stats.activation_fused, r->stats.blocks_fused);
     printf("activation arena: %zu bytes at batch 1, + %zu bytes per extra batch item\n",
            plan_arena_bytes(r->plan, 1), r->plan->item_bytes);
 }

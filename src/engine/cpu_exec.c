@@ -45,7 +45,8 @@ static omma_status cpu_run(omma_exec *x, int batch)
         for (int k = 0; k < n->n_in; k++)
             in[k] = n->in[k] >= 0 ? tensor_ptr(x, n->in[k]) : NULL;
         const float *residual = NULL;
-        if ((n->op == GR_CONV2D || n->op == GR_DWCONV2D) && n->p.conv.residual >= 0)
+        if ((n->op == GR_CONV2D || n->op == GR_DWCONV2D || n->op == GR_DWPW) &&
+            n->p.conv.residual >= 0)
             residual = tensor_ptr(x, n->p.conv.residual);
         float *out = (float *)(void *)(x->arena + plan_offset(p, n->out, x->max_batch));
         if (n->op == GR_RESHAPE && in[0] == out)

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -235,6 +236,127 @@ static omma_status run_conv(const cpu_ctx *c, const float *const *inputs, const 
             }
         }
     }
+    return OMMA_OK;
+}
+
+/* The residual term of GR_DWPW at output pixel (oy, ox), channel ch of
+ * batch item b: R there, or the max of R's 2x2 cells (in run_maxpool's
+ * order) when pooled, and 0 for the channels R lacks. */
+static float dwpw_residual(const float *r, const gr_tensor *rt, bool pool, int b, int oy, int ox,
+                           int ch)
+{
+    int RH = rt->dims[1], RW = rt->dims[2], RC = rt->dims[3];
+    if (ch >= RC)
+        return 0.0f;
+    if (!pool)
+        return r[(((size_t)b * RH + oy) * RW + ox) * RC + ch];
+    float m = -INFINITY;
+    for (int ky = 0; ky < 2; ky++)
+        for (int kx = 0; kx < 2; kx++) {
+            float v = r[(((size_t)b * RH + 2 * oy + ky) * RW + 2 * ox + kx) * RC + ch];
+            if (v > m)
+                m = v;
+        }
+    return m;
+}
+
+/* GR_DWPW, computed as the two convolutions it replaces would be: per output
+ * pixel the depthwise vector (run_conv's summation order, then its bias),
+ * then each pointwise dot product with run_conv's epilogue, so results match
+ * the unfused graph bit for bit. */
+static omma_status run_dwpw(const cpu_ctx *c, const float *const *inputs, const float *residual,
+                            float *out)
+{
+    const gr_node *n = c->n;
+    if (n->n_in != 5)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "has %d inputs, expected input, depthwise filter, "
+                        "depthwise bias, pointwise filter, pointwise bias", n->n_in);
+    const gr_tensor *xt = tensor(c, n->in[0]), *dt = tensor(c, n->in[1]);
+    const gr_tensor *pt = tensor(c, n->in[3]), *yt = tensor(c, n->out);
+    OMMA_TRY(want_rank4(c, xt, "input"));
+    OMMA_TRY(want_rank4(c, dt, "depthwise filter"));
+    OMMA_TRY(want_rank4(c, pt, "pointwise filter"));
+    OMMA_TRY(want_rank4(c, yt, "output"));
+    const gr_window *w = &n->p.conv.win;
+    int H = xt->dims[1], W = xt->dims[2], C = xt->dims[3];
+    int OH = yt->dims[1], OW = yt->dims[2], OC = yt->dims[3];
+    if (w->kh != dt->dims[1] || w->kw != dt->dims[2])
+        return cpu_fail(c, OMMA_ERR_FORMAT, "window %dx%d for depthwise filter '%s' %dx%d",
+                        w->kh, w->kw, dt->name, dt->dims[1], dt->dims[2]);
+    OMMA_TRY(check_window(c, w, H, W, OH, OW, yt->name));
+    if (n->p.conv.depth_multiplier != 1 || dt->dims[0] != 1 || dt->dims[3] != C ||
+        pt->dims[0] != OC || pt->dims[1] != 1 || pt->dims[2] != 1 || pt->dims[3] != C)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "filters '%s' [%d, %d, %d, %d] (multiplier %d) and "
+                        "'%s' [%d, %d, %d, %d] do not fit input '%s' (%d channels) and output "
+                        "'%s' (%d channels)", dt->name, dt->dims[0], dt->dims[1], dt->dims[2],
+                        dt->dims[3], n->p.conv.depth_multiplier, pt->name, pt->dims[0],
+                        pt->dims[1], pt->dims[2], pt->dims[3], xt->name, C, yt->name, OC);
+    const float *x, *df, *db = NULL, *pf, *pb = NULL, *alpha;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    OMMA_TRY(const_in(c, inputs[1], n->in[1], "depthwise filter", gr_tensor_elems(dt), &df));
+    if (n->in[2] >= 0)
+        OMMA_TRY(const_in(c, inputs[2], n->in[2], "depthwise bias", (size_t)C, &db));
+    OMMA_TRY(const_in(c, inputs[3], n->in[3], "pointwise filter", gr_tensor_elems(pt), &pf));
+    if (n->in[4] >= 0)
+        OMMA_TRY(const_in(c, inputs[4], n->in[4], "pointwise bias", (size_t)OC, &pb));
+    OMMA_TRY(check_act(c, n->p.conv.act, n->p.conv.alpha, OC, &alpha));
+    bool pool = n->p.conv.pool_residual;
+    const gr_tensor *rt = NULL;
+    if (n->p.conv.residual >= 0) {
+        rt = tensor(c, n->p.conv.residual);
+        int f = pool ? 2 : 1;
+        if (rt->rank != 4 || rt->dims[1] != f * OH || rt->dims[2] != f * OW ||
+            rt->dims[3] < 1 || rt->dims[3] > OC)
+            return cpu_fail(c, OMMA_ERR_FORMAT, "residual '%s' does not fit output '%s' %dx%dx%d "
+                            "(%s)", rt->name, yt->name, OH, OW, OC,
+                            pool ? "pooled 2x2" : "not pooled");
+        if (!residual)
+            return cpu_fail(c, OMMA_ERR_INVALID_ARG, "no buffer for residual '%s'", rt->name);
+    } else if (pool) {
+        return cpu_fail(c, OMMA_ERR_FORMAT, "pool_residual without a residual");
+    }
+    float *d = malloc((size_t)C * sizeof *d);
+    if (!d)
+        return cpu_fail(c, OMMA_ERR_OUT_OF_MEMORY, "%d floats of depthwise scratch", C);
+
+    int KH = w->kh, KW = w->kw;
+    for (int b = 0; b < c->batch; b++) {
+        const float *xb = x + (size_t)b * H * W * C;
+        for (int oy = 0; oy < OH; oy++) {
+            for (int ox = 0; ox < OW; ox++) {
+                int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
+                for (int ch = 0; ch < C; ch++) {
+                    float acc = 0.0f;
+                    for (int ky = 0; ky < KH; ky++) {
+                        int iy = y0 + ky * w->dil_h;
+                        if (iy < 0 || iy >= H)
+                            continue; /* zero padding */
+                        for (int kx = 0; kx < KW; kx++) {
+                            int ix = x0 + kx * w->dil_w;
+                            if (ix < 0 || ix >= W)
+                                continue;
+                            acc += xb[((size_t)iy * W + ix) * C + ch] *
+                                   df[((size_t)ky * KW + kx) * C + ch];
+                        }
+                    }
+                    d[ch] = db ? acc + db[ch] : acc;
+                }
+                float *po = out + (((size_t)b * OH + oy) * OW + ox) * OC;
+                for (int oc = 0; oc < OC; oc++) {
+                    const float *pfo = pf + (size_t)oc * C;
+                    float acc = 0.0f;
+                    for (int ic = 0; ic < C; ic++)
+                        acc += d[ic] * pfo[ic];
+                    if (pb)
+                        acc += pb[oc];
+                    if (rt)
+                        acc += dwpw_residual(residual, rt, pool, b, oy, ox, oc);
+                    po[oc] = act_apply(n->p.conv.act, acc, alpha, oc);
+                }
+            }
+        }
+    }
+    free(d);
     return OMMA_OK;
 }
 
@@ -549,6 +671,7 @@ omma_status cpu_op_run(const gr_graph *g, const gr_node *n, int batch,
     switch (n->op) {
     case GR_CONV2D:
     case GR_DWCONV2D: return run_conv(&c, inputs, residual, out);
+    case GR_DWPW: return run_dwpw(&c, inputs, residual, out);
     case GR_MAXPOOL: return run_maxpool(&c, inputs, out);
     case GR_ADD: return run_add(&c, inputs, out);
     case GR_RELU: return run_relu(&c, inputs, out);

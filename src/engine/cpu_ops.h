@@ -20,8 +20,10 @@
  * input is absent (n->in[i] == -1) or a constant: constants are read from
  * g->tensors[idx].data (fp32; fp16 for a DEQUANTIZE input, int32 never read:
  * PAD and RESHAPE take their parameters from the node). residual is the
- * activation buffer of n->p.conv.residual for a fused convolution (NULL when
- * residual is -1). out receives the output tensor n->out.
+ * activation buffer of n->p.conv.residual for a fused convolution or a
+ * GR_DWPW block (NULL when residual is -1; for GR_DWPW it has that tensor's
+ * own shape, which may be pooled or have fewer channels). out receives the
+ * output tensor n->out.
  *
  * Shapes are g->tensors[...].dims with dims[0] replaced by `batch` for
  * activations; constants keep their own dims. A node whose inputs are all

@@ -156,6 +156,12 @@ void gr_relink(gr_graph *g)
     }
 }
 
+/* The ops whose parameters are p.conv (residual and alpha included). */
+static bool uses_conv_params(gr_op op)
+{
+    return op == GR_CONV2D || op == GR_DWCONV2D || op == GR_DWPW;
+}
+
 /* Pointers to every tensor-index field of a node, so that one loop can read
  * or renumber them all. */
 static int node_fields(gr_node *n, int **f)
@@ -164,7 +170,7 @@ static int node_fields(gr_node *n, int **f)
     for (int i = 0; i < n->n_in && i < GR_MAX_INPUTS; i++)
         f[k++] = &n->in[i];
     f[k++] = &n->out;
-    if (n->op == GR_CONV2D || n->op == GR_DWCONV2D) {
+    if (uses_conv_params(n->op)) {
         f[k++] = &n->p.conv.residual;
         f[k++] = &n->p.conv.alpha;
     } else if (n->op == GR_ADD) {
@@ -179,7 +185,7 @@ int gr_node_reads(const gr_node *n, int tensors[GR_MAX_INPUTS + 2])
     for (int i = 0; i < n->n_in && i < GR_MAX_INPUTS; i++)
         if (n->in[i] >= 0)
             tensors[k++] = n->in[i];
-    if (n->op == GR_CONV2D || n->op == GR_DWCONV2D) {
+    if (uses_conv_params(n->op)) {
         if (n->p.conv.residual >= 0)
             tensors[k++] = n->p.conv.residual;
         if (n->p.conv.act == GR_ACT_PRELU && n->p.conv.alpha >= 0)
@@ -298,6 +304,7 @@ const char *gr_op_name(gr_op op)
         [GR_CONCAT] = "CONCATENATION",
         [GR_RESIZE_BILINEAR] = "RESIZE_BILINEAR",
         [GR_DEQUANTIZE] = "DEQUANTIZE",
+        [GR_DWPW] = "DW_PW_BLOCK",
     };
     if ((int)op < 0 || op >= GR_OP_COUNT)
         return "UNKNOWN";

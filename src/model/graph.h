@@ -51,6 +51,7 @@ typedef enum gr_op {
     GR_CONCAT,
     GR_RESIZE_BILINEAR,
     GR_DEQUANTIZE,
+    GR_DWPW, /* depthwise then pointwise convolution, one node (rewrite_block.c) */
     GR_OP_COUNT
 } gr_op;
 
@@ -65,6 +66,18 @@ typedef struct gr_window {
     int pad_top, pad_left, pad_bottom, pad_right;
 } gr_window;
 
+/* GR_DWPW (made by rw_fuse_block, never read from a file): a BlazeBlock in
+ * one node, y = act(pw(dw(x) + dw bias) + pw bias + r). dw is a depthwise
+ * convolution of x (multiplier 1, window p.conv.win, no activation), pw a
+ * 1x1 convolution at stride 1 ([Cout, 1, 1, C] filter). The residual r is
+ * taken from tensor R = p.conv.residual (or 0 when -1), which may have fewer
+ * channels than y (the missing ones are 0: a channel PAD absorbed) and, when
+ * pool_residual, twice the output's height and width (r is then the 2x2
+ * stride-2 max pool of R: a MAX_POOL_2D absorbed). The rewrite makes it for
+ * at most GR_DWPW_MAX_CHANNELS depthwise channels (what the CUDA kernel's
+ * shared-memory tile holds). */
+#define GR_DWPW_MAX_CHANNELS 512
+
 typedef struct gr_node {
     gr_op op;
     int src_index;             /* operator index in the model file, for messages */
@@ -72,12 +85,15 @@ typedef struct gr_node {
     int in[GR_MAX_INPUTS];     /* tensor indices; -1 = absent optional input */
     int out;                   /* the one output tensor */
     union {
-        struct {               /* GR_CONV2D, GR_DWCONV2D: in = {x, filter, bias|-1} */
-            gr_window win;
-            int depth_multiplier; /* depthwise only */
+        struct {               /* GR_CONV2D, GR_DWCONV2D: in = {x, filter, bias|-1};
+                                * GR_DWPW: in = {x, dw filter, dw bias|-1,
+                                *               pw filter, pw bias|-1} */
+            gr_window win;     /* GR_DWPW: the depthwise window */
+            int depth_multiplier; /* depthwise only (GR_DWPW: 1) */
             int residual;      /* activation tensor added before act, or -1 */
             gr_act act;
             int alpha;         /* PRELU alpha constant [C], or -1 */
+            bool pool_residual; /* GR_DWPW only: see below */
         } conv;
         struct {               /* GR_MAXPOOL: in = {x} */
             gr_window win;

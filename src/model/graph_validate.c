@@ -128,14 +128,15 @@ static omma_status check_operands(const gr_graph *g, check *c)
             return node_fail(g, i, "%d inputs (1 to %d)", n->n_in, GR_MAX_INPUTS);
         for (int k = 0; k < n->n_in; k++) {
             int t = n->in[k];
-            bool optional = (n->op == GR_CONV2D || n->op == GR_DWCONV2D) && k == 2;
+            bool optional = ((n->op == GR_CONV2D || n->op == GR_DWCONV2D) && k == 2) ||
+                            (n->op == GR_DWPW && (k == 2 || k == 4));
             if (t == -1 && optional)
                 continue;
             if (t < 0 || t >= g->n_tensors)
                 return node_fail(g, i, "input %d names tensor %d of %d", k, t, g->n_tensors);
         }
         int extra[2] = {-1, -1};
-        if (n->op == GR_CONV2D || n->op == GR_DWCONV2D) {
+        if (n->op == GR_CONV2D || n->op == GR_DWCONV2D || n->op == GR_DWPW) {
             extra[0] = n->p.conv.residual;
             extra[1] = n->p.conv.act == GR_ACT_PRELU ? n->p.conv.alpha : -1;
             if (n->p.conv.act == GR_ACT_PRELU && extra[1] < 0)
@@ -308,6 +309,18 @@ static omma_status want_per_channel(const gr_graph *g, const check *c, int i, in
     return OMMA_OK;
 }
 
+/* The fused activation of a convolution: a known one, PRELU with one alpha
+ * per output channel. */
+static omma_status check_act(const gr_graph *g, const check *c, int i, int channels)
+{
+    const gr_node *n = &g->nodes[i];
+    if ((int)n->p.conv.act < 0 || n->p.conv.act > GR_ACT_PRELU)
+        return node_fail(g, i, "unknown activation %d", (int)n->p.conv.act);
+    if (n->p.conv.act == GR_ACT_PRELU)
+        OMMA_TRY(want_per_channel(g, c, i, n->p.conv.alpha, "alpha", channels));
+    return OMMA_OK;
+}
+
 static omma_status check_conv(const gr_graph *g, const check *c, int i)
 {
     const gr_node *n = &g->nodes[i];
@@ -339,6 +352,9 @@ static omma_status check_conv(const gr_graph *g, const check *c, int i)
     if (w->dims[1] != win->kh || w->dims[2] != win->kw)
         return node_fail(g, i, "filter '%s' %s does not match the %dx%d window", w->name,
                          dims_text(w), win->kh, win->kw);
+    if (n->p.conv.pool_residual)
+        return node_fail(g, i, "pool_residual is set (only %s pools its residual)",
+                         gr_op_name(GR_DWPW));
     if (n->in[2] >= 0)
         OMMA_TRY(want_per_channel(g, c, i, n->in[2], "bias", cout));
     int oh = window_out(x->dims[1], win->pad_top, win->pad_bottom, win->kh, win->stride_h,
@@ -355,11 +371,66 @@ static omma_status check_conv(const gr_graph *g, const check *c, int i)
             return node_fail(g, i, "residual '%s' %s differs from output '%s' %s", r->name,
                              dims_text(r), y->name, dims_text(y));
     }
-    if ((int)n->p.conv.act < 0 || n->p.conv.act > GR_ACT_PRELU)
-        return node_fail(g, i, "unknown activation %d", (int)n->p.conv.act);
-    if (n->p.conv.act == GR_ACT_PRELU)
-        OMMA_TRY(want_per_channel(g, c, i, n->p.conv.alpha, "alpha", cout));
-    return OMMA_OK;
+    return check_act(g, c, i, cout);
+}
+
+/* GR_DWPW: in = {x, dw filter [1,kh,kw,C], dw bias [C] | -1, pw filter
+ * [Cout,1,1,C], pw bias [Cout] | -1}; the residual may have fewer channels
+ * than the output and, pooled, twice its height and width (graph.h). */
+static omma_status check_dwpw(const gr_graph *g, const check *c, int i)
+{
+    const gr_node *n = &g->nodes[i];
+    if (n->n_in != 5)
+        return node_fail(g, i, "has %d inputs, expected 5 (input, depthwise filter, depthwise "
+                         "bias or -1, pointwise filter, pointwise bias or -1)", n->n_in);
+    OMMA_TRY(want_activation(g, c, i, n->in[0], "input"));
+    OMMA_TRY(want_static(g, c, i, n->in[1], "depthwise filter"));
+    OMMA_TRY(want_static(g, c, i, n->in[3], "pointwise filter"));
+    const gr_tensor *x = &g->tensors[n->in[0]], *dw = &g->tensors[n->in[1]];
+    const gr_tensor *pw = &g->tensors[n->in[3]], *y = &g->tensors[n->out];
+    if (x->rank != 4 || dw->rank != 4 || pw->rank != 4 || y->rank != 4)
+        return node_fail(g, i, "input '%s' %s, filters '%s' %s and '%s' %s and output '%s' %s "
+                         "must be 4-D", x->name, dims_text(x), dw->name, dims_text(dw), pw->name,
+                         dims_text(pw), y->name, dims_text(y));
+    const gr_window *win = &n->p.conv.win;
+    OMMA_TRY(check_window(g, i, win, false));
+    int cin = x->dims[3], cout = pw->dims[0];
+    if (n->p.conv.depth_multiplier != 1)
+        return node_fail(g, i, "depth multiplier %d, expected 1", n->p.conv.depth_multiplier);
+    if (dw->dims[0] != 1 || dw->dims[1] != win->kh || dw->dims[2] != win->kw ||
+        dw->dims[3] != cin)
+        return node_fail(g, i, "depthwise filter '%s' %s does not fit input '%s' %s and the "
+                         "%dx%d window", dw->name, dims_text(dw), x->name, dims_text(x), win->kh,
+                         win->kw);
+    if (pw->dims[1] != 1 || pw->dims[2] != 1 || pw->dims[3] != cin)
+        return node_fail(g, i, "pointwise filter '%s' %s is not [Cout, 1, 1, %d] for input '%s' "
+                         "%s", pw->name, dims_text(pw), cin, x->name, dims_text(x));
+    if (n->in[2] >= 0)
+        OMMA_TRY(want_per_channel(g, c, i, n->in[2], "depthwise bias", cin));
+    if (n->in[4] >= 0)
+        OMMA_TRY(want_per_channel(g, c, i, n->in[4], "pointwise bias", cout));
+    int oh = window_out(x->dims[1], win->pad_top, win->pad_bottom, win->kh, win->stride_h,
+                        win->dil_h);
+    int ow = window_out(x->dims[2], win->pad_left, win->pad_right, win->kw, win->stride_w,
+                        win->dil_w);
+    if (y->dims[0] != x->dims[0] || y->dims[1] != oh || y->dims[2] != ow || y->dims[3] != cout)
+        return node_fail(g, i, "output '%s' is %s, the window and pointwise filter give "
+                         "[%d, %d, %d, %d]", y->name, dims_text(y), x->dims[0], oh, ow, cout);
+    bool pool = n->p.conv.pool_residual;
+    if (n->p.conv.residual >= 0) {
+        const gr_tensor *r = &g->tensors[n->p.conv.residual];
+        OMMA_TRY(want_activation(g, c, i, n->p.conv.residual, "residual"));
+        int f = pool ? 2 : 1;
+        if (r->rank != 4 || r->dims[0] != y->dims[0] || r->dims[1] != f * oh ||
+            r->dims[2] != f * ow || r->dims[3] > cout)
+            return node_fail(g, i, "residual '%s' %s does not fit output '%s' %s (%s: [%d, %d, "
+                             "%d, C <= %d] expected)", r->name, dims_text(r), y->name,
+                             dims_text(y), pool ? "pooled 2x2" : "not pooled", y->dims[0],
+                             f * oh, f * ow, cout);
+    } else if (pool) {
+        return node_fail(g, i, "pool_residual is set without a residual");
+    }
+    return check_act(g, c, i, cout);
 }
 
 static omma_status check_node(const gr_graph *g, const check *c, int i)
@@ -373,6 +444,8 @@ static omma_status check_node(const gr_graph *g, const check *c, int i)
     case GR_CONV2D:
     case GR_DWCONV2D:
         return check_conv(g, c, i);
+    case GR_DWPW:
+        return check_dwpw(g, c, i);
     case GR_MAXPOOL: {
         if (n->n_in != 1)
             return node_fail(g, i, "has %d inputs, expected 1", n->n_in);

@@ -41,6 +41,7 @@ omma_status rw_apply_all(gr_graph *g, rw_stats *stats)
     OMMA_TRY(rw_fuse_bias(g, &s.bias_fused));
     OMMA_TRY(rw_fuse_residual(g, &s.residual_fused));
     OMMA_TRY(rw_fuse_activation(g, &s.activation_fused));
+    OMMA_TRY(rw_fuse_block(g, &s.blocks_fused));
     s.nodes_after = g->n_nodes;
     OMMA_TRY(gr_validate(g));
     if (stats)

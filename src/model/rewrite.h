@@ -36,6 +36,18 @@ omma_status rw_fuse_residual(gr_graph *g, int *count);
  * convolution's activation. */
 omma_status rw_fuse_activation(gr_graph *g, int *count);
 
+/* A depthwise convolution (multiplier 1, bias at most fused, at most
+ * GR_DWPW_MAX_CHANNELS channels) whose only reader is a 1x1 stride-1
+ * unpadded convolution, as that conv's input, becomes one GR_DWPW node in
+ * the 1x1 conv's place, keeping its epilogue.
+ * The residual is followed back through a PAD that only appends channels,
+ * then a 2x2 stride-2 unpadded MAX_POOL_2D of an input exactly twice the
+ * output's size, each absorbed when nothing else reads its output (the
+ * node's residual is then the PAD's / pool's input, with pool_residual set
+ * for the pool). The depthwise conv and absorbed nodes are removed.
+ * count = blocks made. */
+omma_status rw_fuse_block(gr_graph *g, int *count);
+
 /* What every rewrite works with: which nodes it drops, how many places it
  * changed, and each tensor's consumer count when it started. */
 typedef struct rw_scratch {
@@ -61,10 +73,12 @@ typedef struct rw_stats {
     int bias_fused;
     int residual_fused;
     int activation_fused;
+    int blocks_fused;
 } rw_stats;
 
 /* All of the above in a sensible order (dequantize, pad, bias, residual,
- * activation), then a validation of the result. stats may be NULL. */
+ * activation, block: the block takes the epilogue the others fused), then a
+ * validation of the result. stats may be NULL. */
 omma_status rw_apply_all(gr_graph *g, rw_stats *stats);
 
 #endif

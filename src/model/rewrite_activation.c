@@ -1,6 +1,7 @@
 /* Rewrite: RELU or per-channel PRELU fused into the node producing its
- * input: a convolution (also one that already took a residual, since the
- * epilogue applies act after the residual add) or an ADD. */
+ * input: a convolution or GR_DWPW block (also one that already took a
+ * residual, since the epilogue applies act after the residual add) or an
+ * ADD. */
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -21,7 +22,7 @@ omma_status rw_fuse_activation(gr_graph *g, int *count)
         gr_node *c = &g->nodes[p];
         gr_act *act;
         int *alpha;
-        if (c->op == GR_CONV2D || c->op == GR_DWCONV2D) {
+        if (c->op == GR_CONV2D || c->op == GR_DWCONV2D || c->op == GR_DWPW) {
             act = &c->p.conv.act;
             alpha = &c->p.conv.alpha;
         } else if (c->op == GR_ADD) {

@@ -30,6 +30,7 @@ static bool non_negative(const gr_graph *g, int t)
         return true;
     case GR_CONV2D:
     case GR_DWCONV2D:
+    case GR_DWPW:
         return n->p.conv.act == GR_ACT_RELU || n->p.conv.act == GR_ACT_RELU6;
     case GR_ADD:
         return n->p.add.act == GR_ACT_RELU || n->p.add.act == GR_ACT_RELU6;

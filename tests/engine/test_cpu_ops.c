@@ -1,7 +1,8 @@
 /* The CPU reference ops on small hand-computed cases, exact values: conv
  * with SAME / VALID / stride-2 padding split, OHWI layout, dilation,
  * epilogue order (bias, residual, then activation), depthwise with a depth
- * multiplier, max-pool ignoring padded cells, RESIZE_BILINEAR in its three
+ * multiplier, the depthwise + pointwise block with a pooled, narrower
+ * residual, max-pool ignoring padded cells, RESIZE_BILINEAR in its three
  * modes, PAD on channels, CONCATENATION, PRELU, ADD with a constant,
  * DEQUANTIZE; batch independence; argument errors. */
 #include <stdint.h>
@@ -38,7 +39,7 @@ static gr_node node(gr_op op, int out)
     n.src_index = 7;
     for (int i = 0; i < GR_MAX_INPUTS; i++)
         n.in[i] = -1;
-    if (op == GR_CONV2D || op == GR_DWCONV2D) {
+    if (op == GR_CONV2D || op == GR_DWCONV2D || op == GR_DWPW) {
         n.p.conv.residual = -1;
         n.p.conv.alpha = -1;
         n.p.conv.depth_multiplier = 1;
@@ -271,6 +272,68 @@ static void test_depthwise_multiplier(void)
     REQUIRE_OK(cpu_op_run(g, &m, 1, in1, NULL, out));
     static const float want1[4] = {12, 16, 24, 28};
     CHECK(expect_exact(out, want1, 4, "depthwise same stride 2"));
+    gr_free(g);
+}
+
+/* DW_PW_BLOCK: depthwise 2x2 VALID on 2x2x2, bias, 1x1 to 3 channels, bias,
+ * the 2x2 max pool of a 2-channel residual (channel 2 gets 0), PRELU. */
+static void test_dwpw_block(void)
+{
+    gr_graph *g = NULL;
+    REQUIRE_OK(gr_create(&g));
+    static const float xv[8] = {1, 2, 3, 4, 5, 6, 7, 8}; /* (y,x): (0,0) (0,1) (1,0) (1,1) */
+    /* Depthwise [1][2][2][2]: channel 0 sums the window, channel 1 is
+     * top-left minus bottom-right: d = (16, 2 - 8) + bias (0.5, 1) = (16.5, -5). */
+    static const float dwv[8] = {1, 1, 1, 0, 1, 0, 1, -1};
+    static const float dbv[2] = {0.5f, 1};
+    /* Pointwise [3][1][1][2]: d0, d1, d0 + d1, bias (0, 0, -1) -> (16.5, -5, 10.5). */
+    static const float pwv[6] = {1, 0, 0, 1, 1, 1};
+    static const float pbv[3] = {0, 0, -1};
+    static const float alphav[3] = {1, 0.5f, 1};
+    /* Residual [1,2,2,2]: the max of each channel is -1 and -2. */
+    static const float rv[8] = {-1, -9, -3, -2, -4, -7, -2, -8};
+    int x = act4(g, "x", 1, 2, 2, 2), y = act4(g, "y", 1, 1, 1, 3);
+    int r = act4(g, "r", 1, 2, 2, 2);
+    gr_node n = node(GR_DWPW, y);
+    n.n_in = 5;
+    n.in[0] = x;
+    n.in[1] = tensor(g, "dw", 4, 1, 2, 2, 2, dwv);
+    n.in[2] = tensor(g, "db", 1, 2, 0, 0, 0, dbv);
+    n.in[3] = tensor(g, "pw", 4, 3, 1, 1, 2, pwv);
+    n.in[4] = tensor(g, "pb", 1, 3, 0, 0, 0, pbv);
+    n.p.conv.win = window(2, 1, 0, 0, 0, 0);
+    n.p.conv.residual = r;
+    n.p.conv.pool_residual = true;
+    n.p.conv.act = GR_ACT_PRELU;
+    n.p.conv.alpha = tensor(g, "alpha", 1, 3, 0, 0, 0, alphav);
+    const float *in[5] = {xv, NULL, NULL, NULL, NULL};
+    float out[3];
+    REQUIRE_OK(cpu_op_run(g, &n, 1, in, rv, out));
+    /* (16.5 - 1, -5 - 2 -> PRELU 0.5, 10.5 + 0) */
+    static const float want[3] = {15.5f, -3.5f, 10.5f};
+    CHECK(expect_exact(out, want, 3, "dwpw pooled"));
+
+    /* The same residual already pooled, the biases absent, RELU. */
+    static const float r1v[2] = {-1, -2};
+    n.p.conv.residual = act4(g, "r1", 1, 1, 1, 2);
+    n.p.conv.pool_residual = false;
+    n.p.conv.act = GR_ACT_RELU;
+    n.in[2] = n.in[4] = -1;
+    REQUIRE_OK(cpu_op_run(g, &n, 1, in, r1v, out));
+    static const float want1[3] = {15, 0, 10}; /* (16 - 1, -6 - 2, 16 - 6 + 0) */
+    CHECK(expect_exact(out, want1, 3, "dwpw unpooled"));
+
+    /* Errors: a residual the wrong size, no residual buffer, a bad filter. */
+    n.p.conv.pool_residual = true;
+    CHECK_FAILS(cpu_op_run(g, &n, 1, in, r1v, out), OMMA_ERR_FORMAT,
+                "cpu DW_PW_BLOCK (model op 7): residual 'r1' does not fit output 'y' 1x1x3 "
+                "(pooled 2x2)");
+    n.p.conv.residual = r;
+    CHECK_FAILS(cpu_op_run(g, &n, 1, in, NULL, out), OMMA_ERR_INVALID_ARG,
+                "no buffer for residual 'r'");
+    n.in[3] = n.in[1];
+    CHECK_FAILS(cpu_op_run(g, &n, 1, in, rv, out), OMMA_ERR_FORMAT,
+                "filters 'dw' [1, 2, 2, 2] (multiplier 1) and 'dw' [1, 2, 2, 2] do not fit");
     gr_free(g);
 }
 
@@ -643,6 +706,7 @@ int main(void)
     RUN(test_conv_dilation);
     RUN(test_conv_epilogue);
     RUN(test_depthwise_multiplier);
+    RUN(test_dwpw_block);
     RUN(test_maxpool_padding);
     RUN(test_resize_bilinear);
     RUN(test_pad);

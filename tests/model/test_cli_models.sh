@@ -14,15 +14,18 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 grep -q "regressors  *\[1, 896, 16\]" "$work/out" || fail "inspect: no regressors output: $(cat "$work/out")"
 grep -q "DEQUANTIZE  *74" "$work/out" || fail "inspect: DEQUANTIZE count"
 grep -q "parameters: 101390" "$work/out" || fail "inspect: parameter count"
-grep -q "nodes: 164 as read, 57 after load-time rewrites" "$work/out" || fail "inspect: node counts"
-grep -q "activation arena: 1507328 bytes at batch 1, + 1507328 bytes per extra batch item" "$work/out" ||
+grep -q "nodes: 164 as read, 27 after load-time rewrites" "$work/out" || fail "inspect: node counts"
+grep -q "activations fused 17, depthwise+pointwise blocks fused 16" "$work/out" ||
+    fail "inspect: rewrite counts: $(cat "$work/out")"
+grep -q "activation arena: 1048576 bytes at batch 1, + 1048576 bytes per extra batch item" "$work/out" ||
     fail "inspect: arena: $(cat "$work/out")"
 
 "$omma" models inspect "$models/face_landmark.tflite" --json >"$work/json" || fail "inspect --json exited $?"
 [ "$(wc -l <"$work/json")" -eq 1 ] || fail "inspect --json: not one line"
 grep -q '"outputs":\[{"name":"conv2d_21","shape":\[1,1,1,1404\]},{"name":"conv2d_31","shape":\[1,1,1,1\]}\]' "$work/json" ||
     fail "inspect --json outputs: $(cat "$work/json")"
-grep -q '"nodes_loaded":210,"nodes_rewritten":54' "$work/json" || fail "inspect --json nodes"
+grep -q '"nodes_loaded":210,"nodes_rewritten":25' "$work/json" || fail "inspect --json nodes"
+grep -q '"activation_fused":23,"blocks_fused":20}' "$work/json" || fail "inspect --json rewrites: $(cat "$work/json")"
 grep -q '"PRELU":23' "$work/json" || fail "inspect --json op counts"
 
 # A file that is no model: exit 1 and a message naming the file and the reason.

@@ -1,5 +1,6 @@
 /* Graph validation: hand-built graphs, each broken in one way, must be
- * rejected with OMMA_ERR_FORMAT and a message naming the node and tensor. */
+ * rejected with OMMA_ERR_FORMAT and a message naming the node and tensor
+ * (the DW_PW_BLOCK node, made only by a rewrite, included). */
 #include "model/graph.h"
 #include "support/test_graph.h"
 #include "testing.h"
@@ -211,6 +212,192 @@ static void test_filter_must_be_constant(void)
     gr_free(g);
 }
 
+/* input [1,8,8,4] -> DW_PW_BLOCK (3x3 depthwise, SAME; 1x1 to 6 channels)
+ * with a pooled residual from a second input [1,16,16,4] -> output
+ * [1,8,8,6]. Node 0 is the block; t receives its tensors. */
+typedef struct block_tensors {
+    int x, dwf, dwb, pwf, pwb, res, y;
+} block_tensors;
+
+static gr_graph *block_graph(block_tensors *t)
+{
+    gr_graph *g = NULL;
+    if (gr_create(&g) != OMMA_OK)
+        return NULL;
+    t->x = tg_act(g, "input", 1, 8, 8, 4);
+    t->res = tg_act(g, "skip", 1, 16, 16, 4);
+    t->dwf = tg_const(g, "dw_filter", 1, 3, 3, 4, 1, -1, 1);
+    t->dwb = tg_const(g, "dw_bias", 4, 0, 0, 0, 2, -1, 1);
+    t->pwf = tg_const(g, "pw_filter", 6, 1, 1, 4, 3, -1, 1);
+    t->pwb = tg_const(g, "pw_bias", 6, 0, 0, 0, 4, -1, 1);
+    t->y = tg_act(g, "block", 1, 8, 8, 6);
+    gr_node n = tg_node(GR_DWPW);
+    n.n_in = 5;
+    n.in[0] = t->x;
+    n.in[1] = t->dwf;
+    n.in[2] = t->dwb;
+    n.in[3] = t->pwf;
+    n.in[4] = t->pwb;
+    n.out = t->y;
+    n.p.conv.win = (gr_window){.kh = 3, .kw = 3, .stride_h = 1, .stride_w = 1, .dil_h = 1,
+                               .dil_w = 1, .pad_top = 1, .pad_left = 1, .pad_bottom = 1,
+                               .pad_right = 1};
+    n.p.conv.residual = t->res;
+    n.p.conv.pool_residual = true;
+    if (gr_add_node(g, &n, NULL) != OMMA_OK) {
+        gr_free(g);
+        return NULL;
+    }
+    g->n_inputs = 2;
+    g->inputs[0] = t->x;
+    g->inputs[1] = t->res;
+    g->n_outputs = 1;
+    g->outputs[0] = t->y;
+    return g;
+}
+
+static void test_dwpw_valid_forms(void)
+{
+    block_tensors t;
+    gr_graph *g = block_graph(&t);
+    REQUIRE(g);
+    REQUIRE_OK(gr_validate(g));
+    /* Both biases are optional. */
+    g->nodes[0].in[2] = -1;
+    g->nodes[0].in[4] = -1;
+    CHECK(gr_validate(g) == OMMA_OK);
+    /* A residual the output's size, with fewer channels (a channel PAD). */
+    g->nodes[0].p.conv.pool_residual = false;
+    g->tensors[t.res].dims[1] = g->tensors[t.res].dims[2] = 8;
+    CHECK(gr_validate(g) == OMMA_OK);
+    /* No residual at all, PRELU with 6 alphas. */
+    g->nodes[0].p.conv.residual = -1;
+    g->nodes[0].p.conv.act = GR_ACT_PRELU;
+    g->nodes[0].p.conv.alpha = tg_const(g, "alpha", 6, 0, 0, 0, 5, 0, 1);
+    g->n_inputs = 1;
+    CHECK(gr_validate(g) == OMMA_OK);
+    gr_free(g);
+}
+
+/* Each case breaks one thing of the valid block graph. */
+static void test_dwpw_rejected(void)
+{
+    block_tensors t;
+    gr_graph *g;
+#define FRESH() \
+    do {                                                                       \
+        gr_free(g);                                                            \
+        g = block_graph(&t);                                                   \
+        REQUIRE(g);                                                            \
+    } while (0)
+    g = NULL;
+    FRESH();
+    g->nodes[0].n_in = 3;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT,
+                "node 0 (DW_PW_BLOCK, model op -1): has 3 inputs, expected 5");
+
+    FRESH();
+    g->nodes[0].in[3] = t.x;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "pointwise filter 'input' must be a constant");
+
+    FRESH();
+    g->nodes[0].p.conv.depth_multiplier = 2;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "node 0 (DW_PW_BLOCK, model op -1): depth "
+                "multiplier 2, expected 1");
+
+    FRESH();
+    g->tensors[t.dwf].dims[3] = 2;
+    g->tensors[t.dwf].bytes = 9 * 2 * 4;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "depthwise filter 'dw_filter' [1, 3, 3, 2] "
+                "does not fit input 'input' [1, 8, 8, 4] and the 3x3 window");
+
+    FRESH();
+    g->nodes[0].p.conv.win.kh = 5;
+    g->nodes[0].p.conv.win.pad_top = g->nodes[0].p.conv.win.pad_bottom = 2;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "does not fit input 'input' [1, 8, 8, 4] and "
+                "the 5x3 window");
+
+    FRESH();
+    g->tensors[t.pwf].dims[1] = 2;
+    g->tensors[t.pwf].dims[0] = 3;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "pointwise filter 'pw_filter' [3, 2, 1, 4] is "
+                "not [Cout, 1, 1, 4] for input 'input'");
+
+    FRESH();
+    g->tensors[t.pwf].dims[3] = 2;
+    g->tensors[t.pwf].dims[0] = 12;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "is not [Cout, 1, 1, 4]");
+
+    FRESH();
+    g->tensors[t.dwb].dims[0] = 2;
+    g->tensors[t.dwb].bytes = 8;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "depthwise bias 'dw_bias' has shape [2], "
+                "expected 4 per-channel values");
+
+    FRESH();
+    g->tensors[t.pwb].dims[0] = 4;
+    g->tensors[t.pwb].bytes = 16;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "pointwise bias 'pw_bias' has shape [4], "
+                "expected 6 per-channel values");
+
+    FRESH();
+    g->tensors[t.y].dims[3] = 5;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "output 'block' is [1, 8, 8, 5], the window "
+                "and pointwise filter give [1, 8, 8, 6]");
+
+    FRESH();
+    g->nodes[0].p.conv.win.stride_h = 2;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "the window and pointwise filter give "
+                "[1, 4, 8, 6]");
+
+    FRESH();
+    g->nodes[0].p.conv.pool_residual = false; /* a 16x16 residual, not pooled */
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "residual 'skip' [1, 16, 16, 4] does not fit "
+                "output 'block' [1, 8, 8, 6] (not pooled: [1, 8, 8, C <= 6] expected)");
+
+    FRESH();
+    g->tensors[t.res].dims[2] = 17; /* pooled, but not exactly twice the width */
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "residual 'skip' [1, 16, 17, 4] does not fit "
+                "output 'block' [1, 8, 8, 6] (pooled 2x2: [1, 16, 16, C <= 6] expected)");
+
+    FRESH();
+    g->tensors[t.res].dims[3] = 7; /* more channels than the output */
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "residual 'skip' [1, 16, 16, 7] does not fit");
+
+    FRESH();
+    g->nodes[0].p.conv.residual = t.pwb;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT,
+                "residual 'pw_bias' must be an activation, not a constant");
+
+    FRESH();
+    g->nodes[0].p.conv.residual = -1;
+    g->n_inputs = 1;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "pool_residual is set without a residual");
+
+    FRESH();
+    g->nodes[0].p.conv.act = GR_ACT_PRELU;
+    g->nodes[0].p.conv.alpha = tg_const(g, "alpha", 4, 0, 0, 0, 5, 0, 1);
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT,
+                "alpha 'alpha' has shape [4], expected 6 per-channel values");
+
+    FRESH();
+    g->nodes[0].in[4] = 99;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT,
+                "node 0 (DW_PW_BLOCK, model op -1): input 4 names tensor 99 of 7");
+#undef FRESH
+    gr_free(g);
+}
+
+static void test_pool_residual_only_on_blocks(void)
+{
+    gr_graph *g = small_graph();
+    REQUIRE(g);
+    g->nodes[0].p.conv.pool_residual = true;
+    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "node 0 (CONV_2D, model op -1): pool_residual "
+                "is set (only DW_PW_BLOCK pools its residual)");
+    gr_free(g);
+}
+
 int main(void)
 {
     RUN(test_valid_graph_passes);
@@ -228,5 +415,8 @@ int main(void)
     RUN(test_pool_padding_too_large);
     RUN(test_prelu_alpha_shape);
     RUN(test_filter_must_be_constant);
+    RUN(test_dwpw_valid_forms);
+    RUN(test_dwpw_rejected);
+    RUN(test_pool_residual_only_on_blocks);
     return testing_finish();
 }

@@ -1,7 +1,9 @@
 /* Load-time rewrites: each one, applied alone, must leave the results of
  * the graph the same as the original's, run through the CPU executor on
  * real inputs (the astronaut photo for the three models; pseudo-random data
- * for hand-built graphs that exercise the cases the models lack). */
+ * for hand-built graphs that exercise the cases the models lack). The block
+ * fusion (DW_PW_BLOCK) also runs after the others, as at load time, where
+ * it takes the residual branches in. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,20 +104,48 @@ typedef struct model_case {
     const char *path;
     int size;
     bool mesh;
-    int dequantize, residual, activation, total_removed;
+    int dequantize, residual, activation, blocks, total_removed;
+    int pads_left, pools_left; /* after the whole pipeline */
 } model_case;
 
 /* Expected counts: DEQUANTIZE ops in each file; residual ADDs (every ADD
  * adds a conv output without activation, except the full-range model's 3
  * feature-pyramid merges, ADD(RELU(conv), RESIZE(...)), where neither operand
  * is one); RELU/PRELU fused (after the DEQUANTIZE fold, since PRELU alphas
- * are fp16 constants too: into convs, or into the ADDs left); nodes removed
- * by the whole pipeline (164 -> 57, 354 -> 109, 210 -> 54). */
+ * are fp16 constants too: into convs, or into the ADDs left); blocks: every
+ * depthwise conv, each read by one 1x1 conv; nodes removed by the whole
+ * pipeline (164 -> 27, 354 -> 57, 210 -> 25: each block also takes its
+ * residual branch's channel PAD and 2x2 MAX_POOL_2D, so none is left). */
 static const model_case models[] = {
-    {FACE_MODEL_SHORT, 128, false, 74, 16, 17, 164 - 57},
-    {FACE_MODEL_FULL, 192, false, 178, 20, 47, 354 - 109},
-    {FACE_MODEL_MESH, 192, true, 113, 20, 23, 210 - 54},
+    {FACE_MODEL_SHORT, 128, false, 74, 16, 17, 16, 164 - 27, 0, 0},
+    {FACE_MODEL_FULL, 192, false, 178, 20, 47, 40, 354 - 57, 0, 0},
+    {FACE_MODEL_MESH, 192, true, 113, 20, 23, 20, 210 - 25, 0, 0},
 };
+
+/* Every rewrite but the block fusion, in rw_apply_all's order: the graph the
+ * block fusion sees at load time. */
+static omma_status before_blocks(gr_graph *g)
+{
+    static const rewrite_fn order[] = {rw_fold_dequantize, rw_fold_pad, rw_fuse_bias,
+                                       rw_fuse_residual, rw_fuse_activation};
+    omma_status st = OMMA_OK;
+    for (size_t k = 0; st == OMMA_OK && k < sizeof order / sizeof order[0]; k++)
+        st = order[k](g, NULL);
+    return st;
+}
+
+/* Node counts per op of g after the whole pipeline (a copy is rewritten). */
+static int ops_after_all(const gr_graph *g, int *ops)
+{
+    gr_graph *r = NULL;
+    int rc = -1;
+    if (gr_clone(g, &r) == OMMA_OK && rw_apply_all(r, NULL) == OMMA_OK) {
+        gr_op_counts(r, ops);
+        rc = 0;
+    }
+    gr_free(r);
+    return rc;
+}
 
 static void run_model_case(const model_case *mc)
 {
@@ -142,7 +172,25 @@ static void run_model_case(const model_case *mc)
         else
             CHECK(!"dequantized copy");
         gr_free(dq);
+        /* Alone on the file's graph: plain DW -> 1x1 pairs, ADDs still apart. */
+        CHECK(check_same(g, ref, rw_fuse_block, 1, in, "block") == mc->blocks);
+        gr_graph *pre = NULL;
+        if (gr_clone(g, &pre) == OMMA_OK && before_blocks(pre) == OMMA_OK)
+            CHECK(check_same(pre, ref, rw_fuse_block, 1, in, "block after the others") ==
+                  mc->blocks);
+        else
+            CHECK(!"rewritten copy");
+        gr_free(pre);
         CHECK(check_same(g, ref, NULL, 1, in, "all") == mc->total_removed);
+        int ops[GR_OP_COUNT];
+        if (ops_after_all(g, ops) == 0) {
+            CHECK(ops[GR_DWPW] == mc->blocks);
+            CHECK(ops[GR_DWCONV2D] == 0);
+            CHECK(ops[GR_PAD] == mc->pads_left);
+            CHECK(ops[GR_MAXPOOL] == mc->pools_left);
+        } else {
+            CHECK(!"all rewrites");
+        }
     }
     tg_free_outputs(ref);
     gr_free(g);
@@ -351,7 +399,8 @@ static void test_residual_and_activation_fusion(void)
     d = tg_conv(g, r, true, 4, 3, 3, 1, 1, 1, 1, 1, "dw", 11);
     c = tg_conv(g, d, false, 4, 1, 1, 1, 0, 0, 0, 0, "pw", 12);
     finish(g, relu(g, add(g, r, c, "sum"), "y"));
-    CHECK(hand_case(g, NULL, "residual then activation") == 2); /* 5 -> 3 nodes */
+    /* 5 -> 2 nodes: relu, then dw + pw (+ residual, relu) as one block. */
+    CHECK(hand_case(g, NULL, "residual then activation, then block") == 3);
 
     g = begin(8, 8, 4, &x);
     REQUIRE(g);
@@ -382,6 +431,261 @@ static void test_prelu_fusion(void)
     CHECK(hand_case(g, rw_fuse_activation, "conv -> prelu") == 1);
 }
 
+/* ---- depthwise + pointwise blocks ---------------------------------------- */
+
+/* A 1x1 stride-1 convolution of x to cout channels. */
+static int pw(gr_graph *g, int x, int cout, const char *name, unsigned seed)
+{
+    return tg_conv(g, x, false, cout, 1, 1, 1, 0, 0, 0, 0, name, seed);
+}
+
+/* A k x k depthwise convolution, SAME padding (TFLite's split), stride s. */
+static int dw(gr_graph *g, int x, int k, int s, const char *name, unsigned seed)
+{
+    const gr_tensor *t = &g->tensors[x];
+    int pads[2][2];
+    for (int d = 0; d < 2; d++) {
+        int in = t->dims[1 + d], out = (in + s - 1) / s;
+        int total = (out - 1) * s + k - in;
+        if (total < 0)
+            total = 0;
+        pads[d][0] = total / 2;
+        pads[d][1] = total - total / 2;
+    }
+    return tg_conv(g, x, true, 0, k, k, s, pads[0][0], pads[1][0], pads[0][1], pads[1][1], name,
+                   seed);
+}
+
+static int prelu(gr_graph *g, int x, const char *name, unsigned seed)
+{
+    const gr_tensor *t = &g->tensors[x];
+    int d1 = t->dims[1], d2 = t->dims[2], d3 = t->dims[3];
+    gr_node n = tg_node(GR_PRELU);
+    n.n_in = 2;
+    n.in[1] = tg_const(g, "alpha", d3, 0, 0, 0, seed, 0.0f, 0.5f);
+    return tg_unary(g, n, x, name, 1, d1, d2, d3);
+}
+
+/* What a block case should end as after the whole pipeline. */
+typedef struct block_want {
+    int blocks;   /* GR_DWPW nodes (= blocks_fused) */
+    int nodes;    /* nodes left */
+    int pooled;   /* blocks with pool_residual */
+    int residual_channels; /* of the first block's residual, 0 = none */
+} block_want;
+
+/* Runs the whole pipeline on g (consumed): the results must match the
+ * unrewritten graph's at batch 2 (hand_case), and what is left must be
+ * what `want` says. */
+static void block_case(gr_graph *g, block_want want, const char *what)
+{
+    REQUIRE(g);
+    int before = g->n_nodes;
+    gr_graph *r = NULL;
+    rw_stats st = {0};
+    REQUIRE_OK(gr_clone(g, &r));
+    omma_status rc = rw_apply_all(r, &st);
+    if (rc != OMMA_OK) {
+        fprintf(stderr, "  %s: %s\n", what, omma_last_error());
+        CHECK(rc == OMMA_OK);
+        gr_free(r);
+        gr_free(g);
+        return;
+    }
+    int pooled = 0, rch = -1;
+    for (int i = 0; i < r->n_nodes; i++) {
+        const gr_node *n = &r->nodes[i];
+        if (n->op != GR_DWPW)
+            continue;
+        pooled += n->p.conv.pool_residual;
+        if (rch < 0)
+            rch = n->p.conv.residual >= 0 ? r->tensors[n->p.conv.residual].dims[3] : 0;
+    }
+    fprintf(stderr, "  %s: %d blocks, %d -> %d nodes, %d pooled, residual channels %d\n", what,
+            st.blocks_fused, before, r->n_nodes, pooled, rch);
+    CHECK(st.blocks_fused == want.blocks);
+    CHECK(r->n_nodes == want.nodes);
+    CHECK(pooled == want.pooled);
+    if (want.blocks)
+        CHECK(rch == want.residual_channels);
+    gr_free(r);
+    CHECK(hand_case(g, NULL, what) == before - want.nodes);
+}
+
+static void test_block_residual_forms(void)
+{
+    int x;
+    gr_graph *g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* No residual: dw 3x3 -> 1x1 to 6 channels, the block is the output. */
+    finish(g, pw(g, dw(g, x, 3, 1, "dw", 20), 6, "pw", 21));
+    block_case(g, (block_want){1, 1, 0, 0}, "block without residual");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* Identity: r = relu(x); y = relu(r + pw(dw(r))), dw 5x5. */
+    int r = relu(g, x, "r");
+    int c = pw(g, dw(g, r, 5, 1, "dw", 22), 4, "pw", 23);
+    finish(g, relu(g, add(g, r, c, "sum"), "y"));
+    block_case(g, (block_want){1, 2, 0, 4}, "block, identity residual");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* Channel PAD: y = relu(pw(dw(r)) + pad(r, 4 -> 7 channels)), the PAD
+     * placed before the block. */
+    r = relu(g, x, "r");
+    int p = pad(g, r, 0, 0, 0, 0, 0, 3, "pad");
+    c = pw(g, dw(g, r, 3, 1, "dw", 24), 7, "pw", 25);
+    finish(g, relu(g, add(g, c, p, "sum"), "y"));
+    block_case(g, (block_want){1, 2, 0, 4}, "block, PAD residual");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* MAX_POOL_2D: stride-2 dw (8 -> 4), y = relu(pool(r) + pw(dw(r))). */
+    r = relu(g, x, "r");
+    c = pw(g, dw(g, r, 3, 2, "dw", 26), 4, "pw", 27);
+    int m = maxpool(g, r, 2, 2, "pool");
+    finish(g, relu(g, add(g, m, c, "sum"), "y"));
+    block_case(g, (block_want){1, 2, 1, 4}, "block, MAX_POOL residual");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* The models' down-sampling block: PAD(MAX_POOL(r)) to 8 channels,
+     * PRELU; the input is not RELU'd, so negative maxima count. */
+    m = maxpool(g, x, 2, 2, "pool");
+    p = pad(g, m, 0, 0, 0, 0, 0, 4, "pad");
+    c = pw(g, dw(g, x, 3, 2, "dw", 28), 8, "pw", 29);
+    finish(g, prelu(g, add(g, c, p, "sum"), "y", 30));
+    block_case(g, (block_want){1, 1, 1, 4}, "block, PAD(MAX_POOL) residual, PRELU");
+
+    g = begin(12, 10, 3, &x);
+    REQUIRE(g);
+    /* Two blocks in a row, stride 2 then 1, on a non-square input. */
+    c = pw(g, dw(g, x, 3, 2, "dw1", 31), 5, "pw1", 32);
+    r = relu(g, c, "r");
+    c = pw(g, dw(g, r, 3, 1, "dw2", 33), 5, "pw2", 34);
+    finish(g, relu(g, add(g, r, c, "sum"), "y"));
+    block_case(g, (block_want){2, 2, 0, 0}, "two blocks");
+}
+
+static void test_block_not_fused(void)
+{
+    int x;
+    gr_graph *g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* The depthwise output is read twice (the 1x1 conv and the ADD). */
+    int d = dw(g, x, 3, 1, "dw", 40);
+    finish(g, add(g, pw(g, d, 4, "pw", 41), d, "sum"));
+    block_case(g, (block_want){0, 2, 0, 0}, "dw output read twice");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* A stride-2 1x1 conv is no pointwise tail. */
+    finish(g, tg_conv(g, dw(g, x, 3, 1, "dw", 42), false, 6, 1, 1, 2, 0, 0, 0, 0, "conv", 43));
+    block_case(g, (block_want){0, 2, 0, 0}, "1x1 conv at stride 2");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* A 3x3 conv after the depthwise one. */
+    finish(g, tg_conv(g, dw(g, x, 3, 1, "dw", 44), false, 6, 3, 3, 1, 1, 1, 1, 1, "conv", 45));
+    block_case(g, (block_want){0, 2, 0, 0}, "3x3 conv after depthwise");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* Depth multiplier 2: the depthwise conv makes 8 channels of 4. */
+    d = dw(g, x, 3, 1, "dw", 46);
+    gr_node *n = &g->nodes[0];
+    n->p.conv.depth_multiplier = 2;
+    n->in[1] = tg_const(g, "filter2", 1, 3, 3, 8, 47, -0.3f, 0.3f);
+    n = &g->nodes[0];
+    n->in[2] = tg_const(g, "bias2", 8, 0, 0, 0, 48, -0.2f, 0.2f);
+    g->tensors[d].dims[3] = 8;
+    finish(g, pw(g, d, 6, "pw", 49));
+    REQUIRE_OK(gr_validate(g));
+    block_case(g, (block_want){0, 2, 0, 0}, "depth multiplier 2");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* The depthwise conv has an activation of its own (RELU fused into it). */
+    finish(g, pw(g, relu(g, dw(g, x, 3, 1, "dw", 50), "r"), 6, "pw", 51));
+    block_case(g, (block_want){0, 2, 0, 0}, "depthwise with its own RELU");
+
+    g = begin(2, 2, GR_DWPW_MAX_CHANNELS, &x);
+    REQUIRE(g);
+    /* The most channels a block takes, then one more. */
+    finish(g, pw(g, dw(g, x, 3, 1, "dw", 52), 4, "pw", 53));
+    block_case(g, (block_want){1, 1, 0, 0}, "GR_DWPW_MAX_CHANNELS channels");
+    g = begin(2, 2, GR_DWPW_MAX_CHANNELS + 1, &x);
+    REQUIRE(g);
+    finish(g, pw(g, dw(g, x, 3, 1, "dw", 54), 4, "pw", 55));
+    block_case(g, (block_want){0, 2, 0, 0}, "GR_DWPW_MAX_CHANNELS + 1 channels");
+}
+
+static void test_block_residual_kept(void)
+{
+    int x;
+    gr_graph *g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* The pool's output is also a graph output: the PAD is absorbed, the
+     * pool stays, the block adds its 4 channels to 8 (zeros beyond). */
+    int m = maxpool(g, x, 2, 2, "pool");
+    int p = pad(g, m, 0, 0, 0, 0, 0, 4, "pad");
+    int c = pw(g, dw(g, x, 3, 2, "dw", 60), 8, "pw", 61);
+    finish(g, relu(g, add(g, c, p, "sum"), "y"));
+    g->outputs[g->n_outputs++] = m;
+    block_case(g, (block_want){1, 2, 0, 4}, "pool read twice");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* The PAD's output is also a graph output: neither is absorbed. */
+    m = maxpool(g, x, 2, 2, "pool");
+    p = pad(g, m, 0, 0, 0, 0, 0, 4, "pad");
+    c = pw(g, dw(g, x, 3, 2, "dw", 62), 8, "pw", 63);
+    finish(g, relu(g, add(g, c, p, "sum"), "y"));
+    g->outputs[g->n_outputs++] = p;
+    block_case(g, (block_want){1, 3, 0, 8}, "pad read twice");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* A PAD of H (rows of zeros) is no channel PAD: kept, and so is the
+     * conv before it (its output is the PAD's input). */
+    int s = tg_conv(g, x, false, 4, 3, 1, 1, 0, 0, 0, 0, "rows", 64); /* [1, 6, 8, 4] */
+    p = pad(g, s, 1, 1, 0, 0, 0, 0, "pad");
+    c = pw(g, dw(g, x, 3, 1, "dw", 65), 4, "pw", 66);
+    finish(g, add(g, c, p, "sum"));
+    block_case(g, (block_want){1, 3, 0, 4}, "PAD of H kept");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* A PAD that puts the new channels first is kept. */
+    m = maxpool(g, x, 2, 2, "pool");
+    p = pad(g, m, 0, 0, 0, 0, 2, 2, "pad");
+    c = pw(g, dw(g, x, 3, 2, "dw", 67), 8, "pw", 68);
+    finish(g, add(g, c, p, "sum"));
+    block_case(g, (block_want){1, 3, 0, 8}, "PAD of leading channels kept");
+
+    g = begin(9, 9, 4, &x);
+    REQUIRE(g);
+    /* A pool of a 9x9 input drops the last row and column: not absorbed
+     * (the block's pooled residual is exactly twice its size). */
+    m = maxpool(g, x, 2, 2, "pool"); /* [1, 4, 4, 4] */
+    c = pw(g, tg_conv(g, x, true, 4, 3, 3, 2, 0, 0, 0, 0, "dw", 69), 4, "pw", 70);
+    finish(g, add(g, c, m, "sum"));
+    block_case(g, (block_want){1, 2, 0, 4}, "pool of an odd size kept");
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* A 3x3 stride-2 pool is not the absorbed 2x2 one. */
+    int r = relu(g, x, "r");
+    gr_node pn = tg_node(GR_MAXPOOL);
+    pn.p.pool.win = (gr_window){.kh = 3, .kw = 3, .stride_h = 2, .stride_w = 2, .dil_h = 1,
+                                .dil_w = 1, .pad_bottom = 1, .pad_right = 1};
+    m = tg_unary(g, pn, r, "pool", 1, 4, 4, 4);
+    c = pw(g, dw(g, r, 3, 2, "dw", 71), 4, "pw", 72);
+    finish(g, add(g, c, m, "sum"));
+    block_case(g, (block_want){1, 3, 0, 4}, "3x3 pool kept");
+}
+
 int main(void)
 {
     RUN(test_pad_into_conv);
@@ -390,6 +694,9 @@ int main(void)
     RUN(test_bias_fusion);
     RUN(test_residual_and_activation_fusion);
     RUN(test_prelu_fusion);
+    RUN(test_block_residual_forms);
+    RUN(test_block_not_fused);
+    RUN(test_block_residual_kept);
     RUN(test_short_range_rewrites);
     RUN(test_full_range_rewrites);
     RUN(test_face_mesh_rewrites);

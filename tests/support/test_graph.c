@@ -60,7 +60,7 @@ gr_node tg_node(gr_op op)
     for (int i = 0; i < GR_MAX_INPUTS; i++)
         n.in[i] = -1;
     n.out = -1;
-    if (op == GR_CONV2D || op == GR_DWCONV2D) {
+    if (op == GR_CONV2D || op == GR_DWCONV2D || op == GR_DWPW) {
         n.p.conv.residual = -1;
         n.p.conv.alpha = -1;
         n.p.conv.depth_multiplier = 1;
