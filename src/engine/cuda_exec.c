@@ -353,7 +353,8 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
         for (int k = 0; k < n->n_in; k++)
             in[k] = act_ptr(x, n->in[k]);
         const void *residual = NULL;
-        if ((n->op == GR_CONV2D || n->op == GR_DWCONV2D) && n->p.conv.residual >= 0)
+        if ((n->op == GR_CONV2D || n->op == GR_DWCONV2D || n->op == GR_DWPW) &&
+            n->p.conv.residual >= 0)
             residual = act_ptr(x, n->p.conv.residual);
         void *out = arena_ptr(x, n->out);
         if (n->op == GR_RESHAPE && in[0] == out)

@@ -148,6 +148,44 @@ static omma_status run_conv(const launch *l, bool pool)
     return OMMA_CK(cuda_launch_conv_direct(&a, l->s));
 }
 
+static omma_status run_dwpw(const launch *l)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *x = tensor(l, n->in[0]), *y = tensor(l, n->out);
+    const cuda_node_weights *nw = &l->w->nodes[l->idx];
+    const gr_window *win = &n->p.conv.win;
+    cuda_dwpw_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    a.y = output(l);
+    a.batch = l->nb;
+    a.ih = x->dims[1], a.iw = x->dims[2], a.c = x->dims[3];
+    a.oh = y->dims[1], a.ow = y->dims[2], a.cout = y->dims[3];
+    a.kh = win->kh, a.kw = win->kw, a.sh = win->stride_h, a.sw = win->stride_w;
+    a.dh = win->dil_h, a.dw = win->dil_w, a.pt = win->pad_top, a.pl = win->pad_left;
+    a.dw_w = nw->dw_filter;
+    a.dw_bias = nw->dw_bias;
+    a.pw_w = nw->filter;
+    a.bias = nw->bias;
+    a.alpha = nw->alpha;
+    a.act = (int)n->p.conv.act;
+    if (n->p.conv.residual >= 0) {
+        if (!l->residual)
+            return fail_node(l, OMMA_ERR_INVALID_ARG, "the residual pointer is NULL");
+        const gr_tensor *r = tensor(l, n->p.conv.residual);
+        a.residual = item_ptr(l, l->residual, n->p.conv.residual);
+        a.rc = r->dims[r->rank - 1];
+        a.pool_residual = n->p.conv.pool_residual;
+    }
+    if (!a.pw_w || !a.dw_w || (n->p.conv.act == GR_ACT_PRELU && !a.alpha) ||
+        (n->in[4] >= 0 && !a.bias) || (n->in[2] >= 0 && !a.dw_bias))
+        return fail_node(l, OMMA_ERR_INVALID_ARG, "weights of another graph");
+    if (!cuda_dwpw_fits(a.c))
+        return fail_node(l, OMMA_ERR_UNSUPPORTED, "too many channels for the fused block kernel");
+    return OMMA_CK(cuda_launch_dwpw(&a, l->s));
+}
+
 static omma_status run_eltwise(const launch *l)
 {
     const gr_node *n = l->n;
@@ -273,6 +311,8 @@ static omma_status run_items(const launch *l)
         return run_conv(l, false);
     case GR_MAXPOOL:
         return run_conv(l, true);
+    case GR_DWPW:
+        return run_dwpw(l);
     case GR_ADD:
     case GR_RELU:
     case GR_PRELU:

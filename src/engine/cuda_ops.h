@@ -34,6 +34,11 @@
  *                      thread = one output pixel x 8 output channels, filter
  *                      re-laid out HWIO (Cout padded to 8) and staged in
  *                      shared memory when it fits.
+ *   cuda_ops_dwpw.cu   GR_DWPW, a BlazeBlock (depthwise, pointwise, residual
+ *                      with its max pool and channel padding) in one kernel:
+ *                      the depthwise tile stays in shared memory and feeds
+ *                      the tensor cores (fp16) or FFMA (fp32).
+ *   cuda_ops_stem.cu   the stems: fp16 implicit GEMM (tensor cores), FFMA.
  *   cuda_ops_dwconv.cu depthwise convolutions: one thread = one output
  *                      pixel x 16 bytes of channels (float4 / 8 halves), or
  *                      8 / 4 bytes when the channel count is even but not a
@@ -177,8 +182,41 @@ typedef struct cuda_conv_args {
 
 cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStream_t s);
+/* The stems (cuda_ops_stem.cu): cuda_launch_conv_direct hands a convolution
+ * for which cuda_conv_is_stem() holds to cuda_launch_conv_stem(). */
+bool cuda_conv_is_stem(const cuda_conv_args *a);
+cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s); /* w, bias unused */
+
+/* GR_DWPW (cuda_ops_dwpw.cu): y = act(pw(dw(x) + dw_bias) + bias + r), r
+ * the residual's channels [0, rc) at the output pixel, or (pool_residual)
+ * the max of its 2x2 block in a [batch, 2*oh, 2*ow, rc] tensor; 0 for
+ * channels rc .. cout-1 and when residual is NULL. */
+typedef struct cuda_dwpw_args {
+    cuda_prec prec;
+    const void *x;         /* [batch, ih, iw, c] */
+    const void *dw_w;      /* [kh][kw][c] */
+    const float *dw_bias;  /* [c] or NULL */
+    const void *pw_w;      /* [cout][c] */
+    const float *bias;     /* [cout] or NULL */
+    const void *residual;  /* or NULL */
+    const float *alpha;    /* [cout] when act is PRELU */
+    void *y;               /* [batch, oh, ow, cout] */
+    int batch, ih, iw, c, oh, ow, cout;
+    int kh, kw, sh, sw, dh, dw, pt, pl; /* the depthwise window */
+    int rc, pool_residual;
+    int act;
+} cuda_dwpw_args;
+
+/* Shared memory a DWPW block may use (H100: 227 KB per block). */
+#define CUDA_DWPW_SMEM_MAX (200 * 1024)
+
+/* True when a DWPW of c channels fits the kernels' shared-memory tiles
+ * (c <= 512 does). */
+bool cuda_dwpw_fits(int c);
+
+cudaError_t cuda_launch_dwpw(const cuda_dwpw_args *a, cudaStream_t s);
 
 /* y = act(a + b) (b may be NULL: y = act(a)), n elements, c channels (the
  * innermost dimension, for alpha). b_period: b repeats every b_period

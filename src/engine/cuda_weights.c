@@ -99,7 +99,7 @@ typedef struct stage {
     cuda_prec prec;
     unsigned char *host;
     size_t size;
-    size_t (*node_off)[3]; /* filter, bias, alpha per node */
+    size_t (*node_off)[5]; /* filter, bias, alpha, dw filter, dw bias per node */
     size_t *tensor_off;
 } stage;
 
@@ -139,7 +139,7 @@ static omma_status need(const stage *s, int node, int t, const char *role, size_
 /* A float vector (bias, alpha) of n values. */
 static omma_status add_floats(stage *s, int node, int slot, int t, const char *role, size_t n)
 {
-    values v;
+    values v = {0};
     OMMA_TRY(need(s, node, t, role, n, &v));
     size_t off = s->node_off[node][slot] = reserve(s, n * sizeof(float));
     if (s->host)
@@ -148,21 +148,28 @@ static omma_status add_floats(stage *s, int node, int slot, int t, const char *r
     return OMMA_OK;
 }
 
+/* A filter kept in its graph layout, in the storage precision, at slot. */
+static omma_status add_plain_filter(stage *s, int node, int slot, int t)
+{
+    values v = {0};
+    OMMA_TRY(need(s, node, t, "filter", gr_tensor_elems(&s->g->tensors[t]), &v));
+    size_t off = s->node_off[node][slot] = reserve(s, v.elems * cuda_prec_size(s->prec));
+    if (s->host)
+        for (size_t i = 0; i < v.elems; i++)
+            put(s, off, s->prec, i, value_at(&v, i));
+    return OMMA_OK;
+}
+
 static omma_status add_filter(stage *s, int node)
 {
     const gr_graph *g = s->g;
     const gr_node *n = &g->nodes[node];
     const gr_tensor *f = &g->tensors[n->in[1]];
-    values v;
+    if (n->op == GR_DWCONV2D || cuda_conv_is_pointwise(g, n))
+        return add_plain_filter(s, node, 0, n->in[1]);
+    values v = {0};
     OMMA_TRY(need(s, node, n->in[1], "filter", gr_tensor_elems(f), &v));
     size_t es = cuda_prec_size(s->prec);
-    if (n->op == GR_DWCONV2D || cuda_conv_is_pointwise(g, n)) {
-        size_t off = s->node_off[node][0] = reserve(s, v.elems * es);
-        if (s->host)
-            for (size_t i = 0; i < v.elems; i++)
-                put(s, off, s->prec, i, value_at(&v, i));
-        return OMMA_OK;
-    }
     /* OHWI -> [kh][kw][cin][coutp] */
     int cout = f->dims[0], kh = f->dims[1], kw = f->dims[2], cin = f->dims[3];
     size_t coutp = (size_t)(cout + CUDA_CONV_COUT_GROUP - 1) / CUDA_CONV_COUT_GROUP *
@@ -179,7 +186,7 @@ static omma_status add_filter(stage *s, int node)
 /* A constant operand, once per tensor, in the storage precision. */
 static omma_status add_operand(stage *s, int node, int t)
 {
-    values v;
+    values v = {0};
     OMMA_TRY(need(s, node, t, "operand", 0, &v));
     if (s->tensor_off[t] != NO_OFFSET)
         return OMMA_OK;
@@ -203,7 +210,8 @@ static omma_status walk(stage *s)
         s->tensor_off[i] = NO_OFFSET;
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
-        s->node_off[i][0] = s->node_off[i][1] = s->node_off[i][2] = NO_OFFSET;
+        for (int k = 0; k < 5; k++)
+            s->node_off[i][k] = NO_OFFSET;
         int cout = channels(g, n->out);
         switch (n->op) {
         case GR_CONV2D:
@@ -213,6 +221,17 @@ static omma_status walk(stage *s)
                 OMMA_TRY(add_floats(s, i, 1, n->in[2], "bias", (size_t)cout));
             if (n->p.conv.act == GR_ACT_PRELU)
                 OMMA_TRY(add_floats(s, i, 2, n->p.conv.alpha, "alpha", (size_t)cout));
+            break;
+        case GR_DWPW:
+            OMMA_TRY(add_plain_filter(s, i, 0, n->in[3]));
+            if (n->in[4] >= 0)
+                OMMA_TRY(add_floats(s, i, 1, n->in[4], "bias", (size_t)cout));
+            if (n->p.conv.act == GR_ACT_PRELU)
+                OMMA_TRY(add_floats(s, i, 2, n->p.conv.alpha, "alpha", (size_t)cout));
+            OMMA_TRY(add_plain_filter(s, i, 3, n->in[1]));
+            if (n->in[2] >= 0)
+                OMMA_TRY(add_floats(s, i, 4, n->in[2], "depthwise bias",
+                                    (size_t)channels(g, n->in[0])));
             break;
         case GR_ADD:
             for (int k = 0; k < 2; k++) {
@@ -295,6 +314,8 @@ omma_status cuda_weights_upload(const gr_graph *g, cuda_prec prec, cuda_weights 
         w->nodes[i].filter = o[0] != NO_OFFSET ? base + o[0] : NULL;
         w->nodes[i].bias = o[1] != NO_OFFSET ? (const float *)(const void *)(base + o[1]) : NULL;
         w->nodes[i].alpha = o[2] != NO_OFFSET ? (const float *)(const void *)(base + o[2]) : NULL;
+        w->nodes[i].dw_filter = o[3] != NO_OFFSET ? base + o[3] : NULL;
+        w->nodes[i].dw_bias = o[4] != NO_OFFSET ? (const float *)(const void *)(base + o[4]) : NULL;
     }
     for (int t = 0; t < g->n_tensors; t++)
         w->consts[t] = s.tensor_off[t] != NO_OFFSET ? base + s.tensor_off[t] : NULL;

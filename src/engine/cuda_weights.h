@@ -7,7 +7,8 @@
  *   GEMM-form convolutions (cuda_conv_is_pointwise) keep OHWI, i.e. the
  *   [Cout][kh*kw*Cin] matrix the GEMM reads; other convolutions become
  *   [kh][kw][Cin][round_up(Cout, 8)], zero-padded; depthwise filters keep
- *   [kh][kw][C * multiplier];
+ *   [kh][kw][C * multiplier]; a DWPW node keeps both of its filters as
+ *   they are (depthwise [kh][kw][C], pointwise [Cout][C]);
  * - bias and PRELU alpha always as float (a few hundred values per node);
  * - constant operands of ADD and the fp16 inputs of DEQUANTIZE, in the
  *   storage precision, per tensor.
@@ -29,9 +30,12 @@
 
 /* Device pointers of one node's constants; NULL where the node has none. */
 typedef struct cuda_node_weights {
-    const void *filter;  /* CONV2D / DWCONV2D, layout above, storage precision */
+    const void *filter;  /* CONV2D / DWCONV2D, layout above, storage precision;
+                          * DWPW: the pointwise filter, OHWI */
     const float *bias;   /* [cout] */
     const float *alpha;  /* [channels], conv/ADD with PRELU activation, or PRELU */
+    const void *dw_filter; /* DWPW: the depthwise filter, [kh][kw][C] */
+    const float *dw_bias;  /* DWPW: [C] or NULL */
 } cuda_node_weights;
 
 typedef struct cuda_weights {

@@ -61,6 +61,9 @@ static int pick(const int *v, int n)
 
 typedef enum chain { CHAIN_NONE, CHAIN_DEQUANTIZE_ADD, CHAIN_BLAZE_BLOCK } chain;
 
+/* GR_DWPW's residual: none, at the output pixel, or max-pooled 2x2/2. */
+typedef enum res_mode { RES_NONE, RES_PIXEL, RES_POOL } res_mode;
+
 typedef struct spec {
     gr_op op;
     int batch;
@@ -76,6 +79,8 @@ typedef struct spec {
     int axis, ext[3];      /* CONCAT: axis and the inputs' extents along it */
     int oh, ow, mode;      /* RESIZE_BILINEAR; mode 1 align_corners, 2 half_pixel */
     chain chain;
+    res_mode res;          /* GR_DWPW */
+    int rc;                /* GR_DWPW: residual channels (<= cout) */
 } spec;
 
 #define MAX_CASES 512
@@ -201,6 +206,46 @@ static void make_cases(void)
         s->mult = PICK(1, 1, 1, 2, 3);
         s->act = any_act();
         s->residual = rnd() % 3 == 0;
+        s->no_bias = rnd() % 5 == 0;
+    }
+    /* Fused blocks (GR_DWPW): the models' blocks, then a sweep. */
+    struct {
+        int batch, h, c, k, stride, cout, rc;
+        res_mode res;
+        gr_act act;
+    } blocks[] = {
+        {3, 64, 24, 3, 1, 24, 24, RES_PIXEL, GR_ACT_RELU},  /* short range */
+        {3, 64, 24, 3, 1, 28, 24, RES_PIXEL, GR_ACT_RELU},  /* + channel PAD */
+        {3, 64, 28, 3, 2, 32, 28, RES_POOL, GR_ACT_RELU},   /* + MAX_POOL + PAD */
+        {2, 16, 88, 3, 2, 96, 88, RES_POOL, GR_ACT_RELU},
+        {2, 32, 36, 3, 1, 42, 36, RES_PIXEL, GR_ACT_RELU},
+        {2, 12, 128, 3, 1, 128, 128, RES_PIXEL, GR_ACT_PRELU}, /* FaceMesh */
+        {2, 6, 128, 3, 2, 128, 128, RES_POOL, GR_ACT_PRELU},
+        {2, 96, 32, 3, 1, 8, 0, RES_NONE, GR_ACT_RELU},      /* full range */
+        {2, 96, 8, 3, 1, 32, 32, RES_PIXEL, GR_ACT_RELU},
+        {2, 6, 384, 3, 1, 96, 0, RES_NONE, GR_ACT_RELU},
+        {1, 12, 256, 3, 2, 96, 0, RES_NONE, GR_ACT_RELU},
+        {40, 32, 32, 3, 1, 36, 32, RES_PIXEL, GR_ACT_RELU},  /* 128-row tiles */
+        {20, 32, 24, 3, 2, 24, 24, RES_POOL, GR_ACT_RELU},   /* 64-row tiles */
+        {2, 9, 7, 3, 1, 5, 3, RES_PIXEL, GR_ACT_RELU},       /* odd: the FFMA form */
+        {1, 5, 512, 3, 1, 16, 16, RES_PIXEL, GR_ACT_NONE},   /* the widest tile */
+    };
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        s = add_case(GR_DWPW, blocks[i].batch, blocks[i].h, blocks[i].h, blocks[i].c);
+        window(s, blocks[i].k, blocks[i].stride, 1, blocks[i].stride == 1 ? 1 : 2);
+        if (blocks[i].stride == 2)
+            s->pt = s->pl = 0, s->pb = s->pr = 1;
+        s->cout = blocks[i].cout, s->rc = blocks[i].rc, s->res = blocks[i].res;
+        s->act = blocks[i].act;
+    }
+    for (int i = 0; i < 30; i++) {
+        s = add_case(GR_DWPW, PICK(1, 3, 8), PICK(1, 3, 6, 11, 16), PICK(1, 4, 9, 16),
+                     PICK(1, 2, 3, 8, 16, 24, 28, 42, 64, 96, 128));
+        window(s, PICK(1, 3, 3, 5), PICK(1, 2), PICK(1, 1, 1, 2), PICK(0, 1, 1, 2, 3));
+        s->cout = PICK(1, 2, 7, 16, 24, 32, 48, 96, 130);
+        s->res = (res_mode)PICK(RES_NONE, RES_PIXEL, RES_POOL);
+        s->rc = s->res == RES_NONE ? 0 : 1 + (int)(rnd() % (unsigned)s->cout);
+        s->act = any_act();
         s->no_bias = rnd() % 5 == 0;
     }
     /* Max pooling: 2x2/2 of the models, with SAME padding, and others. */
@@ -342,8 +387,43 @@ static int build_conv(gr_graph *g, const spec *s, gr_op op, int x, int h, int w,
     return add_node(g, &n);
 }
 
+/* A GR_DWPW node of a fresh input per s: depthwise window of s, pointwise
+ * to s->cout, the residual a second input of s->rc channels (twice the
+ * output's size when pooled). */
+static int build_dwpw(gr_graph *g, const spec *s)
+{
+    gr_node n = tg_node(GR_DWPW);
+    n.n_in = 5;
+    n.in[0] = input(g, 4, s->h, s->w, s->c);
+    n.p.conv.win = (gr_window){.kh = s->kh, .kw = s->kw, .stride_h = s->sh, .stride_w = s->sw,
+                               .dil_h = s->dil, .dil_w = s->dil, .pad_top = s->pt,
+                               .pad_left = s->pl, .pad_bottom = s->pb, .pad_right = s->pr};
+    n.p.conv.depth_multiplier = 1;
+    int oh = window_out(s->h, s->pt, s->pb, s->kh, s->sh, s->dil);
+    int ow = window_out(s->w, s->pl, s->pr, s->kw, s->sw, s->dil);
+    float bound = 1.0f / sqrtf((float)(s->kh * s->kw));
+    n.in[1] = constant(g, 4, 1, s->kh, s->kw, s->c, -bound, bound);
+    n.in[2] = s->no_bias ? -1 : constant(g, 1, s->c, 0, 0, 0, -0.5f, 0.5f);
+    bound = 1.0f / sqrtf((float)s->c);
+    n.in[3] = constant(g, 4, s->cout, 1, 1, s->c, -bound, bound);
+    n.in[4] = s->no_bias ? -1 : constant(g, 1, s->cout, 0, 0, 0, -0.5f, 0.5f);
+    n.p.conv.act = s->act;
+    if (s->act == GR_ACT_PRELU)
+        n.p.conv.alpha = constant(g, 1, s->cout, 0, 0, 0, -0.5f, 1.0f);
+    if (s->res == RES_PIXEL)
+        n.p.conv.residual = input(g, 4, oh, ow, s->rc);
+    if (s->res == RES_POOL) {
+        n.p.conv.residual = input(g, 4, 2 * oh, 2 * ow, s->rc);
+        n.p.conv.pool_residual = true;
+    }
+    n.out = tensor(g, 4, oh, ow, s->cout);
+    return add_node(g, &n);
+}
+
 static int build(gr_graph *g, const spec *s)
 {
+    if (s->op == GR_DWPW)
+        return build_dwpw(g, s);
     int x, y = -1;
     gr_node n = tg_node(s->op);
     switch (s->chain) {
@@ -491,10 +571,14 @@ static void describe(const spec *s, char *buf, size_t size)
                      s->batch, s->h, s->w, s->c);
     if (k < 0 || (size_t)k >= size)
         return;
-    if (s->op == GR_CONV2D || s->op == GR_DWCONV2D || s->op == GR_MAXPOOL)
+    if (s->op == GR_CONV2D || s->op == GR_DWCONV2D || s->op == GR_MAXPOOL || s->op == GR_DWPW)
         snprintf(buf + k, size - (size_t)k, " k%dx%d s%d d%d pad %d,%d,%d,%d cout %d m%d %s%s%s",
                  s->kh, s->kw, s->sh, s->dil, s->pt, s->pl, s->pb, s->pr, s->cout, s->mult,
-                 gr_act_name(s->act), s->residual ? " +res" : "", s->no_bias ? " nobias" : "");
+                 gr_act_name(s->act),
+                 s->residual || s->res == RES_PIXEL ? " +res"
+                 : s->res == RES_POOL               ? " +pooled res"
+                                                    : "",
+                 s->no_bias ? " nobias" : "");
     else if (s->op == GR_RESIZE_BILINEAR)
         snprintf(buf + k, size - (size_t)k, " -> %dx%d mode %d", s->oh, s->ow, s->mode);
     else if (s->op == GR_ADD)
@@ -646,7 +730,9 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
             in[k] = g->tensors[t].data ? (const float *)g->tensors[t].data : b.host[t];
             din[k] = g->tensors[t].data ? NULL : b.dev[t];
         }
-        int rt = (n->op == GR_CONV2D || n->op == GR_DWCONV2D) ? n->p.conv.residual : -1;
+        int rt = (n->op == GR_CONV2D || n->op == GR_DWCONV2D || n->op == GR_DWPW)
+                     ? n->p.conv.residual
+                     : -1;
         GO_OK(cpu_op_run(g, n, nb, in, rt >= 0 ? b.host[rt] : NULL, b.host[n->out]));
         GO_OK(cuda_op_launch(g, n, w, nb, din, rt >= 0 ? b.dev[rt] : NULL, b.dev[n->out],
                                   stream));
