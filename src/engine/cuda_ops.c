@@ -181,8 +181,9 @@ static omma_status run_dwpw(const launch *l)
     if (!a.pw_w || !a.dw_w || (n->p.conv.act == GR_ACT_PRELU && !a.alpha) ||
         (n->in[4] >= 0 && !a.bias) || (n->in[2] >= 0 && !a.dw_bias))
         return fail_node(l, OMMA_ERR_INVALID_ARG, "weights of another graph");
-    if (!cuda_dwpw_fits(a.c))
-        return fail_node(l, OMMA_ERR_UNSUPPORTED, "too many channels for the fused block kernel");
+    if (!cuda_dwpw_fits(&a))
+        return fail_node(l, OMMA_ERR_UNSUPPORTED,
+                         "the block's filters do not fit in the kernel's shared memory");
     return OMMA_CK(cuda_launch_dwpw(&a, l->s));
 }
 

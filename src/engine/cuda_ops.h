@@ -212,9 +212,9 @@ typedef struct cuda_dwpw_args {
 /* Shared memory a DWPW block may use (H100: 227 KB per block). */
 #define CUDA_DWPW_SMEM_MAX (200 * 1024)
 
-/* True when a DWPW of c channels fits the kernels' shared-memory tiles
- * (c <= 512 does). */
-bool cuda_dwpw_fits(int c);
+/* True when the block's filters and tiles fit in CUDA_DWPW_SMEM_MAX (every
+ * block rw_fuse_block makes does, see GR_DWPW_MAX_* in graph.h). */
+bool cuda_dwpw_fits(const cuda_dwpw_args *a);
 
 cudaError_t cuda_launch_dwpw(const cuda_dwpw_args *a, cudaStream_t s);
 

@@ -73,10 +73,14 @@ typedef struct gr_window {
  * taken from tensor R = p.conv.residual (or 0 when -1), which may have fewer
  * channels than y (the missing ones are 0: a channel PAD absorbed) and, when
  * pool_residual, twice the output's height and width (r is then the 2x2
- * stride-2 max pool of R: a MAX_POOL_2D absorbed). The rewrite makes it for
- * at most GR_DWPW_MAX_CHANNELS depthwise channels (what the CUDA kernel's
- * shared-memory tile holds). */
+ * stride-2 max pool of R: a MAX_POOL_2D absorbed). The rewrite makes it
+ * only where the CUDA kernel's shared-memory tiles hold the block: at most
+ * GR_DWPW_MAX_CHANNELS input and output channels, at most
+ * GR_DWPW_MAX_WEIGHTS pointwise weights (C * Cout) and a depthwise window
+ * of at most GR_DWPW_MAX_WINDOW x GR_DWPW_MAX_WINDOW. */
 #define GR_DWPW_MAX_CHANNELS 512
+#define GR_DWPW_MAX_WEIGHTS 49152
+#define GR_DWPW_MAX_WINDOW 3
 
 typedef struct gr_node {
     gr_op op;

@@ -26,24 +26,31 @@ static bool rank4(const gr_graph *g, int t)
 }
 
 /* The head of a block: a depthwise convolution with multiplier 1, nothing
- * fused into its epilogue but a bias, and at most GR_DWPW_MAX_CHANNELS
- * channels (graph.h). */
+ * fused into its epilogue but a bias, at most GR_DWPW_MAX_CHANNELS channels
+ * and a window of at most GR_DWPW_MAX_WINDOW (graph.h). */
 static bool depthwise_head(const gr_graph *g, const gr_node *d)
 {
     return d->op == GR_DWCONV2D && d->n_in == 3 && d->p.conv.depth_multiplier == 1 &&
            d->p.conv.act == GR_ACT_NONE && d->p.conv.residual < 0 && rank4(g, d->in[0]) &&
            rank4(g, d->in[1]) && rank4(g, d->out) &&
-           g->tensors[d->in[0]].dims[3] <= GR_DWPW_MAX_CHANNELS;
+           g->tensors[d->in[0]].dims[3] <= GR_DWPW_MAX_CHANNELS &&
+           d->p.conv.win.kh <= GR_DWPW_MAX_WINDOW && d->p.conv.win.kw <= GR_DWPW_MAX_WINDOW;
 }
 
-/* The tail of a block: a 1x1 convolution at stride 1 without padding. */
+/* The tail of a block: a 1x1 convolution at stride 1 without padding, at
+ * most GR_DWPW_MAX_CHANNELS output channels and GR_DWPW_MAX_WEIGHTS
+ * weights. */
 static bool pointwise_tail(const gr_graph *g, const gr_node *p)
 {
     const gr_window *w = &p->p.conv.win;
-    return p->op == GR_CONV2D && p->n_in == 3 && !p->p.conv.pool_residual && w->kh == 1 &&
-           w->kw == 1 && w->stride_h == 1 && w->stride_w == 1 && w->dil_h == 1 &&
-           w->dil_w == 1 && w->pad_top == 0 && w->pad_left == 0 && w->pad_bottom == 0 &&
-           w->pad_right == 0 && rank4(g, p->in[0]) && rank4(g, p->in[1]) && rank4(g, p->out);
+    if (!(p->op == GR_CONV2D && p->n_in == 3 && !p->p.conv.pool_residual && w->kh == 1 &&
+          w->kw == 1 && w->stride_h == 1 && w->stride_w == 1 && w->dil_h == 1 &&
+          w->dil_w == 1 && w->pad_top == 0 && w->pad_left == 0 && w->pad_bottom == 0 &&
+          w->pad_right == 0 && rank4(g, p->in[0]) && rank4(g, p->in[1]) && rank4(g, p->out)))
+        return false;
+    const gr_tensor *f = &g->tensors[p->in[1]];
+    return f->dims[0] <= GR_DWPW_MAX_CHANNELS &&
+           (long)f->dims[0] * f->dims[3] <= GR_DWPW_MAX_WEIGHTS;
 }
 
 /* A PAD that only appends zero channels: what the block's sum does with a

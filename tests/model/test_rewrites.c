@@ -523,9 +523,9 @@ static void test_block_residual_forms(void)
 
     g = begin(8, 8, 4, &x);
     REQUIRE(g);
-    /* Identity: r = relu(x); y = relu(r + pw(dw(r))), dw 5x5. */
+    /* Identity: r = relu(x); y = relu(r + pw(dw(r))), dw 3x3. */
     int r = relu(g, x, "r");
-    int c = pw(g, dw(g, r, 5, 1, "dw", 22), 4, "pw", 23);
+    int c = pw(g, dw(g, r, 3, 1, "dw", 22), 4, "pw", 23);
     finish(g, relu(g, add(g, r, c, "sum"), "y"));
     block_case(g, (block_want){1, 2, 0, 4}, "block, identity residual");
 
@@ -619,6 +619,23 @@ static void test_block_not_fused(void)
     REQUIRE(g);
     finish(g, pw(g, dw(g, x, 3, 1, "dw", 54), 4, "pw", 55));
     block_case(g, (block_want){0, 2, 0, 0}, "GR_DWPW_MAX_CHANNELS + 1 channels");
+    /* The pointwise side's limits: weights, output channels; the window. */
+    g = begin(2, 2, 384, &x);
+    REQUIRE(g);
+    finish(g, pw(g, dw(g, x, 3, 1, "dw", 56), GR_DWPW_MAX_WEIGHTS / 384, "pw", 57));
+    block_case(g, (block_want){1, 1, 0, 0}, "GR_DWPW_MAX_WEIGHTS weights");
+    g = begin(2, 2, 384, &x);
+    REQUIRE(g);
+    finish(g, pw(g, dw(g, x, 3, 1, "dw", 58), GR_DWPW_MAX_WEIGHTS / 384 + 1, "pw", 59));
+    block_case(g, (block_want){0, 2, 0, 0}, "GR_DWPW_MAX_WEIGHTS + 384 weights");
+    g = begin(2, 2, 8, &x);
+    REQUIRE(g);
+    finish(g, pw(g, dw(g, x, 3, 1, "dw", 60), GR_DWPW_MAX_CHANNELS + 2, "pw", 61));
+    block_case(g, (block_want){0, 2, 0, 0}, "GR_DWPW_MAX_CHANNELS + 2 output channels");
+    g = begin(6, 6, 8, &x);
+    REQUIRE(g);
+    finish(g, pw(g, dw(g, x, 5, 1, "dw", 62), 8, "pw", 63));
+    block_case(g, (block_want){0, 2, 0, 0}, "a 5x5 depthwise window");
 }
 
 static void test_block_residual_kept(void)
