@@ -143,8 +143,11 @@ static omma_status run_conv(const launch *l, bool pool)
         return fail_node(l, OMMA_ERR_INVALID_ARG, "weights of another graph");
     if (n->op == GR_DWCONV2D)
         return OMMA_CK(cuda_launch_dwconv(&a, l->s));
-    if (cuda_conv_is_pointwise(l->g, n))
+    if (cuda_conv_is_pointwise(l->g, n)) {
+        if (cuda_conv_dot_fits(a.cout, a.kh * a.kw * a.cin))
+            return OMMA_CK(cuda_launch_conv_dot(&a, l->s));
         return OMMA_CK(cuda_launch_conv_pointwise(&a, l->s));
+    }
     return OMMA_CK(cuda_launch_conv_direct(&a, l->s));
 }
 

@@ -39,6 +39,8 @@
  *                      the depthwise tile stays in shared memory and feeds
  *                      the tensor cores (fp16) or FFMA (fp32).
  *   cuda_ops_stem.cu   the stems: fp16 implicit GEMM (tensor cores), FFMA.
+ *   cuda_ops_dot.cu    GEMM-form convolutions with 1-4 output channels
+ *                      (score heads): a dot product per row.
  *   cuda_ops_dwconv.cu depthwise convolutions: one thread = one output
  *                      pixel x 16 bytes of channels (float4 / 8 halves), or
  *                      8 / 4 bytes when the channel count is even but not a
@@ -186,6 +188,12 @@ cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStream_t s);
  * for which cuda_conv_is_stem() holds to cuda_launch_conv_stem(). */
 bool cuda_conv_is_stem(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream_t s);
+/* GEMM-form convolutions with at most CUDA_DOT_MAX_N output channels and
+ * an N x K filter of at most 48 KB as float (cuda_ops_dot.cu): dot
+ * products, one thread per output row. */
+#define CUDA_DOT_MAX_N 4
+bool cuda_conv_dot_fits(int n, int k);
+cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s); /* w, bias unused */
 

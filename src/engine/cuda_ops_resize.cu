@@ -3,8 +3,9 @@
  * scale otherwise; scale = in / out, or (in - 1) / (out - 1) with
  * align_corners; lower neighbour max(floor, 0), upper min(ceil, in - 1),
  * weights from the distance to the (clamped) lower neighbour. One thread per
- * output element, channel fastest: the four source pixels are read as
- * contiguous channel runs. */
+ * output pixel x V channels (16, 8 or 4 bytes of them when the channel
+ * count and alignment allow, else one), channel fastest: the four source
+ * pixels are read as contiguous channel runs with vector loads. */
 #include "engine/cuda_ops_device.h"
 
 static __device__ __forceinline__ void source(int o, float scale, bool half, int in, float *f,
@@ -16,14 +17,14 @@ static __device__ __forceinline__ void source(int o, float scale, bool half, int
     *hi = min((int)ceilf(v), in - 1);
 }
 
-template <typename T>
-__global__ void __launch_bounds__(CUDA_OPS_THREADS)
-resize_bilinear(cuda_resize_args a, float sy, float sx)
+template <typename T, int V>
+static __device__ __forceinline__ void resize_body(const cuda_resize_args &a, float sy, float sx)
 {
+    const int groups = a.c / V;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= a.batch * a.oh * a.ow * a.c)
+    if (idx >= a.batch * a.oh * a.ow * groups)
         return;
-    int c = idx % a.c, t = idx / a.c;
+    int c = (idx % groups) * V, t = idx / groups;
     int ox = t % a.ow;
     t /= a.ow;
     int oy = t % a.oh, b = t / a.oh;
@@ -32,12 +33,31 @@ resize_bilinear(cuda_resize_args a, float sy, float sx)
     source(oy, sy, a.half_pixel_centers, a.ih, &fy, &y0, &y1);
     source(ox, sx, a.half_pixel_centers, a.iw, &fx, &x0, &x1);
     const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.c + c;
-    float v00 = ld(x + ((size_t)y0 * a.iw + x0) * a.c), v01 = ld(x + ((size_t)y0 * a.iw + x1) * a.c);
-    float v10 = ld(x + ((size_t)y1 * a.iw + x0) * a.c), v11 = ld(x + ((size_t)y1 * a.iw + x1) * a.c);
+    float v00[V], v01[V], v10[V], v11[V], v[V];
+    ldv(x + ((size_t)y0 * a.iw + x0) * a.c, v00, V);
+    ldv(x + ((size_t)y0 * a.iw + x1) * a.c, v01, V);
+    ldv(x + ((size_t)y1 * a.iw + x0) * a.c, v10, V);
+    ldv(x + ((size_t)y1 * a.iw + x1) * a.c, v11, V);
     float ly = fy - (float)y0, lx = fx - (float)x0;
-    float v = v00 * (1.0f - ly) * (1.0f - lx) + v10 * ly * (1.0f - lx) + v01 * (1.0f - ly) * lx +
-              v11 * ly * lx;
-    st(static_cast<T *>(a.y) + idx, v);
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        v[i] = v00[i] * (1.0f - ly) * (1.0f - lx) + v10[i] * ly * (1.0f - lx) +
+               v01[i] * (1.0f - ly) * lx + v11[i] * ly * lx;
+    stv(static_cast<T *>(a.y) + ((size_t)((size_t)b * a.oh + oy) * a.ow + ox) * a.c + c, v, V);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+resize_bilinear(cuda_resize_args a, float sy, float sx, int V)
+{
+    if (V == vec16<T>::n)
+        resize_body<T, vec16<T>::n>(a, sy, sx);
+    else if (V == vec16<T>::n / 2)
+        resize_body<T, vec16<T>::n / 2>(a, sy, sx);
+    else if (V == vec16<T>::n / 4)
+        resize_body<T, vec16<T>::n / 4>(a, sy, sx);
+    else
+        resize_body<T, 1>(a, sy, sx);
 }
 
 static float resize_scale(int in, int out, bool align_corners)
@@ -54,10 +74,14 @@ extern "C" cudaError_t cuda_launch_resize_bilinear(const cuda_resize_args *a, cu
         return cudaSuccess;
     float sy = resize_scale(a->ih, a->oh, a->align_corners);
     float sx = resize_scale(a->iw, a->ow, a->align_corners);
-    unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
+    int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
+    int V = cuda_ops_vec(es, a->c, (size_t)a->x | (size_t)a->y);
+    if (V == 0)
+        V = 1;
+    unsigned blocks = cuda_ops_blocks(total / V, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16)
-        resize_bilinear<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, sy, sx);
+        resize_bilinear<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, sy, sx, V);
     else
-        resize_bilinear<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, sy, sx);
+        resize_bilinear<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, sy, sx, V);
     return cudaGetLastError();
 }
