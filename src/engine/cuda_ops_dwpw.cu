@@ -448,7 +448,7 @@ static __host__ __device__ inline size_t dp_tc_smem(int bm, int kp, int taps, in
 /* BM rows per block: BM / 32 warps along the rows, the rest along 64
  * output channels, each warp 32 rows x NJ * 8 channels. */
 template <int V, int BM, int K, int VO>
-__global__ void __launch_bounds__(DP_THREADS)
+__global__ void __launch_bounds__(DP_THREADS, VO == 8 ? 4 : 3)
 dwpw_tc(cuda_dwpw_args a, int kp)
 {
     extern __shared__ __align__(16) unsigned char dp_smem[];
