@@ -14,10 +14,10 @@
  *   columns.
  * - gemm_simt (fp32, or fp16 with odd sizes): 64x64x16 tiles, 256 threads of
  *   4x4 outputs each (strided by 16 so that stores coalesce), FFMA.
- * Stem form (square 5x5 or 3x3 window, stride 2, 3 input channels, Cout <=
- * 32): register-blocked, filter and input tile in shared memory, see
- * stem_body. Direct form: one thread = one output pixel x 8 output channels (the group
- * index varies fastest so neighbours share the input pixel), filter as
+ * The stems (square 5x5 or 3x3 window, stride 2, 3 input channels, Cout <=
+ * 32) have kernels of their own (cuda_ops_stem.cu). Direct form: one thread
+ * = one output pixel x 8 output channels (the group index varies fastest so
+ * neighbours share the input pixel), filter as
  * [kh][kw][cin][cout rounded to 8], staged in shared memory as float when it
  * fits in 48 KB, read through the read-only cache otherwise. */
 #include "engine/cuda_ops_device.h"
@@ -303,160 +303,6 @@ static __device__ __forceinline__ void ld8_global(const float *p, float *v)
 }
 static __device__ __forceinline__ void ld8_global(const __half *p, float *v) { ld16(p, v); }
 
-/* 8 consecutive values of an output row (16-byte aligned) from floats. */
-static __device__ __forceinline__ void st8_global(float *p, const float *v)
-{
-    st16(p, v);
-    st16(p + 4, v + 4);
-}
-static __device__ __forceinline__ void st8_global(__half *p, const float *v) { st16(p, v); }
-
-/* ---- stem convolution: KxK window, stride S, few input channels ---------
- * The models' first layer (5x5/2 3 -> 24 in BlazeFace, 3x3/2 3 -> 16 in
- * FaceMesh) has too few input channels for a GEMM and does 75 MACs per
- * output value. A block computes a STEM_TH x STEM_TW tile of output pixels of
- * one item for all output channels: the filter (as float, [K][K][CIN][coutp])
- * and the input tile it needs (as float, zero outside the image, which is the
- * padding) are staged in shared memory once. Warp w handles channel group
- * w % groups (so its filter reads are broadcasts) and 8 output rows; a lane
- * computes STEM_PX consecutive output pixels x 8 channels, keeping the input
- * row segment of one filter row in registers, so each shared-memory filter
- * read feeds STEM_PX x 8 FMAs. K, S and CIN are constants (the kernels below
- * inline the body with literals), so every loop unrolls. */
-#define STEM_TH 16
-#define STEM_TW 16
-#define STEM_PX 4
-#define STEM_XR_MAX 33 /* ((STEM_PX - 1) * S + K) * CIN for 5x5/2, 3 channels */
-
-template <typename T>
-static __device__ __forceinline__ void stem_body(const cuda_conv_args &a, int vec_out, const int K,
-                                                 const int S, const int CIN)
-{
-    extern __shared__ float4 smem4[];
-    float *sw = reinterpret_cast<float *>(smem4);
-    const int coutp = (a.cout + COG - 1) / COG * COG, groups = coutp / COG;
-    const int nw = K * K * CIN * coutp;
-    float *sx = sw + nw;
-    const int IR = (STEM_TH - 1) * S + K, IC = (STEM_TW - 1) * S + K, ICC = IC * CIN;
-    const int tiles_x = (a.ow + STEM_TW - 1) / STEM_TW, tiles_y = (a.oh + STEM_TH - 1) / STEM_TH;
-    int bt = blockIdx.x;
-    const int tx0 = (bt % tiles_x) * STEM_TW;
-    bt /= tiles_x;
-    const int ty0 = (bt % tiles_y) * STEM_TH, b = bt / tiles_y;
-
-    const T *w = static_cast<const T *>(a.w);
-    for (int i = threadIdx.x; i < nw; i += blockDim.x)
-        sw[i] = ld(w + i);
-    const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * CIN;
-    const int iy0 = ty0 * S - a.pt, ix0 = tx0 * S - a.pl;
-    for (int i = threadIdx.x; i < IR * ICC; i += blockDim.x) {
-        int r = i / ICC, cc = i % ICC;
-        int iy = iy0 + r, ix = ix0 + cc / CIN, ci = cc % CIN;
-        float v = 0.0f;
-        if (iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw)
-            v = ld(x + ((size_t)iy * a.iw + ix) * CIN + ci);
-        sx[i] = v;
-    }
-    __syncthreads();
-
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int g = warp % groups;
-    const int ly = (warp / groups) * 8 + lane / 4, lx = (lane % 4) * STEM_PX;
-    float acc[STEM_PX][COG];
-#pragma unroll
-    for (int p = 0; p < STEM_PX; p++)
-#pragma unroll
-        for (int j = 0; j < COG; j++)
-            acc[p][j] = 0.0f;
-    const float *xs = sx + ly * S * ICC + lx * S * CIN;
-    const float *ws = sw + g * COG;
-    const int NX = ((STEM_PX - 1) * S + K) * CIN;
-#pragma unroll
-    for (int ky = 0; ky < K; ky++) {
-        float xr[STEM_XR_MAX];
-#pragma unroll
-        for (int j = 0; j < NX; j++)
-            xr[j] = xs[ky * ICC + j];
-#pragma unroll
-        for (int kx = 0; kx < K; kx++)
-#pragma unroll
-            for (int ci = 0; ci < CIN; ci++) {
-                float wv[COG];
-                ld8_shared(ws + ((ky * K + kx) * CIN + ci) * coutp, wv);
-#pragma unroll
-                for (int p = 0; p < STEM_PX; p++) {
-                    float xv = xr[(p * S + kx) * CIN + ci];
-#pragma unroll
-                    for (int j = 0; j < COG; j++)
-                        acc[p][j] = fmaf(xv, wv[j], acc[p][j]);
-                }
-            }
-    }
-
-    const int oy = ty0 + ly, c0 = g * COG;
-    if (oy >= a.oh)
-        return;
-    float bv[COG];
-#pragma unroll
-    for (int j = 0; j < COG; j++)
-        bv[j] = (a.bias && c0 + j < a.cout) ? __ldg(a.bias + c0 + j) : 0.0f;
-    T *y = static_cast<T *>(a.y);
-    const T *res = static_cast<const T *>(a.residual);
-#pragma unroll
-    for (int p = 0; p < STEM_PX; p++) {
-        int ox = tx0 + lx + p;
-        if (ox >= a.ow)
-            break;
-        size_t o = ((size_t)(b * a.oh + oy) * a.ow + ox) * a.cout + c0;
-        float v[COG];
-#pragma unroll
-        for (int j = 0; j < COG; j++)
-            v[j] = acc[p][j] + bv[j];
-        if (vec_out) {
-            if (res) {
-                float r[COG];
-                ld8_global(res + o, r);
-#pragma unroll
-                for (int j = 0; j < COG; j++)
-                    v[j] += r[j];
-            }
-#pragma unroll
-            for (int j = 0; j < COG; j++)
-                v[j] = activate(v[j], a.act, a.alpha, c0 + j);
-            st8_global(y + o, v);
-        } else {
-#pragma unroll
-            for (int j = 0; j < COG; j++) {
-                if (c0 + j >= a.cout)
-                    break;
-                float u = v[j];
-                if (res)
-                    u += ld(res + o + j);
-                st(y + o + j, activate(u, a.act, a.alpha, c0 + j));
-            }
-        }
-    }
-}
-
-template <typename T>
-__global__ void __launch_bounds__(256) conv_stem_k5s2c3(cuda_conv_args a, int vec_out)
-{
-    stem_body<T>(a, vec_out, 5, 2, 3);
-}
-
-template <typename T>
-__global__ void __launch_bounds__(256) conv_stem_k3s2c3(cuda_conv_args a, int vec_out)
-{
-    stem_body<T>(a, vec_out, 3, 2, 3);
-}
-
-/* Shared memory of the stem kernel (bytes) for window k, stride s. */
-static size_t stem_smem(int k, int s, int cin, int coutp)
-{
-    int ir = (STEM_TH - 1) * s + k, ic = (STEM_TW - 1) * s + k;
-    return ((size_t)k * k * cin * coutp + (size_t)ir * ic * cin) * sizeof(float);
-}
-
 template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 conv_direct(cuda_conv_args a, int use_smem)
@@ -525,34 +371,8 @@ conv_direct(cuda_conv_args a, int use_smem)
 extern "C" cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStream_t s)
 {
     int coutp = (a->cout + COG - 1) / COG * COG;
-    /* The stems: square 5x5 or 3x3 window, stride 2, no dilation, 3 input
-     * channels, up to 32 output channels (8 warps at most). */
-    if (a->cin == 3 && a->kh == a->kw && (a->kh == 5 || a->kh == 3) && a->sh == 2 &&
-        a->sw == 2 && a->dh == 1 && a->dw == 1 && coutp <= 4 * COG) {
-        int groups = coutp / COG;
-        size_t ssm = stem_smem(a->kh, 2, 3, coutp);
-        long long tiles = (long long)a->batch * ((a->oh + STEM_TH - 1) / STEM_TH) *
-                          ((a->ow + STEM_TW - 1) / STEM_TW);
-        size_t es = a->prec == CUDA_PREC_F16 ? 2 : 4;
-        size_t addr = (size_t)a->y | (size_t)a->residual;
-        int vec_out = a->cout % COG == 0 && (addr & 15) == 0 && (a->cout * es) % 16 == 0;
-        int threads = 32 * groups * (STEM_TH / 8);
-        if (ssm <= DIRECT_SMEM_MAX && tiles < (1LL << 31) && threads <= 256) {
-            unsigned blocks = (unsigned)tiles;
-            if (a->prec == CUDA_PREC_F16) {
-                if (a->kh == 5)
-                    conv_stem_k5s2c3<__half><<<blocks, threads, ssm, s>>>(*a, vec_out);
-                else
-                    conv_stem_k3s2c3<__half><<<blocks, threads, ssm, s>>>(*a, vec_out);
-            } else {
-                if (a->kh == 5)
-                    conv_stem_k5s2c3<float><<<blocks, threads, ssm, s>>>(*a, vec_out);
-                else
-                    conv_stem_k3s2c3<float><<<blocks, threads, ssm, s>>>(*a, vec_out);
-            }
-            return cudaGetLastError();
-        }
-    }
+    if (cuda_conv_is_stem(a)) /* cuda_ops_stem.cu */
+        return cuda_launch_conv_stem(a, s);
     size_t smem = (size_t)a->kh * a->kw * a->cin * coutp * sizeof(float);
     int use_smem = smem <= DIRECT_SMEM_MAX;
     if (!use_smem)
