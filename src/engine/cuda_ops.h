@@ -27,10 +27,8 @@
  *                      accumulators; 16-byte tile loads when K % 8 == 0,
  *                      128x32 tiles when N <= 32), the rest on a 64x64-tile
  *                      FFMA kernel. The stems (square 5x5 or 3x3 window,
- *                      stride 2, 3 input channels, Cout <= 32) run a
- *                      register-blocked kernel: filter and input tile in
- *                      shared memory, one thread = 4 output pixels x 8
- *                      output channels. Other convolutions run direct: one
+ *                      stride 2, 3 input channels, Cout <= 32) go to
+ *                      cuda_ops_stem.cu. Other convolutions run direct: one
  *                      thread = one output pixel x 8 output channels, filter
  *                      re-laid out HWIO (Cout padded to 8) and staged in
  *                      shared memory when it fits.
@@ -38,7 +36,9 @@
  *                      with its max pool and channel padding) in one kernel:
  *                      the depthwise tile stays in shared memory and feeds
  *                      the tensor cores (fp16) or FFMA (fp32).
- *   cuda_ops_stem.cu   the stems: fp16 implicit GEMM (tensor cores), FFMA.
+ *   cuda_ops_stem.cu   the stems: fp16 implicit GEMM on the tensor cores
+ *                      (im2col on the fly from a shared-memory patch),
+ *                      register-blocked FFMA for fp32.
  *   cuda_ops_dot.cu    GEMM-form convolutions with 1-4 output channels
  *                      (score heads): a dot product per row.
  *   cuda_ops_dwconv.cu depthwise convolutions: one thread = one output
@@ -91,8 +91,15 @@
  * Done since (docs/PERFORMANCE.md "Kernel update", H200, batch 128, fp16,
  * before -> after in us): stem 257 -> 118, dw 3x3/2 64x64x28 81 -> 28,
  * maxpool 64x64x28 37 -> 14, pad 64x64 24->28 95 -> 24, pw 24->24+res+relu
- * 58 -> 47; the whole short-range model 1.307 -> 0.820 ms. Next: stem input
- * staging with wider loads, 16-byte GEMM epilogue stores, dw + pw fusion.
+ * 58 -> 47; the whole short-range model 1.307 -> 0.820 ms.
+ * Then (H100, docs/PERFORMANCE.md "Fused blocks"): every depthwise +
+ * pointwise pair with its residual branch became one GR_DWPW node and one
+ * kernel (short range 56 -> 26 launches) and the stems moved to the tensor
+ * cores. What limits now (ncu): the DWPW kernels of the large, few-channel
+ * layers (96x96x16, 64x64x24, 96x96x32 -> 8) run at 3-5x their DRAM floor,
+ * bound by instruction issue and latency (32 warps per SM, short phases
+ * between barriers); the fp32 <-> fp16 conversions of the API's I/O are ~5%
+ * of a run at batch 128.
  */
 #ifndef OMMA_ENGINE_CUDA_OPS_H
 #define OMMA_ENGINE_CUDA_OPS_H

@@ -100,14 +100,6 @@ gemm_simt(const T *__restrict__ x, const T *__restrict__ w, const float *__restr
 #define TC_BK 32
 #define TC_LD (TC_BK + 8) /* halves per shared row: 80 bytes, fragment loads conflict-free */
 
-static __device__ __forceinline__ void mma_16816(float *c, const unsigned *a, const unsigned *b)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 /* Rows [r0, r0 + 64) of a row-major [rows][K] half matrix, columns
  * [k0, k0 + 32), into s[64][TC_LD]; zeros outside. K is even, so each pair
  * of halves is one aligned 32-bit load. */

@@ -150,6 +150,16 @@ static __device__ __forceinline__ float activate(float v, int act, const float *
     }
 }
 
+/* d += a * b on the tensor cores: one m16n8k16 tile, fp16 inputs (a: four
+ * 32-bit registers of half pairs, b: two), fp32 accumulators (c: four). */
+static __device__ __forceinline__ void mma_16816(float *c, const unsigned *a, const unsigned *b)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
 static inline unsigned cuda_ops_blocks(long long n, int threads)
 {
     return (unsigned)((n + threads - 1) / threads);

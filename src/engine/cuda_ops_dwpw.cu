@@ -412,14 +412,6 @@ static __device__ __forceinline__ void dp_epilogue(const cuda_dwpw_args &a, cons
 
 /* ---- fp16 on the tensor cores -------------------------------------------- */
 
-static __device__ __forceinline__ void dp_mma(float *c, const unsigned *a, const unsigned *b)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 /* Shared memory of dwpw_tc: the depthwise filter [kh*kw][kp] and the tile
  * [bm][kp+8] and the pointwise filter [np][kp+8] in halves (np = cout
  * rounded up to 8), then the epilogue tile [bm][cld] floats (cld: one
@@ -505,7 +497,7 @@ dwpw_tc(cuda_dwpw_args a, int kp)
 #pragma unroll
                 for (int j = 0; j < NJ; j++)
                     if (n0 + wn + 8 * j < np)
-                        dp_mma(acc[i][j], af[i], bf[j]);
+                        mma_16816(acc[i][j], af[i], bf[j]);
         }
         if (n0)
             __syncthreads(); /* the previous slice's epilogue is done with cs */

@@ -51,14 +51,6 @@
 #define STC_CS(nt) (8 * (nt) + ((nt) % 2 == 0 ? 8 : 0)) /* output tile row, halves */
 #define STC_PATCH_BYTES(k) ((STC_PH(k) * STC_RS(k) * 2 + 15) / 16 * 16)
 
-static __device__ __forceinline__ void stc_mma(float *c, const unsigned *a, const unsigned *b)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 /* Filter value at GEMM position (k, n) as half bits: w is [K][K][3][coutp];
  * zero for the filler slot of a window row, K padding and n >= cout. */
 static __device__ __forceinline__ unsigned stc_wval(const unsigned short *__restrict__ w,
@@ -332,7 +324,7 @@ static __device__ __forceinline__ void stem_tc_body(const cuda_conv_args &a, int
                 af[3] = p[aoff[ks][1] + 24] & amask[ks][1];
 #pragma unroll
                 for (int j = 0; j < NT; j++)
-                    stc_mma(acc[mt * NT + j], af, bf[j][ks]);
+                    mma_16816(acc[mt * NT + j], af, bf[j][ks]);
             }
 
         switch (a.act) {

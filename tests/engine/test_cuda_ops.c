@@ -180,6 +180,30 @@ static void make_cases(void)
     s = add_case(GR_CONV2D, 1, 192, 192, 3);
     window(s, 3, 2, 1, 1);
     s->cout = 16, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 3, 192, 192, 3); /* full-range stem */
+    window(s, 3, 2, 1, 1);
+    s->cout = 32, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 20, 128, 128, 3); /* 320 tiles: stem blocks walk several */
+    window(s, 5, 2, 1, 1);
+    s->cout = 24, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 9, 192, 192, 3); /* 324 tiles */
+    window(s, 3, 2, 1, 1);
+    s->cout = 16, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 3, 127, 129, 3); /* partial tiles, odd rows */
+    window(s, 3, 2, 1, 1);
+    s->cout = 32, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 2, 37, 23, 3); /* generous padding, 4-byte stores */
+    window(s, 5, 2, 1, 3);
+    s->cout = 10, s->residual = true;
+    s = add_case(GR_CONV2D, 3, 20, 45, 3);
+    window(s, 3, 2, 1, 2);
+    s->cout = 6, s->act = GR_ACT_RELU6, s->no_bias = true;
+    s = add_case(GR_CONV2D, 5, 17, 9, 3);
+    window(s, 5, 2, 1, 1);
+    s->cout = 32, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 1, 5, 5, 3); /* one output pixel */
+    window(s, 5, 2, 1, 0);
+    s->cout = 8;
     for (int i = 0; i < 30; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 4, 7, 12), PICK(1, 5, 9, 12),
                      PICK(1, 2, 3, 4, 5, 16, 32));
