@@ -187,6 +187,7 @@ typedef struct cuda_exec {
     bool own_stream;
     CUdeviceptr mem;         /* arena + float32 I/O buffers (fp16 execs) */
     float **in, **out;       /* float32 I/O device pointers, per input/output */
+    bool *in_direct;         /* per input: its readers take it as float32 (fp16 execs) */
     cudaGraphExec_t *graph;  /* [max_batch + 1], NULL until captured */
     int *graph_nodes;        /* [max_batch + 1] */
 } cuda_exec;
@@ -252,10 +253,36 @@ static omma_status exec_alloc(omma_exec *x, cuda_exec *c)
     return OMMA_CK(gpu_cu.cuStreamSynchronize(c->stream));
 }
 
+/* True when every node that reads graph tensor t reads it as its input 0
+ * and can take it as float32 (cuda_op_reads_f32): an fp16 exec then hands
+ * the API's float input to those nodes unconverted. */
+static bool read_as_f32(const gr_graph *g, int t, cuda_prec p)
+{
+    bool read = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *n = &g->nodes[i];
+        int r[GR_MAX_INPUTS + 2];
+        int k = gr_node_reads(n, r);
+        for (int j = 0; j < k; j++) {
+            if (r[j] != t)
+                continue;
+            if (j != 0 || n->in[0] != t || !cuda_op_reads_f32(g, n, p))
+                return false;
+            read = true;
+        }
+    }
+    return read;
+}
+
 static omma_status exec_init_in_scope(omma_exec *x, cuda_exec *c)
 {
     omma_engine *e = x->engine;
     const gr_graph *g = e->graph;
+    c->in_direct = calloc((size_t)g->n_inputs + 1, sizeof *c->in_direct);
+    if (!c->in_direct)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
+    for (int i = 0; i < g->n_inputs; i++)
+        c->in_direct[i] = read_as_f32(g, g->inputs[i], prec_of(e));
     c->in = calloc((size_t)g->n_inputs + 1, sizeof *c->in);
     c->out = calloc((size_t)g->n_outputs + 1, sizeof *c->out);
     c->graph = calloc((size_t)x->max_batch + 1, sizeof *c->graph);
@@ -307,6 +334,7 @@ static void cuda_exec_fini(omma_exec *x)
         omma_device_leave(&scope);
     }
     free(c->in);
+    free(c->in_direct);
     free(c->out);
     free(c->graph);
     free(c->graph_nodes);
@@ -330,6 +358,18 @@ static const void *act_ptr(const omma_exec *x, int t)
     return arena_ptr(x, t);
 }
 
+/* The index of graph input t when the exec hands it to its readers as
+ * float32, else -1. */
+static int direct_input(const omma_exec *x, int t)
+{
+    const cuda_exec *c = x->state;
+    const gr_graph *g = x->engine->graph;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] == t && c->in_direct[i])
+            return i;
+    return -1;
+}
+
 /* Enqueues one whole run; *launches counts the launches made. */
 static omma_status enqueue(omma_exec *x, int batch, int *launches)
 {
@@ -342,16 +382,21 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
     bool f16 = prec_of(e) == CUDA_PREC_F16;
     *launches = 0;
     if (f16) {
-        for (int i = 0; i < g->n_inputs; i++, ++*launches)
+        for (int i = 0; i < g->n_inputs; i++) {
+            if (c->in_direct[i])
+                continue;
             OMMA_TRY(cuda_convert(arena_ptr(x, g->inputs[i]), CUDA_PREC_F16, c->in[i],
                                   CUDA_PREC_F32,
                                   tensor_item_elems(g, g->inputs[i]) * (size_t)batch, s));
+            ++*launches;
+        }
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
         const void *in[GR_MAX_INPUTS] = {0};
         for (int k = 0; k < n->n_in; k++)
             in[k] = act_ptr(x, n->in[k]);
+        int direct = f16 && n->n_in > 0 ? direct_input(x, n->in[0]) : -1;
         const void *residual = NULL;
         if ((n->op == GR_CONV2D || n->op == GR_DWCONV2D || n->op == GR_DWPW) &&
             n->p.conv.residual >= 0)
@@ -360,7 +405,12 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
         if (n->op == GR_RESHAPE && in[0] == out)
             continue; /* aliased by the plan: nothing to do */
         int nb = p->slots[n->out].batched ? batch : 1;
-        OMMA_TRY(cuda_op_launch(g, n, w, nb, in, residual, out, s));
+        if (direct >= 0) {
+            in[0] = c->in[direct];
+            OMMA_TRY(cuda_op_launch_f32_input(g, n, w, nb, in, residual, out, s));
+        } else {
+            OMMA_TRY(cuda_op_launch(g, n, w, nb, in, residual, out, s));
+        }
         ++*launches;
     }
     if (f16) {

@@ -62,6 +62,7 @@ typedef struct launch {
     const cuda_weights *w;
     int b0, nb;
     size_t es;
+    bool in0_f32; /* inputs[0] is float32 (cuda_op_launch_f32_input) */
     const void *const *inputs;
     const void *residual;
     void *out;
@@ -85,6 +86,11 @@ static const void *item_ptr(const launch *l, const void *p, int t)
     return (const unsigned char *)p + (size_t)l->b0 * item_elems(tensor(l, t)) * l->es;
 }
 
+static const void *item_ptr_es(const launch *l, const void *p, int t, size_t es)
+{
+    return (const unsigned char *)p + (size_t)l->b0 * item_elems(tensor(l, t)) * es;
+}
+
 /* Input k: a constant from the weights, or the caller's activation. */
 static omma_status input(const launch *l, int k, const void **p, bool *is_const)
 {
@@ -100,13 +106,28 @@ static omma_status input(const launch *l, int k, const void **p, bool *is_const)
     }
     if (!l->inputs || !l->inputs[k])
         return fail_node(l, OMMA_ERR_INVALID_ARG, "an input activation pointer is NULL");
-    *p = item_ptr(l, l->inputs[k], t);
+    *p = item_ptr_es(l, l->inputs[k], t, k == 0 && l->in0_f32 ? sizeof(float) : l->es);
     return OMMA_OK;
 }
 
 static void *output(const launch *l)
 {
     return (void *)item_ptr(l, l->out, l->n->out);
+}
+
+/* The shapes and window of a convolution or pool from x to y (batch 1, no
+ * buffers, no epilogue yet). */
+static void conv_shape(const gr_tensor *x, const gr_tensor *y, const gr_window *win,
+                       cuda_conv_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->batch = 1;
+    a->ih = x->dims[1], a->iw = x->dims[2], a->cin = x->dims[3];
+    a->oh = y->dims[1], a->ow = y->dims[2], a->cout = y->dims[3];
+    a->kh = win->kh, a->kw = win->kw, a->sh = win->stride_h, a->sw = win->stride_w;
+    a->dh = win->dil_h, a->dw = win->dil_w, a->pt = win->pad_top, a->pl = win->pad_left;
+    a->mult = 1;
+    a->act = GR_ACT_NONE;
 }
 
 static omma_status run_conv(const launch *l, bool pool)
@@ -116,17 +137,12 @@ static omma_status run_conv(const launch *l, bool pool)
     const cuda_node_weights *nw = &l->w->nodes[l->idx];
     const gr_window *win = pool ? &n->p.pool.win : &n->p.conv.win;
     cuda_conv_args a;
-    memset(&a, 0, sizeof a);
+    conv_shape(x, y, win, &a);
     a.prec = l->w->prec;
     OMMA_TRY(input(l, 0, &a.x, NULL));
     a.y = output(l);
     a.batch = l->nb;
-    a.ih = x->dims[1], a.iw = x->dims[2], a.cin = x->dims[3];
-    a.oh = y->dims[1], a.ow = y->dims[2], a.cout = y->dims[3];
-    a.kh = win->kh, a.kw = win->kw, a.sh = win->stride_h, a.sw = win->stride_w;
-    a.dh = win->dil_h, a.dw = win->dil_w, a.pt = win->pad_top, a.pl = win->pad_left;
-    a.mult = 1;
-    a.act = GR_ACT_NONE;
+    a.x_f32 = l->in0_f32;
     if (pool)
         return OMMA_CK(cuda_launch_maxpool(&a, l->s));
     a.w = nw->filter;
@@ -336,9 +352,9 @@ static omma_status run_items(const launch *l)
     return fail_node(l, OMMA_ERR_UNSUPPORTED, "unknown op");
 }
 
-omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
-                           int batch, const void *const *inputs, const void *residual, void *out,
-                           cudaStream_t stream)
+static omma_status launch_node(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
+                               int batch, const void *const *inputs, const void *residual,
+                               void *out, cudaStream_t stream, bool in0_f32)
 {
     if (!g || !n || !w || !out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda op: NULL graph, node, weights or output");
@@ -349,7 +365,8 @@ omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cud
                          "cuda op: weights of a graph with %d nodes and %d tensors, this one has "
                          "%d and %d", w->n_nodes, w->n_tensors, g->n_nodes, g->n_tensors);
     launch l = {.g = g, .n = n, .idx = (int)(n - g->nodes), .w = w, .es = cuda_prec_size(w->prec),
-                .inputs = inputs, .residual = residual, .out = out, .s = stream};
+                .inputs = inputs, .residual = residual, .out = out, .s = stream,
+                .in0_f32 = in0_f32};
     if (batch < 1)
         return fail_node(&l, OMMA_ERR_INVALID_ARG, "batch below 1");
     if (n->op == GR_RESHAPE && inputs && inputs[0] == out)
@@ -370,6 +387,35 @@ omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cud
         OMMA_TRY(run_items(&l));
     }
     return OMMA_OK;
+}
+
+omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
+                           int batch, const void *const *inputs, const void *residual, void *out,
+                           cudaStream_t stream)
+{
+    return launch_node(g, n, w, batch, inputs, residual, out, stream, false);
+}
+
+bool cuda_op_reads_f32(const gr_graph *g, const gr_node *n, cuda_prec p)
+{
+    if (!g || !n || p != CUDA_PREC_F16 || n->op != GR_CONV2D || cuda_conv_is_pointwise(g, n))
+        return false;
+    cuda_conv_args a;
+    conv_shape(&g->tensors[n->in[0]], &g->tensors[n->out], &n->p.conv.win, &a);
+    a.prec = p;
+    a.x_f32 = 1;
+    return cuda_conv_stem_reads_f32(&a);
+}
+
+omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
+                                     const struct cuda_weights *w, int batch,
+                                     const void *const *inputs, const void *residual, void *out,
+                                     cudaStream_t stream)
+{
+    if (!w || !cuda_op_reads_f32(g, n, w->prec))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "cuda op: this node cannot read float32 input in this precision");
+    return launch_node(g, n, w, batch, inputs, residual, out, stream, true);
 }
 
 omma_status cuda_convert(void *dst, cuda_prec dst_prec, const void *src, cuda_prec src_prec,

@@ -36,6 +36,9 @@
  *                      with its max pool and channel padding) in one kernel:
  *                      the depthwise tile stays in shared memory and feeds
  *                      the tensor cores (fp16) or FFMA (fp32).
+ *   cuda_ops_dwpw_mma.cu GR_DWPW with few channels in fp16: the depthwise
+ *                      convolution on the tensor cores too, its output
+ *                      handed to the pointwise mma in registers.
  *   cuda_ops_stem.cu   the stems: fp16 implicit GEMM on the tensor cores
  *                      (im2col on the fly from a shared-memory patch),
  *                      register-blocked FFMA for fp32.
@@ -151,6 +154,19 @@ omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cud
                            int batch, const void *const *inputs, const void *residual, void *out,
                            cudaStream_t stream);
 
+/* True when node n of an fp16 graph can read its input 0 as float32
+ * directly (an fp16 stem convolution, cuda_ops_stem.cu): the executor then
+ * passes the API's float input to it through cuda_op_launch_f32_input()
+ * instead of converting that input to fp16 first. */
+bool cuda_op_reads_f32(const gr_graph *g, const gr_node *n, cuda_prec p);
+
+/* cuda_op_launch() with inputs[0] holding float32 (n such that
+ * cuda_op_reads_f32(g, n, w's precision)); OMMA_ERR_UNSUPPORTED otherwise. */
+omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
+                                     const struct cuda_weights *w, int batch,
+                                     const void *const *inputs, const void *residual, void *out,
+                                     cudaStream_t stream);
+
 /* Converts n elements between precisions (dst and src may not overlap unless
  * the precisions are equal and dst == src, which does nothing). For the
  * float32 inputs and outputs of the public API around an fp16 graph. */
@@ -187,6 +203,7 @@ typedef struct cuda_conv_args {
     int kh, kw, sh, sw, dh, dw, pt, pl; /* window; depthwise/pool use it too */
     int mult;             /* depthwise multiplier (cout = cin * mult) */
     int act;              /* gr_act */
+    int x_f32;            /* x is float32 though prec is fp16 (stems only) */
 } cuda_conv_args;
 
 cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s);
@@ -194,6 +211,8 @@ cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStream_t s);
 /* The stems (cuda_ops_stem.cu): cuda_launch_conv_direct hands a convolution
  * for which cuda_conv_is_stem() holds to cuda_launch_conv_stem(). */
 bool cuda_conv_is_stem(const cuda_conv_args *a);
+/* True for a stem that runs on the tensor cores and so can take x_f32. */
+bool cuda_conv_stem_reads_f32(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream_t s);
 /* GEMM-form convolutions with at most CUDA_DOT_MAX_N output channels and
  * an N x K filter of at most 48 KB as float (cuda_ops_dot.cu): dot
@@ -232,6 +251,11 @@ typedef struct cuda_dwpw_args {
 bool cuda_dwpw_fits(const cuda_dwpw_args *a);
 
 cudaError_t cuda_launch_dwpw(const cuda_dwpw_args *a, cudaStream_t s);
+/* The form with both convolutions on the tensor cores (cuda_ops_dwpw_mma
+ * .cu), which cuda_launch_dwpw takes where cuda_dwpw_mma_ok holds: fp16,
+ * few input channels, even channel counts, windows up to 3x3. */
+bool cuda_dwpw_mma_ok(const cuda_dwpw_args *a);
+cudaError_t cuda_launch_dwpw_mma(const cuda_dwpw_args *a, cudaStream_t s);
 
 /* y = act(a + b) (b may be NULL: y = act(a)), n elements, c channels (the
  * innermost dimension, for alpha). b_period: b repeats every b_period

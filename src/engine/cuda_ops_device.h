@@ -160,6 +160,16 @@ static __device__ __forceinline__ void mma_16816(float *c, const unsigned *a, co
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/* Host: the current device's number of SMs. */
+static inline cudaError_t cuda_ops_sm_count(int *sms)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
+    return e;
+}
+
 static inline unsigned cuda_ops_blocks(long long n, int threads)
 {
     return (unsigned)((n + threads - 1) / threads);

@@ -15,7 +15,9 @@
  * output never leaves shared memory and the residual branch is read where it
  * is added, so a block reads x and writes y once.
  *
- * Two forms of the second step:
+ * Blocks with few input channels run on the tensor cores throughout
+ * (cuda_ops_dwpw_mma.cu, see cuda_dwpw_mma_ok); the others here. Two forms
+ * of the second step:
  * - dwpw_tc (fp16, even channel counts): the tile is kept as half, C padded
  *   to a multiple of 16 with zeros, and the 64-channel slice of the filter is
  *   staged next to it; 8 warps multiply with mma.sync m16n8k16 (fp32
@@ -664,6 +666,8 @@ static bool dp_tc_ok(const cuda_dwpw_args *a)
 extern "C" bool cuda_dwpw_fits(const cuda_dwpw_args *a)
 {
     int kp = (a->c + 15) / 16 * 16, taps = a->kh * a->kw;
+    if (cuda_dwpw_mma_ok(a))
+        return true;
     if (dp_tc_ok(a))
         return dp_tc_smem(32, kp, taps, a->cout) <= CUDA_DWPW_SMEM_MAX;
     return dp_simt_smem(kp, taps, cuda_prec_size(a->prec)) <= CUDA_DWPW_SMEM_MAX;
@@ -676,6 +680,8 @@ extern "C" cudaError_t cuda_launch_dwpw(const cuda_dwpw_args *a, cudaStream_t s)
         return cudaSuccess;
     if (!cuda_dwpw_fits(a))
         return cudaErrorInvalidValue;
+    if (cuda_dwpw_mma_ok(a))
+        return cuda_launch_dwpw_mma(a, s);
     int es = (int)cuda_prec_size(a->prec);
     int V = cuda_ops_vec(es, a->c, (size_t)a->x | (size_t)a->dw_w | (size_t)a->pw_w);
     if (dp_tc_ok(a)) {

@@ -96,14 +96,23 @@ static __device__ __forceinline__ bool stc_row(const cuda_conv_args &a, int xb, 
     return ok;
 }
 
+static __device__ __forceinline__ unsigned stc_half(float v)
+{
+    return __half_as_ushort(__float2half_rn(v));
+}
+
 /* Loads the patch of a tile into registers: warp w takes patch rows w, w+8,
  * ..., lane l the 32-bit words l, l+32 of a row. Word i of row r holds
  * patch positions q = 2i - (e0 & 1) and q + 1 (aligned in memory, so one
- * load when both lie in the image row; zero where they do not). */
+ * load when both lie in the image row; zero where they do not). XF32: the
+ * input is float32 (an fp16 graph's float input read directly, see
+ * cuda_conv_args.x_f32), each pair one 8-byte load converted to halves. */
 static __device__ __forceinline__ void stc_fetch(const cuda_conv_args &a, const int K,
-                                                 unsigned *pre, int xb, int iy0, int ix0)
+                                                 const bool XF32, unsigned *pre, int xb, int iy0,
+                                                 int ix0)
 {
     const unsigned short *x = static_cast<const unsigned short *>(a.x);
+    const float *xf = static_cast<const float *>(a.x);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, w3 = a.iw * 3;
 #pragma unroll
     for (int s = 0; s < STC_RSLOT(K); s++) {
@@ -115,7 +124,17 @@ static __device__ __forceinline__ void stc_fetch(const cuda_conv_args &a, const 
             bool lo = ok && i < STC_NW(K) && (unsigned)c < (unsigned)w3;
             bool hi = ok && i < STC_NW(K) && (unsigned)(c + 1) < (unsigned)w3;
             unsigned val = 0;
-            if (lo && hi) {
+            if (XF32) { /* the same pairs from float input, rounded as cuda_convert does */
+                if (lo && hi) {
+                    float2 f = __ldg(reinterpret_cast<const float2 *>(xf + e0 + q));
+                    val = stc_half(f.x) | stc_half(f.y) << 16;
+                } else {
+                    if (lo)
+                        val = stc_half(__ldg(xf + e0 + q));
+                    if (hi)
+                        val |= stc_half(__ldg(xf + e0 + q + 1)) << 16;
+                }
+            } else if (lo && hi) {
                 val = __ldg(reinterpret_cast<const unsigned *>(x + e0 + q));
             } else {
                 if (lo)
@@ -233,7 +252,7 @@ static __device__ __forceinline__ void stc_store(const cuda_conv_args &a, const 
 }
 
 static __device__ __forceinline__ void stem_tc_body(const cuda_conv_args &a, int vec8, const int K,
-                                                    const int NT)
+                                                    const int NT, const bool XF32)
 {
     extern __shared__ uint4 stc_smem[];
     unsigned short *sp = reinterpret_cast<unsigned short *>(stc_smem);
@@ -289,7 +308,7 @@ static __device__ __forceinline__ void stem_tc_body(const cuda_conv_args &a, int
     const int item = a.ih * a.iw * 3;
 
     unsigned pre[STC_RSLOT(5) * STC_WSLOT(5)];
-    stc_fetch(a, K, pre, b * item, ty * STC_TH * 2 - a.pt, tx * STC_TW * 2 - a.pl);
+    stc_fetch(a, K, XF32, pre, b * item, ty * STC_TH * 2 - a.pt, tx * STC_TW * 2 - a.pl);
     while (b < a.batch) {
         const int ty0 = ty * STC_TH, tx0 = tx * STC_TW;
         stc_stage(a, K, pre, sp, b * item, ty0 * 2 - a.pt, tx0 * 2 - a.pl);
@@ -304,7 +323,7 @@ static __device__ __forceinline__ void stem_tc_body(const cuda_conv_args &a, int
         }
         __syncthreads();
         if (nb < a.batch)
-            stc_fetch(a, K, pre, nb * item, ny * STC_TH * 2 - a.pt, nx * STC_TW * 2 - a.pl);
+            stc_fetch(a, K, XF32, pre, nb * item, ny * STC_TH * 2 - a.pt, nx * STC_TW * 2 - a.pl);
 
         float acc[8][4];
 #pragma unroll
@@ -350,20 +369,28 @@ static __device__ __forceinline__ void stem_tc_body(const cuda_conv_args &a, int
     }
 }
 
-#define STEM_TC_KERNEL(name, k, nt)                                                            \
+#define STEM_TC_KERNEL(name, k, nt, xf32)                                                      \
     __global__ void __launch_bounds__(STC_THREADS, STC_BLOCKS_PER_SM)                          \
     name(cuda_conv_args a, int vec8)                                                           \
     {                                                                                          \
-        stem_tc_body(a, vec8, k, nt);                                                          \
+        stem_tc_body(a, vec8, k, nt, xf32);                                                    \
     }
-STEM_TC_KERNEL(stem_tc_k5n8, 5, 1)
-STEM_TC_KERNEL(stem_tc_k5n16, 5, 2)
-STEM_TC_KERNEL(stem_tc_k5n24, 5, 3)
-STEM_TC_KERNEL(stem_tc_k5n32, 5, 4)
-STEM_TC_KERNEL(stem_tc_k3n8, 3, 1)
-STEM_TC_KERNEL(stem_tc_k3n16, 3, 2)
-STEM_TC_KERNEL(stem_tc_k3n24, 3, 3)
-STEM_TC_KERNEL(stem_tc_k3n32, 3, 4)
+STEM_TC_KERNEL(stem_tc_k5n8, 5, 1, false)
+STEM_TC_KERNEL(stem_tc_k5n16, 5, 2, false)
+STEM_TC_KERNEL(stem_tc_k5n24, 5, 3, false)
+STEM_TC_KERNEL(stem_tc_k5n32, 5, 4, false)
+STEM_TC_KERNEL(stem_tc_k3n8, 3, 1, false)
+STEM_TC_KERNEL(stem_tc_k3n16, 3, 2, false)
+STEM_TC_KERNEL(stem_tc_k3n24, 3, 3, false)
+STEM_TC_KERNEL(stem_tc_k3n32, 3, 4, false)
+STEM_TC_KERNEL(stem_tc_f32_k5n8, 5, 1, true)
+STEM_TC_KERNEL(stem_tc_f32_k5n16, 5, 2, true)
+STEM_TC_KERNEL(stem_tc_f32_k5n24, 5, 3, true)
+STEM_TC_KERNEL(stem_tc_f32_k5n32, 5, 4, true)
+STEM_TC_KERNEL(stem_tc_f32_k3n8, 3, 1, true)
+STEM_TC_KERNEL(stem_tc_f32_k3n16, 3, 2, true)
+STEM_TC_KERNEL(stem_tc_f32_k3n24, 3, 3, true)
+STEM_TC_KERNEL(stem_tc_f32_k3n32, 3, 4, true)
 
 static size_t stem_tc_smem(int k, int nt)
 {
@@ -548,29 +575,41 @@ extern "C" bool cuda_conv_is_stem(const cuda_conv_args *a)
     return tiles < (1LL << 31) && stem_smem(a->kh, 2, 3, coutp) <= STEM_SMEM_MAX;
 }
 
-/* The tensor-core kernel for window k and nt groups of 8 output channels. */
-static void (*stem_tc_kernel(int k, int nt))(cuda_conv_args, int)
+/* The tensor-core kernel for window k, nt groups of 8 output channels,
+ * float32 input or not. */
+static void (*stem_tc_kernel(int k, int nt, bool xf32))(cuda_conv_args, int)
 {
-    static void (*const k5[4])(cuda_conv_args, int) = {stem_tc_k5n8, stem_tc_k5n16, stem_tc_k5n24,
-                                                       stem_tc_k5n32};
-    static void (*const k3[4])(cuda_conv_args, int) = {stem_tc_k3n8, stem_tc_k3n16, stem_tc_k3n24,
-                                                       stem_tc_k3n32};
-    return k == 5 ? k5[nt - 1] : k3[nt - 1];
+    static void (*const k5[2][4])(cuda_conv_args, int) = {
+        {stem_tc_k5n8, stem_tc_k5n16, stem_tc_k5n24, stem_tc_k5n32},
+        {stem_tc_f32_k5n8, stem_tc_f32_k5n16, stem_tc_f32_k5n24, stem_tc_f32_k5n32}};
+    static void (*const k3[2][4])(cuda_conv_args, int) = {
+        {stem_tc_k3n8, stem_tc_k3n16, stem_tc_k3n24, stem_tc_k3n32},
+        {stem_tc_f32_k3n8, stem_tc_f32_k3n16, stem_tc_f32_k3n24, stem_tc_f32_k3n32}};
+    return k == 5 ? k5[xf32][nt - 1] : k3[xf32][nt - 1];
+}
+
+/* The tensor-core form: fp16, pairs of output channels (half2 epilogue),
+ * 32-bit input words and output/residual pairs, so 4-byte aligned buffers
+ * (8-byte for float input). */
+static bool stem_tc_ok(const cuda_conv_args *a)
+{
+    size_t align = (size_t)a->x | (size_t)a->y | (size_t)a->residual;
+    return a->prec == CUDA_PREC_F16 && a->cout % 2 == 0 && (align & (a->x_f32 ? 7 : 3)) == 0;
+}
+
+extern "C" bool cuda_conv_stem_reads_f32(const cuda_conv_args *a)
+{
+    return cuda_conv_is_stem(a) && stem_tc_ok(a);
 }
 
 extern "C" cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream_t s)
 {
     int coutp = (a->cout + COG - 1) / COG * COG;
-    /* Tensor cores: fp16, pairs of output channels (half2 epilogue), 32-bit
-     * input words and output/residual pairs, so 4-byte aligned buffers. */
-    size_t align = (size_t)a->x | (size_t)a->y | (size_t)a->residual;
-    if (a->prec == CUDA_PREC_F16 && a->cout % 2 == 0 && (align & 3) == 0) {
+    if (stem_tc_ok(a)) {
         long long tiles = (long long)a->batch * ((a->oh + STC_TH - 1) / STC_TH) *
                           ((a->ow + STC_TW - 1) / STC_TW);
-        int dev = 0, sms = 0;
-        cudaError_t e = cudaGetDevice(&dev);
-        if (e == cudaSuccess)
-            e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        int sms = 0;
+        cudaError_t e = cuda_ops_sm_count(&sms);
         if (e != cudaSuccess)
             return e;
         long long grid = (long long)sms * STC_BLOCKS_PER_SM;
@@ -579,10 +618,12 @@ extern "C" cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream
         int vec8 = a->cout % 8 == 0 && ((size_t)a->y & 15) == 0;
         int nt = coutp / COG;
         if (grid > 0)
-            stem_tc_kernel(a->kh, nt)<<<(unsigned)grid, STC_THREADS, stem_tc_smem(a->kh, nt), s>>>(
+            stem_tc_kernel(a->kh, nt, a->x_f32)<<<(unsigned)grid, STC_THREADS, stem_tc_smem(a->kh, nt), s>>>(
                 *a, vec8);
         return cudaGetLastError();
     }
+    if (a->x_f32)
+        return cudaErrorInvalidValue; /* only stem_tc reads float input */
     size_t ssm = stem_smem(a->kh, 2, 3, coutp);
     unsigned blocks = (unsigned)((long long)a->batch * ((a->oh + STEM_TH - 1) / STEM_TH) *
                                  ((a->ow + STEM_TW - 1) / STEM_TW));

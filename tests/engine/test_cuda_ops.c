@@ -253,6 +253,10 @@ static void make_cases(void)
         {20, 32, 24, 3, 2, 24, 24, RES_POOL, GR_ACT_RELU},   /* 64-row tiles */
         {2, 9, 7, 3, 1, 5, 3, RES_PIXEL, GR_ACT_RELU},       /* odd: the FFMA form */
         {1, 5, 512, 3, 1, 16, 16, RES_PIXEL, GR_ACT_NONE},   /* the widest tile */
+        {1, 96, 16, 3, 1, 16, 16, RES_PIXEL, GR_ACT_PRELU},  /* mma form: column tiles */
+        {1, 20, 24, 3, 1, 96, 24, RES_PIXEL, GR_ACT_RELU6},  /* cout split over blocks */
+        {600, 4, 16, 3, 1, 24, 16, RES_PIXEL, GR_ACT_RELU},  /* several items a tile */
+        {600, 4, 16, 3, 2, 16, 16, RES_POOL, GR_ACT_NONE},
     };
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
         s = add_case(GR_DWPW, blocks[i].batch, blocks[i].h, blocks[i].h, blocks[i].c);
