@@ -106,10 +106,11 @@ static __device__ __forceinline__ unsigned stc_half(float v)
  * patch positions q = 2i - (e0 & 1) and q + 1 (aligned in memory, so one
  * load when both lie in the image row; zero where they do not). XF32: the
  * input is float32 (an fp16 graph's float input read directly, see
- * cuda_conv_args.x_f32), each pair one 8-byte load converted to halves. */
+ * cuda_conv_args.x_f32), each pair one 8-byte load into pref, converted to
+ * halves by stc_stage so that the loads stay in flight meanwhile. */
 static __device__ __forceinline__ void stc_fetch(const cuda_conv_args &a, const int K,
-                                                 const bool XF32, unsigned *pre, int xb, int iy0,
-                                                 int ix0)
+                                                 const bool XF32, unsigned *pre, float2 *pref,
+                                                 int xb, int iy0, int ix0)
 {
     const unsigned short *x = static_cast<const unsigned short *>(a.x);
     const float *xf = static_cast<const float *>(a.x);
@@ -123,18 +124,21 @@ static __device__ __forceinline__ void stc_fetch(const cuda_conv_args &a, const 
             int i = lane + 32 * v, q = 2 * i - (e0 & 1), c = q + 3 * ix0;
             bool lo = ok && i < STC_NW(K) && (unsigned)c < (unsigned)w3;
             bool hi = ok && i < STC_NW(K) && (unsigned)(c + 1) < (unsigned)w3;
-            unsigned val = 0;
-            if (XF32) { /* the same pairs from float input, rounded as cuda_convert does */
+            if (XF32) { /* raw floats: converted in stc_stage, after the loads land */
+                float2 f = make_float2(0.0f, 0.0f);
                 if (lo && hi) {
-                    float2 f = __ldg(reinterpret_cast<const float2 *>(xf + e0 + q));
-                    val = stc_half(f.x) | stc_half(f.y) << 16;
+                    f = __ldg(reinterpret_cast<const float2 *>(xf + e0 + q));
                 } else {
                     if (lo)
-                        val = stc_half(__ldg(xf + e0 + q));
+                        f.x = __ldg(xf + e0 + q);
                     if (hi)
-                        val |= stc_half(__ldg(xf + e0 + q + 1)) << 16;
+                        f.y = __ldg(xf + e0 + q + 1);
                 }
-            } else if (lo && hi) {
+                pref[s * STC_WSLOT(K) + v] = f;
+                continue;
+            }
+            unsigned val = 0;
+            if (lo && hi) {
                 val = __ldg(reinterpret_cast<const unsigned *>(x + e0 + q));
             } else {
                 if (lo)
@@ -150,7 +154,8 @@ static __device__ __forceinline__ void stc_fetch(const cuda_conv_args &a, const 
 /* Stores what stc_fetch loaded into the patch [PH][RS] (every position
  * written, zeros included). */
 static __device__ __forceinline__ void stc_stage(const cuda_conv_args &a, const int K,
-                                                 const unsigned *pre, unsigned short *sp, int xb,
+                                                 const bool XF32, const unsigned *pre,
+                                                 const float2 *pref, unsigned short *sp, int xb,
                                                  int iy0, int ix0)
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, RS = STC_RS(K);
@@ -163,7 +168,8 @@ static __device__ __forceinline__ void stc_stage(const cuda_conv_args &a, const 
 #pragma unroll
         for (int v = 0; v < STC_WSLOT(K); v++) {
             int i = lane + 32 * v, q = 2 * i - (e0 & 1);
-            unsigned val = pre[s * STC_WSLOT(K) + v];
+            const int w = s * STC_WSLOT(K) + v;
+            unsigned val = XF32 ? stc_half(pref[w].x) | stc_half(pref[w].y) << 16 : pre[w];
             if (i < STC_NW(K)) {
                 if (q >= 0 && q < RS)
                     sp[r * RS + q] = (unsigned short)(val & 0xffffu);
@@ -308,10 +314,11 @@ static __device__ __forceinline__ void stem_tc_body(const cuda_conv_args &a, int
     const int item = a.ih * a.iw * 3;
 
     unsigned pre[STC_RSLOT(5) * STC_WSLOT(5)];
-    stc_fetch(a, K, XF32, pre, b * item, ty * STC_TH * 2 - a.pt, tx * STC_TW * 2 - a.pl);
+    float2 pref[STC_RSLOT(5) * STC_WSLOT(5)]; /* XF32 only */
+    stc_fetch(a, K, XF32, pre, pref, b * item, ty * STC_TH * 2 - a.pt, tx * STC_TW * 2 - a.pl);
     while (b < a.batch) {
         const int ty0 = ty * STC_TH, tx0 = tx * STC_TW;
-        stc_stage(a, K, pre, sp, b * item, ty0 * 2 - a.pt, tx0 * 2 - a.pl);
+        stc_stage(a, K, XF32, pre, pref, sp, b * item, ty0 * 2 - a.pt, tx0 * 2 - a.pl);
         int nx = tx + gx, ny = ty + gy, nb = b + gb;
         if (nx >= tiles_x) {
             nx -= tiles_x;
@@ -323,7 +330,7 @@ static __device__ __forceinline__ void stem_tc_body(const cuda_conv_args &a, int
         }
         __syncthreads();
         if (nb < a.batch)
-            stc_fetch(a, K, XF32, pre, nb * item, ny * STC_TH * 2 - a.pt, nx * STC_TW * 2 - a.pl);
+            stc_fetch(a, K, XF32, pre, pref, nb * item, ny * STC_TH * 2 - a.pt, nx * STC_TW * 2 - a.pl);
 
         float acc[8][4];
 #pragma unroll
