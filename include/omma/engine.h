@@ -36,9 +36,11 @@
  *   outputs are float32 at the API boundary in both precisions, so a
  *   pre-processing kernel writes straight into the input and a decoding
  *   kernel reads straight from the output (zero copy). An fp32 exec's I/O
- *   buffers are the arena slots themselves; an fp16 exec converts inputs to
- *   half in one kernel per input at the start of the run and outputs back to
- *   float32 in one kernel per output at the end (inside the same graph).
+ *   buffers are the arena slots themselves; in an fp16 exec the first
+ *   convolution reads a float input directly where it can (the models'
+ *   stems), other inputs are converted to half in one kernel each at the
+ *   start of the run, and outputs back to float32 in one kernel per output
+ *   at the end (inside the same graph).
  * - omma_exec_run is ASYNCHRONOUS: it enqueues the run on the exec's stream
  *   and returns. The results are ready after omma_exec_wait, or for work
  *   ordered after the run on omma_exec_stream (record an event there, or
