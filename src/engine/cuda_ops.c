@@ -81,14 +81,15 @@ static omma_status fail_node(const launch *l, omma_status st, const char *what)
 }
 
 /* Activation pointer moved to item b0. */
-static const void *item_ptr(const launch *l, const void *p, int t)
-{
-    return (const unsigned char *)p + (size_t)l->b0 * item_elems(tensor(l, t)) * l->es;
-}
-
+/* Item b0 of tensor t at p, elements of es bytes. */
 static const void *item_ptr_es(const launch *l, const void *p, int t, size_t es)
 {
     return (const unsigned char *)p + (size_t)l->b0 * item_elems(tensor(l, t)) * es;
+}
+
+static const void *item_ptr(const launch *l, const void *p, int t)
+{
+    return item_ptr_es(l, p, t, l->es);
 }
 
 /* Input k: a constant from the weights, or the caller's activation. */
