@@ -170,6 +170,22 @@ static inline cudaError_t cuda_ops_sm_count(int *sms)
     return e;
 }
 
+/* Launches kernel<<<grid, threads, smem, s>>>(args...), first raising the
+ * kernel's dynamic shared-memory limit when smem is over the default 48 KB. */
+template <typename K_T, typename... A>
+static inline cudaError_t cuda_ops_start(K_T kernel, dim3 grid, int threads, size_t smem,
+                                         cudaStream_t s, A... args)
+{
+    if (smem > 48 * 1024) {
+        cudaError_t e =
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess)
+            return e;
+    }
+    kernel<<<grid, threads, smem, s>>>(args...);
+    return cudaGetLastError();
+}
+
 static inline unsigned cuda_ops_blocks(long long n, int threads)
 {
     return (unsigned)((n + threads - 1) / threads);

@@ -602,28 +602,16 @@ dwpw_simt(cuda_dwpw_args a, int kp)
 /* Shared memory for 128-row tiles to keep two blocks per SM. */
 #define DP_BIG_SMEM (110 * 1024)
 
-template <typename K_T>
-static cudaError_t dp_start(K_T kernel, unsigned blocks, size_t smem, const cuda_dwpw_args *a,
-                            int kp, cudaStream_t s)
-{
-    cudaError_t e = cudaSuccess;
-    if (smem > 48 * 1024)
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess)
-        return e;
-    kernel<<<blocks, DP_THREADS, smem, s>>>(*a, kp);
-    return cudaGetLastError();
-}
-
 template <int V, int K, int VO>
 static cudaError_t launch_tc(const cuda_dwpw_args *a, int M, int kp, cudaStream_t s)
 {
     const int taps = a->kh * a->kw;
     size_t big = dp_tc_smem(128, kp, taps, a->cout);
     if (M >= DP_BIG_M && big <= DP_BIG_SMEM)
-        return dp_start(dwpw_tc<V, 128, K, VO>, cuda_ops_blocks(M, 128), big, a, kp, s);
-    return dp_start(dwpw_tc<V, 32, K, VO>, cuda_ops_blocks(M, 32), dp_tc_smem(32, kp, taps, a->cout),
-                    a, kp, s);
+        return cuda_ops_start(dwpw_tc<V, 128, K, VO>, cuda_ops_blocks(M, 128), DP_THREADS, big, s,
+                              *a, kp);
+    return cuda_ops_start(dwpw_tc<V, 32, K, VO>, cuda_ops_blocks(M, 32), DP_THREADS,
+                          dp_tc_smem(32, kp, taps, a->cout), s, *a, kp);
 }
 
 template <int V, int K>
@@ -650,8 +638,8 @@ static cudaError_t launch_simt(const cuda_dwpw_args *a, int M, int kp, cudaStrea
     size_t smem = dp_simt_smem(kp, a->kh * a->kw, sizeof(T));
     unsigned blocks = cuda_ops_blocks(M, DP_SIMT_BM);
     if (a->kh == 3 && a->kw == 3 && a->dh == 1 && a->dw == 1)
-        return dp_start(dwpw_simt<T, V, 3>, blocks, smem, a, kp, s);
-    return dp_start(dwpw_simt<T, V, 0>, blocks, smem, a, kp, s);
+        return cuda_ops_start(dwpw_simt<T, V, 3>, blocks, DP_THREADS, smem, s, *a, kp);
+    return cuda_ops_start(dwpw_simt<T, V, 0>, blocks, DP_THREADS, smem, s, *a, kp);
 }
 
 /* The tensor-core form: fp16, even channel counts (pairs of halves in the

@@ -380,19 +380,6 @@ dwpw_mma(cuda_dwpw_args a, dt_shape s)
 #define DT_TILE_PIXELS 256
 #define DT_SMEM_BUDGET (72 * 1024)
 
-template <typename K_T>
-static cudaError_t dt_start(K_T kernel, dim3 grid, size_t smem, const cuda_dwpw_args *a,
-                            const dt_shape *s, cudaStream_t st)
-{
-    cudaError_t e = cudaSuccess;
-    if (smem > 48 * 1024)
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e != cudaSuccess)
-        return e;
-    kernel<<<grid, DM_THREADS, smem, st>>>(*a, *s);
-    return cudaGetLastError();
-}
-
 static void dt_window(const cuda_dwpw_args *a, dt_shape *s)
 {
     s->srows = (s->rows - 1) * a->sh + (a->kh - 1) * a->dh + 1;
@@ -484,10 +471,10 @@ static cudaError_t dt_launch_nt(const cuda_dwpw_args *a, const dt_shape *s, dim3
                                 cudaStream_t st)
 {
     if (!a->residual)
-        return dt_start(dwpw_mma<NT, DT_RES_NONE>, grid, smem, a, s, st);
+        return cuda_ops_start(dwpw_mma<NT, DT_RES_NONE>, grid, DM_THREADS, smem, st, *a, *s);
     if (a->pool_residual)
-        return dt_start(dwpw_mma<NT, DT_RES_POOL>, grid, smem, a, s, st);
-    return dt_start(dwpw_mma<NT, DT_RES_PIXEL>, grid, smem, a, s, st);
+        return cuda_ops_start(dwpw_mma<NT, DT_RES_POOL>, grid, DM_THREADS, smem, st, *a, *s);
+    return cuda_ops_start(dwpw_mma<NT, DT_RES_PIXEL>, grid, DM_THREADS, smem, st, *a, *s);
 }
 
 /* Where this form beats dwpw_tc, measured per layer on the H100 at batch
