@@ -34,6 +34,7 @@ gemm_simt(const T *__restrict__ x, const T *__restrict__ w, const float *__restr
           const T *__restrict__ res, const float *__restrict__ alpha, T *__restrict__ y, int M,
           int K, int N, int act)
 {
+    pdl_begin();
     __shared__ float as[SIMT_BK][SIMT_BM + 1];
     __shared__ float bs[SIMT_BK][SIMT_BN + 1];
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -237,6 +238,7 @@ gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
          const float *__restrict__ bias, const __half *__restrict__ res,                       \
          const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act) \
     {                                                                                          \
+        pdl_begin();                                                                           \
         gemm_tc_body(x, w, bias, res, alpha, y, M, K, N, act, vec16, narrow);                  \
     }
 GEMM_TC_KERNEL(gemm_tc, 0, 0)
@@ -258,23 +260,25 @@ extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaS
         const __half *r = (const __half *)a->residual;
         __half *y = (__half *)a->y;
         if (narrow)
-            gemm_tc16_narrow<<<grid, 128, 0, s>>>(x, w, a->bias, r, a->alpha, y, M, K, N, a->act);
+            return cuda_ops_start(gemm_tc16_narrow, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y,
+                                  M, K, N, a->act);
         else if (vec16)
-            gemm_tc16<<<grid, 128, 0, s>>>(x, w, a->bias, r, a->alpha, y, M, K, N, a->act);
+            return cuda_ops_start(gemm_tc16, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y, M, K,
+                                  N, a->act);
         else
-            gemm_tc<<<grid, 128, 0, s>>>(x, w, a->bias, r, a->alpha, y, M, K, N, a->act);
+            return cuda_ops_start(gemm_tc, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y, M, K, N,
+                                  a->act);
     } else {
         dim3 grid((M + SIMT_BM - 1) / SIMT_BM, (N + SIMT_BN - 1) / SIMT_BN);
         if (a->prec == CUDA_PREC_F16)
-            gemm_simt<__half><<<grid, 256, 0, s>>>((const __half *)a->x, (const __half *)a->w,
-                                                   a->bias, (const __half *)a->residual, a->alpha,
-                                                   (__half *)a->y, M, K, N, a->act);
+            return cuda_ops_start(gemm_simt<__half>, grid, 256, 0, s, (const __half *)a->x,
+                                  (const __half *)a->w, a->bias, (const __half *)a->residual,
+                                  a->alpha, (__half *)a->y, M, K, N, a->act);
         else
-            gemm_simt<float><<<grid, 256, 0, s>>>((const float *)a->x, (const float *)a->w,
-                                                  a->bias, (const float *)a->residual, a->alpha,
-                                                  (float *)a->y, M, K, N, a->act);
+            return cuda_ops_start(gemm_simt<float>, grid, 256, 0, s, (const float *)a->x,
+                                  (const float *)a->w, a->bias, (const float *)a->residual,
+                                  a->alpha, (float *)a->y, M, K, N, a->act);
     }
-    return cudaGetLastError();
 }
 
 /* ---- direct convolution ------------------------------------------------- */
@@ -299,6 +303,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 conv_direct(cuda_conv_args a, int use_smem)
 {
+    pdl_begin();
     extern __shared__ float4 smem4[];
     float *sw = reinterpret_cast<float *>(smem4);
     const int coutp = (a.cout + COG - 1) / COG * COG, groups = coutp / COG;
@@ -372,8 +377,7 @@ extern "C" cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStre
     long long total = (long long)a->batch * a->oh * a->ow * (coutp / COG);
     unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16)
-        conv_direct<__half><<<blocks, CUDA_OPS_THREADS, smem, s>>>(*a, use_smem);
+        return cuda_ops_start(conv_direct<__half>, blocks, CUDA_OPS_THREADS, smem, s, *a, use_smem);
     else
-        conv_direct<float><<<blocks, CUDA_OPS_THREADS, smem, s>>>(*a, use_smem);
-    return cudaGetLastError();
+        return cuda_ops_start(conv_direct<float>, blocks, CUDA_OPS_THREADS, smem, s, *a, use_smem);
 }

@@ -10,10 +10,22 @@
 
 #define CUDA_OPS_THREADS 256
 
-static __device__ __forceinline__ float ld(const float *p) { return __ldg(p); }
-static __device__ __forceinline__ float ld(const __half *p) { return __half2float(__ldg(p)); }
-static __device__ __forceinline__ void st(float *p, float v) { *p = v; }
-static __device__ __forceinline__ void st(__half *p, float v) { *p = __float2half_rn(v); }
+static __device__ __forceinline__ float ld(const float *p)
+{
+    return __ldg(p);
+}
+static __device__ __forceinline__ float ld(const __half *p)
+{
+    return __half2float(__ldg(p));
+}
+static __device__ __forceinline__ void st(float *p, float v)
+{
+    *p = v;
+}
+static __device__ __forceinline__ void st(__half *p, float v)
+{
+    *p = __float2half_rn(v);
+}
 
 /* Elements in 16 bytes. */
 template <typename T> struct vec16 {
@@ -170,10 +182,29 @@ static inline cudaError_t cuda_ops_sm_count(int *sms)
     return e;
 }
 
-/* Launches kernel<<<grid, threads, smem, s>>>(args...), first raising the
- * kernel's dynamic shared-memory limit when smem is over the default 48 KB. */
-template <typename K_T, typename... A>
-static inline cudaError_t cuda_ops_start(K_T kernel, dim3 grid, int threads, size_t smem,
+/* Programmatic dependent launch (sm_90). Every kernel is launched with
+ * programmatic stream serialization (cuda_ops_start), so the next kernel
+ * on the stream may start while this one finishes: its blocks take the
+ * SMs this one leaves and load what does not depend on it (filters), and
+ * the launch latency between kernels is hidden, in CUDA graphs too.
+ * Hence the rule for every kernel here: call pdl_begin() before the first
+ * read of an activation and the first write to global memory (reads of
+ * constants may come before it). pdl_begin waits until the kernels before
+ * have finished and their writes are visible, then lets the next kernel
+ * launch. Both are no-ops without a programmatic launch. */
+static __device__ __forceinline__ void pdl_begin()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* Launches kernel<<<grid, threads, smem, s>>>(args...) with programmatic
+ * stream serialization (see pdl_begin), first raising the kernel's dynamic
+ * shared-memory limit when smem is over the default 48 KB. */
+template <typename... P, typename... A>
+static inline cudaError_t cuda_ops_start(void (*kernel)(P...), dim3 grid, int threads, size_t smem,
                                          cudaStream_t s, A... args)
 {
     if (smem > 48 * 1024) {
@@ -182,8 +213,17 @@ static inline cudaError_t cuda_ops_start(K_T kernel, dim3 grid, int threads, siz
         if (e != cudaSuccess)
             return e;
     }
-    kernel<<<grid, threads, smem, s>>>(args...);
-    return cudaGetLastError();
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
 static inline unsigned cuda_ops_blocks(long long n, int threads)

@@ -15,6 +15,7 @@ conv_dot(cuda_conv_args a, int rows, int K)
     const T *w = static_cast<const T *>(a.w);
     for (int i = threadIdx.x; i < N * K; i += blockDim.x)
         dot_w[i] = ld(w + i);
+    pdl_begin(); /* the filter above is a constant */
     __syncthreads();
     int m = blockIdx.x * blockDim.x + threadIdx.x;
     if (m >= rows)
@@ -49,19 +50,14 @@ static cudaError_t dot_n(const cuda_conv_args *a, int rows, int K, cudaStream_t 
     size_t smem = (size_t)a->cout * K * sizeof(float);
     switch (a->cout) {
     case 1:
-        conv_dot<T, V, 1><<<blocks, CUDA_OPS_THREADS, smem, s>>>(*a, rows, K);
-        break;
+        return cuda_ops_start(conv_dot<T, V, 1>, blocks, CUDA_OPS_THREADS, smem, s, *a, rows, K);
     case 2:
-        conv_dot<T, V, 2><<<blocks, CUDA_OPS_THREADS, smem, s>>>(*a, rows, K);
-        break;
+        return cuda_ops_start(conv_dot<T, V, 2>, blocks, CUDA_OPS_THREADS, smem, s, *a, rows, K);
     case 3:
-        conv_dot<T, V, 3><<<blocks, CUDA_OPS_THREADS, smem, s>>>(*a, rows, K);
-        break;
+        return cuda_ops_start(conv_dot<T, V, 3>, blocks, CUDA_OPS_THREADS, smem, s, *a, rows, K);
     default:
-        conv_dot<T, V, 4><<<blocks, CUDA_OPS_THREADS, smem, s>>>(*a, rows, K);
-        break;
+        return cuda_ops_start(conv_dot<T, V, 4>, blocks, CUDA_OPS_THREADS, smem, s, *a, rows, K);
     }
-    return cudaGetLastError();
 }
 
 extern "C" bool cuda_conv_dot_fits(int n, int k)

@@ -62,6 +62,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 dwconv_vec(cuda_conv_args a, int V)
 {
+    pdl_begin();
     if (V == vec16<T>::n)
         dwconv_vec_body<T>(a, vec16<T>::n);
     else if (V == vec16<T>::n / 2)
@@ -74,6 +75,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 dwconv_scalar(cuda_conv_args a)
 {
+    pdl_begin();
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= a.batch * a.oh * a.ow * a.cout)
         return;
@@ -112,14 +114,13 @@ extern "C" cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t 
     unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16) {
         if (V)
-            dwconv_vec<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
+            return cuda_ops_start(dwconv_vec<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
         else
-            dwconv_scalar<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+            return cuda_ops_start(dwconv_scalar<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a);
     } else {
         if (V)
-            dwconv_vec<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
+            return cuda_ops_start(dwconv_vec<float>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
         else
-            dwconv_scalar<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+            return cuda_ops_start(dwconv_scalar<float>, blocks, CUDA_OPS_THREADS, 0, s, *a);
     }
-    return cudaGetLastError();
 }

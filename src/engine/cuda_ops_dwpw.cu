@@ -463,6 +463,7 @@ dwpw_tc(cuda_dwpw_args a, int kp)
      * and the tile computed. */
     dp_copy_matrix<__half, V>(wt, kp, static_cast<const __half *>(a.dw_w), taps, taps, a.c, kp);
     dp_copy_matrix<__half, V>(bs, ld, static_cast<const __half *>(a.pw_w), np, a.cout, a.c, kp);
+    pdl_begin(); /* the filters above are constants */
     dp_copy_wait();
     __syncthreads();
     dp_stage<__half, __half, V, K>(a, wt, as, ld, kp, m0, BM, M);
@@ -544,6 +545,7 @@ dwpw_simt(cuda_dwpw_args a, int kp)
     const T *w = static_cast<const T *>(a.pw_w);
 
     dp_copy_matrix<T, V>(wt, kp, static_cast<const T *>(a.dw_w), taps, taps, a.c, kp);
+    pdl_begin(); /* the filters above are constants */
     dp_copy_wait();
     __syncthreads();
     dp_stage<T, float, V, K>(a, wt, as, lda, kp, m0, DP_SIMT_BM, M);

@@ -126,8 +126,8 @@ static __device__ __forceinline__ int dt_div(int q, float inv_d)
     return (int)(((float)q + 0.5f) * inv_d);
 }
 
-/* Stages the block's input window, the pointwise filter and the depthwise
- * filter. The depthwise filter becomes the B operands of m16n8k8 mmas that
+/* Stages the pointwise filter, the depthwise filter and the block's input
+ * window. The depthwise filter becomes the B operands of m16n8k8 mmas that
  * compute a depthwise convolution as a product with a diagonal matrix: for
  * tap t, 16-channel step k and lane (g = lane / 4, q = lane % 4), the two
  * 32-bit words [t][k][g][2] hold channel k * 16 + h * 8 + g (h = 0, 1) in
@@ -142,16 +142,6 @@ static __device__ __forceinline__ void dt_stage(const cuda_dwpw_args &a, const d
     const float inv_srows = 1.0f / (float)s.srows;
     const __half *x = static_cast<const __half *>(a.x);
     const unsigned xs = dt_saddr(smem);
-    for (int i = threadIdx.x; i < nb * s.srows * row_copies; i += DM_THREADS) {
-        const int r = dt_div(i, inv_row), rest = i - r * row_copies;
-        const int col = dt_div(rest, inv_cpc), ch = (rest - col * cpc) * s.vc;
-        const int item = dt_div(r, inv_srows), iy = iy0 + r - item * s.srows, ix = ix0 + col;
-        const unsigned sa = xs + (unsigned)((r * s.scols + col) * s.ps + ch) * 2;
-        if (iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw && ch < a.c)
-            dt_copy(sa, x + (((size_t)(b0 + item) * a.ih + iy) * a.iw + ix) * a.c + ch, s.vc);
-        else
-            dt_zero(sa, s.vc);
-    }
     const __half *pw = static_cast<const __half *>(a.pw_w);
     const unsigned ps = dt_saddr(smem + l.pw);
     for (int i = threadIdx.x; i < s.np * cpc; i += DM_THREADS) {
@@ -162,7 +152,6 @@ static __device__ __forceinline__ void dt_stage(const cuda_dwpw_args &a, const d
         else
             dt_zero(sa, s.vc);
     }
-    asm volatile("cp.async.commit_group;\n" ::);
     const unsigned short *dw = static_cast<const unsigned short *>(a.dw_w);
     unsigned *dwb = reinterpret_cast<unsigned *>(smem + l.dwb);
     const int ks = s.cp / 16, words = a.kh * a.kw * ks * 16;
@@ -184,6 +173,20 @@ static __device__ __forceinline__ void dt_stage(const cuda_dwpw_args &a, const d
         slope[n] = a.act == GR_ACT_PRELU && n < a.cout ? __ldg(a.alpha + n)
                    : a.act == GR_ACT_NONE                ? 1.0f
                                                          : 0.0f;
+    }
+    /* The input window last: the kernels before this one have to be done
+     * with it (pdl_begin, cuda_ops_device.h); the filters above are
+     * constants and load while they finish. */
+    pdl_begin();
+    for (int i = threadIdx.x; i < nb * s.srows * row_copies; i += DM_THREADS) {
+        const int r = dt_div(i, inv_row), rest = i - r * row_copies;
+        const int col = dt_div(rest, inv_cpc), ch = (rest - col * cpc) * s.vc;
+        const int item = dt_div(r, inv_srows), iy = iy0 + r - item * s.srows, ix = ix0 + col;
+        const unsigned sa = xs + (unsigned)((r * s.scols + col) * s.ps + ch) * 2;
+        if (iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw && ch < a.c)
+            dt_copy(sa, x + (((size_t)(b0 + item) * a.ih + iy) * a.iw + ix) * a.c + ch, s.vc);
+        else
+            dt_zero(sa, s.vc);
     }
     asm volatile("cp.async.wait_all;\n" ::);
     __syncthreads();

@@ -34,6 +34,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 eltwise_vec(cuda_eltwise_args a, int V)
 {
+    pdl_begin();
     if (V == vec16<T>::n)
         eltwise_vec_body<T>(a, vec16<T>::n);
     else if (V == vec16<T>::n / 2)
@@ -46,6 +47,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 eltwise_scalar(cuda_eltwise_args a)
 {
+    pdl_begin();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n)
         return;
@@ -72,16 +74,15 @@ extern "C" cudaError_t cuda_launch_eltwise(const cuda_eltwise_args *a, cudaStrea
     unsigned blocks = cuda_ops_blocks(V ? a->n / V : a->n, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16) {
         if (V)
-            eltwise_vec<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
+            return cuda_ops_start(eltwise_vec<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
         else
-            eltwise_scalar<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+            return cuda_ops_start(eltwise_scalar<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a);
     } else {
         if (V)
-            eltwise_vec<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
+            return cuda_ops_start(eltwise_vec<float>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
         else
-            eltwise_scalar<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+            return cuda_ops_start(eltwise_scalar<float>, blocks, CUDA_OPS_THREADS, 0, s, *a);
     }
-    return cudaGetLastError();
 }
 
 /* ---- zero padding --------------------------------------------------------- */
@@ -118,6 +119,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 pad_kernel(cuda_pad_args a, int V)
 {
+    pdl_begin();
     if (V == vec16<T>::n)
         pad_body<T>(a, vec16<T>::n);
     else if (V == vec16<T>::n / 2)
@@ -141,10 +143,9 @@ extern "C" cudaError_t cuda_launch_pad(const cuda_pad_args *a, cudaStream_t s)
     if (total == 0)
         return cudaSuccess;
     if (a->prec == CUDA_PREC_F16)
-        pad_kernel<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
+        return cuda_ops_start(pad_kernel<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
     else
-        pad_kernel<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
-    return cudaGetLastError();
+        return cuda_ops_start(pad_kernel<float>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
 }
 
 /* ---- concatenation ------------------------------------------------------- */
@@ -183,6 +184,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 concat_kernel(cuda_concat_args a, int V)
 {
+    pdl_begin();
     if (V == vec16<T>::n)
         concat_body<T>(a, vec16<T>::n);
     else if (V == vec16<T>::n / 2)
@@ -210,10 +212,9 @@ extern "C" cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_
         V = 1;
     unsigned blocks = cuda_ops_blocks(total / V, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16)
-        concat_kernel<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
+        return cuda_ops_start(concat_kernel<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
     else
-        concat_kernel<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
-    return cudaGetLastError();
+        return cuda_ops_start(concat_kernel<float>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
 }
 
 /* ---- precision conversion ------------------------------------------------ */
@@ -221,6 +222,7 @@ extern "C" cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 f32_to_f16(__half *__restrict__ y, const float *__restrict__ x, int n)
 {
+    pdl_begin();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         y[i] = __float2half_rn(__ldg(x + i));
@@ -229,6 +231,7 @@ f32_to_f16(__half *__restrict__ y, const float *__restrict__ x, int n)
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 f16_to_f32(float *__restrict__ y, const __half *__restrict__ x, int n)
 {
+    pdl_begin();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         y[i] = __half2float(__ldg(x + i));
@@ -247,8 +250,9 @@ extern "C" cudaError_t cuda_launch_convert(void *dst, cuda_prec dst_prec, const 
                                cudaMemcpyDeviceToDevice, s);
     }
     if (dst_prec == CUDA_PREC_F16)
-        f32_to_f16<<<blocks, CUDA_OPS_THREADS, 0, s>>>((__half *)dst, (const float *)src, n);
+        return cuda_ops_start(f32_to_f16, blocks, CUDA_OPS_THREADS, 0, s, (__half *)dst,
+                              (const float *)src, n);
     else
-        f16_to_f32<<<blocks, CUDA_OPS_THREADS, 0, s>>>((float *)dst, (const __half *)src, n);
-    return cudaGetLastError();
+        return cuda_ops_start(f16_to_f32, blocks, CUDA_OPS_THREADS, 0, s, (float *)dst,
+                              (const __half *)src, n);
 }

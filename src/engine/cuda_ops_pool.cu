@@ -44,6 +44,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 maxpool_vec(cuda_conv_args a, int V)
 {
+    pdl_begin();
     if (V == vec16<T>::n)
         maxpool_vec_body<T>(a, vec16<T>::n);
     else if (V == vec16<T>::n / 2)
@@ -56,6 +57,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 maxpool_scalar(cuda_conv_args a)
 {
+    pdl_begin();
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= a.batch * a.oh * a.ow * a.cout)
         return;
@@ -85,14 +87,13 @@ extern "C" cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t
     unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16) {
         if (V)
-            maxpool_vec<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
+            return cuda_ops_start(maxpool_vec<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
         else
-            maxpool_scalar<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+            return cuda_ops_start(maxpool_scalar<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a);
     } else {
         if (V)
-            maxpool_vec<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, V);
+            return cuda_ops_start(maxpool_vec<float>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
         else
-            maxpool_scalar<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a);
+            return cuda_ops_start(maxpool_scalar<float>, blocks, CUDA_OPS_THREADS, 0, s, *a);
     }
-    return cudaGetLastError();
 }

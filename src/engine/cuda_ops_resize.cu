@@ -50,6 +50,7 @@ template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 resize_bilinear(cuda_resize_args a, float sy, float sx, int V)
 {
+    pdl_begin();
     if (V == vec16<T>::n)
         resize_body<T, vec16<T>::n>(a, sy, sx);
     else if (V == vec16<T>::n / 2)
@@ -80,8 +81,9 @@ extern "C" cudaError_t cuda_launch_resize_bilinear(const cuda_resize_args *a, cu
         V = 1;
     unsigned blocks = cuda_ops_blocks(total / V, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16)
-        resize_bilinear<__half><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, sy, sx, V);
+        return cuda_ops_start(resize_bilinear<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a, sy, sx,
+                              V);
     else
-        resize_bilinear<float><<<blocks, CUDA_OPS_THREADS, 0, s>>>(*a, sy, sx, V);
-    return cudaGetLastError();
+        return cuda_ops_start(resize_bilinear<float>, blocks, CUDA_OPS_THREADS, 0, s, *a, sy, sx,
+                              V);
 }

@@ -292,6 +292,7 @@ static __device__ __forceinline__ void stem_tc_body(const cuda_conv_args &a, int
             bias[2 * j + e] = a.bias && in ? __ldg(a.bias + n) : 0.0f;
             alpha[2 * j + e] = a.act == GR_ACT_PRELU && in ? __ldg(a.alpha + n) : 0.0f;
         }
+    pdl_begin(); /* the filter above is a constant */
     /* A operand: word offsets of the k pairs from a pixel's patch position,
      * and the pixel (output row 2*warp + mt, column g) itself. */
     int aoff[5][2];
@@ -553,12 +554,14 @@ static __device__ __forceinline__ void stem_body(const cuda_conv_args &a, int ve
 template <typename T>
 __global__ void __launch_bounds__(256) conv_stem_k5s2c3(cuda_conv_args a, int vec_out)
 {
+    pdl_begin();
     stem_body<T>(a, vec_out, 5, 2, 3);
 }
 
 template <typename T>
 __global__ void __launch_bounds__(256) conv_stem_k3s2c3(cuda_conv_args a, int vec_out)
 {
+    pdl_begin();
     stem_body<T>(a, vec_out, 3, 2, 3);
 }
 
@@ -625,9 +628,9 @@ extern "C" cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream
         int vec8 = a->cout % 8 == 0 && ((size_t)a->y & 15) == 0;
         int nt = coutp / COG;
         if (grid > 0)
-            stem_tc_kernel(a->kh, nt, a->x_f32)<<<(unsigned)grid, STC_THREADS, stem_tc_smem(a->kh, nt), s>>>(
-                *a, vec8);
-        return cudaGetLastError();
+            return cuda_ops_start(stem_tc_kernel(a->kh, nt, a->x_f32), (unsigned)grid, STC_THREADS,
+                                  stem_tc_smem(a->kh, nt), s, *a, vec8);
+        return cudaSuccess;
     }
     if (a->x_f32)
         return cudaErrorInvalidValue; /* only stem_tc reads float input */
@@ -640,14 +643,13 @@ extern "C" cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream
     int threads = 32 * (coutp / COG) * (STEM_TH / 8);
     if (a->prec == CUDA_PREC_F16) {
         if (a->kh == 5)
-            conv_stem_k5s2c3<__half><<<blocks, threads, ssm, s>>>(*a, vec_out);
+            return cuda_ops_start(conv_stem_k5s2c3<__half>, blocks, threads, ssm, s, *a, vec_out);
         else
-            conv_stem_k3s2c3<__half><<<blocks, threads, ssm, s>>>(*a, vec_out);
+            return cuda_ops_start(conv_stem_k3s2c3<__half>, blocks, threads, ssm, s, *a, vec_out);
     } else {
         if (a->kh == 5)
-            conv_stem_k5s2c3<float><<<blocks, threads, ssm, s>>>(*a, vec_out);
+            return cuda_ops_start(conv_stem_k5s2c3<float>, blocks, threads, ssm, s, *a, vec_out);
         else
-            conv_stem_k3s2c3<float><<<blocks, threads, ssm, s>>>(*a, vec_out);
+            return cuda_ops_start(conv_stem_k3s2c3<float>, blocks, threads, ssm, s, *a, vec_out);
     }
-    return cudaGetLastError();
 }
