@@ -250,11 +250,12 @@ static void make_cases(void)
         {2, 6, 384, 3, 1, 96, 0, RES_NONE, GR_ACT_RELU},
         {1, 12, 256, 3, 2, 96, 0, RES_NONE, GR_ACT_RELU},
         {40, 32, 32, 3, 1, 36, 32, RES_PIXEL, GR_ACT_RELU},  /* 128-row tiles */
-        {20, 32, 24, 3, 2, 24, 24, RES_POOL, GR_ACT_RELU},   /* 64-row tiles */
+        {20, 32, 24, 3, 2, 24, 24, RES_POOL, GR_ACT_RELU},   /* 32-row tiles */
         {2, 9, 7, 3, 1, 5, 3, RES_PIXEL, GR_ACT_RELU},       /* odd: the FFMA form */
         {1, 5, 512, 3, 1, 16, 16, RES_PIXEL, GR_ACT_NONE},   /* the widest tile */
         {1, 96, 16, 3, 1, 16, 16, RES_PIXEL, GR_ACT_PRELU},  /* mma form: column tiles */
         {1, 20, 24, 3, 1, 96, 24, RES_PIXEL, GR_ACT_RELU6},  /* cout split over blocks */
+        {1, 6, 128, 3, 1, 136, 128, RES_PIXEL, GR_ACT_PRELU}, /* 3 slices, the last short */
         {600, 4, 16, 3, 1, 24, 16, RES_PIXEL, GR_ACT_RELU},  /* several items a tile */
         {600, 4, 16, 3, 2, 16, 16, RES_POOL, GR_ACT_NONE},
     };
