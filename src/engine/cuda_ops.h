@@ -54,6 +54,9 @@
  *                      precision conversion.
  *   cuda_ops_resize.cu RESIZE_BILINEAR (align_corners / half_pixel_centers,
  *                      TFLite's arithmetic).
+ * Every kernel is launched with programmatic dependent launch (the next
+ * kernel starts while this one finishes and waits for it before touching
+ * activations, cuda_ops_device.h).
  * RESHAPE and DEQUANTIZE are device-to-device copies (none when a RESHAPE's
  * input and output share memory). Every convolution applies its fused
  * epilogue in registers: y = act(conv(x) + bias + residual), act one of
