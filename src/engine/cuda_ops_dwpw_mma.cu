@@ -225,25 +225,66 @@ static __device__ __forceinline__ float2 dt_ld2(const __half *p)
     return __half22float2(__ldg(reinterpret_cast<const __half2 *>(p)));
 }
 
+/* The output pixel and residual offsets of the rows g and g + 8 a lane
+ * holds in the accumulators (from lanes g and g + 8, which computed them
+ * for pixel `lane`; m < 0: past the tile). */
+struct dt_rows {
+    int m[2], r[2];
+};
+
+static __device__ __forceinline__ dt_rows dt_share_rows(int m, int r)
+{
+    const int g = (threadIdx.x % 32) / 4;
+    dt_rows o;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        o.m[h] = __shfl_sync(0xffffffffu, m, g + 8 * h);
+        o.r[h] = __shfl_sync(0xffffffffu, r, g + 8 * h);
+    }
+    return o;
+}
+
+/* Whether the residual at the output pixel is loaded before the products
+ * (dt_residual_early): up to 4 n8 tiles, 8 registers; with more the
+ * registers would spill. */
+template <int NT, int RES> struct dt_early {
+    static constexpr bool on = RES == DT_RES_PIXEL && NT <= 4;
+};
+
+/* The residual at the output pixel for the epilogue of NT n8 tiles from
+ * n0, where dt_early is on: loaded before the products are computed, so
+ * that its latency hides behind them. Zeros where the epilogue adds none. */
+template <int NT, int RES>
+static __device__ __forceinline__ void dt_residual_early(const cuda_dwpw_args &a, const dt_rows &w,
+                                                         int n0, __half2 (*rv)[2])
+{
+    const int q = threadIdx.x % 4;
+    const __half *res = static_cast<const __half *>(a.residual);
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        const int n = n0 + 8 * j + 2 * q;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            rv[j][h] = __float2half2_rn(0.0f);
+            if (dt_early<NT, RES>::on && w.m[h] >= 0 && n < a.cout && n < a.rc)
+                rv[j][h] = __ldg(reinterpret_cast<const __half2 *>(res + w.r[h] + n));
+        }
+    }
+}
+
 /* NT * 8 output channels from n0 of the warp's 16 pixels: + bias +
  * residual, activation, half2 stores. Lane (g, q) holds rows g and g + 8,
- * channels n0 + 8j + 2q and + 1 of acc[j]; m and r are the output pixel
- * and residual offset of pixel `lane` (-1: past the tile). The activation
- * is v >= 0 ? v : v * slope, then at most hi (slope: 0 for RELU and RELU6,
- * 1 for none, the PRELU slope; hi 6 for RELU6), slopes and bias from
- * shared memory. */
+ * channels n0 + 8j + 2q and + 1 of acc[j]; w their output and residual
+ * offsets, rv the residual when it was loaded early (DT_RES_PIXEL). The
+ * activation is v >= 0 ? v : v * slope, then at most hi (slope: 0 for RELU
+ * and RELU6, 1 for none, the PRELU slope; hi 6 for RELU6), slopes and bias
+ * from shared memory. */
 template <int NT, int RES>
 static __device__ __forceinline__ void dt_epilogue(const cuda_dwpw_args &a, const float *pbias,
                                                    const float *slope, float hi, float (*acc)[4],
-                                                   int m, int r, int n0)
+                                                   const dt_rows &w, const __half2 (*rv)[2], int n0)
 {
-    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-    int mh[2], rh[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        mh[h] = __shfl_sync(0xffffffffu, m, g + 8 * h);
-        rh[h] = __shfl_sync(0xffffffffu, r, g + 8 * h);
-    }
+    const int q = threadIdx.x % 4;
     const __half *res = static_cast<const __half *>(a.residual);
     const int right = a.rc, down = 2 * a.ow * a.rc;
     __half *y = static_cast<__half *>(a.y);
@@ -256,24 +297,28 @@ static __device__ __forceinline__ void dt_epilogue(const cuda_dwpw_args &a, cons
         const float2 sl = *reinterpret_cast<const float2 *>(slope + n);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            if (mh[h] < 0)
+            if (w.m[h] < 0)
                 continue;
             float v0 = acc[j][2 * h] + bias.x, v1 = acc[j][2 * h + 1] + bias.y;
-            if (RES != DT_RES_NONE && n < a.rc) {
-                const __half *e = res + rh[h] + n;
-                float2 v = dt_ld2(e);
-                if (RES == DT_RES_POOL) {
-                    const float2 v1r = dt_ld2(e + right), v2 = dt_ld2(e + down);
-                    const float2 v3 = dt_ld2(e + down + right);
-                    v.x = fmaxf(fmaxf(v.x, v1r.x), fmaxf(v2.x, v3.x));
-                    v.y = fmaxf(fmaxf(v.y, v1r.y), fmaxf(v2.y, v3.y));
-                }
+            if (dt_early<NT, RES>::on) {
+                const float2 v = __half22float2(rv[j][h]);
                 v0 += v.x;
                 v1 += v.y;
+            } else if (RES == DT_RES_PIXEL && n < a.rc) {
+                const float2 v = dt_ld2(res + w.r[h] + n);
+                v0 += v.x;
+                v1 += v.y;
+            } else if (RES == DT_RES_POOL && n < a.rc) {
+                const __half *e = res + w.r[h] + n;
+                const float2 v0r = dt_ld2(e), v1r = dt_ld2(e + right), v2 = dt_ld2(e + down);
+                const float2 v3 = dt_ld2(e + down + right);
+                v0 += fmaxf(fmaxf(v0r.x, v1r.x), fmaxf(v2.x, v3.x));
+                v1 += fmaxf(fmaxf(v0r.y, v1r.y), fmaxf(v2.y, v3.y));
             }
             v0 = fminf(v0 >= 0.0f ? v0 : v0 * sl.x, hi);
             v1 = fminf(v1 >= 0.0f ? v1 : v1 * sl.y, hi);
-            *reinterpret_cast<__half2 *>(y + (size_t)mh[h] * a.cout + n) = __floats2half2_rn(v0, v1);
+            *reinterpret_cast<__half2 *>(y + (size_t)w.m[h] * a.cout + n) =
+                __floats2half2_rn(v0, v1);
         }
     }
 }
@@ -288,9 +333,9 @@ static __device__ __forceinline__ void dt_epilogue(const cuda_dwpw_args &a, cons
  * pointwise m16n8k16 (k = those 16 channels), so the depthwise output
  * never leaves registers; the pointwise filter's B operands come by
  * ldmatrix. NT n8 tiles (up to 128 output channels) per pass. */
-template <int NT, int RES>
+template <int NT, int RES, bool W3>
 __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : 3)
-dwpw_mma(cuda_dwpw_args a, dt_shape s)
+    dwpw_mma(cuda_dwpw_args a, dt_shape s)
 {
     extern __shared__ __align__(16) unsigned char dm_smem[];
     const int ks = s.cp / 16;
@@ -334,7 +379,10 @@ dwpw_mma(cuda_dwpw_args a, dt_shape s)
         if (p >= P)
             m = -1;
         const unsigned ab = dt_saddr(dm_smem) + (unsigned)(win + 8 * (lane >> 4)) * 2;
+        const dt_rows rows = dt_share_rows(m, r);
         for (int n0 = n_begin; n0 < n_end; n0 += NT * 8) {
+            __half2 rv[NT][2];
+            dt_residual_early<NT, RES>(a, rows, n0, rv);
             float acc[NT][4];
 #pragma unroll
             for (int j = 0; j < NT; j++)
@@ -350,7 +398,7 @@ dwpw_mma(cuda_dwpw_args a, dt_shape s)
                 for (int ky = 0; ky < 3; ky++) {
 #pragma unroll
                     for (int kx = 0; kx < 3; kx++) {
-                        if (ky < a.kh && kx < a.kw) {
+                        if (W3 || (ky < a.kh && kx < a.kw)) {
                             unsigned af[4];
                             ldsm_x4(af, ab + ky * tap_dy + kx * tap_dx + k * 32);
                             const uint2 w = lds64(wa);
@@ -372,7 +420,7 @@ dwpw_mma(cuda_dwpw_args a, dt_shape s)
                     mma_16816(acc[2 * jp + 1], A, bf + 2);
                 }
             }
-            dt_epilogue<NT, RES>(a, pbias, slope, hi, acc, m, r, n0);
+            dt_epilogue<NT, RES>(a, pbias, slope, hi, acc, rows, rv, n0);
         }
     }
 }
@@ -469,15 +517,26 @@ static bool dt_form_ok(const cuda_dwpw_args *a)
            4 * out < INT_MAX && in < INT_MAX;
 }
 
+template <int NT, bool W3>
+static cudaError_t dt_launch_res(const cuda_dwpw_args *a, const dt_shape *s, dim3 grid, size_t smem,
+                                 cudaStream_t st)
+{
+    if (!a->residual)
+        return cuda_ops_start(dwpw_mma<NT, DT_RES_NONE, W3>, grid, DM_THREADS, smem, st, *a, *s);
+    if (a->pool_residual)
+        return cuda_ops_start(dwpw_mma<NT, DT_RES_POOL, W3>, grid, DM_THREADS, smem, st, *a, *s);
+    return cuda_ops_start(dwpw_mma<NT, DT_RES_PIXEL, W3>, grid, DM_THREADS, smem, st, *a, *s);
+}
+
+/* The 3x3 window (every model's) unrolled without a test per tap; others
+ * test each tap of 3x3 against kh and kw. */
 template <int NT>
 static cudaError_t dt_launch_nt(const cuda_dwpw_args *a, const dt_shape *s, dim3 grid, size_t smem,
                                 cudaStream_t st)
 {
-    if (!a->residual)
-        return cuda_ops_start(dwpw_mma<NT, DT_RES_NONE>, grid, DM_THREADS, smem, st, *a, *s);
-    if (a->pool_residual)
-        return cuda_ops_start(dwpw_mma<NT, DT_RES_POOL>, grid, DM_THREADS, smem, st, *a, *s);
-    return cuda_ops_start(dwpw_mma<NT, DT_RES_PIXEL>, grid, DM_THREADS, smem, st, *a, *s);
+    if (a->kh == 3 && a->kw == 3)
+        return dt_launch_res<NT, true>(a, s, grid, smem, st);
+    return dt_launch_res<NT, false>(a, s, grid, smem, st);
 }
 
 /* Where this form beats dwpw_tc, measured per layer on the H100 at batch
