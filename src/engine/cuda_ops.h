@@ -256,7 +256,8 @@ bool cuda_dwpw_fits(const cuda_dwpw_args *a);
 cudaError_t cuda_launch_dwpw(const cuda_dwpw_args *a, cudaStream_t s);
 /* The form with both convolutions on the tensor cores (cuda_ops_dwpw_mma
  * .cu), which cuda_launch_dwpw takes where cuda_dwpw_mma_ok holds: fp16,
- * few input channels, even channel counts, windows up to 3x3. */
+ * stride 1, few channels or narrowing blocks on large images, even channel
+ * counts, windows up to 3x3. */
 bool cuda_dwpw_mma_ok(const cuda_dwpw_args *a);
 cudaError_t cuda_launch_dwpw_mma(const cuda_dwpw_args *a, cudaStream_t s);
 

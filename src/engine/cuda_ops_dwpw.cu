@@ -15,7 +15,8 @@
  * output never leaves shared memory and the residual branch is read where it
  * is added, so a block reads x and writes y once.
  *
- * Blocks with few input channels run on the tensor cores throughout
+ * Blocks with few channels, and narrowing blocks on large images, run on
+ * the tensor cores throughout
  * (cuda_ops_dwpw_mma.cu, see cuda_dwpw_mma_ok); the others here. Two forms
  * of the second step:
  * - dwpw_tc (fp16, even channel counts): the tile is kept as half, C padded

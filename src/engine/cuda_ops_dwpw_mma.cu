@@ -1,17 +1,17 @@
-/* GR_DWPW on the tensor cores throughout, for blocks with few channels
- * (cuda_dwpw_mma_ok): both the depthwise and the pointwise convolution are
- * mma.sync products. A block stages the input window of a tile of output
- * pixels in shared memory (cp.async); a warp takes 16 output pixels, and
- * per 16 input channels computes their depthwise convolution as products
- * with diagonal matrices (m16n8k8, one per tap and 8 channels) whose fp32
- * accumulators, rounded to half, are already the A operand of the
- * pointwise m16n8k16. The depthwise output never leaves registers, and a
- * pixel costs a few instructions per channel instead of the tens a SIMT
- * depthwise with conversions takes, which is what bounded the large
+/* GR_DWPW on the tensor cores throughout, for blocks with few channels and
+ * narrowing blocks on large images (cuda_dwpw_mma_ok): both the depthwise and the pointwise
+ * convolution are mma.sync products. A block stages the input window of a tile of output pixels in
+ * shared memory (cp.async); a warp takes 16 output pixels, and per 16 input channels computes their
+ * depthwise convolution as products with diagonal matrices (m16n8k8, one per tap and 8 channels)
+ * whose fp32 accumulators, rounded to half, are already the A operand of the pointwise m16n8k16.
+ * The depthwise output never leaves registers, and a pixel costs a few instructions per channel
+ * instead of the tens a SIMT depthwise with conversions takes, which is what bounded the large
  * few-channel layers (FaceMesh's 96x96x16, BlazeFace's 64x64x24 and
  * 96x96x32): those run 20-30% faster than with dwpw_tc. With many
  * channels (small images) dwpw_tc in cuda_ops_dwpw.cu is faster: a warp
- * here owns its pixels for every channel, too little parallelism. */
+ * here owns its pixels for every channel, too little parallelism; and so
+ * it is for widening blocks, whose epilogue stores pairs of halves per
+ * lane where dwpw_tc's stores 16 bytes. */
 #include <climits>
 
 #include "engine/cuda_ops_device.h"
@@ -285,9 +285,16 @@ static __device__ __forceinline__ void dt_epilogue(const cuda_dwpw_args &a, cons
                                                    const dt_rows &w, const __half2 (*rv)[2], int n0)
 {
     const int q = threadIdx.x % 4;
-    const __half *res = static_cast<const __half *>(a.residual);
     const int right = a.rc, down = 2 * a.ow * a.rc;
-    __half *y = static_cast<__half *>(a.y);
+    /* Row pointers at channel n0 + 2q; the tiles are immediate offsets. */
+    __half2 *y[2];
+    const __half *res[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        y[h] = reinterpret_cast<__half2 *>(static_cast<__half *>(a.y) +
+                                           (size_t)max(w.m[h], 0) * a.cout + n0 + 2 * q);
+        res[h] = static_cast<const __half *>(a.residual) + w.r[h] + n0 + 2 * q;
+    }
 #pragma unroll
     for (int j = 0; j < NT; j++) {
         const int n = n0 + 8 * j + 2 * q;
@@ -297,19 +304,17 @@ static __device__ __forceinline__ void dt_epilogue(const cuda_dwpw_args &a, cons
         const float2 sl = *reinterpret_cast<const float2 *>(slope + n);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            if (w.m[h] < 0)
-                continue;
             float v0 = acc[j][2 * h] + bias.x, v1 = acc[j][2 * h + 1] + bias.y;
             if (dt_early<NT, RES>::on) {
                 const float2 v = __half22float2(rv[j][h]);
                 v0 += v.x;
                 v1 += v.y;
-            } else if (RES == DT_RES_PIXEL && n < a.rc) {
-                const float2 v = dt_ld2(res + w.r[h] + n);
+            } else if (RES == DT_RES_PIXEL && n < a.rc && w.m[h] >= 0) {
+                const float2 v = dt_ld2(res[h] + 8 * j);
                 v0 += v.x;
                 v1 += v.y;
-            } else if (RES == DT_RES_POOL && n < a.rc) {
-                const __half *e = res + w.r[h] + n;
+            } else if (RES == DT_RES_POOL && n < a.rc && w.m[h] >= 0) {
+                const __half *e = res[h] + 8 * j;
                 const float2 v0r = dt_ld2(e), v1r = dt_ld2(e + right), v2 = dt_ld2(e + down);
                 const float2 v3 = dt_ld2(e + down + right);
                 v0 += fmaxf(fmaxf(v0r.x, v1r.x), fmaxf(v2.x, v3.x));
@@ -317,8 +322,8 @@ static __device__ __forceinline__ void dt_epilogue(const cuda_dwpw_args &a, cons
             }
             v0 = fminf(v0 >= 0.0f ? v0 : v0 * sl.x, hi);
             v1 = fminf(v1 >= 0.0f ? v1 : v1 * sl.y, hi);
-            *reinterpret_cast<__half2 *>(y + (size_t)w.m[h] * a.cout + n) =
-                __floats2half2_rn(v0, v1);
+            if (w.m[h] >= 0)
+                y[h][4 * j] = __floats2half2_rn(v0, v1);
         }
     }
 }
@@ -540,16 +545,38 @@ static cudaError_t dt_launch_nt(const cuda_dwpw_args *a, const dt_shape *s, dim3
 }
 
 /* Where this form beats dwpw_tc, measured per layer on the H100 at batch
- * 128: stride 1, at most 32 input and output channels (FaceMesh 96x96x16
- * 111 -> 79 us, 48x48x32 50 -> 40 us; BlazeFace full range 96x96 32 -> 8
- * 122 -> 99 us, 8 -> 32 130 -> 117 us). With more output channels, or
- * stride 2, dwpw_tc is as fast or faster (up to 1.6x at 128 channels). */
+ * 128 (stride 1 throughout; at stride 2 dwpw_tc is as fast or faster):
+ * - at most 32 input and output channels (FaceMesh 96x96x16 111 -> 79 us,
+ *   48x48x32 50 -> 40 us; BlazeFace full range 96x96 32 -> 8 122 -> 99
+ *   us, 8 -> 32 130 -> 117 us);
+ * - narrowing blocks (no more output than input channels, at most 64 out
+ *   of at most 128) on images of at least 24x24, once the batch has 16384
+ *   output pixels: full range 48x48 48 -> 12 54 -> 37 us, 48 -> 24 55 ->
+ *   41 us, 24x24 64 -> 32 22 -> 17 us, 128 -> 32 35 -> 30 us; FaceMesh
+ *   24x24 64 -> 64 31 -> 27 us. Widening blocks stay with dwpw_tc (full
+ *   range 48x48 16 -> 64 54 -> 66 us), and so do 12x12 images (96 -> 48
+ *   13 -> 21 us: their tiles of a few rows leave warps idle).
+ * With 128 output channels dwpw_tc is up to 1.6x faster. */
 #define DT_MAX_CHANNELS 32
+#define DT_NARROW_MAX_IN 128
+#define DT_NARROW_MAX_OUT 64
+#define DT_NARROW_MIN_IMAGE (24 * 24)
+#define DT_NARROW_MIN_PIXELS 16384
+
+static bool dt_faster(const cuda_dwpw_args *a)
+{
+    if (a->sh != 1 || a->sw != 1)
+        return false;
+    if (a->c <= DT_MAX_CHANNELS && a->cout <= DT_MAX_CHANNELS)
+        return true;
+    const long long image = (long long)a->oh * a->ow;
+    return a->cout <= a->c && a->c <= DT_NARROW_MAX_IN && a->cout <= DT_NARROW_MAX_OUT &&
+           image >= DT_NARROW_MIN_IMAGE && image * a->batch >= DT_NARROW_MIN_PIXELS;
+}
 
 extern "C" bool cuda_dwpw_mma_ok(const cuda_dwpw_args *a)
 {
-    if (!dt_form_ok(a) || a->c > DT_MAX_CHANNELS || a->cout > DT_MAX_CHANNELS || a->sh != 1 ||
-        a->sw != 1)
+    if (!dt_form_ok(a) || !dt_faster(a))
         return false;
     dt_shape s = dt_plan(a, 1);
     return dt_smem(s, a->kh * a->kw).total <= CUDA_DWPW_SMEM_MAX;

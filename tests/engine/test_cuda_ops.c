@@ -238,26 +238,29 @@ static void make_cases(void)
         res_mode res;
         gr_act act;
     } blocks[] = {
-        {3, 64, 24, 3, 1, 24, 24, RES_PIXEL, GR_ACT_RELU},  /* short range */
-        {3, 64, 24, 3, 1, 28, 24, RES_PIXEL, GR_ACT_RELU},  /* + channel PAD */
-        {3, 64, 28, 3, 2, 32, 28, RES_POOL, GR_ACT_RELU},   /* + MAX_POOL + PAD */
+        {3, 64, 24, 3, 1, 24, 24, RES_PIXEL, GR_ACT_RELU}, /* short range */
+        {3, 64, 24, 3, 1, 28, 24, RES_PIXEL, GR_ACT_RELU}, /* + channel PAD */
+        {3, 64, 28, 3, 2, 32, 28, RES_POOL, GR_ACT_RELU}, /* + MAX_POOL + PAD */
         {2, 16, 88, 3, 2, 96, 88, RES_POOL, GR_ACT_RELU},
         {2, 32, 36, 3, 1, 42, 36, RES_PIXEL, GR_ACT_RELU},
         {2, 12, 128, 3, 1, 128, 128, RES_PIXEL, GR_ACT_PRELU}, /* FaceMesh */
         {2, 6, 128, 3, 2, 128, 128, RES_POOL, GR_ACT_PRELU},
-        {2, 96, 32, 3, 1, 8, 0, RES_NONE, GR_ACT_RELU},      /* full range */
+        {2, 96, 32, 3, 1, 8, 0, RES_NONE, GR_ACT_RELU}, /* full range */
         {2, 96, 8, 3, 1, 32, 32, RES_PIXEL, GR_ACT_RELU},
         {2, 6, 384, 3, 1, 96, 0, RES_NONE, GR_ACT_RELU},
         {1, 12, 256, 3, 2, 96, 0, RES_NONE, GR_ACT_RELU},
-        {40, 32, 32, 3, 1, 36, 32, RES_PIXEL, GR_ACT_RELU},  /* 128-row tiles */
-        {20, 32, 24, 3, 2, 24, 24, RES_POOL, GR_ACT_RELU},   /* 32-row tiles */
-        {2, 9, 7, 3, 1, 5, 3, RES_PIXEL, GR_ACT_RELU},       /* odd: the FFMA form */
-        {1, 5, 512, 3, 1, 16, 16, RES_PIXEL, GR_ACT_NONE},   /* the widest tile */
-        {1, 96, 16, 3, 1, 16, 16, RES_PIXEL, GR_ACT_PRELU},  /* mma form: column tiles */
-        {1, 20, 24, 3, 1, 96, 24, RES_PIXEL, GR_ACT_RELU6},  /* cout split over blocks */
+        {40, 32, 32, 3, 1, 36, 32, RES_PIXEL, GR_ACT_RELU}, /* 128-row tiles */
+        {20, 32, 24, 3, 2, 24, 24, RES_POOL, GR_ACT_RELU}, /* 32-row tiles */
+        {2, 9, 7, 3, 1, 5, 3, RES_PIXEL, GR_ACT_RELU}, /* odd: the FFMA form */
+        {1, 5, 512, 3, 1, 16, 16, RES_PIXEL, GR_ACT_NONE}, /* the widest tile */
+        {1, 96, 16, 3, 1, 16, 16, RES_PIXEL, GR_ACT_PRELU}, /* mma form: column tiles */
+        {1, 20, 24, 3, 1, 96, 24, RES_PIXEL, GR_ACT_RELU6}, /* cout split over blocks */
         {1, 6, 128, 3, 1, 136, 128, RES_PIXEL, GR_ACT_PRELU}, /* 3 slices, the last short */
-        {600, 4, 16, 3, 1, 24, 16, RES_PIXEL, GR_ACT_RELU},  /* several items a tile */
+        {600, 4, 16, 3, 1, 24, 16, RES_PIXEL, GR_ACT_RELU}, /* several items a tile */
         {600, 4, 16, 3, 2, 16, 16, RES_POOL, GR_ACT_NONE},
+        {8, 48, 48, 3, 1, 12, 0, RES_NONE, GR_ACT_RELU}, /* mma form: narrowing blocks */
+        {32, 24, 64, 3, 1, 32, 32, RES_PIXEL, GR_ACT_RELU},
+        {32, 24, 64, 3, 1, 64, 64, RES_PIXEL, GR_ACT_PRELU},
     };
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
         s = add_case(GR_DWPW, blocks[i].batch, blocks[i].h, blocks[i].h, blocks[i].c);
