@@ -16,9 +16,8 @@
  * is added, so a block reads x and writes y once.
  *
  * Blocks with few channels, and narrowing blocks on large images, run on
- * the tensor cores throughout
- * (cuda_ops_dwpw_mma.cu, see cuda_dwpw_mma_ok); the others here. Two forms
- * of the second step:
+ * the tensor cores throughout (cuda_ops_dwpw_mma.cu, see cuda_dwpw_mma_ok);
+ * the others here. Two forms of the second step:
  * - dwpw_tc (fp16, even channel counts): the tile is kept as half, C padded
  *   to a multiple of 16 with zeros, and the 64-channel slice of the filter is
  *   staged next to it; 8 warps multiply with mma.sync m16n8k16 (fp32
