@@ -12,6 +12,8 @@
 #              here for sm_90 when missing)
 #   PARTS      which parts run (default "engine peers pipeline"; also
 #              "runtime": omma bench runtime, "soak": its 5-minute soak)
+#   PEER_BATCHES  batch sizes of the peer's torch.compile part, e.g.
+#              1,128,512 (its --batches option; default: the peer's own)
 set -u
 OUT=${1:?usage: scripts/gpu-bench.sh OUTDIR [PEERS_DIR]}
 PEERS=${2:-}
@@ -46,8 +48,9 @@ has engine && cat "$OUT/engine.txt"
 if has peers && [ -n "$PEERS" ]; then
     assets=$(mktemp -d)
     cp "$ROOT"/models/*.tflite "$ROOT/testdata/astronaut.png" "$assets/"
-    PYTHONUNBUFFERED=1 PEER_ASSETS=$assets timeout 300 python3 "$PEERS/bench_peers.py" \
-        --part compile --out "$OUT" >"$OUT/peers-compile.log" 2>&1 ||
+    PYTHONUNBUFFERED=1 PEER_ASSETS=$assets timeout 480 python3 "$PEERS/bench_peers.py" \
+        --part compile ${PEER_BATCHES:+--batches "$PEER_BATCHES"} --out "$OUT" \
+        >"$OUT/peers-compile.log" 2>&1 ||
         { echo "gpu-bench: peer compile benchmark failed (see peers-compile.log)"; failed=1; }
     tail -n 20 "$OUT/peers-compile.log"
     rm -rf "$assets"

@@ -122,20 +122,33 @@ static __device__ __forceinline__ void tc_load_tile(__half *s, const __half *__r
 
 /* The same tile with 16-byte loads (8 halves): K a multiple of 8 and g
  * 16-byte aligned, so a chunk is either wholly inside K or wholly outside.
- * A quarter of the load instructions of tc_load_tile, more bytes in flight. */
-static __device__ __forceinline__ void tc_load_tile16(__half *s, const __half *__restrict__ g,
-                                                      int rows, int K, int r0, int k0)
+ * A quarter of the load instructions of tc_load_tile, more bytes in flight.
+ * In two steps, so that the next tile's loads are in flight while the
+ * current one is multiplied: tc_fetch16 into registers, tc_put16 into s. */
+#define TC_CHUNKS16 ((TC_BM * (TC_BK / 8)) / 128) /* 16-byte chunks per thread */
+
+static __device__ __forceinline__ void tc_fetch16(uint4 *v, const __half *__restrict__ g, int rows,
+                                                  int K, int r0, int k0)
 {
     const int chunks = TC_BK / 8; /* 4 per row */
 #pragma unroll
-    for (int i = 0; i < (TC_BM * chunks) / 128; i++) {
+    for (int i = 0; i < TC_CHUNKS16; i++) {
         int idx = threadIdx.x + 128 * i;
         int r = idx / chunks, c = idx % chunks;
         int row = r0 + r, k = k0 + 8 * c;
-        uint4 v = make_uint4(0, 0, 0, 0);
+        v[i] = make_uint4(0, 0, 0, 0);
         if (row < rows && k < K)
-            v = __ldg(reinterpret_cast<const uint4 *>(g + (size_t)row * K + k));
-        *reinterpret_cast<uint4 *>(s + r * TC_LD + 8 * c) = v;
+            v[i] = __ldg(reinterpret_cast<const uint4 *>(g + (size_t)row * K + k));
+    }
+}
+
+static __device__ __forceinline__ void tc_put16(__half *s, const uint4 *v)
+{
+    const int chunks = TC_BK / 8;
+#pragma unroll
+    for (int i = 0; i < TC_CHUNKS16; i++) {
+        int idx = threadIdx.x + 128 * i;
+        *reinterpret_cast<uint4 *>(s + (idx / chunks) * TC_LD + 8 * (idx % chunks)) = v[i];
     }
 }
 
@@ -162,12 +175,27 @@ gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
             for (int e = 0; e < 4; e++)
                 acc[i][j][e] = 0.0f;
 
+    /* vec16: the tiles of step k0 wait in registers (fa, fa2, fb), fetched
+     * during step k0 - TC_BK. */
+    uint4 fa[TC_CHUNKS16], fa2[TC_CHUNKS16], fb[TC_CHUNKS16];
+    if (vec16) {
+        tc_fetch16(fa, x, M, K, m0, 0);
+        if (narrow)
+            tc_fetch16(fa2, x, M, K, m0 + TC_BM, 0);
+        tc_fetch16(fb, w, N, K, n0, 0);
+    }
     for (int k0 = 0; k0 < K; k0 += TC_BK) {
         if (vec16) {
-            tc_load_tile16(as, x, M, K, m0, k0);
+            tc_put16(as, fa);
             if (narrow)
-                tc_load_tile16(as + TC_BM * TC_LD, x, M, K, m0 + TC_BM, k0);
-            tc_load_tile16(bs, w, N, K, n0, k0);
+                tc_put16(as + TC_BM * TC_LD, fa2);
+            tc_put16(bs, fb);
+            if (k0 + TC_BK < K) {
+                tc_fetch16(fa, x, M, K, m0, k0 + TC_BK);
+                if (narrow)
+                    tc_fetch16(fa2, x, M, K, m0 + TC_BM, k0 + TC_BK);
+                tc_fetch16(fb, w, N, K, n0, k0 + TC_BK);
+            }
         } else {
             tc_load_tile(as, x, M, K, m0, k0);
             if (narrow)
