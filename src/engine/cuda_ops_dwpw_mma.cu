@@ -199,12 +199,17 @@ struct dt_tile {
     float inv_rows, inv_cols;
 };
 
-/* Residual forms of dwpw_mma: none, at the output pixel, max-pooled 2x2. */
-enum { DT_RES_NONE, DT_RES_PIXEL, DT_RES_POOL };
+/* Residual forms of dwpw_mma: none, at the output pixel, max-pooled 2x2,
+ * and the block's own input at the output pixel (stride 1, as many
+ * channels as the input: the BlazeBlocks that keep their width), which is
+ * read from the staged input window instead of memory. */
+enum { DT_RES_NONE, DT_RES_PIXEL, DT_RES_POOL, DT_RES_WINDOW };
 
 /* Where tile pixel p (below P) reads and writes: its input window's first
  * element in shared memory (halves from the window's start), its output
- * pixel (batch * oh * ow numbering) and its residual's first element. */
+ * pixel (batch * oh * ow numbering) and its residual's first element (for
+ * DT_RES_WINDOW in the window: the input pixel under the output pixel,
+ * pt rows and pl columns into its window). */
 template <int RES>
 static __device__ __forceinline__ void dt_pixel(const cuda_dwpw_args &a, const dt_shape &s,
                                                 const dt_tile &t, int p, int *win, int *m, int *r)
@@ -216,6 +221,8 @@ static __device__ __forceinline__ void dt_pixel(const cuda_dwpw_args &a, const d
     *m = (b * a.oh + gy) * a.ow + gx;
     if (RES == DT_RES_POOL)
         *r = ((b * 2 * a.oh + 2 * gy) * 2 * a.ow + 2 * gx) * a.rc;
+    else if (RES == DT_RES_WINDOW)
+        *r = *win + (a.pt * s.scols + a.pl) * s.ps;
     else
         *r = *m * a.rc;
 }
@@ -280,9 +287,9 @@ static __device__ __forceinline__ void dt_residual_early(const cuda_dwpw_args &a
  * and RELU6, 1 for none, the PRELU slope; hi 6 for RELU6), slopes and bias
  * from shared memory. */
 template <int NT, int RES>
-static __device__ __forceinline__ void dt_epilogue(const cuda_dwpw_args &a, const float *pbias,
-                                                   const float *slope, float hi, float (*acc)[4],
-                                                   const dt_rows &w, const __half2 (*rv)[2], int n0)
+static __device__ __forceinline__ void
+dt_epilogue(const cuda_dwpw_args &a, const float *pbias, const float *slope, float hi,
+            float (*acc)[4], const dt_rows &w, const __half2 (*rv)[2], int n0, const __half *window)
 {
     const int q = threadIdx.x % 4;
     const int right = a.rc, down = 2 * a.ow * a.rc;
@@ -311,6 +318,11 @@ static __device__ __forceinline__ void dt_epilogue(const cuda_dwpw_args &a, cons
                 v1 += v.y;
             } else if (RES == DT_RES_PIXEL && n < a.rc && w.m[h] >= 0) {
                 const float2 v = dt_ld2(res[h] + 8 * j);
+                v0 += v.x;
+                v1 += v.y;
+            } else if (RES == DT_RES_WINDOW && n < a.rc && w.m[h] >= 0) {
+                const float2 v =
+                    __half22float2(*reinterpret_cast<const __half2 *>(window + w.r[h] + n));
                 v0 += v.x;
                 v1 += v.y;
             } else if (RES == DT_RES_POOL && n < a.rc && w.m[h] >= 0) {
@@ -425,7 +437,8 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : 3)
                     mma_16816(acc[2 * jp + 1], A, bf + 2);
                 }
             }
-            dt_epilogue<NT, RES>(a, pbias, slope, hi, acc, rows, rv, n0);
+            dt_epilogue<NT, RES>(a, pbias, slope, hi, acc, rows, rv, n0,
+                                 reinterpret_cast<const __half *>(dm_smem));
         }
     }
 }
@@ -530,6 +543,8 @@ static cudaError_t dt_launch_res(const cuda_dwpw_args *a, const dt_shape *s, dim
         return cuda_ops_start(dwpw_mma<NT, DT_RES_NONE, W3>, grid, DM_THREADS, smem, st, *a, *s);
     if (a->pool_residual)
         return cuda_ops_start(dwpw_mma<NT, DT_RES_POOL, W3>, grid, DM_THREADS, smem, st, *a, *s);
+    if (a->residual == a->x && a->rc == a->c && a->oh == a->ih && a->ow == a->iw)
+        return cuda_ops_start(dwpw_mma<NT, DT_RES_WINDOW, W3>, grid, DM_THREADS, smem, st, *a, *s);
     return cuda_ops_start(dwpw_mma<NT, DT_RES_PIXEL, W3>, grid, DM_THREADS, smem, st, *a, *s);
 }
 

@@ -219,22 +219,42 @@ extern "C" cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_
 
 /* ---- precision conversion ------------------------------------------------ */
 
+/* Thread i converts elements [V i, V i + V): 8 (one 16-byte half load or
+ * store, two float4) when the count and the pointers allow, else 1. */
+template <int V>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
-f32_to_f16(__half *__restrict__ y, const float *__restrict__ x, int n)
+    f32_to_f16(__half *__restrict__ y, const float *__restrict__ x, int n)
 {
     pdl_begin();
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        y[i] = __float2half_rn(__ldg(x + i));
+    int i = (blockIdx.x * blockDim.x + threadIdx.x) * V;
+    if (i >= n)
+        return;
+    float v[V];
+    if (V == 8) {
+        ldv(x + i, v, 4);
+        ldv(x + i + 4, v + 4, 4);
+    } else {
+        ldv(x + i, v, 1);
+    }
+    stv(y + i, v, V);
 }
 
+template <int V>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
-f16_to_f32(float *__restrict__ y, const __half *__restrict__ x, int n)
+    f16_to_f32(float *__restrict__ y, const __half *__restrict__ x, int n)
 {
     pdl_begin();
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        y[i] = __half2float(__ldg(x + i));
+    int i = (blockIdx.x * blockDim.x + threadIdx.x) * V;
+    if (i >= n)
+        return;
+    float v[V];
+    ldv(x + i, v, V);
+    if (V == 8) {
+        stv(y + i, v, 4);
+        stv(y + i + 4, v + 4, 4);
+    } else {
+        stv(y + i, v, 1);
+    }
 }
 
 extern "C" cudaError_t cuda_launch_convert(void *dst, cuda_prec dst_prec, const void *src,
@@ -249,10 +269,12 @@ extern "C" cudaError_t cuda_launch_convert(void *dst, cuda_prec dst_prec, const 
         return cudaMemcpyAsync(dst, src, (size_t)n * (dst_prec == CUDA_PREC_F16 ? 2 : 4),
                                cudaMemcpyDeviceToDevice, s);
     }
+    const bool vec8 = n % 8 == 0 && (((size_t)dst | (size_t)src) & 15) == 0;
+    if (vec8)
+        blocks = cuda_ops_blocks(n / 8, CUDA_OPS_THREADS);
     if (dst_prec == CUDA_PREC_F16)
-        return cuda_ops_start(f32_to_f16, blocks, CUDA_OPS_THREADS, 0, s, (__half *)dst,
-                              (const float *)src, n);
-    else
-        return cuda_ops_start(f16_to_f32, blocks, CUDA_OPS_THREADS, 0, s, (float *)dst,
-                              (const __half *)src, n);
+        return cuda_ops_start(vec8 ? f32_to_f16<8> : f32_to_f16<1>, blocks, CUDA_OPS_THREADS, 0, s,
+                              (__half *)dst, (const float *)src, n);
+    return cuda_ops_start(vec8 ? f16_to_f32<8> : f16_to_f32<1>, blocks, CUDA_OPS_THREADS, 0, s,
+                          (float *)dst, (const __half *)src, n);
 }

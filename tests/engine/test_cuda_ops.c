@@ -61,8 +61,10 @@ static int pick(const int *v, int n)
 
 typedef enum chain { CHAIN_NONE, CHAIN_DEQUANTIZE_ADD, CHAIN_BLAZE_BLOCK } chain;
 
-/* GR_DWPW's residual: none, at the output pixel, or max-pooled 2x2/2. */
-typedef enum res_mode { RES_NONE, RES_PIXEL, RES_POOL } res_mode;
+/* GR_DWPW's residual: none, at the output pixel, max-pooled 2x2/2, or the
+ * block's own input (stride 1, rc = c: the BlazeBlocks that keep their
+ * size). */
+typedef enum res_mode { RES_NONE, RES_PIXEL, RES_POOL, RES_INPUT } res_mode;
 
 typedef struct spec {
     gr_op op;
@@ -261,6 +263,11 @@ static void make_cases(void)
         {8, 48, 48, 3, 1, 12, 0, RES_NONE, GR_ACT_RELU}, /* mma form: narrowing blocks */
         {32, 24, 64, 3, 1, 32, 32, RES_PIXEL, GR_ACT_RELU},
         {32, 24, 64, 3, 1, 64, 64, RES_PIXEL, GR_ACT_PRELU},
+        {3, 64, 24, 3, 1, 24, 24, RES_INPUT, GR_ACT_RELU}, /* the input as residual */
+        {3, 64, 24, 3, 1, 28, 24, RES_INPUT, GR_ACT_RELU},
+        {1, 96, 16, 3, 1, 16, 16, RES_INPUT, GR_ACT_PRELU},
+        {32, 24, 64, 3, 1, 64, 64, RES_INPUT, GR_ACT_PRELU},
+        {2, 12, 128, 3, 1, 128, 128, RES_INPUT, GR_ACT_PRELU},
     };
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
         s = add_case(GR_DWPW, blocks[i].batch, blocks[i].h, blocks[i].h, blocks[i].c);
@@ -444,6 +451,8 @@ static int build_dwpw(gr_graph *g, const spec *s)
         n.p.conv.alpha = constant(g, 1, s->cout, 0, 0, 0, -0.5f, 1.0f);
     if (s->res == RES_PIXEL)
         n.p.conv.residual = input(g, 4, oh, ow, s->rc);
+    if (s->res == RES_INPUT)
+        n.p.conv.residual = n.in[0];
     if (s->res == RES_POOL) {
         n.p.conv.residual = input(g, 4, 2 * oh, 2 * ow, s->rc);
         n.p.conv.pool_residual = true;
@@ -607,9 +616,9 @@ static void describe(const spec *s, char *buf, size_t size)
         snprintf(buf + k, size - (size_t)k, " k%dx%d s%d d%d pad %d,%d,%d,%d cout %d m%d %s%s%s",
                  s->kh, s->kw, s->sh, s->dil, s->pt, s->pl, s->pb, s->pr, s->cout, s->mult,
                  gr_act_name(s->act),
-                 s->residual || s->res == RES_PIXEL ? " +res"
-                 : s->res == RES_POOL               ? " +pooled res"
-                                                    : "",
+                 s->residual || s->res == RES_PIXEL || s->res == RES_INPUT ? " +res"
+                 : s->res == RES_POOL                                      ? " +pooled res"
+                                                                           : "",
                  s->no_bias ? " nobias" : "");
     else if (s->op == GR_RESIZE_BILINEAR)
         snprintf(buf + k, size - (size_t)k, " -> %dx%d mode %d", s->oh, s->ow, s->mode);
