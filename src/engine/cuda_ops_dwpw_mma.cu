@@ -1,17 +1,19 @@
 /* GR_DWPW on the tensor cores throughout, for blocks with few channels and
- * narrowing blocks on large images (cuda_dwpw_mma_ok): both the depthwise and the pointwise
- * convolution are mma.sync products. A block stages the input window of a tile of output pixels in
- * shared memory (cp.async); a warp takes 16 output pixels, and per 16 input channels computes their
- * depthwise convolution as products with diagonal matrices (m16n8k8, one per tap and 8 channels)
- * whose fp32 accumulators, rounded to half, are already the A operand of the pointwise m16n8k16.
- * The depthwise output never leaves registers, and a pixel costs a few instructions per channel
- * instead of the tens a SIMT depthwise with conversions takes, which is what bounded the large
- * few-channel layers (FaceMesh's 96x96x16, BlazeFace's 64x64x24 and
- * 96x96x32): those run 20-30% faster than with dwpw_tc. With many
- * channels (small images) dwpw_tc in cuda_ops_dwpw.cu is faster: a warp
- * here owns its pixels for every channel, too little parallelism; and so
- * it is for widening blocks, whose epilogue stores pairs of halves per
- * lane where dwpw_tc's stores 16 bytes. */
+ * narrowing blocks on large images (cuda_dwpw_mma_ok): both the depthwise
+ * and the pointwise convolution are mma.sync products. A block stages the
+ * input window of a tile of output pixels in shared memory (cp.async); a
+ * warp takes 16 output pixels, and per 16 input channels computes their
+ * depthwise convolution as products with diagonal matrices (m16n8k8, one
+ * per tap and 8 channels) whose fp32 accumulators, rounded to half, are
+ * already the A operand of the pointwise m16n8k16. The depthwise output
+ * never leaves registers, and a pixel costs a few instructions per channel
+ * instead of the tens a SIMT depthwise with conversions takes, which is
+ * what bounded the large few-channel layers (FaceMesh's 96x96x16,
+ * BlazeFace's 64x64x24 and 96x96x32): those run 20-30% faster than with
+ * dwpw_tc. With many channels (small images) dwpw_tc in cuda_ops_dwpw.cu
+ * is faster: a warp here owns its pixels for every channel, too little
+ * parallelism; and so it is for widening blocks, whose epilogue stores
+ * pairs of halves per lane where dwpw_tc's stores 16 bytes. */
 #include <climits>
 
 #include "engine/cuda_ops_device.h"
