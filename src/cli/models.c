@@ -106,7 +106,7 @@ static int inspect(const char *path, bool json)
     if (st == OMMA_OK)
         st = rw_apply_all(r.rw, &r.stats);
     if (st == OMMA_OK)
-        st = plan_build(r.rw, &r.plan);
+        st = plan_build(r.rw, NULL, &r.plan);
     if (st != OMMA_OK)
         rc = cli_fail(st, "cannot inspect %s", path);
     else if (json)

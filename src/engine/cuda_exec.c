@@ -79,6 +79,23 @@ static omma_status check_alive(omma_device *dev, const char *what)
     return OMMA_OK;
 }
 
+omma_status eng_cuda_steps(omma_engine *e)
+{
+    const gr_graph *g = e->graph;
+    if (prec_of(e) != CUDA_PREC_F16 || g->n_nodes == 0)
+        return OMMA_OK;
+    e->step_end = malloc((size_t)g->n_nodes * sizeof *e->step_end);
+    if (!e->step_end)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda engine: allocating");
+    for (int i = 0; i < g->n_nodes;) {
+        int end = cuda_op_chain_end(g, i, CUDA_PREC_F16);
+        for (int k = i; k <= end; k++)
+            e->step_end[k] = k == i ? end : k;
+        i = end + 1;
+    }
+    return OMMA_OK;
+}
+
 omma_status eng_cuda_engine_init(omma_engine *e)
 {
     cuda_engine *c = calloc(1, sizeof *c);
@@ -190,6 +207,7 @@ typedef struct cuda_exec {
     bool *in_direct;         /* per input: its readers take it as float32 (fp16 execs) */
     cudaGraphExec_t *graph;  /* [max_batch + 1], NULL until captured */
     int *graph_nodes;        /* [max_batch + 1] */
+    void **acts;             /* per graph tensor: its arena pointer, NULL for constants */
 } cuda_exec;
 
 #define IO_ALIGN 256
@@ -296,7 +314,14 @@ static omma_status exec_init_in_scope(omma_exec *x, cuda_exec *c)
         c->own_stream = true;
         x->opt.stream = c->stream;
     }
-    return exec_alloc(x, c);
+    OMMA_TRY(exec_alloc(x, c));
+    c->acts = calloc((size_t)g->n_tensors + 1, sizeof *c->acts);
+    if (!c->acts)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
+    for (int t = 0; t < g->n_tensors; t++)
+        if (!g->tensors[t].data)
+            c->acts[t] = arena_ptr(x, t);
+    return OMMA_OK;
 }
 
 static omma_status cuda_exec_init(omma_exec *x)
@@ -338,6 +363,7 @@ static void cuda_exec_fini(omma_exec *x)
     free(c->out);
     free(c->graph);
     free(c->graph_nodes);
+    free(c->acts);
     free(c);
     x->state = NULL;
     x->arena = NULL;
@@ -380,6 +406,7 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
     const cuda_weights *w = ((const cuda_engine *)e->cuda)->w;
     cudaStream_t s = (cudaStream_t)c->stream;
     bool f16 = prec_of(e) == CUDA_PREC_F16;
+    bool chains = e->step_end && cuda_op_chain_pays(batch);
     *launches = 0;
     if (f16) {
         for (int i = 0; i < g->n_inputs; i++) {
@@ -393,6 +420,12 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
+        if (e->step_end && e->step_end[i] > i && chains) {
+            OMMA_TRY(cuda_op_launch_chain(g, i, e->step_end[i], w, batch, c->acts, s));
+            ++*launches;
+            i = e->step_end[i];
+            continue;
+        }
         const void *in[GR_MAX_INPUTS] = {0};
         for (int k = 0; k < n->n_in; k++)
             in[k] = act_ptr(x, n->in[k]);

@@ -168,38 +168,52 @@ static omma_status run_conv(const launch *l, bool pool)
     return OMMA_CK(cuda_launch_conv_direct(&a, l->s));
 }
 
+/* A DWPW node's shapes, window and epilogue for batch 1, no pointers. */
+static void dwpw_shape(const gr_graph *g, const gr_node *n, cuda_prec prec, cuda_dwpw_args *a)
+{
+    const gr_tensor *x = &g->tensors[n->in[0]], *y = &g->tensors[n->out];
+    const gr_window *win = &n->p.conv.win;
+    memset(a, 0, sizeof *a);
+    a->prec = prec;
+    a->batch = 1;
+    a->ih = x->dims[1], a->iw = x->dims[2], a->c = x->dims[3];
+    a->oh = y->dims[1], a->ow = y->dims[2], a->cout = y->dims[3];
+    a->kh = win->kh, a->kw = win->kw, a->sh = win->stride_h, a->sw = win->stride_w;
+    a->dh = win->dil_h, a->dw = win->dil_w, a->pt = win->pad_top, a->pl = win->pad_left;
+    a->act = (int)n->p.conv.act;
+    if (n->p.conv.residual >= 0) {
+        const gr_tensor *r = &g->tensors[n->p.conv.residual];
+        a->rc = r->dims[r->rank - 1];
+        a->pool_residual = n->p.conv.pool_residual;
+    }
+}
+
+/* A DWPW node's constants into a; false when w lacks one the node needs. */
+static bool dwpw_weights(const gr_node *n, const cuda_node_weights *nw, cuda_dwpw_args *a)
+{
+    a->dw_w = nw->dw_filter;
+    a->dw_bias = nw->dw_bias;
+    a->pw_w = nw->filter;
+    a->bias = nw->bias;
+    a->alpha = nw->alpha;
+    return a->pw_w && a->dw_w && (n->p.conv.act != GR_ACT_PRELU || a->alpha) &&
+           (n->in[4] < 0 || a->bias) && (n->in[2] < 0 || a->dw_bias);
+}
+
 static omma_status run_dwpw(const launch *l)
 {
     const gr_node *n = l->n;
-    const gr_tensor *x = tensor(l, n->in[0]), *y = tensor(l, n->out);
-    const cuda_node_weights *nw = &l->w->nodes[l->idx];
-    const gr_window *win = &n->p.conv.win;
     cuda_dwpw_args a;
-    memset(&a, 0, sizeof a);
-    a.prec = l->w->prec;
+    dwpw_shape(l->g, n, l->w->prec, &a);
     OMMA_TRY(input(l, 0, &a.x, NULL));
     a.y = output(l);
     a.batch = l->nb;
-    a.ih = x->dims[1], a.iw = x->dims[2], a.c = x->dims[3];
-    a.oh = y->dims[1], a.ow = y->dims[2], a.cout = y->dims[3];
-    a.kh = win->kh, a.kw = win->kw, a.sh = win->stride_h, a.sw = win->stride_w;
-    a.dh = win->dil_h, a.dw = win->dil_w, a.pt = win->pad_top, a.pl = win->pad_left;
-    a.dw_w = nw->dw_filter;
-    a.dw_bias = nw->dw_bias;
-    a.pw_w = nw->filter;
-    a.bias = nw->bias;
-    a.alpha = nw->alpha;
-    a.act = (int)n->p.conv.act;
     if (n->p.conv.residual >= 0) {
         if (!l->residual)
             return fail_node(l, OMMA_ERR_INVALID_ARG, "the residual pointer is NULL");
-        const gr_tensor *r = tensor(l, n->p.conv.residual);
         a.residual = item_ptr(l, l->residual, n->p.conv.residual);
-        a.rc = r->dims[r->rank - 1];
-        a.pool_residual = n->p.conv.pool_residual;
     }
-    if (!a.pw_w || !a.dw_w || (n->p.conv.act == GR_ACT_PRELU && !a.alpha) ||
-        (n->in[4] >= 0 && !a.bias) || (n->in[2] >= 0 && !a.dw_bias))
+    if (!dwpw_weights(n, &l->w->nodes[l->idx], &a))
         return fail_node(l, OMMA_ERR_INVALID_ARG, "weights of another graph");
     if (!cuda_dwpw_fits(&a))
         return fail_node(l, OMMA_ERR_UNSUPPORTED,
@@ -417,6 +431,132 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                          "cuda op: this node cannot read float32 input in this precision");
     return launch_node(g, n, w, batch, inputs, residual, out, stream, true);
+}
+
+/* ---- chains of DWPW nodes ------------------------------------------------ */
+
+/* Tensor t as a chain tensor of the chain starting at node first, for a
+ * reader at node k: 1 + (its producer - first) when that producer is one
+ * of nodes first .. k-1, else 0 (read from memory). */
+static int chain_from(const gr_graph *g, int t, int first, int k)
+{
+    int p = g->tensors[t].producer;
+    return p >= first && p < k ? p - first + 1 : 0;
+}
+
+/* The shapes of nodes first..last as a chain; false when they are not one
+ * the kernel runs (every node a DWPW reading an earlier node's output,
+ * shapes and shared memory as cuda_dwpw_chain_fits wants). */
+static bool chain_shape(const gr_graph *g, int first, int last, cuda_prec p, cuda_chain_args *a)
+{
+    memset(a, 0, sizeof *a);
+    if (last - first + 1 > CUDA_CHAIN_MAX)
+        return false;
+    a->n = last - first + 1;
+    for (int k = first; k <= last; k++) {
+        const gr_node *n = &g->nodes[k];
+        if (n->op != GR_DWPW || g->tensors[n->in[0]].rank != 4)
+            return false;
+        dwpw_shape(g, n, p, &a->block[k - first]);
+        a->x_from[k - first] = chain_from(g, n->in[0], first, k);
+        if (k > first && a->x_from[k - first] == 0)
+            return false;
+        if (n->p.conv.residual >= 0)
+            a->res_from[k - first] = chain_from(g, n->p.conv.residual, first, k);
+    }
+    return cuda_dwpw_chain_fits(a);
+}
+
+int cuda_op_chain_end(const gr_graph *g, int first, cuda_prec p)
+{
+    if (!g || first < 0 || first >= g->n_nodes || p != CUDA_PREC_F16)
+        return first;
+    cuda_chain_args a;
+    int end = first;
+    for (int k = first + 1; k < g->n_nodes && chain_shape(g, first, k, p, &a); k++)
+        end = k;
+    return end;
+}
+
+bool cuda_op_chain_pays(int batch)
+{
+    return cuda_dwpw_chain_pays(batch);
+}
+
+/* True when tensor t is a graph output or read by a node outside
+ * first..last. */
+static bool read_outside(const gr_graph *g, int t, int first, int last)
+{
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == t)
+            return true;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (i >= first && i <= last)
+            continue;
+        int r[GR_MAX_INPUTS + 2];
+        int k = gr_node_reads(&g->nodes[i], r);
+        for (int j = 0; j < k; j++)
+            if (r[j] == t)
+                return true;
+    }
+    return false;
+}
+
+/* p moved by b0 items of n elements of es bytes (NULL stays NULL). */
+static const void *items_on(const void *p, int b0, size_t n, size_t es)
+{
+    return p ? (const unsigned char *)p + (size_t)b0 * n * es : NULL;
+}
+
+omma_status cuda_op_launch_chain(const gr_graph *g, int first, int last,
+                                 const struct cuda_weights *w, int batch, void *const *acts,
+                                 cudaStream_t stream)
+{
+    if (!g || !w || !acts)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: NULL graph, weights or tensors");
+    if (w->n_nodes != g->n_nodes || w->n_tensors != g->n_tensors)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: weights of another graph");
+    if (first < 0 || last >= g->n_nodes || first >= last || batch < 1)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: nodes %d..%d, batch %d", first, last,
+                         batch);
+    cuda_chain_args a;
+    if (!chain_shape(g, first, last, w->prec, &a))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "cuda chain: nodes %d..%d are not a chain the kernel runs", first, last);
+    size_t item = 0; /* the largest item of a tensor the chain reads or writes */
+    for (int k = first; k <= last; k++) {
+        const gr_node *n = &g->nodes[k];
+        cuda_dwpw_args *b = &a.block[k - first];
+        if (!dwpw_weights(n, &w->nodes[k], b))
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: node %d: weights of another graph",
+                             k);
+        b->x = acts[n->in[0]];
+        b->residual = n->p.conv.residual >= 0 ? acts[n->p.conv.residual] : NULL;
+        b->y = k == last || read_outside(g, n->out, first, last) ? acts[n->out] : NULL;
+        if ((a.x_from[k - first] == 0 && !b->x) || (k == last && !b->y) ||
+            (n->p.conv.residual >= 0 && a.res_from[k - first] == 0 && !b->residual))
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: node %d: a NULL activation", k);
+        size_t xi = item_elems(&g->tensors[n->in[0]]), yi = item_elems(&g->tensors[n->out]);
+        item = xi > item ? xi : item;
+        item = yi > item ? yi : item;
+    }
+    /* Split the batch so that no launch spans 2^30 elements of a tensor. */
+    int per = (int)(LAUNCH_ELEMS_MAX / item);
+    size_t es = cuda_prec_size(w->prec);
+    for (int b0 = 0; b0 < batch; b0 += per) {
+        cuda_chain_args part = a;
+        for (int k = 0; k < a.n; k++) {
+            const gr_node *n = &g->nodes[first + k];
+            cuda_dwpw_args *b = &part.block[k];
+            size_t r = (size_t)b->oh * b->ow * b->rc * (b->pool_residual ? 4 : 1);
+            b->batch = batch - b0 < per ? batch - b0 : per;
+            b->x = items_on(b->x, b0, item_elems(&g->tensors[n->in[0]]), es);
+            b->residual = items_on(b->residual, b0, r, es);
+            b->y = (void *)items_on(b->y, b0, item_elems(&g->tensors[n->out]), es);
+        }
+        OMMA_TRY(OMMA_CK(cuda_launch_dwpw_chain(&part, stream)));
+    }
+    return OMMA_OK;
 }
 
 omma_status cuda_convert(void *dst, cuda_prec dst_prec, const void *src, cuda_prec src_prec,

@@ -170,6 +170,31 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
                                      const void *const *inputs, const void *residual, void *out,
                                      cudaStream_t stream);
 
+/* Chains of GR_DWPW nodes on small images that one kernel runs
+ * (cuda_ops_dwpw_chain.cu). cuda_op_chain_end: the last node of the
+ * longest chain starting at node `first` in precision p (nodes first ..
+ * end, each after the first reading an earlier one's output), or `first`
+ * when there is none of two nodes or more. Memory must be planned with the
+ * chain as one step (plan_build's step_end): its nodes run at once, so
+ * every tensor a chain node reads stays alive until its last node. */
+int cuda_op_chain_end(const gr_graph *g, int first, cuda_prec p);
+
+/* Runs nodes first..last, a chain from cuda_op_chain_end, as one launch.
+ * acts[t]: the device pointer of activation tensor t (batch items in w's
+ * precision). The chain writes its last node's output and those its other
+ * nodes' that a later node reads or the graph outputs; not the rest.
+ * Errors as cuda_op_launch. */
+/* True when chains run faster than their nodes one by one at this batch
+ * on the current device: a chain's thread block takes whole images, so
+ * with fewer images than half the SMs most of the GPU would idle (H100,
+ * fp16: a chain at batch 1 is 30-50% slower than its nodes, at batch 128
+ * 5-10% faster). */
+bool cuda_op_chain_pays(int batch);
+
+omma_status cuda_op_launch_chain(const gr_graph *g, int first, int last,
+                                 const struct cuda_weights *w, int batch, void *const *acts,
+                                 cudaStream_t stream);
+
 /* Converts n elements between precisions (dst and src may not overlap unless
  * the precisions are equal and dst == src, which does nothing). For the
  * float32 inputs and outputs of the public API around an fp16 graph. */
@@ -260,6 +285,32 @@ cudaError_t cuda_launch_dwpw(const cuda_dwpw_args *a, cudaStream_t s);
  * counts, windows up to 3x3. */
 bool cuda_dwpw_mma_ok(const cuda_dwpw_args *a);
 cudaError_t cuda_launch_dwpw_mma(const cuda_dwpw_args *a, cudaStream_t s);
+
+/* A chain of GR_DWPW blocks on small images in one kernel
+ * (cuda_ops_dwpw_chain.cu): a thread block takes whole images through every
+ * block, their activations kept in shared memory. fp16 only; every block
+ * 3x3 at stride 1 or 2, channel counts multiples of 8, at most
+ * CUDA_CHAIN_MAX_PIXELS output pixels per image. Block k reads x and its
+ * residual from global memory (block.x, block.residual) or from the output
+ * of block j - 1 earlier in the chain (x_from / res_from = j >= 1); its
+ * output goes to block.y when that is not NULL (the last block's must not
+ * be). */
+#define CUDA_CHAIN_MAX 16
+#define CUDA_CHAIN_MAX_PIXELS 256
+#define CUDA_CHAIN_SMEM_MAX (227 * 1024) /* H100: the most a block may use */
+
+typedef struct cuda_chain_args {
+    int n;
+    cuda_dwpw_args block[CUDA_CHAIN_MAX];
+    int x_from[CUDA_CHAIN_MAX];
+    int res_from[CUDA_CHAIN_MAX];
+} cuda_chain_args;
+
+/* True when the blocks' shapes fit the kernel (pointers are not looked at). */
+bool cuda_dwpw_chain_fits(const cuda_chain_args *a);
+cudaError_t cuda_launch_dwpw_chain(const cuda_chain_args *a, cudaStream_t s);
+/* True when `batch` images give at least half the SMs a thread block. */
+bool cuda_dwpw_chain_pays(int batch);
 
 /* y = act(a + b) (b may be NULL: y = act(a)), n elements, c channels (the
  * innermost dimension, for alpha). b_period: b repeats every b_period

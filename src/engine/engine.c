@@ -42,6 +42,7 @@ static void engine_free(omma_engine *e)
     if (e->backend && e->backend->engine_fini)
         e->backend->engine_fini(e);
     plan_free(e->plan);
+    free(e->step_end);
     gr_free(e->graph);
     free(e);
 }
@@ -79,7 +80,9 @@ omma_status eng_engine_create(omma_device *dev, gr_graph *g, const omma_engine_o
     if (opt->rewrites && (st = rw_apply_all(g, &e->rewrites)) != OMMA_OK)
         goto fail;
     e->stats.nodes = g->n_nodes;
-    if ((st = plan_build(g, &e->plan)) != OMMA_OK)
+    if (opt->backend == OMMA_BACKEND_CUDA && (st = eng_cuda_steps(e)) != OMMA_OK)
+        goto fail;
+    if ((st = plan_build(g, e->step_end, &e->plan)) != OMMA_OK)
         goto fail;
     e->stats.arena_bytes_batch1 = plan_arena_bytes(e->plan, 1);
     e->stats.arena_bytes_per_item = e->plan->item_bytes;

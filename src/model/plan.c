@@ -101,7 +101,7 @@ static size_t place(plan_slot *slots, const int *order, int n, int *placed)
     return top;
 }
 
-omma_status plan_build(const gr_graph *g, plan_layout **out)
+omma_status plan_build(const gr_graph *g, const int *step_end, plan_layout **out)
 {
     *out = NULL;
     int nt = g->n_tensors, nn = g->n_nodes;
@@ -145,6 +145,18 @@ omma_status plan_build(const gr_graph *g, plan_layout **out)
     }
     for (int i = 0; i < g->n_outputs; i++)
         s[g->outputs[i]].last = nn;
+    for (int i = 0; step_end && i < nn; i++) {
+        int j = step_end[i];
+        if (j <= i || j >= nn)
+            continue;
+        for (int t = 0; t < nt; t++) {
+            if (s[t].first >= i && s[t].first <= j)
+                s[t].first = i;
+            if (s[t].last >= i && s[t].last <= j)
+                s[t].last = j;
+        }
+        i = j;
+    }
 
     /* A RESHAPE's output is its input's bytes: it shares the slot, which
      * then lives as long as either. In order, so chains end at one root. */

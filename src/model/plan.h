@@ -45,8 +45,13 @@ typedef struct plan_layout {
     size_t peak_bytes;  /* one item, most bytes alive at one node: the floor */
 } plan_layout;
 
-/* Plans a validated graph. On failure *out is NULL. */
-omma_status plan_build(const gr_graph *g, plan_layout **out);
+/* Plans a validated graph. step_end (NULL: every node is a step of its
+ * own) has one entry per node: step_end[i] > i when nodes i..step_end[i]
+ * run as one step (one kernel): then every tensor those nodes read lives
+ * until step_end[i] and every tensor they write from node i on, so none
+ * shares memory with another the step touches. Entries inside a step are
+ * not read. On failure *out is NULL. */
+omma_status plan_build(const gr_graph *g, const int *step_end, plan_layout **out);
 
 void plan_free(plan_layout *p);
 

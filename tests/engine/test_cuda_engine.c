@@ -3,9 +3,11 @@
  * - each whole model (BlazeFace short and full range, FaceMesh) on inputs
  *   made from testdata/astronaut.png, GPU vs CPU: same best anchor, box
  *   corners within 0.5% of the input size; FaceMesh landmarks within 0.5 px
- *   (fp32) / 1.5 px (fp16) at 192x192;
+ *   (fp32) / 1.5 px (fp16) at 192x192; fp16 also at batch CHAIN_BATCH,
+ *   where the blocks on small images run as chains (cuda_op_chain_pays);
  * - the per-device engine cache (same file and precision: same engine);
- * - CUDA graph replay bitwise equal to node-by-node launches at batch 1, 3, 8;
+ * - CUDA graph replay bitwise equal to node-by-node launches at batch 1, 3,
+ *   8 and CHAIN_BATCH;
  * - one shared engine, 16 threads with an exec each, 1000 runs each on
  *   different inputs (OMMA_TEST_RUNS=N to change), every output bitwise
  *   equal to the serial result;
@@ -121,16 +123,22 @@ static void make_input(const char *model, int k, float *out)
         out[i] = out[i] * (1.0f - 0.03f * (float)(k % 9)) + 0.01f * (float)(k % 13) * sinf((float)i * 0.37f);
 }
 
-/* Runs model on one item on the CPU and the GPU; fills the outputs. */
+/* A batch at which chains run on GPUs of up to 192 SMs. */
+#define CHAIN_BATCH 96
+
+/* Runs model on one item on the CPU or the GPU; fills the outputs. On the
+ * GPU the item is run as the last of `batch` copies. */
 typedef struct run_out {
     float *o[2];      /* the two outputs of interest */
     size_t n[2];
 } run_out;
 
-static omma_status run_one(omma_engine *e, const float *in, int oa, int ob, run_out *r)
+static omma_status run_one(omma_engine *e, const float *in, int oa, int ob, int batch, run_out *r)
 {
     omma_exec *x = NULL;
-    omma_status st = omma_exec_create(e, 1, &x);
+    omma_status st = omma_exec_create(e, batch, &x);
+    size_t ni = in_elems(e, 0);
+    float *all = NULL;
     int idx[2] = {oa, ob};
     for (int j = 0; j < 2; j++) {
         r->n[j] = out_elems(e, idx[j]);
@@ -141,7 +149,12 @@ static omma_status run_one(omma_engine *e, const float *in, int oa, int ob, run_
     bool gpu = omma_engine_backend(e) == OMMA_BACKEND_CUDA;
     if (st == OMMA_OK) {
         if (gpu) {
-            st = to_exec(x, 0, in, in_elems(e, 0));
+            size_t most = ni > out_elems(e, oa) ? ni : out_elems(e, oa);
+            most = most > out_elems(e, ob) ? most : out_elems(e, ob);
+            all = malloc((size_t)batch * most * sizeof *all);
+            for (int k = 0; all && k < batch; k++)
+                memcpy(all + (size_t)k * ni, in, ni * sizeof *all);
+            st = all ? to_exec(x, 0, all, (size_t)batch * ni) : OMMA_ERR_OUT_OF_MEMORY;
         } else {
             float *p;
             if ((st = omma_exec_input(x, 0, &p)) == OMMA_OK)
@@ -149,16 +162,19 @@ static omma_status run_one(omma_engine *e, const float *in, int oa, int ob, run_
         }
     }
     if (st == OMMA_OK)
-        st = omma_exec_run(x, 1);
+        st = omma_exec_run(x, batch);
     for (int j = 0; st == OMMA_OK && j < 2; j++) {
         if (gpu) {
-            st = from_exec(x, idx[j], r->o[j], r->n[j]);
+            st = from_exec(x, idx[j], all, (size_t)batch * r->n[j]);
+            if (st == OMMA_OK)
+                memcpy(r->o[j], all + (size_t)(batch - 1) * r->n[j], r->n[j] * sizeof *all);
         } else {
             float *p;
             if ((st = omma_exec_output(x, idx[j], &p)) == OMMA_OK)
                 memcpy(r->o[j], p, r->n[j] * sizeof(float));
         }
     }
+    free(all);
     omma_exec_destroy(x);
     return st;
 }
@@ -169,7 +185,7 @@ static void run_out_free(run_out *r)
     free(r->o[1]);
 }
 
-static void compare_detector(const char *model, bf_kind kind, omma_precision prec)
+static void compare_detector(const char *model, bf_kind kind, omma_precision prec, int batch)
 {
     omma_engine *ec = NULL, *eg = NULL;
     run_out c = {0}, g = {0};
@@ -186,9 +202,9 @@ static void compare_detector(const char *model, bf_kind kind, omma_precision pre
     if (st == OMMA_OK && (oreg < 0 || ocls < 0))
         st = OMMA_ERR_INTERNAL;
     if (st == OMMA_OK)
-        st = run_one(ec, in, oreg, ocls, &c);
+        st = run_one(ec, in, oreg, ocls, 1, &c);
     if (st == OMMA_OK)
-        st = run_one(eg, in, oreg, ocls, &g);
+        st = run_one(eg, in, oreg, ocls, batch, &g);
     CHECK(st == OMMA_OK);
     if (st != OMMA_OK)
         fprintf(stderr, "%s %s: %s: %s\n", model, prec_name(prec), omma_status_str(st),
@@ -205,9 +221,10 @@ static void compare_detector(const char *model, bf_kind kind, omma_precision pre
         float dmax = fmaxf(fmaxf(fabsf(dc.box.xmin - dg.box.xmin), fabsf(dc.box.xmax - dg.box.xmax)),
                            fmaxf(fabsf(dc.box.ymin - dg.box.ymin), fabsf(dc.box.ymax - dg.box.ymax)));
         fprintf(stderr,
-                "%s %s: best anchor cpu %d (score %.4f) gpu %d (score %.4f); box corners differ "
-                "by at most %.4f%% of the input (%.3f px at %d)\n",
-                model, prec_name(prec), bc, dc.score, bg, dg.score, dmax * 100, dmax * size, size);
+                "%s %s, gpu batch %d: best anchor cpu %d (score %.4f) gpu %d (score %.4f); box "
+                "corners differ by at most %.4f%% of the input (%.3f px at %d)\n",
+                model, prec_name(prec), batch, bc, dc.score, bg, dg.score, dmax * 100, dmax * size,
+                size);
         CHECK(bc == bg);
         CHECK(dg.score > 0.5f);
         CHECK(dmax <= 0.005f);
@@ -220,7 +237,7 @@ static void compare_detector(const char *model, bf_kind kind, omma_precision pre
     free(anchors);
 }
 
-static void compare_mesh(omma_precision prec, float tol_px)
+static void compare_mesh(omma_precision prec, float tol_px, int batch)
 {
     omma_engine *ec = NULL, *eg = NULL;
     run_out c = {0}, g = {0};
@@ -234,9 +251,9 @@ static void compare_mesh(omma_precision prec, float tol_px)
     if (st == OMMA_OK && (olm < 0 || oflag < 0))
         st = OMMA_ERR_INTERNAL;
     if (st == OMMA_OK)
-        st = run_one(ec, in, olm, oflag, &c);
+        st = run_one(ec, in, olm, oflag, 1, &c);
     if (st == OMMA_OK)
-        st = run_one(eg, in, olm, oflag, &g);
+        st = run_one(eg, in, olm, oflag, batch, &g);
     CHECK(st == OMMA_OK);
     if (st != OMMA_OK)
         fprintf(stderr, "mesh %s: %s: %s\n", prec_name(prec), omma_status_str(st),
@@ -252,9 +269,10 @@ static void compare_mesh(omma_precision prec, float tol_px)
                 at = i;
             }
         }
-        fprintf(stderr, "face mesh %s: landmarks within %.4f px of the CPU (worst #%d); "
-                "presence logit cpu %.4f gpu %.4f\n", prec_name(prec), worst, at, c.o[1][0],
-                g.o[1][0]);
+        fprintf(stderr,
+                "face mesh %s, gpu batch %d: landmarks within %.4f px of the CPU (worst "
+                "#%d); presence logit cpu %.4f gpu %.4f\n",
+                prec_name(prec), batch, worst, at, c.o[1][0], g.o[1][0]);
         CHECK(worst <= tol_px);
         CHECK(fabsf(c.o[1][0] - g.o[1][0]) <= 0.05f * fmaxf(1.0f, fabsf(c.o[1][0])));
     }
@@ -267,16 +285,19 @@ static void compare_mesh(omma_precision prec, float tol_px)
 
 static void test_detectors_vs_cpu(void)
 {
-    compare_detector(FACE_MODEL_SHORT, BF_SHORT_RANGE, OMMA_PRECISION_FP32);
-    compare_detector(FACE_MODEL_SHORT, BF_SHORT_RANGE, OMMA_PRECISION_FP16);
-    compare_detector(FACE_MODEL_FULL, BF_FULL_RANGE, OMMA_PRECISION_FP32);
-    compare_detector(FACE_MODEL_FULL, BF_FULL_RANGE, OMMA_PRECISION_FP16);
+    compare_detector(FACE_MODEL_SHORT, BF_SHORT_RANGE, OMMA_PRECISION_FP32, 1);
+    compare_detector(FACE_MODEL_SHORT, BF_SHORT_RANGE, OMMA_PRECISION_FP16, 1);
+    compare_detector(FACE_MODEL_SHORT, BF_SHORT_RANGE, OMMA_PRECISION_FP16, CHAIN_BATCH);
+    compare_detector(FACE_MODEL_FULL, BF_FULL_RANGE, OMMA_PRECISION_FP32, 1);
+    compare_detector(FACE_MODEL_FULL, BF_FULL_RANGE, OMMA_PRECISION_FP16, 1);
+    compare_detector(FACE_MODEL_FULL, BF_FULL_RANGE, OMMA_PRECISION_FP16, CHAIN_BATCH);
 }
 
 static void test_face_mesh_vs_cpu(void)
 {
-    compare_mesh(OMMA_PRECISION_FP32, 0.5f);
-    compare_mesh(OMMA_PRECISION_FP16, 1.5f);
+    compare_mesh(OMMA_PRECISION_FP32, 0.5f, 1);
+    compare_mesh(OMMA_PRECISION_FP16, 1.5f, 1);
+    compare_mesh(OMMA_PRECISION_FP16, 1.5f, CHAIN_BATCH);
 }
 
 static void test_engine_cache(void)
@@ -322,8 +343,8 @@ static void test_engine_cache(void)
     CHECK(e == NULL);
 }
 
-/* Graph replay vs node-by-node, bitwise, at batch 1, 3, 8, for one model
- * and precision. */
+/* Graph replay vs node-by-node, bitwise, at batch 1, 3, 8 and CHAIN_BATCH,
+ * for one model and precision. */
 static void replay_vs_eager(const char *model, omma_precision prec)
 {
     omma_engine *e = NULL;
@@ -331,26 +352,27 @@ static void replay_vs_eager(const char *model, omma_precision prec)
     REQUIRE_OK(load(model, OMMA_BACKEND_CUDA, prec, &e));
     omma_exec_options o;
     omma_exec_options_init(&o);
-    omma_status st = omma_exec_create_with(e, 8, &o, &xg);
+    omma_status st = omma_exec_create_with(e, CHAIN_BATCH, &o, &xg);
     o.graphs = 0;
     if (st == OMMA_OK)
-        st = omma_exec_create_with(e, 8, &o, &xe);
+        st = omma_exec_create_with(e, CHAIN_BATCH, &o, &xe);
     size_t ni = in_elems(e, 0);
-    float *in = malloc(8 * ni * sizeof *in);
+    float *in = malloc(CHAIN_BATCH * ni * sizeof *in);
     int n_out = omma_engine_output_count(e);
     size_t max_out = 0;
     for (int i = 0; i < n_out; i++)
         max_out = out_elems(e, i) > max_out ? out_elems(e, i) : max_out;
-    float *a = malloc(8 * max_out * sizeof *a), *b = malloc(8 * max_out * sizeof *b);
+    float *a = malloc(CHAIN_BATCH * max_out * sizeof *a);
+    float *b = malloc(CHAIN_BATCH * max_out * sizeof *b);
     if (st == OMMA_OK && (!in || !a || !b))
         st = OMMA_ERR_OUT_OF_MEMORY;
-    for (int k = 0; st == OMMA_OK && k < 8; k++)
+    for (int k = 0; st == OMMA_OK && k < CHAIN_BATCH; k++)
         make_input(model, k + 1, in + (size_t)k * ni);
-    if (st == OMMA_OK && (st = to_exec(xg, 0, in, 8 * ni)) == OMMA_OK)
-        st = to_exec(xe, 0, in, 8 * ni);
-    const int batches[3] = {1, 3, 8};
+    if (st == OMMA_OK && (st = to_exec(xg, 0, in, CHAIN_BATCH * ni)) == OMMA_OK)
+        st = to_exec(xe, 0, in, CHAIN_BATCH * ni);
+    const int batches[4] = {1, 3, 8, CHAIN_BATCH};
     int mismatches = 0, launches_g = 0, launches_e = 0;
-    for (int bi = 0; st == OMMA_OK && bi < 3; bi++) {
+    for (int bi = 0; st == OMMA_OK && bi < 4; bi++) {
         int batch = batches[bi];
         for (int rep = 0; st == OMMA_OK && rep < 2; rep++) { /* capture, then replay */
             if ((st = omma_exec_run(xg, batch)) == OMMA_OK)
@@ -376,9 +398,10 @@ static void replay_vs_eager(const char *model, omma_precision prec)
         fprintf(stderr, "%s %s: %s\n", model, prec_name(prec), omma_last_error());
     CHECK(mismatches == 0);
     CHECK(launches_g > 0 && launches_g >= launches_e);
-    fprintf(stderr, "%s %s: graph replay vs eager at batch 1,3,8: %d mismatching outputs; "
-            "%d graph nodes, %d eager launches per run\n", model, prec_name(prec), mismatches,
-            launches_g, launches_e);
+    fprintf(stderr,
+            "%s %s: graph replay vs eager at batch 1,3,8,%d: %d mismatching outputs; "
+            "%d graph nodes, %d eager launches per run\n",
+            model, prec_name(prec), CHAIN_BATCH, mismatches, launches_g, launches_e);
     free(in);
     free(a);
     free(b);

@@ -704,8 +704,10 @@ static bool guard_intact(const unsigned char *dev_guard, cudaStream_t s)
 }
 
 /* Runs graph g (nodes in order) on the CPU and on the GPU in precision p,
- * checks every node's output. */
-static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *label)
+ * checks every node's output. as_chain: the GPU runs the whole graph as one
+ * chain of blocks (cuda_op_launch_chain), and only the outputs it must
+ * write, the graph's, are checked. */
+static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *label, bool as_chain)
 {
     size_t es = cuda_prec_size(p);
     double tol = p == CUDA_PREC_F16 ? TOL_F16 : TOL_F32;
@@ -759,6 +761,11 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
         dtmp = NULL;
     }
     GO_OK(cuda_weights_upload(g, p, &w));
+    if (as_chain) {
+        GO_OK(cuda_op_launch_chain(g, 0, g->n_nodes - 1, w, batch, (void *const *)b.dev, stream));
+        CUDA_GO(cudaStreamSynchronize(stream));
+        CUDA_GO(cudaGetLastError());
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
         int nb = is_static[n->out] ? 1 : batch;
@@ -775,8 +782,16 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
                      ? n->p.conv.residual
                      : -1;
         GO_OK(cpu_op_run(g, n, nb, in, rt >= 0 ? b.host[rt] : NULL, b.host[n->out]));
-        GO_OK(cuda_op_launch(g, n, w, nb, din, rt >= 0 ? b.dev[rt] : NULL, b.dev[n->out],
-                                  stream));
+        if (as_chain) {
+            bool out = false;
+            for (int k = 0; k < g->n_outputs; k++)
+                out = out || g->outputs[k] == n->out;
+            if (!out)
+                continue;
+        } else {
+            GO_OK(cuda_op_launch(g, n, w, nb, din, rt >= 0 ? b.dev[rt] : NULL, b.dev[n->out],
+                                 stream));
+        }
         CUDA_GO(cudaStreamSynchronize(stream));
         CUDA_GO(cudaGetLastError());
 
@@ -864,8 +879,8 @@ static void test_op_table(void)
         }
         int before = testing_case_failed;
         testing_case_failed = 0;
-        run_graph(g, s->batch, CUDA_PREC_F32, label);
-        run_graph(g, s->batch, CUDA_PREC_F16, label);
+        run_graph(g, s->batch, CUDA_PREC_F32, label, false);
+        run_graph(g, s->batch, CUDA_PREC_F16, label, false);
         cases_run++;
         if (testing_case_failed) {
             cases_failed++;
@@ -881,6 +896,170 @@ static void test_op_table(void)
             cases_run, cases_failed, worst[0], TOL_F32, worst[1], TOL_F16);
     CHECK(cases_failed == 0);
     CHECK(cases_run > 0);
+}
+
+/* ---- chains of blocks -------------------------------------------------------- */
+
+/* A block of a chain: x and res are chain tensors (0 the chain's input,
+ * j >= 1 block j-1's output; x -1: the block before; res -1: none; a
+ * residual twice the output's size is max-pooled). */
+typedef struct chain_block {
+    int x, cout, stride, res;
+    gr_act act;
+} chain_block;
+
+typedef struct chain_case {
+    const char *name;
+    int batch, h, c;
+    int also_out; /* a chain tensor that is a graph output too, or 0 */
+    int n;
+    chain_block b[8];
+} chain_case;
+
+static const chain_case chain_cases[] = {
+    {"short range 16x16 -> 8x8",
+     3,
+     16,
+     48,
+     0,
+     6,
+     {{-1, 56, 1, 0, GR_ACT_RELU},
+      {-1, 64, 1, 1, GR_ACT_RELU},
+      {-1, 72, 1, 2, GR_ACT_RELU},
+      {-1, 88, 1, 3, GR_ACT_RELU},
+      {-1, 96, 2, 4, GR_ACT_RELU},
+      {-1, 96, 1, 5, GR_ACT_RELU}}},
+    {"short range, 2 images a block",
+     300,
+     16,
+     48,
+     2,
+     3,
+     {{-1, 56, 1, 0, GR_ACT_RELU}, {-1, 96, 2, 1, GR_ACT_RELU}, {-1, 96, 1, 2, GR_ACT_RELU}}},
+    {"8x8, 4 images a block",
+     600,
+     8,
+     96,
+     0,
+     2,
+     {{-1, 96, 1, 0, GR_ACT_RELU}, {-1, 96, 1, 1, GR_ACT_RELU}}},
+    {"full range 12x12 -> 6x6",
+     5,
+     12,
+     256,
+     0,
+     4,
+     {{-1, 96, 2, -1, GR_ACT_RELU},
+      {-1, 384, 1, 0, GR_ACT_RELU},
+      {-1, 96, 1, -1, GR_ACT_RELU},
+      {-1, 384, 1, 2, GR_ACT_RELU}}},
+    {"FaceMesh branches",
+     2,
+     12,
+     128,
+     2,
+     6,
+     {{-1, 128, 1, 0, GR_ACT_PRELU},
+      {-1, 128, 2, 1, GR_ACT_PRELU},
+      {-1, 128, 1, 2, GR_ACT_PRELU},
+      {-1, 128, 2, 3, GR_ACT_PRELU},
+      {3, 128, 2, 3, GR_ACT_PRELU},
+      {-1, 128, 1, 5, GR_ACT_PRELU}}},
+    {"odd sizes",
+     7,
+     5,
+     40,
+     1,
+     3,
+     {{-1, 24, 1, -1, GR_ACT_RELU6}, {-1, 40, 1, 0, GR_ACT_NONE}, {-1, 40, 1, 2, GR_ACT_RELU}}},
+};
+
+/* The graph of a chain case: 3x3 blocks with TFLite's SAME padding, random
+ * filters and bias; outputs: the last block's and also_out. */
+static gr_graph *build_chain(const chain_case *cc)
+{
+    gr_graph *g = NULL;
+    if (gr_create(&g) != OMMA_OK)
+        return NULL;
+    int t[9], h[9], c[9];
+    t[0] = input(g, 4, cc->h, cc->h, cc->c);
+    h[0] = cc->h, c[0] = cc->c;
+    for (int k = 0; k < cc->n; k++) {
+        const chain_block *b = &cc->b[k];
+        int xi = b->x < 0 ? k : b->x, s = b->stride;
+        int pad = s == 1 ? 1 : 0; /* before; 1 after */
+        gr_node n = tg_node(GR_DWPW);
+        n.n_in = 5;
+        n.in[0] = t[xi];
+        n.p.conv.win = (gr_window){.kh = 3,
+                                   .kw = 3,
+                                   .stride_h = s,
+                                   .stride_w = s,
+                                   .dil_h = 1,
+                                   .dil_w = 1,
+                                   .pad_top = pad,
+                                   .pad_left = pad,
+                                   .pad_bottom = 1,
+                                   .pad_right = 1};
+        n.p.conv.depth_multiplier = 1;
+        int oh = window_out(h[xi], pad, 1, 3, s, 1);
+        n.in[1] = constant(g, 4, 1, 3, 3, c[xi], -0.33f, 0.33f);
+        n.in[2] = constant(g, 1, c[xi], 0, 0, 0, -0.5f, 0.5f);
+        float bound = 1.0f / sqrtf((float)c[xi]);
+        n.in[3] = constant(g, 4, b->cout, 1, 1, c[xi], -bound, bound);
+        n.in[4] = k == 1 ? -1 : constant(g, 1, b->cout, 0, 0, 0, -0.5f, 0.5f);
+        n.p.conv.act = b->act;
+        if (b->act == GR_ACT_PRELU)
+            n.p.conv.alpha = constant(g, 1, b->cout, 0, 0, 0, -0.5f, 1.0f);
+        if (b->res >= 0) {
+            n.p.conv.residual = t[b->res];
+            n.p.conv.pool_residual = h[b->res] == 2 * oh;
+        }
+        n.out = tensor(g, 4, oh, oh, b->cout);
+        t[k + 1] = add_node(g, &n);
+        h[k + 1] = oh, c[k + 1] = b->cout;
+    }
+    g->outputs[g->n_outputs++] = t[cc->n];
+    if (cc->also_out)
+        g->outputs[g->n_outputs++] = t[cc->also_out];
+    return g;
+}
+
+/* Each chain case on the CPU and as one chain launch in fp16, every graph
+ * output checked; and that cuda_op_chain_end finds the whole chain.
+ * --quick leaves out the large batches (several images a thread block). */
+static void test_chains(void)
+{
+    for (size_t i = 0; i < sizeof chain_cases / sizeof chain_cases[0]; i++) {
+        const chain_case *cc = &chain_cases[i];
+        if (quick_mode && cc->batch > 100)
+            continue;
+        gr_graph *g = build_chain(cc);
+        CHECK(g != NULL);
+        if (!g)
+            continue;
+        omma_status st = gr_validate(g);
+        if (st != OMMA_OK)
+            fprintf(stderr, "chain %s: invalid graph: %s\n", cc->name, omma_last_error());
+        CHECK(st == OMMA_OK);
+        int end = cuda_op_chain_end(g, 0, CUDA_PREC_F16);
+        if (end != g->n_nodes - 1)
+            fprintf(stderr, "chain %s: the chain found ends at node %d of %d\n", cc->name, end,
+                    g->n_nodes);
+        CHECK(end == g->n_nodes - 1);
+        CHECK(cuda_op_chain_end(g, 0, CUDA_PREC_F32) == 0);
+        if (st == OMMA_OK && end == g->n_nodes - 1) {
+            int before = testing_case_failed;
+            testing_case_failed = 0;
+            run_graph(g, cc->batch, CUDA_PREC_F16, cc->name, true);
+            if (testing_case_failed)
+                fprintf(stderr, "  chain %s failed\n", cc->name);
+            else if (verbose)
+                fprintf(stderr, "ok chain %s\n", cc->name);
+            testing_case_failed |= before;
+        }
+        gr_free(g);
+    }
 }
 
 /* ---- API misuse and memory ------------------------------------------------ */
@@ -1003,5 +1182,6 @@ int main(int argc, char **argv)
     RUN(test_errors);
     RUN(test_weights_memory);
     RUN(test_op_table);
+    RUN(test_chains);
     return testing_finish();
 }

@@ -86,7 +86,7 @@ static void test_chain_reuses_exactly(void)
     g->outputs[0] = y;
     plan_layout *p = NULL;
     REQUIRE_OK(gr_validate(g));
-    REQUIRE_OK(plan_build(g, &p));
+    REQUIRE_OK(plan_build(g, NULL, &p));
     CHECK(check_plan(g, p) == 0);
     CHECK(p->item_bytes == 3 * 4096);
     CHECK(p->naive_bytes == 5 * 4096);
@@ -117,7 +117,7 @@ static void test_reshape_aliases_its_input(void)
     g->outputs[0] = y;
     plan_layout *p = NULL;
     REQUIRE_OK(gr_validate(g));
-    REQUIRE_OK(plan_build(g, &p));
+    REQUIRE_OK(plan_build(g, NULL, &p));
     CHECK(check_plan(g, p) == 0);
     CHECK(p->slots[r].alias_of == a && p->slots[r].offset == p->slots[a].offset);
     CHECK(p->slots[a].last == 2);
@@ -147,7 +147,7 @@ static void plan_model(const char *path)
     REQUIRE_OK(st);
 
     /* Unrewritten: the DEQUANTIZE outputs are batch-independent. */
-    st = plan_build(g, &p);
+    st = plan_build(g, NULL, &p);
     if (st == OMMA_OK) {
         CHECK(check_plan(g, p) == 0);
         CHECK(p->fixed_bytes > 0);
@@ -161,7 +161,7 @@ static void plan_model(const char *path)
 
     st = rw_apply_all(g, NULL);
     if (st == OMMA_OK)
-        st = plan_build(g, &p);
+        st = plan_build(g, NULL, &p);
     if (st == OMMA_OK) {
         CHECK(check_plan(g, p) == 0);
         CHECK(p->fixed_bytes == 0);
