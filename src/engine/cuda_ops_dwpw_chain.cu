@@ -27,6 +27,7 @@
 #include "engine/cuda_ops_device.h"
 
 #define CH_THREADS 512
+#define CH_MAX_CHANNELS GR_DWPW_MAX_CHANNELS
 
 static __host__ __device__ inline int ch_round(int v, int m)
 {
@@ -61,6 +62,7 @@ struct ch_params {
     int d_at, f_at; /* the depthwise tile [32k rows][kp + 8], the filter [16k rows][kp + 8] */
     int tab_at;     /* two pixel tables (ch_taps) of tab_rows entries, by turns */
     int tab_rows;
+    int bias_at; /* the epilogue's bias and slopes (ch_filter), floats */
     int zero_at;    /* 16 bytes of zeros */
     ch_layer l[CUDA_CHAIN_MAX];
 };
@@ -97,9 +99,17 @@ static __device__ __forceinline__ void ch_ldsm4(unsigned *r, unsigned addr)
 }
 
 /* Starts copying block L's pointwise filter into f ([ch_round(cout, 16)]
- * rows of kp + 8 halves, zeros past cout and c). */
-static __device__ void ch_filter(const ch_layer &L, __half *f)
+ * rows of kp + 8 halves, zeros past cout and c), and writes its epilogue's
+ * constants per output channel: the bias (0 without) and the slope of
+ * negative values (PRELU's alpha, 0 for RELU and RELU6, 1 without). */
+static __device__ void ch_filter(const ch_layer &L, __half *f, float *bias, float *slope)
 {
+    for (int i = threadIdx.x; i < L.cout; i += CH_THREADS) {
+        bias[i] = L.bias ? __ldg(L.bias + i) : 0.0f;
+        slope[i] = L.act == GR_ACT_PRELU                           ? __ldg(L.alpha + i)
+                   : L.act == GR_ACT_RELU || L.act == GR_ACT_RELU6 ? 0.0f
+                                                                   : 1.0f;
+    }
     const int kp = ch_round(L.c, 16), ld = kp + 8, per = kp / 8;
     const int rows = ch_round(L.cout, 16);
     for (int i = threadIdx.x; i < rows * per; i += CH_THREADS) {
@@ -161,8 +171,8 @@ static __device__ void ch_depthwise(const ch_layer &L, unsigned x, int M, const 
     unsigned b[9][2];
     float bias[2][2];
     bool half_ok = true;
-    for (int u = u0; u < u1; u++) {
-        const int ucg = u / tiles, pt = u - ucg * tiles;
+    for (int u = u0, ucg = u0 / tiles, pt = u0 % tiles; u < u1;
+         u++, pt = pt + 1 == tiles ? 0 : pt + 1, ucg += pt == 0) {
         if (ucg != cg) {
             cg = ucg;
             /* Lane (g, q) holds column g of the diagonal matrix where g / 2
@@ -229,18 +239,18 @@ static __device__ __forceinline__ __half2 ch_ld32(const __half *p)
 /* The residual's channels col, col + 1 of one output pixel: in shared
  * memory at byte address a (global: at r), pooled as the max of the 2x2
  * block (pixels ps halves apart, rows down halves). */
-static __device__ __forceinline__ float2 ch_residual(bool shared, unsigned a, const __half *r,
-                                                     bool pool, int ps, int down)
+template <bool POOL, bool SHARED>
+static __device__ __forceinline__ float2 ch_residual(unsigned a, const __half *r, int ps, int down)
 {
     __half2 v;
-    if (shared) {
+    if (SHARED) {
         v = ch_lds32(a);
-        if (pool)
+        if (POOL)
             v = __hmax2(__hmax2(v, ch_lds32(a + 2 * ps)),
                         __hmax2(ch_lds32(a + 2 * down), ch_lds32(a + 2 * (down + ps))));
     } else {
         v = ch_ld32(r);
-        if (pool)
+        if (POOL)
             v = __hmax2(__hmax2(v, ch_ld32(r + ps)),
                         __hmax2(ch_ld32(r + down), ch_ld32(r + down + ps)));
     }
@@ -250,11 +260,12 @@ static __device__ __forceinline__ float2 ch_residual(bool shared, unsigned a, co
 /* Step 2: the pointwise product of d and the filter f on the tensor cores
  * and the epilogue into y (y_ps halves per pixel). A warp takes 16 x 32
  * tiles, a run of them, so that the warps share the tiles evenly. The
- * residual is read from shared memory at res_s (bytes) when `shared`,
- * else from global memory at res_g. */
+ * residual is read from shared memory at res_s (bytes) when SHARED, else
+ * from global memory at res_g; POOL: max-pooled. */
+template <bool POOL, bool SHARED>
 static __device__ void ch_pointwise(const ch_layer &L, int M, const __half *d, const __half *f,
-                                    bool shared, unsigned res_s, const __half *res_g,
-                                    const int4 *tab, __half *y)
+                                    const float *bias, const float *slope, unsigned res_s,
+                                    const __half *res_g, const int4 *tab, __half *y)
 {
     const int kp = ch_round(L.c, 16), ld = kp + 8, cout = L.cout;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
@@ -266,13 +277,12 @@ static __device__ void ch_pointwise(const ch_layer &L, int M, const __half *d, c
         ch_saddr(f) + (((lane / 16) * 8 + lane % 8) * ld + ((lane / 8) % 2) * 8) * 2;
     const unsigned y_s = ch_saddr(y) + 4 * t;
     /* The activation as v < 0 ? v * slope : v, then min(v, top). */
-    const int act = L.act, rc = L.rc, y_ps = L.y_ps;
-    const float top = act == GR_ACT_RELU6 ? 6.0f : INFINITY;
-    const bool pool = L.pool;
+    const int rc = L.rc, y_ps = L.y_ps;
+    const float top = L.act == GR_ACT_RELU6 ? 6.0f : INFINITY;
     const int res_ps = L.res_ps, down = 2 * L.ow * L.res_ps;
-    const float *bias = L.bias, *alpha = L.alpha;
-    for (int u = u0; u < u1; u++) {
-        const int m0 = (u / tn) * 16, n0 = (u % tn) * 32;
+    for (int u = u0, mi = u0 / tn, ni = u0 % tn; u < u1;
+         u++, ni = ni + 1 == tn ? 0 : ni + 1, mi += ni == 0) {
+        const int m0 = mi * 16, n0 = ni * 32;
         const int nj = min(4, (cout - n0) / 8);
         float acc[4][4];
 #pragma unroll
@@ -303,34 +313,24 @@ static __device__ void ch_pointwise(const ch_layer &L, int M, const __half *d, c
             if (j >= nj)
                 break;
             const int col = n0 + 8 * j + 2 * t;
-            float b0 = 0.0f, b1 = 0.0f, s0 = 1.0f, s1 = 1.0f;
-            if (bias) {
-                b0 = __ldg(bias + col);
-                b1 = __ldg(bias + col + 1);
-            }
-            if (act == GR_ACT_PRELU) {
-                s0 = __ldg(alpha + col);
-                s1 = __ldg(alpha + col + 1);
-            } else if (act == GR_ACT_RELU || act == GR_ACT_RELU6) {
-                s0 = s1 = 0.0f;
-            }
+            const float2 bb = *reinterpret_cast<const float2 *>(bias + col);
+            const float2 sl = *reinterpret_cast<const float2 *>(slope + col);
             const bool with_res = col < rc;
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                if (!ok[h])
-                    continue;
-                float v0 = acc[j][2 * h] + b0, v1 = acc[j][2 * h + 1] + b1;
+                float v0 = acc[j][2 * h] + bb.x, v1 = acc[j][2 * h + 1] + bb.y;
                 if (with_res) {
                     const int e = z[h] + 8 * j;
-                    float2 r = ch_residual(shared, res_s + 2 * e, res_g + e, pool, res_ps, down);
+                    float2 r = ch_residual<POOL, SHARED>(res_s + 2 * e, res_g + e, res_ps, down);
                     v0 += r.x;
                     v1 += r.y;
                 }
-                v0 = fminf(v0 < 0.0f ? v0 * s0 : v0, top);
-                v1 = fminf(v1 < 0.0f ? v1 * s1 : v1, top);
+                v0 = fminf(v0 < 0.0f ? v0 * sl.x : v0, top);
+                v1 = fminf(v1 < 0.0f ? v1 * sl.y : v1, top);
                 __half2 o = __floats2half2_rn(v0, v1);
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(yr[h] + 16 * j),
-                             "r"(*reinterpret_cast<unsigned *>(&o)));
+                if (ok[h]) /* rows past M: computed from table entries of zeros, not kept */
+                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(yr[h] + 16 * j),
+                                 "r"(*reinterpret_cast<unsigned *>(&o)));
             }
         }
     }
@@ -371,7 +371,9 @@ __global__ void __launch_bounds__(CH_THREADS, 1) dwpw_chain(const __grid_constan
     const unsigned zero = ch_saddr(ch_smem + p.zero_at);
     if (threadIdx.x == 0)
         ch_zero16(reinterpret_cast<__half *>(ch_smem + p.zero_at));
-    ch_filter(p.l[0], f);
+    float *bias = reinterpret_cast<float *>(ch_smem + p.bias_at);
+    float *slope = bias + CH_MAX_CHANNELS;
+    ch_filter(p.l[0], f, bias, slope);
     ch_taps(p.l[0], nimg * p.l[0].oh * p.l[0].ow, tabs);
     pdl_begin(); /* the filter is a constant */
     ch_stage_input(p.l[0], nimg, b0, reinterpret_cast<__half *>(ch_smem + p.x_at));
@@ -386,15 +388,22 @@ __global__ void __launch_bounds__(CH_THREADS, 1) dwpw_chain(const __grid_constan
         asm volatile("cp.async.wait_all;\n" ::);
         __syncthreads();
         __half *y = reinterpret_cast<__half *>(ch_smem + L.y_at);
-        const bool shared = L.res_at >= 0;
-        ch_pointwise(L, M, d, f, shared, ch_saddr(ch_smem + (shared ? L.res_at : 0)),
-                     L.gres ? L.gres + b0 * rhw * L.rc : nullptr, tab, y);
+        const unsigned res_s = ch_saddr(ch_smem + (L.res_at >= 0 ? L.res_at : 0));
+        const __half *res_g = L.gres ? L.gres + b0 * rhw * L.rc : nullptr;
+        if (L.res_at >= 0 && L.pool)
+            ch_pointwise<true, true>(L, M, d, f, bias, slope, res_s, res_g, tab, y);
+        else if (L.res_at >= 0)
+            ch_pointwise<false, true>(L, M, d, f, bias, slope, res_s, res_g, tab, y);
+        else if (L.pool)
+            ch_pointwise<true, false>(L, M, d, f, bias, slope, res_s, res_g, tab, y);
+        else
+            ch_pointwise<false, false>(L, M, d, f, bias, slope, res_s, res_g, tab, y);
         if (k + 1 < p.n)
             ch_taps(p.l[k + 1], nimg * p.l[k + 1].oh * p.l[k + 1].ow,
                     tabs + ((k + 1) & 1) * p.tab_rows);
         __syncthreads();
         if (k + 1 < p.n)
-            ch_filter(p.l[k + 1], f);
+            ch_filter(p.l[k + 1], f, bias, slope);
         if (L.y)
             ch_store(L, M, b0, y);
     }
@@ -406,10 +415,9 @@ static bool ch_block_ok(const cuda_dwpw_args *b)
 {
     return b->prec == CUDA_PREC_F16 && b->kh == 3 && b->kw == 3 && b->dh == 1 && b->dw == 1 &&
            b->sh == b->sw && (b->sh == 1 || b->sh == 2) && b->c % 8 == 0 && b->cout % 8 == 0 &&
-           b->c > 0 && b->c <= GR_DWPW_MAX_CHANNELS && b->cout > 0 &&
-           b->cout <= GR_DWPW_MAX_CHANNELS && b->oh * b->ow <= CUDA_CHAIN_MAX_PIXELS &&
-           b->pt >= 0 && b->pt <= 2 && b->pl >= 0 && b->pl <= 2 && b->rc % 2 == 0 && b->rc >= 0 &&
-           b->rc <= b->cout;
+           b->c > 0 && b->c <= CH_MAX_CHANNELS && b->cout > 0 && b->cout <= CH_MAX_CHANNELS &&
+           b->oh * b->ow <= CUDA_CHAIN_MAX_PIXELS && b->pt >= 0 && b->pt <= 2 && b->pl >= 0 &&
+           b->pl <= 2 && b->rc % 2 == 0 && b->rc >= 0 && b->rc <= b->cout;
 }
 
 /* A tensor made in the chain (tensor j: block j - 1's output), alive in
@@ -487,7 +495,8 @@ static bool ch_make(const cuda_chain_args *a, int ipc, ch_params *p, size_t *sme
     p->f_at = (int)(top + d_bytes);
     p->tab_at = (int)(top + d_bytes + f_bytes);
     p->tab_rows = (int)tab_rows;
-    p->zero_at = (int)(top + d_bytes + f_bytes + 2 * tab_rows * sizeof(int4));
+    p->bias_at = (int)(top + d_bytes + f_bytes + 2 * tab_rows * sizeof(int4));
+    p->zero_at = p->bias_at + 2 * CH_MAX_CHANNELS * (int)sizeof(float);
     *smem = p->zero_at + 16;
     if (*smem > CUDA_CHAIN_SMEM_MAX)
         return false;
