@@ -88,7 +88,7 @@ omma_status eng_cuda_steps(omma_engine *e)
     if (!e->step_end)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda engine: allocating");
     for (int i = 0; i < g->n_nodes;) {
-        int end = cuda_op_chain_end(g, i, CUDA_PREC_F16);
+        int end = cuda_op_step_end(g, i, CUDA_PREC_F16);
         for (int k = i; k <= end; k++)
             e->step_end[k] = k == i ? end : k;
         i = end + 1;
@@ -406,7 +406,6 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
     const cuda_weights *w = ((const cuda_engine *)e->cuda)->w;
     cudaStream_t s = (cudaStream_t)c->stream;
     bool f16 = prec_of(e) == CUDA_PREC_F16;
-    bool chains = e->step_end && cuda_op_chain_pays(batch);
     *launches = 0;
     if (f16) {
         for (int i = 0; i < g->n_inputs; i++) {
@@ -420,8 +419,8 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
-        if (e->step_end && e->step_end[i] > i && chains) {
-            OMMA_TRY(cuda_op_launch_chain(g, i, e->step_end[i], w, batch, c->acts, s));
+        if (e->step_end && e->step_end[i] > i && cuda_op_step_pays(g, i, batch)) {
+            OMMA_TRY(cuda_op_launch_step(g, i, e->step_end[i], w, batch, c->acts, s));
             ++*launches;
             i = e->step_end[i];
             continue;

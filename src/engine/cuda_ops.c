@@ -467,20 +467,13 @@ static bool chain_shape(const gr_graph *g, int first, int last, cuda_prec p, cud
     return cuda_dwpw_chain_fits(a);
 }
 
-int cuda_op_chain_end(const gr_graph *g, int first, cuda_prec p)
+static int chain_end(const gr_graph *g, int first, cuda_prec p)
 {
-    if (!g || first < 0 || first >= g->n_nodes || p != CUDA_PREC_F16)
-        return first;
     cuda_chain_args a;
     int end = first;
     for (int k = first + 1; k < g->n_nodes && chain_shape(g, first, k, p, &a); k++)
         end = k;
     return end;
-}
-
-bool cuda_op_chain_pays(int batch)
-{
-    return cuda_dwpw_chain_pays(batch);
 }
 
 /* True when tensor t is a graph output or read by a node outside
@@ -508,34 +501,27 @@ static const void *items_on(const void *p, int b0, size_t n, size_t es)
     return p ? (const unsigned char *)p + (size_t)b0 * n * es : NULL;
 }
 
-omma_status cuda_op_launch_chain(const gr_graph *g, int first, int last,
-                                 const struct cuda_weights *w, int batch, void *const *acts,
-                                 cudaStream_t stream)
+static omma_status launch_chain(const gr_graph *g, int first, int last,
+                                const struct cuda_weights *w, int batch, void *const *acts,
+                                cudaStream_t stream)
 {
-    if (!g || !w || !acts)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: NULL graph, weights or tensors");
-    if (w->n_nodes != g->n_nodes || w->n_tensors != g->n_tensors)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: weights of another graph");
-    if (first < 0 || last >= g->n_nodes || first >= last || batch < 1)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: nodes %d..%d, batch %d", first, last,
-                         batch);
     cuda_chain_args a;
     if (!chain_shape(g, first, last, w->prec, &a))
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "cuda chain: nodes %d..%d are not a chain the kernel runs", first, last);
+                         "cuda step: nodes %d..%d are not a chain the kernel runs", first, last);
     size_t item = 0; /* the largest item of a tensor the chain reads or writes */
     for (int k = first; k <= last; k++) {
         const gr_node *n = &g->nodes[k];
         cuda_dwpw_args *b = &a.block[k - first];
         if (!dwpw_weights(n, &w->nodes[k], b))
-            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: node %d: weights of another graph",
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: node %d: weights of another graph",
                              k);
         b->x = acts[n->in[0]];
         b->residual = n->p.conv.residual >= 0 ? acts[n->p.conv.residual] : NULL;
         b->y = k == last || read_outside(g, n->out, first, last) ? acts[n->out] : NULL;
         if ((a.x_from[k - first] == 0 && !b->x) || (k == last && !b->y) ||
             (n->p.conv.residual >= 0 && a.res_from[k - first] == 0 && !b->residual))
-            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda chain: node %d: a NULL activation", k);
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: node %d: a NULL activation", k);
         size_t xi = item_elems(&g->tensors[n->in[0]]), yi = item_elems(&g->tensors[n->out]);
         item = xi > item ? xi : item;
         item = yi > item ? yi : item;
@@ -557,6 +543,113 @@ omma_status cuda_op_launch_chain(const gr_graph *g, int first, int last,
         OMMA_TRY(OMMA_CK(cuda_launch_dwpw_chain(&part, stream)));
     }
     return OMMA_OK;
+}
+
+/* ---- a 1x1 convolution + the upsampled level below, added (FPN) ---------- */
+
+/* Nodes first .. first+2 as a GEMM-form convolution, a RESIZE_BILINEAR and
+ * the ADD (no activation) of their outputs, which nothing else reads: in
+ * fp16 one GEMM whose epilogue adds the upsampled tensor (cuda_conv_up_ok).
+ * Fills a's shapes (no pointers). */
+static bool up_add_shape(const gr_graph *g, int first, cuda_prec p, cuda_conv_args *a)
+{
+    if (p != CUDA_PREC_F16 || first + 2 >= g->n_nodes)
+        return false;
+    const gr_node *c = &g->nodes[first], *r = &g->nodes[first + 1], *d = &g->nodes[first + 2];
+    if (c->op != GR_CONV2D || !cuda_conv_is_pointwise(g, c) || c->p.conv.residual >= 0 ||
+        r->op != GR_RESIZE_BILINEAR || d->op != GR_ADD || d->p.add.act != GR_ACT_NONE)
+        return false;
+    int co = c->out, ro = r->out;
+    if (!((d->in[0] == co && d->in[1] == ro) || (d->in[0] == ro && d->in[1] == co)))
+        return false;
+    if (read_outside(g, co, first + 2, first + 2) || read_outside(g, ro, first + 2, first + 2))
+        return false;
+    const gr_tensor *x = &g->tensors[c->in[0]], *y = &g->tensors[co];
+    const gr_tensor *u = &g->tensors[r->in[0]], *ry = &g->tensors[ro];
+    if (x->rank != 4 || y->rank != 4 || u->rank != 4 || ry->rank != 4 ||
+        g->tensors[d->out].rank != 4)
+        return false;
+    for (int k = 1; k < 4; k++)
+        if (ry->dims[k] != y->dims[k])
+            return false;
+    if (u->dims[3] != y->dims[3])
+        return false;
+    conv_shape(x, y, &c->p.conv.win, a);
+    a->prec = p;
+    a->act = (int)c->p.conv.act;
+    a->uh = u->dims[1], a->uw = u->dims[2];
+    a->up_align_corners = r->p.resize.align_corners;
+    a->up_half_pixel = r->p.resize.half_pixel_centers;
+    return !cuda_conv_dot_fits(a->cout, a->kh * a->kw * a->cin) && cuda_conv_up_ok(a);
+}
+
+static omma_status launch_up_add(const gr_graph *g, int first, const struct cuda_weights *w,
+                                 int batch, void *const *acts, cudaStream_t stream)
+{
+    const gr_node *c = &g->nodes[first], *r = &g->nodes[first + 1], *d = &g->nodes[first + 2];
+    const cuda_node_weights *nw = &w->nodes[first];
+    cuda_conv_args a;
+    if (!up_add_shape(g, first, w->prec, &a))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "cuda step: nodes %d..%d are not a convolution + upsample + add", first,
+                         first + 2);
+    a.w = nw->filter;
+    a.bias = nw->bias;
+    a.alpha = nw->alpha;
+    if (!a.w || (c->p.conv.act == GR_ACT_PRELU && !a.alpha) || (c->in[2] >= 0 && !a.bias))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: node %d: weights of another graph",
+                         first);
+    const void *x = acts[c->in[0]], *up = acts[r->in[0]];
+    void *y = acts[d->out];
+    if (!x || !up || !y)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d: a NULL activation", first,
+                         first + 2);
+    size_t xi = item_elems(&g->tensors[c->in[0]]), ui = item_elems(&g->tensors[r->in[0]]);
+    size_t yi = item_elems(&g->tensors[d->out]);
+    size_t item = xi > yi ? xi : yi;
+    int per = (int)(LAUNCH_ELEMS_MAX / (item > ui ? item : ui));
+    size_t es = cuda_prec_size(w->prec);
+    for (int b0 = 0; b0 < batch; b0 += per) {
+        a.batch = batch - b0 < per ? batch - b0 : per;
+        a.x = items_on(x, b0, xi, es);
+        a.up = items_on(up, b0, ui, es);
+        a.y = (void *)items_on(y, b0, yi, es);
+        OMMA_TRY(OMMA_CK(cuda_launch_conv_pointwise(&a, stream)));
+    }
+    return OMMA_OK;
+}
+
+/* ---- steps ------------------------------------------------------------------ */
+
+int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p)
+{
+    if (!g || first < 0 || first >= g->n_nodes || p != CUDA_PREC_F16)
+        return first;
+    cuda_conv_args a;
+    if (up_add_shape(g, first, p, &a))
+        return first + 2;
+    return chain_end(g, first, p);
+}
+
+bool cuda_op_step_pays(const gr_graph *g, int first, int batch)
+{
+    return g->nodes[first].op != GR_DWPW || cuda_dwpw_chain_pays(batch);
+}
+
+omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
+                                const struct cuda_weights *w, int batch, void *const *acts,
+                                cudaStream_t stream)
+{
+    if (!g || !w || !acts)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: NULL graph, weights or tensors");
+    if (w->n_nodes != g->n_nodes || w->n_tensors != g->n_tensors)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: weights of another graph");
+    if (first < 0 || last >= g->n_nodes || first >= last || batch < 1)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d, batch %d", first, last,
+                         batch);
+    if (g->nodes[first].op == GR_CONV2D && last == first + 2)
+        return launch_up_add(g, first, w, batch, acts, stream);
+    return launch_chain(g, first, last, w, batch, acts, stream);
 }
 
 omma_status cuda_convert(void *dst, cuda_prec dst_prec, const void *src, cuda_prec src_prec,

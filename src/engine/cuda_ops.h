@@ -170,30 +170,32 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
                                      const void *const *inputs, const void *residual, void *out,
                                      cudaStream_t stream);
 
-/* Chains of GR_DWPW nodes on small images that one kernel runs
- * (cuda_ops_dwpw_chain.cu). cuda_op_chain_end: the last node of the
- * longest chain starting at node `first` in precision p (nodes first ..
- * end, each after the first reading an earlier one's output), or `first`
- * when there is none of two nodes or more. Memory must be planned with the
- * chain as one step (plan_build's step_end): its nodes run at once, so
- * every tensor a chain node reads stays alive until its last node. */
-int cuda_op_chain_end(const gr_graph *g, int first, cuda_prec p);
-
-/* Runs nodes first..last, a chain from cuda_op_chain_end, as one launch.
- * acts[t]: the device pointer of activation tensor t (batch items in w's
- * precision). The chain writes its last node's output and those its other
- * nodes' that a later node reads or the graph outputs; not the rest.
- * Errors as cuda_op_launch. */
-/* True when chains run faster than their nodes one by one at this batch
- * on the current device: a chain's thread block takes whole images, so
- * with fewer images than half the SMs most of the GPU would idle (H100,
- * fp16: a chain at batch 1 is 30-50% slower than its nodes, at batch 128
- * 5-10% faster). */
-bool cuda_op_chain_pays(int batch);
-
-omma_status cuda_op_launch_chain(const gr_graph *g, int first, int last,
-                                 const struct cuda_weights *w, int batch, void *const *acts,
-                                 cudaStream_t stream);
+/* Steps: runs of nodes one kernel computes at once, in fp16.
+ * - Chains of GR_DWPW nodes on small images (cuda_ops_dwpw_chain.cu): each
+ *   node after the first reads an earlier one's output; a thread block
+ *   takes whole images through all of them.
+ * - A GEMM-form convolution, a RESIZE_BILINEAR and the ADD of their two
+ *   outputs, which nothing else reads (an FPN level): one GEMM adds the
+ *   upsampled tensor in its epilogue.
+ * cuda_op_step_end: the last node of the step starting at node `first` in
+ * precision p, or `first` when none starts there. Memory must be planned
+ * with the step as one (plan_build's step_end): its nodes run at once, so
+ * every tensor they read stays alive until its last node.
+ * cuda_op_step_pays: whether the step is faster than its nodes one by one
+ * at this batch on the current device. A chain's thread block takes whole
+ * images: with fewer images than half the SMs most of the GPU would idle
+ * (H100: a chain at batch 1 is 30-50% slower than its nodes, at batch 128
+ * 5-15% faster); the convolution + upsample + add always pays.
+ * cuda_op_launch_step: runs nodes first..last (a step from
+ * cuda_op_step_end) as one launch; acts[t] is the device pointer of
+ * activation tensor t (batch items in w's precision). It writes the last
+ * node's output, and of a chain the other nodes' outputs that a later node
+ * reads or the graph outputs; not the rest. Errors as cuda_op_launch. */
+int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p);
+bool cuda_op_step_pays(const gr_graph *g, int first, int batch);
+omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
+                                const struct cuda_weights *w, int batch, void *const *acts,
+                                cudaStream_t stream);
 
 /* Converts n elements between precisions (dst and src may not overlap unless
  * the precisions are equal and dst == src, which does nothing). For the
@@ -232,9 +234,18 @@ typedef struct cuda_conv_args {
     int mult;             /* depthwise multiplier (cout = cin * mult) */
     int act;              /* gr_act */
     int x_f32;            /* x is float32 though prec is fp16 (stems only) */
+    /* GEMM form, fp16: y += the bilinear resize of up ([batch, uh, uw,
+     * cout]) to [oh, ow] after the activation (RESIZE_BILINEAR + ADD
+     * fused, cuda_conv_up_ok), or NULL. */
+    const void *up;
+    int uh, uw;
+    bool up_align_corners, up_half_pixel;
 } cuda_conv_args;
 
 cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s);
+/* True when cuda_launch_conv_pointwise can add the upsampled `up` (set in
+ * a) in its epilogue: fp16, the tensor-core kernel with 16-byte tiles. */
+bool cuda_conv_up_ok(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStream_t s);
 /* The stems (cuda_ops_stem.cu): cuda_launch_conv_direct hands a convolution
  * for which cuda_conv_is_stem() holds to cuda_launch_conv_stem(). */

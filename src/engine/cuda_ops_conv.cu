@@ -11,7 +11,9 @@
  *   from the accumulator fragments (half2 stores). Variants: 16-byte tile
  *   loads when K % 8 == 0 (gemm_tc16), and for N <= 32 128x32 tiles with the
  *   4 warps stacked along M (gemm_tc16_narrow), so no warp idles on zero
- *   columns.
+ *   columns; gemm_tc16_up adds the bilinear upsampling of a coarser tensor
+ *   after the activation (an FPN level: 1x1 convolution, RESIZE_BILINEAR
+ *   of the level below, ADD, in one kernel).
  * - gemm_simt (fp32, or fp16 with odd sizes): 64x64x16 tiles, 256 threads of
  *   4x4 outputs each (strided by 16 so that stores coalesce), FFMA.
  * The stems (square 5x5 or 3x3 window, stride 2, 3 input channels, Cout <=
@@ -152,11 +154,54 @@ static __device__ __forceinline__ void tc_put16(__half *s, const uint4 *v)
     }
 }
 
+/* The addend of gemm_tc16_up: x ([batch, h, w, N]) resized to [oh, ow]. */
+struct tc_up {
+    const __half *x;
+    int h, w, oh, ow;
+    float sy, sx;
+    bool half_pixel;
+};
+
+/* Where output pixel m reads the upsampled addend: the element offsets of
+ * its four source pixels (channel 0) and the weights of the lower ones. */
+struct tc_up_at {
+    int o00, o01, o10, o11;
+    float ly, lx;
+};
+
+static __device__ __forceinline__ tc_up_at tc_up_where(const tc_up &u, int m, int N)
+{
+    const int hw = u.oh * u.ow, b = m / hw, r = m - b * hw, oy = r / u.ow, ox = r - oy * u.ow;
+    int y0, y1, x0, x1;
+    tc_up_at a;
+    resize_source(oy, u.sy, u.half_pixel, u.h, &y0, &y1, &a.ly);
+    resize_source(ox, u.sx, u.half_pixel, u.w, &x0, &x1, &a.lx);
+    const int base = b * u.h * u.w;
+    a.o00 = (base + y0 * u.w + x0) * N;
+    a.o01 = (base + y0 * u.w + x1) * N;
+    a.o10 = (base + y1 * u.w + x0) * N;
+    a.o11 = (base + y1 * u.w + x1) * N;
+    return a;
+}
+
+static __device__ __forceinline__ float2 tc_up_value(const tc_up &u, const tc_up_at &a, int n)
+{
+    const float2 v00 = __half22float2(*reinterpret_cast<const __half2 *>(u.x + a.o00 + n));
+    const float2 v01 = __half22float2(*reinterpret_cast<const __half2 *>(u.x + a.o01 + n));
+    const float2 v10 = __half22float2(*reinterpret_cast<const __half2 *>(u.x + a.o10 + n));
+    const float2 v11 = __half22float2(*reinterpret_cast<const __half2 *>(u.x + a.o11 + n));
+    const float w00 = (1.0f - a.ly) * (1.0f - a.lx), w10 = a.ly * (1.0f - a.lx);
+    const float w01 = (1.0f - a.ly) * a.lx, w11 = a.ly * a.lx;
+    return make_float2(v00.x * w00 + v10.x * w10 + v01.x * w01 + v11.x * w11,
+                       v00.y * w00 + v10.y * w10 + v01.y * w01 + v11.y * w11);
+}
+
+template <bool UP>
 static __device__ __forceinline__ void
 gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
              const float *__restrict__ bias, const __half *__restrict__ res,
              const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act,
-             const int vec16, const int narrow)
+             const int vec16, const int narrow, const tc_up &up)
 {
     __shared__ __align__(16) __half as[2 * TC_BM * TC_LD];
     __shared__ __align__(16) __half bs[TC_BN * TC_LD];
@@ -230,6 +275,13 @@ gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
     }
 
     /* Accumulator (i, j): rows m0+wm+16i+g (+8), columns n0+wn+8j+2t, +1. */
+    tc_up_at at[2][2];
+    if (UP)
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                at[i][h] = tc_up_where(up, min(m0 + wm + 16 * i + g + 8 * h, M - 1), N);
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         int n = n0 + wn + 8 * j + 2 * t;
@@ -252,6 +304,11 @@ gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
                 }
                 v0 = activate(v0, act, alpha, n);
                 v1 = activate(v1, act, alpha, n + 1);
+                if (UP) {
+                    float2 u = tc_up_value(up, at[i][h], n);
+                    v0 += u.x;
+                    v1 += u.y;
+                }
                 *reinterpret_cast<__half2 *>(y + o) = __floats2half2_rn(v0, v1);
             }
     }
@@ -260,42 +317,75 @@ gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
 /* vec16 and narrow are constants in each kernel: the 16-byte loader (K % 8
  * == 0, 16-byte aligned operands) or the 4-byte one; 64x64 block tiles or
  * (N <= 32, with the 16-byte loader) 128x32. */
-#define GEMM_TC_KERNEL(name, vec16, narrow)                                                      \
-    __global__ void __launch_bounds__(128)                                                     \
-    name(const __half *__restrict__ x, const __half *__restrict__ w,                           \
-         const float *__restrict__ bias, const __half *__restrict__ res,                       \
-         const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act) \
-    {                                                                                          \
-        pdl_begin();                                                                           \
-        gemm_tc_body(x, w, bias, res, alpha, y, M, K, N, act, vec16, narrow);                  \
+#define GEMM_TC_KERNEL(name, vec16, narrow, up)                                                    \
+    __global__ void __launch_bounds__(128)                                                         \
+        name(const __half *__restrict__ x, const __half *__restrict__ w,                           \
+             const float *__restrict__ bias, const __half *__restrict__ res,                       \
+             const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N,         \
+             int act, tc_up u)                                                                     \
+    {                                                                                              \
+        pdl_begin();                                                                               \
+        gemm_tc_body<up>(x, w, bias, res, alpha, y, M, K, N, act, vec16, narrow, u);               \
     }
-GEMM_TC_KERNEL(gemm_tc, 0, 0)
-GEMM_TC_KERNEL(gemm_tc16, 1, 0)
-GEMM_TC_KERNEL(gemm_tc16_narrow, 1, 1)
+GEMM_TC_KERNEL(gemm_tc, 0, 0, false)
+GEMM_TC_KERNEL(gemm_tc16, 1, 0, false)
+GEMM_TC_KERNEL(gemm_tc16_narrow, 1, 1, false)
+GEMM_TC_KERNEL(gemm_tc16_up, 1, 0, true)
+
+/* The tensor-core kernels' conditions: fp16, even K and N, 4-byte aligned
+ * buffers; vec16: K % 8 == 0 and 16-byte aligned x and w. */
+static bool tc_ok(const cuda_conv_args *a, int K, int N)
+{
+    size_t align = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual | (size_t)a->up;
+    return a->prec == CUDA_PREC_F16 && K % 2 == 0 && N % 2 == 0 && (align & 3) == 0;
+}
+
+static bool tc_vec16(const cuda_conv_args *a, int K)
+{
+    return K % 8 == 0 && (((size_t)a->x | (size_t)a->w) & 15) == 0;
+}
+
+extern "C" bool cuda_conv_up_ok(const cuda_conv_args *a)
+{
+    int K = a->kh * a->kw * a->cin, N = a->cout;
+    return a->oh * a->ow > 0 && a->uh > 0 && a->uw > 0 && tc_ok(a, K, N) && tc_vec16(a, K);
+}
 
 extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s)
 {
     int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
+    if (a->up && !cuda_conv_up_ok(a))
+        return cudaErrorInvalidValue;
+    tc_up u = {};
+    if (a->up) {
+        u.x = (const __half *)a->up;
+        u.h = a->uh, u.w = a->uw, u.oh = a->oh, u.ow = a->ow;
+        u.sy = resize_scale(a->uh, a->oh, a->up_align_corners);
+        u.sx = resize_scale(a->uw, a->ow, a->up_align_corners);
+        u.half_pixel = a->up_half_pixel;
+    }
     /* The tensor-core kernel moves pairs of halves: even sizes, 4-byte
      * aligned buffers. */
-    size_t align = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual;
-    if (a->prec == CUDA_PREC_F16 && K % 2 == 0 && N % 2 == 0 && (align & 3) == 0) {
-        int vec16 = K % 8 == 0 && (((size_t)a->x | (size_t)a->w) & 15) == 0;
-        int narrow = N <= 32 && vec16;
+    if (tc_ok(a, K, N)) {
+        int vec16 = tc_vec16(a, K);
+        int narrow = N <= 32 && vec16 && !a->up; /* gemm_tc16_up has 64x64 tiles */
         int bm = narrow ? 2 * TC_BM : TC_BM;
         dim3 grid((M + bm - 1) / bm, (N + TC_BN - 1) / TC_BN);
         const __half *x = (const __half *)a->x, *w = (const __half *)a->w;
         const __half *r = (const __half *)a->residual;
         __half *y = (__half *)a->y;
+        if (a->up)
+            return cuda_ops_start(gemm_tc16_up, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y, M,
+                                  K, N, a->act, u);
         if (narrow)
             return cuda_ops_start(gemm_tc16_narrow, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y,
-                                  M, K, N, a->act);
+                                  M, K, N, a->act, u);
         else if (vec16)
             return cuda_ops_start(gemm_tc16, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y, M, K,
-                                  N, a->act);
+                                  N, a->act, u);
         else
             return cuda_ops_start(gemm_tc, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y, M, K, N,
-                                  a->act);
+                                  a->act, u);
     } else {
         dim3 grid((M + SIMT_BM - 1) / SIMT_BM, (N + SIMT_BN - 1) / SIMT_BN);
         if (a->prec == CUDA_PREC_F16)

@@ -172,6 +172,27 @@ static __device__ __forceinline__ void mma_16816(float *c, const unsigned *a, co
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/* TFLite's bilinear source coordinate (reference_ops::ResizeBilinear) of
+ * output row or column o: (o + 0.5) * scale - 0.5 with half_pixel_centers,
+ * o * scale otherwise; *lo = max(floor, 0), *hi = min(ceil, in - 1), and
+ * the weight of *hi: the distance from the clamped *lo. */
+static __device__ __forceinline__ void resize_source(int o, float scale, bool half, int in, int *lo,
+                                                     int *hi, float *w)
+{
+    float v = half ? ((float)o + 0.5f) * scale - 0.5f : (float)o * scale;
+    *lo = max((int)floorf(v), 0);
+    *hi = min((int)ceilf(v), in - 1);
+    *w = v - (float)*lo;
+}
+
+/* Host: the scale of a bilinear resize from in to out pixels. */
+static inline float resize_scale(int in, int out, bool align_corners)
+{
+    if (align_corners && out > 1)
+        return (float)(in - 1) / (float)(out - 1);
+    return (float)in / (float)out;
+}
+
 /* Host: the current device's number of SMs. */
 static inline cudaError_t cuda_ops_sm_count(int *sms)
 {

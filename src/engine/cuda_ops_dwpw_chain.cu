@@ -62,7 +62,7 @@ struct ch_params {
     int d_at, f_at; /* the depthwise tile [32k rows][kp + 8], the filter [16k rows][kp + 8] */
     int tab_at;     /* two pixel tables (ch_taps) of tab_rows entries, by turns */
     int tab_rows;
-    int bias_at; /* the epilogue's bias and slopes (ch_filter), floats */
+    int bias_at; /* the epilogue's bias and slopes, the depthwise bias and filter (ch_filter) */
     int zero_at;    /* 16 bytes of zeros */
     ch_layer l[CUDA_CHAIN_MAX];
 };
@@ -98,8 +98,24 @@ static __device__ __forceinline__ void ch_ldsm4(unsigned *r, unsigned addr)
                  : "r"(addr));
 }
 
+/* Starts copying block L's depthwise filter into dw ([9][kp], zeros past
+ * c) and writes its depthwise bias dwb[kp] (zeros past c). */
+static __device__ void ch_dw_filter(const ch_layer &L, __half *dw, float *dwb)
+{
+    const int kq = ch_round(L.c, 16) / 8;
+    for (int i = threadIdx.x; i < 9 * kq; i += CH_THREADS) {
+        int t = i / kq, k = (i - t * kq) * 8;
+        if (k < L.c)
+            ch_cp16(dw + t * kq * 8 + k, L.dw_w + t * L.c + k);
+        else
+            ch_zero16(dw + t * kq * 8 + k);
+    }
+    for (int i = threadIdx.x; i < kq * 8; i += CH_THREADS)
+        dwb[i] = L.dw_bias && i < L.c ? __ldg(L.dw_bias + i) : 0.0f;
+}
+
 /* Starts copying block L's pointwise filter into f ([ch_round(cout, 16)]
- * rows of kp + 8 halves, zeros past cout and c), and writes its epilogue's
+ * rows of kp + 8 halves, zeros past cout and c) and writes the epilogue's
  * constants per output channel: the bias (0 without) and the slope of
  * negative values (PRELU's alpha, 0 for RELU and RELU6, 1 without). */
 static __device__ void ch_filter(const ch_layer &L, __half *f, float *bias, float *slope)
@@ -157,7 +173,7 @@ static __device__ void ch_taps(const ch_layer &L, int M, int4 *tab)
  * matrices of the tap's weights. Units go to warps in runs of one channel
  * group, so a warp builds its diagonal operands once per run. */
 static __device__ void ch_depthwise(const ch_layer &L, unsigned x, int M, const int4 *tab,
-                                    unsigned zero, __half *d)
+                                    unsigned zero, const __half *dws, const float *dwb, __half *d)
 {
     const int kp = ch_round(L.c, 16), ld = kp + 8, tiles = ch_round(M, 16) / 16, groups = kp / 16;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
@@ -166,7 +182,6 @@ static __device__ void ch_depthwise(const ch_layer &L, unsigned x, int M, const 
     const int iw_b = L.iw * L.x_ps * 2, px_b = L.x_ps * 2, c = L.c;
     /* lane's half of the 16 channels (ldmatrix matrices 2 and 3: channels 8-15) */
     const int half = lane / 16;
-    const unsigned short *dw = reinterpret_cast<const unsigned short *>(L.dw_w);
     int cg = -1;
     unsigned b[9][2];
     float bias[2][2];
@@ -178,21 +193,20 @@ static __device__ void ch_depthwise(const ch_layer &L, unsigned x, int M, const 
             /* Lane (g, q) holds column g of the diagonal matrix where g / 2
              * == q: tap t's weight of channel cg * 16 + h * 8 + g, in the
              * low half for even g; zero elsewhere. */
-            const bool on = (g >> 1) == q, hi_ok = cg * 16 + 8 < c;
+            const unsigned on = (g >> 1) == q ? 0xffffffffu : 0u;
             const int shift = 16 * (g & 1);
-            const unsigned short *wp = dw + cg * 16 + g;
+            const unsigned short *wp = reinterpret_cast<const unsigned short *>(dws) + cg * 16 + g;
 #pragma unroll
             for (int t = 0; t < 9; t++) {
-                b[t][0] = on ? (unsigned)__ldg(wp) << shift : 0u;
-                b[t][1] = on && hi_ok ? (unsigned)__ldg(wp + 8) << shift : 0u;
-                wp += c;
+                b[t][0] = ((unsigned)wp[0] << shift) & on;
+                b[t][1] = ((unsigned)wp[8] << shift) & on;
+                wp += kp;
             }
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int oc = cg * 16 + h * 8 + 2 * q;
-                const bool ok = L.dw_bias && oc < c;
-                bias[h][0] = ok ? __ldg(L.dw_bias + oc) : 0.0f;
-                bias[h][1] = ok ? __ldg(L.dw_bias + oc + 1) : 0.0f;
+                const float2 v = *reinterpret_cast<const float2 *>(dwb + cg * 16 + h * 8 + 2 * q);
+                bias[h][0] = v.x;
+                bias[h][1] = v.y;
             }
             half_ok = cg * 16 + half * 8 < c;
         }
@@ -372,7 +386,9 @@ __global__ void __launch_bounds__(CH_THREADS, 1) dwpw_chain(const __grid_constan
     if (threadIdx.x == 0)
         ch_zero16(reinterpret_cast<__half *>(ch_smem + p.zero_at));
     float *bias = reinterpret_cast<float *>(ch_smem + p.bias_at);
-    float *slope = bias + CH_MAX_CHANNELS;
+    float *slope = bias + CH_MAX_CHANNELS, *dwb = slope + CH_MAX_CHANNELS;
+    __half *dws = reinterpret_cast<__half *>(dwb + CH_MAX_CHANNELS);
+    ch_dw_filter(p.l[0], dws, dwb);
     ch_filter(p.l[0], f, bias, slope);
     ch_taps(p.l[0], nimg * p.l[0].oh * p.l[0].ow, tabs);
     pdl_begin(); /* the filter is a constant */
@@ -384,9 +400,13 @@ __global__ void __launch_bounds__(CH_THREADS, 1) dwpw_chain(const __grid_constan
         const int M = nimg * L.oh * L.ow;
         const int4 *tab = tabs + (k & 1) * p.tab_rows;
         const size_t rhw = (size_t)L.oh * L.ow * (L.pool ? 4 : 1);
-        ch_depthwise(L, ch_saddr(ch_smem + L.x_at), M, tab, zero, d);
+        ch_depthwise(L, ch_saddr(ch_smem + L.x_at), M, tab, zero, dws, dwb, d);
         asm volatile("cp.async.wait_all;\n" ::);
         __syncthreads();
+        /* The next block's depthwise filter replaces this one's while the
+         * products run. */
+        if (k + 1 < p.n)
+            ch_dw_filter(p.l[k + 1], dws, dwb);
         __half *y = reinterpret_cast<__half *>(ch_smem + L.y_at);
         const unsigned res_s = ch_saddr(ch_smem + (L.res_at >= 0 ? L.res_at : 0));
         const __half *res_g = L.gres ? L.gres + b0 * rhw * L.rc : nullptr;
@@ -401,6 +421,7 @@ __global__ void __launch_bounds__(CH_THREADS, 1) dwpw_chain(const __grid_constan
         if (k + 1 < p.n)
             ch_taps(p.l[k + 1], nimg * p.l[k + 1].oh * p.l[k + 1].ow,
                     tabs + ((k + 1) & 1) * p.tab_rows);
+        asm volatile("cp.async.wait_all;\n" ::);
         __syncthreads();
         if (k + 1 < p.n)
             ch_filter(p.l[k + 1], f, bias, slope);
@@ -436,6 +457,7 @@ static bool ch_make(const cuda_chain_args *a, int ipc, ch_params *p, size_t *sme
     memset(p, 0, sizeof *p);
     ch_tensor t[CUDA_CHAIN_MAX + 1];
     size_t d_bytes = 0, f_bytes = 0, tab_rows = 0;
+    int kp_max = 0;
     const cuda_dwpw_args *b0 = &a->block[0];
     t[0] = {b0->ih, b0->iw, b0->c, -1, 0, 0, 0};
     for (int k = 0; k < a->n; k++) {
@@ -456,6 +478,7 @@ static bool ch_make(const cuda_chain_args *a, int ipc, ch_params *p, size_t *sme
             t[rf].last = k;
         }
         int kp = ch_round(b->c, 16);
+        kp_max = kp > kp_max ? kp : kp_max;
         size_t d = (size_t)ch_round(ipc * b->oh * b->ow, 32) * (kp + 8) * 2;
         size_t f = (size_t)ch_round(b->cout, 16) * (kp + 8) * 2;
         size_t tb = (size_t)ch_round(ipc * b->oh * b->ow, 16);
@@ -496,7 +519,8 @@ static bool ch_make(const cuda_chain_args *a, int ipc, ch_params *p, size_t *sme
     p->tab_at = (int)(top + d_bytes + f_bytes);
     p->tab_rows = (int)tab_rows;
     p->bias_at = (int)(top + d_bytes + f_bytes + 2 * tab_rows * sizeof(int4));
-    p->zero_at = p->bias_at + 2 * CH_MAX_CHANNELS * (int)sizeof(float);
+    /* bias, slopes, depthwise bias (floats), depthwise filter [9][kp] */
+    p->zero_at = p->bias_at + 3 * CH_MAX_CHANNELS * (int)sizeof(float) + 9 * kp_max * 2;
     *smem = p->zero_at + 16;
     if (*smem > CUDA_CHAIN_SMEM_MAX)
         return false;

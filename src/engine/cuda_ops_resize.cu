@@ -8,15 +8,6 @@
  * pixels are read as contiguous channel runs with vector loads. */
 #include "engine/cuda_ops_device.h"
 
-static __device__ __forceinline__ void source(int o, float scale, bool half, int in, float *f,
-                                              int *lo, int *hi)
-{
-    float v = half ? ((float)o + 0.5f) * scale - 0.5f : (float)o * scale;
-    *f = v;
-    *lo = max((int)floorf(v), 0);
-    *hi = min((int)ceilf(v), in - 1);
-}
-
 template <typename T, int V>
 static __device__ __forceinline__ void resize_body(const cuda_resize_args &a, float sy, float sx)
 {
@@ -28,17 +19,16 @@ static __device__ __forceinline__ void resize_body(const cuda_resize_args &a, fl
     int ox = t % a.ow;
     t /= a.ow;
     int oy = t % a.oh, b = t / a.oh;
-    float fy, fx;
+    float ly, lx;
     int y0, y1, x0, x1;
-    source(oy, sy, a.half_pixel_centers, a.ih, &fy, &y0, &y1);
-    source(ox, sx, a.half_pixel_centers, a.iw, &fx, &x0, &x1);
+    resize_source(oy, sy, a.half_pixel_centers, a.ih, &y0, &y1, &ly);
+    resize_source(ox, sx, a.half_pixel_centers, a.iw, &x0, &x1, &lx);
     const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.c + c;
     float v00[V], v01[V], v10[V], v11[V], v[V];
     ldv(x + ((size_t)y0 * a.iw + x0) * a.c, v00, V);
     ldv(x + ((size_t)y0 * a.iw + x1) * a.c, v01, V);
     ldv(x + ((size_t)y1 * a.iw + x0) * a.c, v10, V);
     ldv(x + ((size_t)y1 * a.iw + x1) * a.c, v11, V);
-    float ly = fy - (float)y0, lx = fx - (float)x0;
 #pragma unroll
     for (int i = 0; i < V; i++)
         v[i] = v00[i] * (1.0f - ly) * (1.0f - lx) + v10[i] * ly * (1.0f - lx) +
@@ -59,13 +49,6 @@ resize_bilinear(cuda_resize_args a, float sy, float sx, int V)
         resize_body<T, vec16<T>::n / 4>(a, sy, sx);
     else
         resize_body<T, 1>(a, sy, sx);
-}
-
-static float resize_scale(int in, int out, bool align_corners)
-{
-    if (align_corners && out > 1)
-        return (float)(in - 1) / (float)(out - 1);
-    return (float)in / (float)out;
 }
 
 extern "C" cudaError_t cuda_launch_resize_bilinear(const cuda_resize_args *a, cudaStream_t s)

@@ -39,7 +39,7 @@ struct omma_engine {
     omma_device *dev;
     gr_graph *graph;    /* validated, rewritten if opt.rewrites */
     plan_layout *plan;
-    int *step_end;      /* plan_build's steps: the CUDA backend's chains, or NULL */
+    int *step_end; /* plan_build's steps: the CUDA backend's fused runs, or NULL */
     omma_engine_stats stats;
     rw_stats rewrites;  /* zero when rewrites are off */
     const eng_backend *backend;
@@ -81,7 +81,7 @@ omma_status eng_engine_create(omma_device *dev, gr_graph *g, const omma_engine_o
 omma_status eng_read_graph(const char *path, gr_graph **out);
 
 /* The CUDA backend's steps for plan_build (cuda_exec.c): e->step_end, the
- * chains of blocks one kernel runs (cuda_op_chain_end); NULL for fp32. */
+ * runs of nodes one kernel computes (cuda_op_step_end); NULL for fp32. */
 omma_status eng_cuda_steps(omma_engine *e);
 
 /* Uploads e's weights on e->dev (cuda_exec.c); engine_fini frees them. */

@@ -4,7 +4,7 @@
  *   made from testdata/astronaut.png, GPU vs CPU: same best anchor, box
  *   corners within 0.5% of the input size; FaceMesh landmarks within 0.5 px
  *   (fp32) / 1.5 px (fp16) at 192x192; fp16 also at batch CHAIN_BATCH,
- *   where the blocks on small images run as chains (cuda_op_chain_pays);
+ *   where the blocks on small images run as chains (cuda_op_step_pays);
  * - the per-device engine cache (same file and precision: same engine);
  * - CUDA graph replay bitwise equal to node-by-node launches at batch 1, 3,
  *   8 and CHAIN_BATCH;

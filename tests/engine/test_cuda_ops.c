@@ -704,10 +704,10 @@ static bool guard_intact(const unsigned char *dev_guard, cudaStream_t s)
 }
 
 /* Runs graph g (nodes in order) on the CPU and on the GPU in precision p,
- * checks every node's output. as_chain: the GPU runs the whole graph as one
- * chain of blocks (cuda_op_launch_chain), and only the outputs it must
- * write, the graph's, are checked. */
-static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *label, bool as_chain)
+ * checks every node's output. as_step: the GPU runs the whole graph as one
+ * step (cuda_op_launch_step), and only the outputs it must write, the
+ * graph's, are checked. */
+static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *label, bool as_step)
 {
     size_t es = cuda_prec_size(p);
     double tol = p == CUDA_PREC_F16 ? TOL_F16 : TOL_F32;
@@ -761,8 +761,8 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
         dtmp = NULL;
     }
     GO_OK(cuda_weights_upload(g, p, &w));
-    if (as_chain) {
-        GO_OK(cuda_op_launch_chain(g, 0, g->n_nodes - 1, w, batch, (void *const *)b.dev, stream));
+    if (as_step) {
+        GO_OK(cuda_op_launch_step(g, 0, g->n_nodes - 1, w, batch, (void *const *)b.dev, stream));
         CUDA_GO(cudaStreamSynchronize(stream));
         CUDA_GO(cudaGetLastError());
     }
@@ -782,7 +782,7 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
                      ? n->p.conv.residual
                      : -1;
         GO_OK(cpu_op_run(g, n, nb, in, rt >= 0 ? b.host[rt] : NULL, b.host[n->out]));
-        if (as_chain) {
+        if (as_step) {
             bool out = false;
             for (int k = 0; k < g->n_outputs; k++)
                 out = out || g->outputs[k] == n->out;
@@ -1026,7 +1026,7 @@ static gr_graph *build_chain(const chain_case *cc)
 }
 
 /* Each chain case on the CPU and as one chain launch in fp16, every graph
- * output checked; and that cuda_op_chain_end finds the whole chain.
+ * output checked; and that cuda_op_step_end finds the whole chain.
  * --quick leaves out the large batches (several images a thread block). */
 static void test_chains(void)
 {
@@ -1042,12 +1042,12 @@ static void test_chains(void)
         if (st != OMMA_OK)
             fprintf(stderr, "chain %s: invalid graph: %s\n", cc->name, omma_last_error());
         CHECK(st == OMMA_OK);
-        int end = cuda_op_chain_end(g, 0, CUDA_PREC_F16);
+        int end = cuda_op_step_end(g, 0, CUDA_PREC_F16);
         if (end != g->n_nodes - 1)
             fprintf(stderr, "chain %s: the chain found ends at node %d of %d\n", cc->name, end,
                     g->n_nodes);
         CHECK(end == g->n_nodes - 1);
-        CHECK(cuda_op_chain_end(g, 0, CUDA_PREC_F32) == 0);
+        CHECK(cuda_op_step_end(g, 0, CUDA_PREC_F32) == 0);
         if (st == OMMA_OK && end == g->n_nodes - 1) {
             int before = testing_case_failed;
             testing_case_failed = 0;
@@ -1056,6 +1056,82 @@ static void test_chains(void)
                 fprintf(stderr, "  chain %s failed\n", cc->name);
             else if (verbose)
                 fprintf(stderr, "ok chain %s\n", cc->name);
+            testing_case_failed |= before;
+        }
+        gr_free(g);
+    }
+}
+
+/* ---- FPN levels: 1x1 convolution + upsampled level below, added ----------- */
+
+typedef struct up_add_case {
+    const char *name;
+    int batch, h, c, cout, uh; /* x [h, h, c] -> [h, h, cout]; the addend [uh, uh, cout] */
+    int mode; /* 1 align_corners, 2 half_pixel_centers */
+    gr_act act;
+    bool no_bias, resize_first; /* ADD(resize, conv) instead of ADD(conv, resize) */
+} up_add_case;
+
+static const up_add_case up_add_cases[] = {
+    {"full range 12x12", 3, 12, 256, 96, 6, 2, GR_ACT_RELU, false, false},
+    {"full range 48x48", 2, 48, 64, 48, 24, 2, GR_ACT_RELU, false, true},
+    {"odd sizes, align_corners", 5, 10, 40, 24, 5, 1, GR_ACT_PRELU, true, false},
+    {"neither mode, 3 -> 7", 4, 7, 16, 34, 3, 0, GR_ACT_RELU6, false, true},
+};
+
+static gr_graph *build_up_add(const up_add_case *uc)
+{
+    gr_graph *g = NULL;
+    if (gr_create(&g) != OMMA_OK)
+        return NULL;
+    spec s;
+    memset(&s, 0, sizeof s);
+    s.kh = s.kw = s.sh = s.sw = s.dil = 1;
+    s.act = uc->act, s.no_bias = uc->no_bias;
+    int conv = build_conv(g, &s, GR_CONV2D, input(g, 4, uc->h, uc->h, uc->c), uc->h, uc->h, uc->c,
+                          uc->cout);
+    gr_node r = tg_node(GR_RESIZE_BILINEAR);
+    r.n_in = 1;
+    r.in[0] = input(g, 4, uc->uh, uc->uh, uc->cout);
+    r.p.resize.align_corners = uc->mode == 1;
+    r.p.resize.half_pixel_centers = uc->mode == 2;
+    r.out = tensor(g, 4, uc->h, uc->h, uc->cout);
+    int up = add_node(g, &r);
+    gr_node a = tg_node(GR_ADD);
+    a.n_in = 2;
+    a.in[0] = uc->resize_first ? up : conv;
+    a.in[1] = uc->resize_first ? conv : up;
+    a.out = tensor(g, 4, uc->h, uc->h, uc->cout);
+    g->outputs[g->n_outputs++] = add_node(g, &a);
+    return g;
+}
+
+/* Each case on the CPU, and on the GPU as one step in fp16 (and node by
+ * node in both precisions); cuda_op_step_end finds the step in fp16 only. */
+static void test_up_add(void)
+{
+    for (size_t i = 0; i < sizeof up_add_cases / sizeof up_add_cases[0]; i++) {
+        const up_add_case *uc = &up_add_cases[i];
+        gr_graph *g = build_up_add(uc);
+        CHECK(g != NULL);
+        if (!g)
+            continue;
+        omma_status st = gr_validate(g);
+        if (st != OMMA_OK)
+            fprintf(stderr, "up-add %s: invalid graph: %s\n", uc->name, omma_last_error());
+        CHECK(st == OMMA_OK);
+        CHECK(cuda_op_step_end(g, 0, CUDA_PREC_F16) == 2);
+        CHECK(cuda_op_step_end(g, 0, CUDA_PREC_F32) == 0);
+        if (st == OMMA_OK) {
+            int before = testing_case_failed;
+            testing_case_failed = 0;
+            run_graph(g, uc->batch, CUDA_PREC_F16, uc->name, true);
+            run_graph(g, uc->batch, CUDA_PREC_F16, uc->name, false);
+            run_graph(g, uc->batch, CUDA_PREC_F32, uc->name, false);
+            if (testing_case_failed)
+                fprintf(stderr, "  up-add %s failed\n", uc->name);
+            else if (verbose)
+                fprintf(stderr, "ok up-add %s\n", uc->name);
             testing_case_failed |= before;
         }
         gr_free(g);
@@ -1183,5 +1259,6 @@ int main(int argc, char **argv)
     RUN(test_weights_memory);
     RUN(test_op_table);
     RUN(test_chains);
+    RUN(test_up_add);
     return testing_finish();
 }
