@@ -1,4 +1,5 @@
-/* Private: the CUDA kernels of the engine, one launch per graph node.
+/* Private: the CUDA kernels of the engine, one launch per graph node (or
+ * per step: a run of nodes one kernel computes, cuda_op_step_end).
  *
  * cuda_op_launch() runs one node of a validated (usually rewritten) graph on
  * a stream: it reads the node's activations from device pointers the caller
@@ -31,7 +32,8 @@
  *                      cuda_ops_stem.cu. Other convolutions run direct: one
  *                      thread = one output pixel x 8 output channels, filter
  *                      re-laid out HWIO (Cout padded to 8) and staged in
- *                      shared memory when it fits.
+ *                      shared memory when it fits. gemm_tc16_up adds a
+ *                      bilinear upsampling in its epilogue (FPN steps).
  *   cuda_ops_dwpw.cu   GR_DWPW, a BlazeBlock (depthwise, pointwise, residual
  *                      with its max pool and channel padding) in one kernel:
  *                      the depthwise tile stays in shared memory and feeds
@@ -39,6 +41,9 @@
  *   cuda_ops_dwpw_mma.cu GR_DWPW with few channels in fp16: the depthwise
  *                      convolution on the tensor cores too, its output
  *                      handed to the pointwise mma in registers.
+ *   cuda_ops_dwpw_chain.cu chains of GR_DWPW nodes on small images in fp16:
+ *                      a thread block takes whole images through every
+ *                      block, activations kept in shared memory.
  *   cuda_ops_stem.cu   the stems: fp16 implicit GEMM on the tensor cores
  *                      (im2col on the fly from a shared-memory patch),
  *                      register-blocked FFMA for fp32.

@@ -62,7 +62,7 @@ struct ch_params {
     int d_at, f_at; /* the depthwise tile [32k rows][kp + 8], the filter [16k rows][kp + 8] */
     int tab_at;     /* two pixel tables (ch_taps) of tab_rows entries, by turns */
     int tab_rows;
-    int bias_at; /* the epilogue's bias and slopes, the depthwise bias and filter (ch_filter) */
+    int bias_at;    /* ch_filter's bias and slopes, ch_dw_filter's bias and filter */
     int zero_at;    /* 16 bytes of zeros */
     ch_layer l[CUDA_CHAIN_MAX];
 };
