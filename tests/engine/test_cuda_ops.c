@@ -1025,40 +1025,51 @@ static gr_graph *build_chain(const chain_case *cc)
     return g;
 }
 
-/* Each chain case on the CPU and as one chain launch in fp16, every graph
- * output checked; and that cuda_op_step_end finds the whole chain.
+/* A graph that is one step (nodes 0 .. n-1): valid; cuda_op_step_end finds
+ * the whole step in fp16 and none in fp32; run on the CPU and as the step on
+ * the GPU in fp16, every graph output checked, and (node_by_node) also node
+ * by node in both precisions. Frees g. */
+static void check_step_graph(gr_graph *g, const char *kind, const char *name, int batch,
+                             bool node_by_node)
+{
+    CHECK(g != NULL);
+    if (!g)
+        return;
+    omma_status st = gr_validate(g);
+    if (st != OMMA_OK)
+        fprintf(stderr, "%s %s: invalid graph: %s\n", kind, name, omma_last_error());
+    CHECK(st == OMMA_OK);
+    int end = cuda_op_step_end(g, 0, CUDA_PREC_F16);
+    if (end != g->n_nodes - 1)
+        fprintf(stderr, "%s %s: the step found ends at node %d of %d\n", kind, name, end,
+                g->n_nodes);
+    CHECK(end == g->n_nodes - 1);
+    CHECK(cuda_op_step_end(g, 0, CUDA_PREC_F32) == 0);
+    if (st == OMMA_OK && end == g->n_nodes - 1) {
+        int before = testing_case_failed;
+        testing_case_failed = 0;
+        run_graph(g, batch, CUDA_PREC_F16, name, true);
+        if (node_by_node) {
+            run_graph(g, batch, CUDA_PREC_F16, name, false);
+            run_graph(g, batch, CUDA_PREC_F32, name, false);
+        }
+        if (testing_case_failed)
+            fprintf(stderr, "  %s %s failed\n", kind, name);
+        else if (verbose)
+            fprintf(stderr, "ok %s %s\n", kind, name);
+        testing_case_failed |= before;
+    }
+    gr_free(g);
+}
+
+/* Each chain case as one step (the op table covers its blocks one by one).
  * --quick leaves out the large batches (several images a thread block). */
 static void test_chains(void)
 {
     for (size_t i = 0; i < sizeof chain_cases / sizeof chain_cases[0]; i++) {
         const chain_case *cc = &chain_cases[i];
-        if (quick_mode && cc->batch > 100)
-            continue;
-        gr_graph *g = build_chain(cc);
-        CHECK(g != NULL);
-        if (!g)
-            continue;
-        omma_status st = gr_validate(g);
-        if (st != OMMA_OK)
-            fprintf(stderr, "chain %s: invalid graph: %s\n", cc->name, omma_last_error());
-        CHECK(st == OMMA_OK);
-        int end = cuda_op_step_end(g, 0, CUDA_PREC_F16);
-        if (end != g->n_nodes - 1)
-            fprintf(stderr, "chain %s: the chain found ends at node %d of %d\n", cc->name, end,
-                    g->n_nodes);
-        CHECK(end == g->n_nodes - 1);
-        CHECK(cuda_op_step_end(g, 0, CUDA_PREC_F32) == 0);
-        if (st == OMMA_OK && end == g->n_nodes - 1) {
-            int before = testing_case_failed;
-            testing_case_failed = 0;
-            run_graph(g, cc->batch, CUDA_PREC_F16, cc->name, true);
-            if (testing_case_failed)
-                fprintf(stderr, "  chain %s failed\n", cc->name);
-            else if (verbose)
-                fprintf(stderr, "ok chain %s\n", cc->name);
-            testing_case_failed |= before;
-        }
-        gr_free(g);
+        if (!quick_mode || cc->batch <= 100)
+            check_step_graph(build_chain(cc), "chain", cc->name, cc->batch, false);
     }
 }
 
@@ -1106,36 +1117,12 @@ static gr_graph *build_up_add(const up_add_case *uc)
     return g;
 }
 
-/* Each case on the CPU, and on the GPU as one step in fp16 (and node by
- * node in both precisions); cuda_op_step_end finds the step in fp16 only. */
+/* Each case as one step, and node by node. */
 static void test_up_add(void)
 {
-    for (size_t i = 0; i < sizeof up_add_cases / sizeof up_add_cases[0]; i++) {
-        const up_add_case *uc = &up_add_cases[i];
-        gr_graph *g = build_up_add(uc);
-        CHECK(g != NULL);
-        if (!g)
-            continue;
-        omma_status st = gr_validate(g);
-        if (st != OMMA_OK)
-            fprintf(stderr, "up-add %s: invalid graph: %s\n", uc->name, omma_last_error());
-        CHECK(st == OMMA_OK);
-        CHECK(cuda_op_step_end(g, 0, CUDA_PREC_F16) == 2);
-        CHECK(cuda_op_step_end(g, 0, CUDA_PREC_F32) == 0);
-        if (st == OMMA_OK) {
-            int before = testing_case_failed;
-            testing_case_failed = 0;
-            run_graph(g, uc->batch, CUDA_PREC_F16, uc->name, true);
-            run_graph(g, uc->batch, CUDA_PREC_F16, uc->name, false);
-            run_graph(g, uc->batch, CUDA_PREC_F32, uc->name, false);
-            if (testing_case_failed)
-                fprintf(stderr, "  up-add %s failed\n", uc->name);
-            else if (verbose)
-                fprintf(stderr, "ok up-add %s\n", uc->name);
-            testing_case_failed |= before;
-        }
-        gr_free(g);
-    }
+    for (size_t i = 0; i < sizeof up_add_cases / sizeof up_add_cases[0]; i++)
+        check_step_graph(build_up_add(&up_add_cases[i]), "up-add", up_add_cases[i].name,
+                         up_add_cases[i].batch, true);
 }
 
 /* ---- API misuse and memory ------------------------------------------------ */
