@@ -67,6 +67,27 @@ static int check_plan(const gr_graph *g, const plan_layout *p)
     return bad;
 }
 
+/* input -> relu a -> relu b -> relu c -> relu out, each [1,16,16,4] (4096
+ * bytes); the tensors' indices in x, a, b, c, y. */
+static omma_status relu_chain(gr_graph **out, int *x, int *a, int *b, int *c, int *y)
+{
+    gr_graph *g = NULL;
+    omma_status st = gr_create(&g);
+    if (st != OMMA_OK)
+        return st;
+    *x = tg_act(g, "input", 1, 16, 16, 4);
+    *a = tg_unary(g, tg_node(GR_RELU), *x, "a", 1, 16, 16, 4);
+    *b = tg_unary(g, tg_node(GR_RELU), *a, "b", 1, 16, 16, 4);
+    *c = tg_unary(g, tg_node(GR_RELU), *b, "c", 1, 16, 16, 4);
+    *y = tg_unary(g, tg_node(GR_RELU), *c, "out", 1, 16, 16, 4);
+    g->n_inputs = 1;
+    g->inputs[0] = *x;
+    g->n_outputs = 1;
+    g->outputs[0] = *y;
+    *out = g;
+    return OMMA_OK;
+}
+
 static void test_chain_reuses_exactly(void)
 {
     /* input -> relu a -> relu b -> relu c -> relu out, each [1,16,16,4]
@@ -74,16 +95,8 @@ static void test_chain_reuses_exactly(void)
      * run), a [0,1], b [1,2], c [2,3], out [3,4] (kept to the end). a and c
      * can share a slot, b and out another: 3 slots of 4096. */
     gr_graph *g = NULL;
-    REQUIRE_OK(gr_create(&g));
-    int x = tg_act(g, "input", 1, 16, 16, 4);
-    int a = tg_unary(g, tg_node(GR_RELU), x, "a", 1, 16, 16, 4);
-    int b = tg_unary(g, tg_node(GR_RELU), a, "b", 1, 16, 16, 4);
-    int c = tg_unary(g, tg_node(GR_RELU), b, "c", 1, 16, 16, 4);
-    int y = tg_unary(g, tg_node(GR_RELU), c, "out", 1, 16, 16, 4);
-    g->n_inputs = 1;
-    g->inputs[0] = x;
-    g->n_outputs = 1;
-    g->outputs[0] = y;
+    int x, a, b, c, y;
+    REQUIRE_OK(relu_chain(&g, &x, &a, &b, &c, &y));
     plan_layout *p = NULL;
     REQUIRE_OK(gr_validate(g));
     REQUIRE_OK(plan_build(g, NULL, &p));
@@ -107,16 +120,8 @@ static void test_chain_reuses_exactly(void)
 static void test_step_keeps_its_tensors_apart(void)
 {
     gr_graph *g = NULL;
-    REQUIRE_OK(gr_create(&g));
-    int x = tg_act(g, "input", 1, 16, 16, 4);
-    int a = tg_unary(g, tg_node(GR_RELU), x, "a", 1, 16, 16, 4);
-    int b = tg_unary(g, tg_node(GR_RELU), a, "b", 1, 16, 16, 4);
-    int c = tg_unary(g, tg_node(GR_RELU), b, "c", 1, 16, 16, 4);
-    int y = tg_unary(g, tg_node(GR_RELU), c, "out", 1, 16, 16, 4);
-    g->n_inputs = 1;
-    g->inputs[0] = x;
-    g->n_outputs = 1;
-    g->outputs[0] = y;
+    int x, a, b, c, y;
+    REQUIRE_OK(relu_chain(&g, &x, &a, &b, &c, &y));
     const int step_end[4] = {2, 1, 2, 3};
     plan_layout *p = NULL;
     REQUIRE_OK(gr_validate(g));
