@@ -545,6 +545,65 @@ static omma_status launch_chain(const gr_graph *g, int first, int last,
     return OMMA_OK;
 }
 
+/* ---- pairs of DWPW nodes on large images ------------------------------------ */
+
+/* Nodes first and first + 1 as a pair (cuda_dwpw_pair_fits): two DWPW
+ * nodes, the second reading the first's output, which nothing else reads;
+ * residuals: each node its own input, or none in the first and the first's
+ * input in the second. Fills a's shapes (no pointers). */
+static bool pair_shape(const gr_graph *g, int first, cuda_prec p, cuda_pair_args *a)
+{
+    memset(a, 0, sizeof *a);
+    if (p != CUDA_PREC_F16 || first + 1 >= g->n_nodes)
+        return false;
+    const gr_node *n0 = &g->nodes[first], *n1 = &g->nodes[first + 1];
+    if (n0->op != GR_DWPW || n1->op != GR_DWPW || n1->in[0] != n0->out ||
+        g->tensors[n0->in[0]].rank != 4 || g->tensors[n0->out].rank != 4 ||
+        g->tensors[n1->out].rank != 4 || read_outside(g, n0->out, first, first + 1))
+        return false;
+    int r0 = n0->p.conv.residual, r1 = n1->p.conv.residual;
+    if (r0 == n0->in[0] && r1 == n1->in[0])
+        a->form = CUDA_PAIR_OWN;
+    else if (r0 < 0 && r1 == n0->in[0])
+        a->form = CUDA_PAIR_SPAN;
+    else
+        return false;
+    dwpw_shape(g, n0, p, &a->a);
+    dwpw_shape(g, n1, p, &a->b);
+    return cuda_dwpw_pair_fits(a);
+}
+
+static omma_status launch_pair(const gr_graph *g, int first, const struct cuda_weights *w,
+                               int batch, void *const *acts, cudaStream_t stream)
+{
+    cuda_pair_args a;
+    if (!pair_shape(g, first, w->prec, &a))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "cuda step: nodes %d..%d are not a pair of blocks the kernel runs", first,
+                         first + 1);
+    const gr_node *n0 = &g->nodes[first], *n1 = &g->nodes[first + 1];
+    if (!dwpw_weights(n0, &w->nodes[first], &a.a) || !dwpw_weights(n1, &w->nodes[first + 1], &a.b))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d: weights of another graph",
+                         first, first + 1);
+    const void *x = acts[n0->in[0]];
+    void *z = acts[n1->out];
+    if (!x || !z)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d: a NULL activation", first,
+                         first + 1);
+    size_t xi = item_elems(&g->tensors[n0->in[0]]), zi = item_elems(&g->tensors[n1->out]);
+    size_t yi = item_elems(&g->tensors[n0->out]), item = xi > zi ? xi : zi;
+    item = yi > item ? yi : item;
+    int per = (int)(LAUNCH_ELEMS_MAX / item);
+    size_t es = cuda_prec_size(w->prec);
+    for (int b0 = 0; b0 < batch; b0 += per) {
+        a.a.batch = a.b.batch = batch - b0 < per ? batch - b0 : per;
+        a.a.x = items_on(x, b0, xi, es);
+        a.b.y = (void *)items_on(z, b0, zi, es);
+        OMMA_TRY(OMMA_CK(cuda_launch_dwpw_pair(&a, stream)));
+    }
+    return OMMA_OK;
+}
+
 /* ---- a 1x1 convolution + the upsampled level below, added (FPN) ---------- */
 
 /* Nodes first .. first+2 as a GEMM-form convolution, a RESIZE_BILINEAR and
@@ -628,12 +687,25 @@ int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p)
     cuda_conv_args a;
     if (up_add_shape(g, first, p, &a))
         return first + 2;
-    return chain_end(g, first, p);
+    int end = chain_end(g, first, p);
+    cuda_pair_args pair;
+    if (end == first && pair_shape(g, first, p, &pair))
+        end = first + 1;
+    return end;
 }
 
 bool cuda_op_step_pays(const gr_graph *g, int first, int batch)
 {
-    return g->nodes[first].op != GR_DWPW || cuda_dwpw_chain_pays(batch);
+    if (!g || first < 0 || first + 1 >= g->n_nodes || g->nodes[first].op != GR_DWPW)
+        return true;
+    cuda_chain_args chain;
+    cuda_pair_args pair;
+    if (!chain_shape(g, first, first + 1, CUDA_PREC_F16, &chain) &&
+        pair_shape(g, first, CUDA_PREC_F16, &pair)) {
+        pair.a.batch = pair.b.batch = batch;
+        return cuda_dwpw_pair_pays(&pair);
+    }
+    return cuda_dwpw_chain_pays(batch);
 }
 
 omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
@@ -649,6 +721,9 @@ omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
                          batch);
     if (g->nodes[first].op == GR_CONV2D && last == first + 2)
         return launch_up_add(g, first, w, batch, acts, stream);
+    cuda_chain_args chain;
+    if (last == first + 1 && !chain_shape(g, first, last, w->prec, &chain))
+        return launch_pair(g, first, w, batch, acts, stream);
     return launch_chain(g, first, last, w, batch, acts, stream);
 }
 

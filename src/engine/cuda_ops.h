@@ -44,6 +44,9 @@
  *   cuda_ops_dwpw_chain.cu chains of GR_DWPW nodes on small images in fp16:
  *                      a thread block takes whole images through every
  *                      block, activations kept in shared memory.
+ *   cuda_ops_dwpw_pair.cu two GR_DWPW nodes on large images in fp16: a
+ *                      thread block takes a tile through both, the first's
+ *                      output kept in shared memory with a margin.
  *   cuda_ops_stem.cu   the stems: fp16 implicit GEMM on the tensor cores
  *                      (im2col on the fly from a shared-memory patch),
  *                      register-blocked FFMA for fp32.
@@ -327,6 +330,27 @@ bool cuda_dwpw_chain_fits(const cuda_chain_args *a);
 cudaError_t cuda_launch_dwpw_chain(const cuda_chain_args *a, cudaStream_t s);
 /* True when `batch` images give at least half the SMs a thread block. */
 bool cuda_dwpw_chain_pays(int batch);
+
+/* Two GR_DWPW blocks on large images in one kernel (cuda_ops_dwpw_pair.cu):
+ * z = B(A(x)), A's output never written to memory (b.x is not read).
+ * fp16; both blocks 3x3 at stride 1 with SAME padding, even channel
+ * counts up to 128, b.c == a.cout. Residual forms: CUDA_PAIR_OWN, each
+ * block adds its own input (a.rc <= a.c, b.rc <= b.c); CUDA_PAIR_SPAN, A
+ * adds none and B adds x (b.rc <= a.c); residual pointers are not read
+ * (x is the kernel's own copy). */
+enum { CUDA_PAIR_OWN = 1, CUDA_PAIR_SPAN = 2 };
+
+typedef struct cuda_pair_args {
+    cuda_dwpw_args a, b;
+    int form;
+} cuda_pair_args;
+
+/* True when the shapes fit the kernel (pointers are not looked at). */
+bool cuda_dwpw_pair_fits(const cuda_pair_args *p);
+/* True when a.batch gives the current device's SMs two tiles each: fewer,
+ * and the blocks one by one (which also split channels) are faster. */
+bool cuda_dwpw_pair_pays(const cuda_pair_args *p);
+cudaError_t cuda_launch_dwpw_pair(const cuda_pair_args *p, cudaStream_t s);
 
 /* y = act(a + b) (b may be NULL: y = act(a)), n elements, c channels (the
  * innermost dimension, for alpha). b_period: b repeats every b_period

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "engine/cuda_ops_device.h"
+#include "engine/cuda_ops_mma.h"
 
 #define CH_THREADS 512
 #define CH_MAX_CHANNELS GR_DWPW_MAX_CHANNELS
@@ -67,35 +68,14 @@ struct ch_params {
     ch_layer l[CUDA_CHAIN_MAX];
 };
 
-static __device__ __forceinline__ unsigned ch_saddr(const void *p)
-{
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-
 static __device__ __forceinline__ void ch_cp16(__half *s, const __half *g)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(ch_saddr(s)), "l"(g));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(s)), "l"(g));
 }
 
 static __device__ __forceinline__ void ch_zero16(__half *s)
 {
     *reinterpret_cast<uint4 *>(s) = make_uint4(0, 0, 0, 0);
-}
-
-/* d += a * b, one m16n8k8 tile: fp16 a (two registers) and b (one), fp32 d. */
-static __device__ __forceinline__ void ch_mma1688(float *d, unsigned a0, unsigned a1, unsigned b)
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(b));
-}
-
-static __device__ __forceinline__ void ch_ldsm4(unsigned *r, unsigned addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
 }
 
 /* Starts copying block L's depthwise filter into dw ([9][kp], zeros past
@@ -223,9 +203,9 @@ static __device__ void ch_depthwise(const ch_layer &L, unsigned x, int M, const 
         for (int t = 0; t < 9; t++) {
             const unsigned addr = (mask >> t) & 1 ? base + (t / 3) * iw_b + (t % 3) * px_b : zero;
             unsigned r[4];
-            ch_ldsm4(r, addr);
-            ch_mma1688(acc[0], r[0], r[1], b[t][0]);
-            ch_mma1688(acc[1], r[2], r[3], b[t][1]);
+            ldsm_x4(r, addr);
+            mma_1688(acc[0], r[0], r[1], b[t][0]);
+            mma_1688(acc[1], r[2], r[3], b[t][1]);
         }
 #pragma unroll
         for (int h = 0; h < 2; h++) {
@@ -286,10 +266,10 @@ static __device__ void ch_pointwise(const ch_layer &L, int M, const __half *d, c
     constexpr int W = CH_THREADS / 32;
     const int tn = (cout + 31) / 32, units = ch_round(M, 16) / 16 * tn;
     const int u0 = warp * units / W, u1 = (warp + 1) * units / W;
-    const unsigned a_base = ch_saddr(d) + ((lane % 16) * ld + (lane / 16) * 8) * 2;
+    const unsigned a_base = smem_addr(d) + ((lane % 16) * ld + (lane / 16) * 8) * 2;
     const unsigned b_base =
-        ch_saddr(f) + (((lane / 16) * 8 + lane % 8) * ld + ((lane / 8) % 2) * 8) * 2;
-    const unsigned y_s = ch_saddr(y) + 4 * t;
+        smem_addr(f) + (((lane / 16) * 8 + lane % 8) * ld + ((lane / 8) % 2) * 8) * 2;
+    const unsigned y_s = smem_addr(y) + 4 * t;
     /* The activation as v < 0 ? v * slope : v, then min(v, top). */
     const int rc = L.rc, y_ps = L.y_ps;
     const float top = L.act == GR_ACT_RELU6 ? 6.0f : INFINITY;
@@ -307,10 +287,10 @@ static __device__ void ch_pointwise(const ch_layer &L, int M, const __half *d, c
         const unsigned a_addr = a_base + m0 * ld * 2, b_addr = b_base + n0 * ld * 2;
         for (int kb = 0; kb < kp; kb += 16) {
             unsigned a[4], b[2][4];
-            ch_ldsm4(a, a_addr + kb * 2);
-            ch_ldsm4(b[0], b_addr + kb * 2);
+            ldsm_x4(a, a_addr + kb * 2);
+            ldsm_x4(b[0], b_addr + kb * 2);
             if (nj > 2)
-                ch_ldsm4(b[1], b_addr + (16 * ld + kb) * 2);
+                ldsm_x4(b[1], b_addr + (16 * ld + kb) * 2);
 #pragma unroll
             for (int j = 0; j < 4; j++)
                 if (j < nj)
@@ -382,7 +362,7 @@ __global__ void __launch_bounds__(CH_THREADS, 1) dwpw_chain(const __grid_constan
     __half *d = reinterpret_cast<__half *>(ch_smem + p.d_at);
     __half *f = reinterpret_cast<__half *>(ch_smem + p.f_at);
     int4 *tabs = reinterpret_cast<int4 *>(ch_smem + p.tab_at); /* two tables, by turns */
-    const unsigned zero = ch_saddr(ch_smem + p.zero_at);
+    const unsigned zero = smem_addr(ch_smem + p.zero_at);
     if (threadIdx.x == 0)
         ch_zero16(reinterpret_cast<__half *>(ch_smem + p.zero_at));
     float *bias = reinterpret_cast<float *>(ch_smem + p.bias_at);
@@ -400,7 +380,7 @@ __global__ void __launch_bounds__(CH_THREADS, 1) dwpw_chain(const __grid_constan
         const int M = nimg * L.oh * L.ow;
         const int4 *tab = tabs + (k & 1) * p.tab_rows;
         const size_t rhw = (size_t)L.oh * L.ow * (L.pool ? 4 : 1);
-        ch_depthwise(L, ch_saddr(ch_smem + L.x_at), M, tab, zero, dws, dwb, d);
+        ch_depthwise(L, smem_addr(ch_smem + L.x_at), M, tab, zero, dws, dwb, d);
         asm volatile("cp.async.wait_all;\n" ::);
         __syncthreads();
         /* The next block's depthwise filter replaces this one's while the
@@ -408,7 +388,7 @@ __global__ void __launch_bounds__(CH_THREADS, 1) dwpw_chain(const __grid_constan
         if (k + 1 < p.n)
             ch_dw_filter(p.l[k + 1], dws, dwb);
         __half *y = reinterpret_cast<__half *>(ch_smem + L.y_at);
-        const unsigned res_s = ch_saddr(ch_smem + (L.res_at >= 0 ? L.res_at : 0));
+        const unsigned res_s = smem_addr(ch_smem + (L.res_at >= 0 ? L.res_at : 0));
         const __half *res_g = L.gres ? L.gres + b0 * rhw * L.rc : nullptr;
         if (L.res_at >= 0 && L.pool)
             ch_pointwise<true, true>(L, M, d, f, bias, slope, res_s, res_g, tab, y);

@@ -17,6 +17,7 @@
 #include <climits>
 
 #include "engine/cuda_ops_device.h"
+#include "engine/cuda_ops_mma.h"
 
 #define DM_THREADS 256
 
@@ -63,71 +64,6 @@ static __host__ __device__ inline dt_layout dt_smem(const dt_shape &s, int taps)
     return l;
 }
 
-static __device__ __forceinline__ unsigned dt_saddr(const void *p)
-{
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-
-/* Four 8x8 half matrices from shared memory; lane l gives the address of
- * row l % 8 of matrix l / 8 (16 bytes). */
-static __device__ __forceinline__ void ldsm_x4(unsigned *r, unsigned addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-static __device__ __forceinline__ uint2 lds64(unsigned addr)
-{
-    uint2 v;
-    asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
-    return v;
-}
-
-/* d += a * b, one m16n8k8 tile: fp16 a (two registers) and b (one), fp32 d. */
-static __device__ __forceinline__ void mma_1688(float *d, unsigned a0, unsigned a1, unsigned b)
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(b));
-}
-
-static __device__ __forceinline__ unsigned dt_pack(float lo, float hi)
-{
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<unsigned *>(&h);
-}
-
-/* Copies n halves (16, 8 or 4 bytes) from global to shared memory. */
-static __device__ __forceinline__ void dt_copy(unsigned sa, const __half *g, int n)
-{
-    if (n == 8)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(g));
-    else if (n == 4)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(sa), "l"(g));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(g));
-}
-
-static __device__ __forceinline__ void dt_zero(unsigned sa, int n)
-{
-    if (n == 8)
-        asm volatile("st.shared.v4.u32 [%0], {%1,%1,%1,%1};\n" ::"r"(sa), "r"(0));
-    else if (n == 4)
-        asm volatile("st.shared.v2.u32 [%0], {%1,%1};\n" ::"r"(sa), "r"(0));
-    else
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sa), "r"(0));
-}
-
-/* q / d for 0 <= q < 2^20 and d <= 2^10, through a float reciprocal: the
- * quotient's fraction stays at least 1 / (2d) from the next integer, far
- * above the rounding error. */
-static __device__ __forceinline__ int dt_div(int q, float inv_d)
-{
-    return (int)(((float)q + 0.5f) * inv_d);
-}
-
 /* Stages the pointwise filter, the depthwise filter and the block's input
  * window. The depthwise filter becomes the B operands of m16n8k8 mmas that
  * compute a depthwise convolution as a product with a diagonal matrix: for
@@ -143,16 +79,16 @@ static __device__ __forceinline__ void dt_stage(const cuda_dwpw_args &a, const d
     const float inv_cpc = 1.0f / (float)cpc, inv_row = 1.0f / (float)row_copies;
     const float inv_srows = 1.0f / (float)s.srows;
     const __half *x = static_cast<const __half *>(a.x);
-    const unsigned xs = dt_saddr(smem);
+    const unsigned xs = smem_addr(smem);
     const __half *pw = static_cast<const __half *>(a.pw_w);
-    const unsigned ps = dt_saddr(smem + l.pw);
+    const unsigned ps = smem_addr(smem + l.pw);
     for (int i = threadIdx.x; i < s.np * cpc; i += DM_THREADS) {
-        const int n = dt_div(i, inv_cpc), ch = (i - n * cpc) * s.vc;
+        const int n = div_small(i, inv_cpc), ch = (i - n * cpc) * s.vc;
         const unsigned sa = ps + (unsigned)(n * s.ps + ch) * 2;
         if (n < a.cout && ch < a.c)
-            dt_copy(sa, pw + (size_t)n * a.c + ch, s.vc);
+            cp_async_halves(sa, pw + (size_t)n * a.c + ch, s.vc);
         else
-            dt_zero(sa, s.vc);
+            st_zero_halves(sa, s.vc);
     }
     const unsigned short *dw = static_cast<const unsigned short *>(a.dw_w);
     unsigned *dwb = reinterpret_cast<unsigned *>(smem + l.dwb);
@@ -181,21 +117,21 @@ static __device__ __forceinline__ void dt_stage(const cuda_dwpw_args &a, const d
      * constants and load while they finish. */
     pdl_begin();
     for (int i = threadIdx.x; i < nb * s.srows * row_copies; i += DM_THREADS) {
-        const int r = dt_div(i, inv_row), rest = i - r * row_copies;
-        const int col = dt_div(rest, inv_cpc), ch = (rest - col * cpc) * s.vc;
-        const int item = dt_div(r, inv_srows), iy = iy0 + r - item * s.srows, ix = ix0 + col;
+        const int r = div_small(i, inv_row), rest = i - r * row_copies;
+        const int col = div_small(rest, inv_cpc), ch = (rest - col * cpc) * s.vc;
+        const int item = div_small(r, inv_srows), iy = iy0 + r - item * s.srows, ix = ix0 + col;
         const unsigned sa = xs + (unsigned)((r * s.scols + col) * s.ps + ch) * 2;
         if (iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw && ch < a.c)
-            dt_copy(sa, x + (((size_t)(b0 + item) * a.ih + iy) * a.iw + ix) * a.c + ch, s.vc);
+            cp_async_halves(sa, x + (((size_t)(b0 + item) * a.ih + iy) * a.iw + ix) * a.c + ch, s.vc);
         else
-            dt_zero(sa, s.vc);
+            st_zero_halves(sa, s.vc);
     }
     asm volatile("cp.async.wait_all;\n" ::);
     __syncthreads();
 }
 
 /* The extent of a block's tile (partial at the batch's and the image's
- * ends), with reciprocals for dt_div. */
+ * ends), with reciprocals for div_small. */
 struct dt_tile {
     int b0, oy0, ox0, nb, rows, cols;
     float inv_rows, inv_cols;
@@ -216,8 +152,8 @@ template <int RES>
 static __device__ __forceinline__ void dt_pixel(const cuda_dwpw_args &a, const dt_shape &s,
                                                 const dt_tile &t, int p, int *win, int *m, int *r)
 {
-    const int q = dt_div(p, t.inv_cols), ox = p - q * t.cols;
-    const int item = dt_div(q, t.inv_rows), oy = q - item * t.rows;
+    const int q = div_small(p, t.inv_cols), ox = p - q * t.cols;
+    const int item = div_small(q, t.inv_rows), oy = q - item * t.rows;
     *win = ((item * s.srows + oy * a.sh) * s.scols + ox * a.sw) * s.ps;
     const int b = t.b0 + item, gy = t.oy0 + oy, gx = t.ox0 + ox;
     *m = (b * a.oh + gy) * a.ow + gx;
@@ -382,10 +318,10 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : 3)
     /* The lane's depthwise operand words (or the zeros) and its row of the
      * pointwise filter's ldmatrix: matrix lane / 8 is (n8 tile lane / 16,
      * k half (lane / 8) % 2). */
-    const unsigned bw = (g >> 1) == q ? dt_saddr(dm_smem + l.dwb) + g * 8
-                                      : dt_saddr(dm_smem + l.zero);
+    const unsigned bw = (g >> 1) == q ? smem_addr(dm_smem + l.dwb) + g * 8
+                                      : smem_addr(dm_smem + l.zero);
     const unsigned bstep = (g >> 1) == q ? 64 : 0;
-    const unsigned pb = dt_saddr(dm_smem + l.pw) +
+    const unsigned pb = smem_addr(dm_smem + l.pw) +
                         (unsigned)(((lane & 7) + 8 * (lane >> 4)) * s.ps + 8 * ((lane >> 3) & 1)) * 2;
     const unsigned tap_dy = (unsigned)(a.dh * s.scols * s.ps) * 2, tap_dx = (unsigned)(a.dw * s.ps) * 2;
     for (int p0 = warp * 16; p0 < P; p0 += 8 * 16) {
@@ -397,7 +333,7 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : 3)
         dt_pixel<RES>(a, s, t, min(p, P - 1), &win, &m, &r);
         if (p >= P)
             m = -1;
-        const unsigned ab = dt_saddr(dm_smem) + (unsigned)(win + 8 * (lane >> 4)) * 2;
+        const unsigned ab = smem_addr(dm_smem) + (unsigned)(win + 8 * (lane >> 4)) * 2;
         const dt_rows rows = dt_share_rows(m, r);
         for (int n0 = n_begin; n0 < n_end; n0 += NT * 8) {
             __half2 rv[NT][2];
@@ -413,11 +349,11 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : 3)
                 const float2 b1v = *reinterpret_cast<const float2 *>(dbias + k * 16 + 8 + 2 * q);
                 float d0[4] = {b0v.x, b0v.y, b0v.x, b0v.y}, d1[4] = {b1v.x, b1v.y, b1v.x, b1v.y};
                 unsigned wa = bw + (unsigned)k * bstep;
-#pragma unroll
-                for (int ky = 0; ky < 3; ky++) {
-#pragma unroll
-                    for (int kx = 0; kx < 3; kx++) {
-                        if (W3 || (ky < a.kh && kx < a.kw)) {
+                if (W3) {
+                    dw3x3_mma(ab + k * 32, tap_dy, tap_dx, wa, (unsigned)ks * bstep, d0, d1);
+                } else {
+                    for (int ky = 0; ky < a.kh; ky++) {
+                        for (int kx = 0; kx < a.kw; kx++) {
                             unsigned af[4];
                             ldsm_x4(af, ab + ky * tap_dy + kx * tap_dx + k * 32);
                             const uint2 w = lds64(wa);
@@ -427,8 +363,8 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : 3)
                         }
                     }
                 }
-                const unsigned A[4] = {dt_pack(d0[0], d0[1]), dt_pack(d0[2], d0[3]),
-                                       dt_pack(d1[0], d1[1]), dt_pack(d1[2], d1[3])};
+                const unsigned A[4] = {pack_half2(d0[0], d0[1]), pack_half2(d0[2], d0[3]),
+                                       pack_half2(d1[0], d1[1]), pack_half2(d1[2], d1[3])};
 #pragma unroll
                 for (int jp = 0; jp < NT / 2; jp++) {
                     if (n0 + 16 * jp >= n_end)

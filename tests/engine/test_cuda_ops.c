@@ -1073,6 +1073,70 @@ static void test_chains(void)
     }
 }
 
+/* ---- pairs of blocks on large images ------------------------------------------ */
+
+/* Two blocks on images too large for a chain: the pair kernel
+ * (cuda_ops_dwpw_pair.cu), both residual forms, partial tiles. */
+static const chain_case pair_cases[] = {
+    {"full range 96x96, 32 -> 8 -> 32",
+     2,
+     96,
+     32,
+     0,
+     2,
+     {{-1, 8, 1, -1, GR_ACT_RELU}, {-1, 32, 1, 0, GR_ACT_RELU}}},
+    {"48x48, 48 -> 16 -> 64, narrower residual",
+     3,
+     48,
+     48,
+     0,
+     2,
+     {{-1, 16, 1, -1, GR_ACT_RELU}, {-1, 64, 1, 0, GR_ACT_RELU}}},
+    {"24x24, 96 -> 32 -> 128",
+     2,
+     24,
+     96,
+     0,
+     2,
+     {{-1, 32, 1, -1, GR_ACT_RELU}, {-1, 128, 1, 0, GR_ACT_RELU}}},
+    {"short range 64x64, own residuals, 24 -> 24 -> 28",
+     2,
+     64,
+     24,
+     0,
+     2,
+     {{-1, 24, 1, 0, GR_ACT_RELU}, {-1, 28, 1, 1, GR_ACT_RELU}}},
+    {"FaceMesh 96x96x16, PRELU",
+     1,
+     96,
+     16,
+     0,
+     2,
+     {{-1, 16, 1, 0, GR_ACT_PRELU}, {-1, 16, 1, 1, GR_ACT_PRELU}}},
+    {"odd sizes: 21x21, 36 -> 42 -> 42, RELU6 and none",
+     3,
+     21,
+     36,
+     0,
+     2,
+     {{-1, 42, 1, 0, GR_ACT_RELU6}, {-1, 42, 1, 1, GR_ACT_NONE}}},
+    {"37x37, 12 -> 14 -> 16, PRELU",
+     2,
+     37,
+     12,
+     0,
+     2,
+     {{-1, 14, 1, 0, GR_ACT_PRELU}, {-1, 16, 1, 1, GR_ACT_RELU}}},
+};
+
+/* Each pair case as one step, and node by node. */
+static void test_pairs(void)
+{
+    for (size_t i = 0; i < sizeof pair_cases / sizeof pair_cases[0]; i++)
+        check_step_graph(build_chain(&pair_cases[i]), "pair", pair_cases[i].name,
+                         pair_cases[i].batch, true);
+}
+
 /* ---- FPN levels: 1x1 convolution + upsampled level below, added ----------- */
 
 typedef struct up_add_case {
@@ -1247,5 +1311,6 @@ int main(int argc, char **argv)
     RUN(test_op_table);
     RUN(test_chains);
     RUN(test_up_add);
+    RUN(test_pairs);
     return testing_finish();
 }

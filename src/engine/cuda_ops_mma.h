@@ -1,0 +1,103 @@
+/* Private: the building blocks of the tensor-core block kernels
+ * (cuda_ops_dwpw_mma.cu, cuda_ops_dwpw_chain.cu, cuda_ops_dwpw_pair.cu):
+ * shared-memory addresses, ldmatrix, the m16n8k8 mma, asynchronous copies
+ * of 4-16 bytes, and a division by a small count through its reciprocal. */
+#ifndef OMMA_ENGINE_CUDA_OPS_MMA_H
+#define OMMA_ENGINE_CUDA_OPS_MMA_H
+
+#include <cuda_fp16.h>
+
+/* The shared-memory address of p. */
+static __device__ __forceinline__ unsigned smem_addr(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* Four 8x8 half matrices from shared memory; lane l gives the address of
+ * row l % 8 of matrix l / 8 (16 bytes). */
+static __device__ __forceinline__ void ldsm_x4(unsigned *r, unsigned addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+static __device__ __forceinline__ uint2 lds64(unsigned addr)
+{
+    uint2 v;
+    asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+    return v;
+}
+
+/* d += a * b, one m16n8k8 tile: fp16 a (two registers) and b (one), fp32 d. */
+static __device__ __forceinline__ void mma_1688(float *d, unsigned a0, unsigned a1, unsigned b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(b));
+}
+
+/* Two floats as the half pair of one mma operand register. */
+static __device__ __forceinline__ unsigned pack_half2(float lo, float hi)
+{
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned *>(&h);
+}
+
+/* Starts copying n halves (8, 4 or 2: 16, 8 or 4 bytes) from global memory
+ * to shared address sa; cp.async.wait_all waits for them. */
+static __device__ __forceinline__ void cp_async_halves(unsigned sa, const __half *g, int n)
+{
+    if (n == 8)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(g));
+    else if (n == 4)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(sa), "l"(g));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(g));
+}
+
+/* Zeros n halves (8, 4 or 2) at shared address sa. */
+static __device__ __forceinline__ void st_zero_halves(unsigned sa, int n)
+{
+    if (n == 8)
+        asm volatile("st.shared.v4.u32 [%0], {%1,%1,%1,%1};\n" ::"r"(sa), "r"(0));
+    else if (n == 4)
+        asm volatile("st.shared.v2.u32 [%0], {%1,%1};\n" ::"r"(sa), "r"(0));
+    else
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sa), "r"(0));
+}
+
+/* q / d for 0 <= q < 2^20 and d <= 2^10, through a float reciprocal: the
+ * quotient's fraction stays at least 1 / (2d) from the next integer, far
+ * above the rounding error. */
+static __device__ __forceinline__ int div_small(int q, float inv_d)
+{
+    return (int)(((float)q + 0.5f) * inv_d);
+}
+
+/* d0, d1 += the 3x3 depthwise convolution of 16 pixels x 16 channels on
+ * the tensor cores: per tap, ldmatrix gathers the pixels' inputs (lane l:
+ * row l % 16 of the tap at a + ky * dy + kx * dx; lanes 16-31 the channels
+ * 8-15) and two m16n8k8 multiply them by diagonal matrices of the tap's
+ * weights (lds64 at wa + tap * wstep: the lane's operand words, or zeros).
+ * (Accumulating odd and even taps apart, with each tap's loads issued a
+ * tap ahead, measured the same on the H100.) */
+static __device__ __forceinline__ void dw3x3_mma(unsigned a, unsigned dy, unsigned dx, unsigned wa,
+                                                 unsigned wstep, float *d0, float *d1)
+{
+#pragma unroll
+    for (int ky = 0; ky < 3; ky++) {
+#pragma unroll
+        for (int kx = 0; kx < 3; kx++) {
+            unsigned af[4];
+            ldsm_x4(af, a + (unsigned)ky * dy + (unsigned)kx * dx);
+            const uint2 w = lds64(wa);
+            wa += wstep;
+            mma_1688(d0, af[0], af[1], w.x);
+            mma_1688(d1, af[2], af[3], w.y);
+        }
+    }
+}
+
+#endif
