@@ -205,6 +205,7 @@ typedef struct cuda_exec {
     CUdeviceptr mem;         /* arena + float32 I/O buffers (fp16 execs) */
     float **in, **out;       /* float32 I/O device pointers, per input/output */
     bool *in_direct;         /* per input: its readers take it as float32 (fp16 execs) */
+    int *out_node;           /* per output: the node writing it as float32 into out[i], or -1 */
     cudaGraphExec_t *graph;  /* [max_batch + 1], NULL until captured */
     int *graph_nodes;        /* [max_batch + 1] */
     void **acts;             /* per graph tensor: its arena pointer, NULL for constants */
@@ -292,6 +293,31 @@ static bool read_as_f32(const gr_graph *g, int t, cuda_prec p)
     return read;
 }
 
+/* The node that can write graph output t as float32 straight into the
+ * API's output buffer (cuda_op_writes_f32): no node reads t, it is not a
+ * graph input or a second output, and no step covers its producer; else -1
+ * (the exec converts the output after the run). */
+static int written_as_f32(const omma_engine *e, int t, cuda_prec p)
+{
+    const gr_graph *g = e->graph;
+    int pn = g->tensors[t].producer, uses = 0;
+    if (pn < 0 || !cuda_op_writes_f32(g, &g->nodes[pn], p))
+        return -1;
+    for (int i = 0; i < g->n_outputs; i++)
+        uses += g->outputs[i] == t;
+    for (int i = 0; i < g->n_inputs; i++)
+        uses += g->inputs[i] == t;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int r[GR_MAX_INPUTS + 2];
+        int k = gr_node_reads(&g->nodes[i], r);
+        for (int j = 0; j < k; j++)
+            uses += r[j] == t;
+        if (e->step_end && i <= pn && e->step_end[i] >= pn && e->step_end[i] > i)
+            return -1;
+    }
+    return uses == 1 ? pn : -1;
+}
+
 static omma_status exec_init_in_scope(omma_exec *x, cuda_exec *c)
 {
     omma_engine *e = x->engine;
@@ -301,6 +327,11 @@ static omma_status exec_init_in_scope(omma_exec *x, cuda_exec *c)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
     for (int i = 0; i < g->n_inputs; i++)
         c->in_direct[i] = read_as_f32(g, g->inputs[i], prec_of(e));
+    c->out_node = calloc((size_t)g->n_outputs + 1, sizeof *c->out_node);
+    if (!c->out_node)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
+    for (int i = 0; i < g->n_outputs; i++)
+        c->out_node[i] = written_as_f32(e, g->outputs[i], prec_of(e));
     c->in = calloc((size_t)g->n_inputs + 1, sizeof *c->in);
     c->out = calloc((size_t)g->n_outputs + 1, sizeof *c->out);
     c->graph = calloc((size_t)x->max_batch + 1, sizeof *c->graph);
@@ -360,6 +391,7 @@ static void cuda_exec_fini(omma_exec *x)
     }
     free(c->in);
     free(c->in_direct);
+    free(c->out_node);
     free(c->out);
     free(c->graph);
     free(c->graph_nodes);
@@ -393,6 +425,16 @@ static int direct_input(const omma_exec *x, int t)
     for (int i = 0; i < g->n_inputs; i++)
         if (g->inputs[i] == t && c->in_direct[i])
             return i;
+    return -1;
+}
+
+/* The index of the graph output node i writes as float32, else -1. */
+static int direct_output(const omma_exec *x, int i)
+{
+    const cuda_exec *c = x->state;
+    for (int k = 0; k < x->engine->graph->n_outputs; k++)
+        if (c->out_node[k] == i)
+            return k;
     return -1;
 }
 
@@ -437,7 +479,10 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
         if (n->op == GR_RESHAPE && in[0] == out)
             continue; /* aliased by the plan: nothing to do */
         int nb = p->slots[n->out].batched ? batch : 1;
-        if (direct >= 0) {
+        int out_f32 = f16 ? direct_output(x, i) : -1;
+        if (out_f32 >= 0) {
+            OMMA_TRY(cuda_op_launch_f32_output(g, n, w, nb, in, residual, c->out[out_f32], s));
+        } else if (direct >= 0) {
             in[0] = c->in[direct];
             OMMA_TRY(cuda_op_launch_f32_input(g, n, w, nb, in, residual, out, s));
         } else {
@@ -446,10 +491,14 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
         ++*launches;
     }
     if (f16) {
-        for (int i = 0; i < g->n_outputs; i++, ++*launches)
+        for (int i = 0; i < g->n_outputs; i++) {
+            if (c->out_node[i] >= 0)
+                continue; /* written as float32 by its node */
+            ++*launches;
             OMMA_TRY(cuda_convert(c->out[i], CUDA_PREC_F32, arena_ptr(x, g->outputs[i]),
                                   CUDA_PREC_F16,
                                   tensor_item_elems(g, g->outputs[i]) * (size_t)batch, s));
+        }
     }
     return OMMA_OK;
 }

@@ -63,6 +63,7 @@ typedef struct launch {
     int b0, nb;
     size_t es;
     bool in0_f32; /* inputs[0] is float32 (cuda_op_launch_f32_input) */
+    bool out_f32; /* out is float32 (cuda_op_launch_f32_output) */
     const void *const *inputs;
     const void *residual;
     void *out;
@@ -113,7 +114,7 @@ static omma_status input(const launch *l, int k, const void **p, bool *is_const)
 
 static void *output(const launch *l)
 {
-    return (void *)item_ptr(l, l->out, l->n->out);
+    return (void *)item_ptr_es(l, l->out, l->n->out, l->out_f32 ? sizeof(float) : l->es);
 }
 
 /* The shapes and window of a convolution or pool from x to y (batch 1, no
@@ -294,6 +295,7 @@ static omma_status run_concat(const launch *l)
     a.outer = (int)((size_t)l->nb * span(y, 1, ax));
     a.out_width = (int)span(y, ax, GR_MAX_RANK);
     a.y = output(l);
+    a.y_f32 = l->out_f32;
     return OMMA_CK(cuda_launch_concat(&a, l->s));
 }
 
@@ -369,7 +371,7 @@ static omma_status run_items(const launch *l)
 
 static omma_status launch_node(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
                                int batch, const void *const *inputs, const void *residual,
-                               void *out, cudaStream_t stream, bool in0_f32)
+                               void *out, cudaStream_t stream, bool in0_f32, bool out_f32)
 {
     if (!g || !n || !w || !out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda op: NULL graph, node, weights or output");
@@ -381,7 +383,7 @@ static omma_status launch_node(const gr_graph *g, const gr_node *n, const struct
                          "%d and %d", w->n_nodes, w->n_tensors, g->n_nodes, g->n_tensors);
     launch l = {.g = g, .n = n, .idx = (int)(n - g->nodes), .w = w, .es = cuda_prec_size(w->prec),
                 .inputs = inputs, .residual = residual, .out = out, .s = stream,
-                .in0_f32 = in0_f32};
+                .in0_f32 = in0_f32, .out_f32 = out_f32};
     if (batch < 1)
         return fail_node(&l, OMMA_ERR_INVALID_ARG, "batch below 1");
     if (n->op == GR_RESHAPE && inputs && inputs[0] == out)
@@ -408,7 +410,7 @@ omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cud
                            int batch, const void *const *inputs, const void *residual, void *out,
                            cudaStream_t stream)
 {
-    return launch_node(g, n, w, batch, inputs, residual, out, stream, false);
+    return launch_node(g, n, w, batch, inputs, residual, out, stream, false, false);
 }
 
 bool cuda_op_reads_f32(const gr_graph *g, const gr_node *n, cuda_prec p)
@@ -430,7 +432,23 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
     if (!w || !cuda_op_reads_f32(g, n, w->prec))
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                          "cuda op: this node cannot read float32 input in this precision");
-    return launch_node(g, n, w, batch, inputs, residual, out, stream, true);
+    return launch_node(g, n, w, batch, inputs, residual, out, stream, true, false);
+}
+
+bool cuda_op_writes_f32(const gr_graph *g, const gr_node *n, cuda_prec p)
+{
+    return g && n && p == CUDA_PREC_F16 && n->op == GR_CONCAT;
+}
+
+omma_status cuda_op_launch_f32_output(const gr_graph *g, const gr_node *n,
+                                      const struct cuda_weights *w, int batch,
+                                      const void *const *inputs, const void *residual, void *out,
+                                      cudaStream_t stream)
+{
+    if (!w || !cuda_op_writes_f32(g, n, w->prec))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "cuda op: this node cannot write float32 output in this precision");
+    return launch_node(g, n, w, batch, inputs, residual, out, stream, false, true);
 }
 
 /* ---- chains of DWPW nodes ------------------------------------------------ */

@@ -171,6 +171,19 @@ omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cud
  * instead of converting that input to fp16 first. */
 bool cuda_op_reads_f32(const gr_graph *g, const gr_node *n, cuda_prec p);
 
+/* True when node n of an fp16 graph can write its output as float32
+ * directly (a CONCAT): the executor then has it write the API's float
+ * output buffer through cuda_op_launch_f32_output() instead of converting
+ * that output afterwards. */
+bool cuda_op_writes_f32(const gr_graph *g, const gr_node *n, cuda_prec p);
+
+/* cuda_op_launch() with `out` float32 (n such that cuda_op_writes_f32(g,
+ * n, w's precision)); OMMA_ERR_UNSUPPORTED otherwise. */
+omma_status cuda_op_launch_f32_output(const gr_graph *g, const gr_node *n,
+                                      const struct cuda_weights *w, int batch,
+                                      const void *const *inputs, const void *residual, void *out,
+                                      cudaStream_t stream);
+
 /* cuda_op_launch() with inputs[0] holding float32 (n such that
  * cuda_op_reads_f32(g, n, w's precision)); OMMA_ERR_UNSUPPORTED otherwise. */
 omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
@@ -388,6 +401,7 @@ typedef struct cuda_concat_args {
     int width[GR_MAX_INPUTS];
     int outer, out_width;
     void *y;
+    bool y_f32; /* y is float32 (an fp16 graph's output, written in place) */
 } cuda_concat_args;
 
 cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_t s);

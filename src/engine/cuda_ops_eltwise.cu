@@ -151,8 +151,9 @@ extern "C" cudaError_t cuda_launch_pad(const cuda_pad_args *a, cudaStream_t s)
 /* ---- concatenation ------------------------------------------------------- */
 
 /* One thread per V consecutive elements of an output row (V = 1, or 16, 8
- * or 4 bytes when every width and pointer allows). */
-template <typename T>
+ * or 4 bytes when every width and pointer allows). Inputs of T, output of
+ * U (float for an fp16 graph's float32 output, cuda_concat_args.y_f32). */
+template <typename T, typename U>
 static __device__ __forceinline__ void concat_body(const cuda_concat_args &a, const int V)
 {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
@@ -177,22 +178,24 @@ static __device__ __forceinline__ void concat_body(const cuda_concat_args &a, co
     }
     float v[vec16<T>::n];
     ldv(src + (size_t)row * width + col, v, V);
-    stv(static_cast<T *>(a.y) + (size_t)idx * V, v, V);
+    stv(static_cast<U *>(a.y) + (size_t)idx * V, v, V);
 }
 
-template <typename T>
+/* V: 1, or a vector of 16, 8 or 4 bytes of the wider of T and U. */
+template <typename T, typename U>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 concat_kernel(cuda_concat_args a, int V)
 {
+    constexpr int VMAX = vec16<T>::n < vec16<U>::n ? vec16<T>::n : vec16<U>::n;
     pdl_begin();
-    if (V == vec16<T>::n)
-        concat_body<T>(a, vec16<T>::n);
-    else if (V == vec16<T>::n / 2)
-        concat_body<T>(a, vec16<T>::n / 2);
-    else if (V == vec16<T>::n / 4)
-        concat_body<T>(a, vec16<T>::n / 4);
+    if (V == VMAX)
+        concat_body<T, U>(a, VMAX);
+    else if (V == VMAX / 2)
+        concat_body<T, U>(a, VMAX / 2);
+    else if (VMAX == 8 && V == 2)
+        concat_body<T, U>(a, 2);
     else
-        concat_body<T>(a, 1);
+        concat_body<T, U>(a, 1);
 }
 
 extern "C" cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_t s)
@@ -200,7 +203,9 @@ extern "C" cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_
     long long total = (long long)a->outer * a->out_width;
     if (total == 0)
         return cudaSuccess;
-    int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
+    bool f16 = a->prec == CUDA_PREC_F16;
+    /* The vector is bounded by the wider of the two element sizes. */
+    int es = f16 && !a->y_f32 ? 2 : 4;
     size_t addr = (size_t)a->y;
     for (int k = 0; k < a->n_in; k++)
         addr |= (size_t)a->x[k];
@@ -211,10 +216,12 @@ extern "C" cudaError_t cuda_launch_concat(const cuda_concat_args *a, cudaStream_
     if (V < 2)
         V = 1;
     unsigned blocks = cuda_ops_blocks(total / V, CUDA_OPS_THREADS);
-    if (a->prec == CUDA_PREC_F16)
-        return cuda_ops_start(concat_kernel<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
-    else
-        return cuda_ops_start(concat_kernel<float>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
+    if (f16 && a->y_f32)
+        return cuda_ops_start(concat_kernel<__half, float>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
+    if (f16)
+        return cuda_ops_start(concat_kernel<__half, __half>, blocks, CUDA_OPS_THREADS, 0, s, *a,
+                              V);
+    return cuda_ops_start(concat_kernel<float, float>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);
 }
 
 /* ---- precision conversion ------------------------------------------------ */
