@@ -198,6 +198,9 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
  * - A GEMM-form convolution, a RESIZE_BILINEAR and the ADD of their two
  *   outputs, which nothing else reads (an FPN level): one GEMM adds the
  *   upsampled tensor in its epilogue.
+ * - Pairs of GR_DWPW nodes on larger images (cuda_ops_dwpw_pair.cu): the
+ *   second reads the first's output, which nothing else reads; a thread
+ *   block takes a tile through both.
  * cuda_op_step_end: the last node of the step starting at node `first` in
  * precision p, or `first` when none starts there. Memory must be planned
  * with the step as one (plan_build's step_end): its nodes run at once, so
@@ -206,7 +209,8 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
  * at this batch on the current device. A chain's thread block takes whole
  * images: with fewer images than half the SMs most of the GPU would idle
  * (H100: a chain at batch 1 is 30-50% slower than its nodes, at batch 128
- * 5-15% faster); the convolution + upsample + add always pays.
+ * 5-15% faster); a pair pays where cuda_dwpw_pair_pays says; the
+ * convolution + upsample + add always pays.
  * cuda_op_launch_step: runs nodes first..last (a step from
  * cuda_op_step_end) as one launch; acts[t] is the device pointer of
  * activation tensor t (batch items in w's precision). It writes the last
