@@ -64,22 +64,19 @@ static __host__ __device__ inline dt_layout dt_smem(const dt_shape &s, int taps)
     return l;
 }
 
-/* Stages the pointwise filter, the depthwise filter and the block's input
- * window. The depthwise filter becomes the B operands of m16n8k8 mmas that
- * compute a depthwise convolution as a product with a diagonal matrix: for
- * tap t, 16-channel step k and lane (g = lane / 4, q = lane % 4), the two
- * 32-bit words [t][k][g][2] hold channel k * 16 + h * 8 + g (h = 0, 1) in
- * the low half when g is even, the high half when odd, which is that lane's
- * b register when g / 2 == q; the other lanes read the 8 zero bytes. */
-static __device__ __forceinline__ void dt_stage(const cuda_dwpw_args &a, const dt_shape &s,
-                                                unsigned char *smem, const dt_layout &l, int b0,
-                                                int nb, int iy0, int ix0)
+/* Stages the constants of a block: the pointwise filter, the depthwise
+ * filter, the biases and the slopes. The depthwise filter becomes the B
+ * operands of m16n8k8 mmas that compute a depthwise convolution as a
+ * product with a diagonal matrix: for tap t, 16-channel step k and lane
+ * (g = lane / 4, q = lane % 4), the two 32-bit words [t][k][g][2] hold
+ * channel k * 16 + h * 8 + g (h = 0, 1) in the low half when g is even,
+ * the high half when odd, which is that lane's b register when g / 2 == q;
+ * the other lanes read the 8 zero bytes. */
+static __device__ void dt_constants(const cuda_dwpw_args &a, const dt_shape &s,
+                                    unsigned char *smem, const dt_layout &l)
 {
-    const int cpc = s.cp / s.vc, row_copies = s.scols * cpc;
-    const float inv_cpc = 1.0f / (float)cpc, inv_row = 1.0f / (float)row_copies;
-    const float inv_srows = 1.0f / (float)s.srows;
-    const __half *x = static_cast<const __half *>(a.x);
-    const unsigned xs = smem_addr(smem);
+    const int cpc = s.cp / s.vc;
+    const float inv_cpc = 1.0f / (float)cpc;
     const __half *pw = static_cast<const __half *>(a.pw_w);
     const unsigned ps = smem_addr(smem + l.pw);
     for (int i = threadIdx.x; i < s.np * cpc; i += DM_THREADS) {
@@ -112,20 +109,27 @@ static __device__ __forceinline__ void dt_stage(const cuda_dwpw_args &a, const d
                    : a.act == GR_ACT_NONE                ? 1.0f
                                                          : 0.0f;
     }
-    /* The input window last: the kernels before this one have to be done
-     * with it (pdl_begin, cuda_ops_device.h); the filters above are
-     * constants and load while they finish. */
-    pdl_begin();
-    for (int i = threadIdx.x; i < nb * s.srows * row_copies; i += DM_THREADS) {
-        const int r = div_small(i, inv_row), rest = i - r * row_copies;
-        const int col = div_small(rest, inv_cpc), ch = (rest - col * cpc) * s.vc;
-        const int item = div_small(r, inv_srows), iy = iy0 + r - item * s.srows, ix = ix0 + col;
-        const unsigned sa = xs + (unsigned)((r * s.scols + col) * s.ps + ch) * 2;
-        if (iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw && ch < a.c)
-            cp_async_halves(sa, x + (((size_t)(b0 + item) * a.ih + iy) * a.iw + ix) * a.c + ch, s.vc);
-        else
-            st_zero_halves(sa, s.vc);
-    }
+}
+
+/* The input window of a tile (nb items from b0, rows from iy0, columns
+ * from ix0) at the start of shared memory, and waits for it and every copy
+ * before it. */
+static __device__ __forceinline__ void dt_stage_window(const cuda_dwpw_args &a, const dt_shape &s,
+                                                       unsigned char *smem, int b0, int nb,
+                                                       int iy0, int ix0)
+{
+    const __half *x = static_cast<const __half *>(a.x);
+    const unsigned xs = smem_addr(smem);
+    const int rows = nb * s.srows;
+    if (s.vc == 8)
+        stage_window<8, DM_THREADS>(xs, s.ps, x, a.ih, a.iw, a.c, s.cp, b0, rows, s.srows, s.scols,
+                                    iy0, ix0);
+    else if (s.vc == 4)
+        stage_window<4, DM_THREADS>(xs, s.ps, x, a.ih, a.iw, a.c, s.cp, b0, rows, s.srows, s.scols,
+                                    iy0, ix0);
+    else
+        stage_window<2, DM_THREADS>(xs, s.ps, x, a.ih, a.iw, a.c, s.cp, b0, rows, s.srows, s.scols,
+                                    iy0, ix0);
     asm volatile("cp.async.wait_all;\n" ::);
     __syncthreads();
 }
@@ -136,6 +140,20 @@ struct dt_tile {
     int b0, oy0, ox0, nb, rows, cols;
     float inv_rows, inv_cols;
 };
+
+static __device__ __forceinline__ dt_tile dt_tile_at(const cuda_dwpw_args &a, const dt_shape &s,
+                                                     int i)
+{
+    dt_tile t;
+    const int tx = i % s.tiles_x;
+    i /= s.tiles_x;
+    const int ty = i % s.tiles_y;
+    t.b0 = i / s.tiles_y * s.nb, t.oy0 = ty * s.rows, t.ox0 = tx * s.cols;
+    t.nb = min(s.nb, a.batch - t.b0), t.rows = min(s.rows, a.oh - t.oy0);
+    t.cols = min(s.cols, a.ow - t.ox0);
+    t.inv_rows = 1.0f / (float)t.rows, t.inv_cols = 1.0f / (float)t.cols;
+    return t;
+}
 
 /* Residual forms of dwpw_mma: none, at the output pixel, max-pooled 2x2,
  * and the block's own input at the output pixel (stride 1, as many
@@ -221,10 +239,10 @@ static __device__ __forceinline__ void dt_residual_early(const cuda_dwpw_args &a
  * residual, activation, half2 stores. Lane (g, q) holds rows g and g + 8,
  * channels n0 + 8j + 2q and + 1 of acc[j]; w their output and residual
  * offsets, rv the residual when it was loaded early (DT_RES_PIXEL). The
- * activation is v >= 0 ? v : v * slope, then at most hi (slope: 0 for RELU
- * and RELU6, 1 for none, the PRELU slope; hi 6 for RELU6), slopes and bias
- * from shared memory. */
-template <int NT, int RES>
+ * activation is max(v, 0) where RELU, else v >= 0 ? v : v * slope, then
+ * at most hi (slope: 0 for RELU6, 1 for none, the PRELU slope; hi 6 for
+ * RELU6), slopes and bias from shared memory. */
+template <int NT, int RES, bool RELU>
 static __device__ __forceinline__ void
 dt_epilogue(const cuda_dwpw_args &a, const float *pbias, const float *slope, float hi,
             float (*acc)[4], const dt_rows &w, const __half2 (*rv)[2], int n0, const __half *window)
@@ -246,7 +264,8 @@ dt_epilogue(const cuda_dwpw_args &a, const float *pbias, const float *slope, flo
         if (n >= a.cout)
             break;
         const float2 bias = *reinterpret_cast<const float2 *>(pbias + n);
-        const float2 sl = *reinterpret_cast<const float2 *>(slope + n);
+        const float2 sl =
+            RELU ? make_float2(0.0f, 0.0f) : *reinterpret_cast<const float2 *>(slope + n);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             float v0 = acc[j][2 * h] + bias.x, v1 = acc[j][2 * h + 1] + bias.y;
@@ -270,8 +289,13 @@ dt_epilogue(const cuda_dwpw_args &a, const float *pbias, const float *slope, flo
                 v0 += fmaxf(fmaxf(v0r.x, v1r.x), fmaxf(v2.x, v3.x));
                 v1 += fmaxf(fmaxf(v0r.y, v1r.y), fmaxf(v2.y, v3.y));
             }
-            v0 = fminf(v0 >= 0.0f ? v0 : v0 * sl.x, hi);
-            v1 = fminf(v1 >= 0.0f ? v1 : v1 * sl.y, hi);
+            if (RELU) {
+                v0 = fmaxf(v0, 0.0f);
+                v1 = fmaxf(v1, 0.0f);
+            } else {
+                v0 = fminf(v0 >= 0.0f ? v0 : v0 * sl.x, hi);
+                v1 = fminf(v1 >= 0.0f ? v1 : v1 * sl.y, hi);
+            }
             if (w.m[h] >= 0)
                 y[h][4 * j] = __floats2half2_rn(v0, v1);
         }
@@ -295,26 +319,22 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : 3)
     extern __shared__ __align__(16) unsigned char dm_smem[];
     const int ks = s.cp / 16;
     const dt_layout l = dt_smem(s, a.kh * a.kw);
-    dt_tile t;
-    {
-        int i = blockIdx.x;
-        const int tx = i % s.tiles_x;
-        i /= s.tiles_x;
-        const int ty = i % s.tiles_y;
-        t.b0 = i / s.tiles_y * s.nb, t.oy0 = ty * s.rows, t.ox0 = tx * s.cols;
-        t.nb = min(s.nb, a.batch - t.b0), t.rows = min(s.rows, a.oh - t.oy0);
-        t.cols = min(s.cols, a.ow - t.ox0);
-        t.inv_rows = 1.0f / (float)t.rows, t.inv_cols = 1.0f / (float)t.cols;
-    }
+    const dt_tile t = dt_tile_at(a, s, blockIdx.x);
     const int P = t.nb * t.rows * t.cols;
     const int n_begin = blockIdx.y * s.nchunk, n_end = min(a.cout, n_begin + s.nchunk);
-    dt_stage(a, s, dm_smem, l, t.b0, t.nb, t.oy0 * a.sh - a.pt, t.ox0 * a.sw - a.pl);
+    dt_constants(a, s, dm_smem, l);
+    /* The window after the constants: the kernels before this one have to
+     * be done with it (pdl_begin, cuda_ops_device.h); the constants load
+     * while they finish. */
+    pdl_begin();
+    dt_stage_window(a, s, dm_smem, t.b0, t.nb, t.oy0 * a.sh - a.pt, t.ox0 * a.sw - a.pl);
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
     const float *dbias = reinterpret_cast<const float *>(dm_smem + l.dbias);
     const float *pbias = reinterpret_cast<const float *>(dm_smem + l.pbias);
     const float *slope = reinterpret_cast<const float *>(dm_smem + l.slope);
     const float hi = a.act == GR_ACT_RELU6 ? 6.0f : INFINITY;
+    const __half *window = reinterpret_cast<const __half *>(dm_smem);
     /* The lane's depthwise operand words (or the zeros) and its row of the
      * pointwise filter's ldmatrix: matrix lane / 8 is (n8 tile lane / 16,
      * k half (lane / 8) % 2). */
@@ -375,8 +395,12 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : 3)
                     mma_16816(acc[2 * jp + 1], A, bf + 2);
                 }
             }
-            dt_epilogue<NT, RES>(a, pbias, slope, hi, acc, rows, rv, n0,
-                                 reinterpret_cast<const __half *>(dm_smem));
+            /* (With more tiles or the pooled residual, a second epilogue
+             * would spill registers.) */
+            if (NT <= 4 && RES != DT_RES_POOL && a.act == GR_ACT_RELU)
+                dt_epilogue<NT, RES, true>(a, pbias, slope, hi, acc, rows, rv, n0, window);
+            else
+                dt_epilogue<NT, RES, false>(a, pbias, slope, hi, acc, rows, rv, n0, window);
         }
     }
 }

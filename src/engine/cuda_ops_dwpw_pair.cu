@@ -133,19 +133,16 @@ static __device__ void pr_constants(const cuda_dwpw_args &a, int cp, int np, uns
 static __device__ void pr_stage_x(const cuda_dwpw_args &a, const pr_shape &s, unsigned xs, int b,
                                   int iy0, int ix0)
 {
-    const int cpc = s.cpx / s.vx, row = s.xc * cpc;
-    const float inv_cpc = 1.0f / (float)cpc, inv_row = 1.0f / (float)row;
     const __half *x = static_cast<const __half *>(a.x);
-    for (int i = threadIdx.x; i < s.xr * row; i += PR_THREADS) {
-        const int r = div_small(i, inv_row), rest = i - r * row;
-        const int col = div_small(rest, inv_cpc), ch = (rest - col * cpc) * s.vx;
-        const int iy = iy0 + r, ix = ix0 + col;
-        const unsigned sa = xs + (unsigned)((r * s.xc + col) * s.psx + ch) * 2;
-        if (iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw && ch < a.c)
-            cp_async_halves(sa, x + (((size_t)b * a.ih + iy) * a.iw + ix) * a.c + ch, s.vx);
-        else
-            st_zero_halves(sa, s.vx);
-    }
+    if (s.vx == 8)
+        stage_window<8, PR_THREADS>(xs, s.psx, x, a.ih, a.iw, a.c, s.cpx, b, s.xr, s.xr, s.xc, iy0,
+                                    ix0);
+    else if (s.vx == 4)
+        stage_window<4, PR_THREADS>(xs, s.psx, x, a.ih, a.iw, a.c, s.cpx, b, s.xr, s.xr, s.xc, iy0,
+                                    ix0);
+    else
+        stage_window<2, PR_THREADS>(xs, s.psx, x, a.ih, a.iw, a.c, s.cpx, b, s.xr, s.xr, s.xc, iy0,
+                                    ix0);
 }
 
 /* The depthwise convolution of a warp's 16 pixels over ks 16-channel steps

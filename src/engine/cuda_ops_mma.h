@@ -1,7 +1,8 @@
 /* Private: the building blocks of the tensor-core block kernels
  * (cuda_ops_dwpw_mma.cu, cuda_ops_dwpw_chain.cu, cuda_ops_dwpw_pair.cu):
  * shared-memory addresses, ldmatrix, the m16n8k8 mma, asynchronous copies
- * of 4-16 bytes, and a division by a small count through its reciprocal. */
+ * of 4-16 bytes, a division by a small count through its reciprocal, the
+ * staging of an input window and the 3x3 depthwise step. */
 #ifndef OMMA_ENGINE_CUDA_OPS_MMA_H
 #define OMMA_ENGINE_CUDA_OPS_MMA_H
 
@@ -74,6 +75,50 @@ static __device__ __forceinline__ void st_zero_halves(unsigned sa, int n)
 static __device__ __forceinline__ int div_small(int q, float inv_d)
 {
     return (int)(((float)q + 0.5f) * inv_d);
+}
+
+/* Stages a window of an NHWC half tensor x (ih x iw pixels of c channels)
+ * in shared memory at sa: rows window rows (row r: item b0 + r / srows,
+ * input row iy0 + r % srows) of scols pixels from column ix0, cp channels
+ * per pixel (zeros past c) at a stride of ps halves, zeros outside the
+ * image; V halves (8, 4 or 2) per cp.async, which cp.async.wait_all waits
+ * for. Each warp takes whole window rows, so the row's tests and address
+ * are worked out once; where the copies of a pixel divide 32 a lane keeps
+ * one channel slice and steps over columns, else it divides per copy. */
+template <int V, int THREADS>
+static __device__ __forceinline__ void stage_window(unsigned sa, int ps, const __half *x, int ih,
+                                                    int iw, int c, int cp, int b0, int rows,
+                                                    int srows, int scols, int iy0, int ix0)
+{
+    const int lane = threadIdx.x % 32, cpc = cp / V, copies = scols * cpc;
+    const float inv_srows = 1.0f / (float)srows, inv_cpc = 1.0f / (float)cpc;
+    for (int r = threadIdx.x / 32; r < rows; r += THREADS / 32) {
+        const int item = div_small(r, inv_srows), iy = iy0 + r - item * srows;
+        const bool row_in = iy >= 0 && iy < ih;
+        const __half *xr = x + ((size_t)(b0 + item) * ih + (row_in ? iy : 0)) * iw * c;
+        const unsigned sr = sa + (unsigned)(r * scols * ps) * 2;
+        if (32 % cpc == 0) {
+            const int ch = lane % cpc * V, step = 32 / cpc;
+            const bool ch_in = row_in && ch < c;
+            for (int col = lane / cpc; col < scols; col += step) {
+                const int ix = ix0 + col;
+                const unsigned at = sr + (unsigned)(col * ps + ch) * 2;
+                if (ch_in && (unsigned)ix < (unsigned)iw)
+                    cp_async_halves(at, xr + (size_t)ix * c + ch, V);
+                else
+                    st_zero_halves(at, V);
+            }
+        } else {
+            for (int j = lane; j < copies; j += 32) {
+                const int col = div_small(j, inv_cpc), ch = (j - col * cpc) * V, ix = ix0 + col;
+                const unsigned at = sr + (unsigned)(col * ps + ch) * 2;
+                if (row_in && ch < c && (unsigned)ix < (unsigned)iw)
+                    cp_async_halves(at, xr + (size_t)ix * c + ch, V);
+                else
+                    st_zero_halves(at, V);
+            }
+        }
+    }
 }
 
 /* d0, d1 += the 3x3 depthwise convolution of 16 pixels x 16 channels on

@@ -268,6 +268,11 @@ static void make_cases(void)
         {1, 96, 16, 3, 1, 16, 16, RES_INPUT, GR_ACT_PRELU},
         {32, 24, 64, 3, 1, 64, 64, RES_INPUT, GR_ACT_PRELU},
         {2, 12, 128, 3, 1, 128, 128, RES_INPUT, GR_ACT_PRELU},
+        /* Large batches: thousands of dwpw_mma tiles */
+        {200, 48, 32, 3, 1, 8, 0, RES_NONE, GR_ACT_RELU},
+        {200, 48, 8, 3, 1, 32, 32, RES_PIXEL, GR_ACT_RELU},
+        {300, 40, 16, 3, 1, 16, 16, RES_INPUT, GR_ACT_PRELU},
+        {150, 37, 24, 3, 1, 24, 24, RES_INPUT, GR_ACT_RELU6},
     };
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
         s = add_case(GR_DWPW, blocks[i].batch, blocks[i].h, blocks[i].h, blocks[i].c);
