@@ -312,8 +312,12 @@ dt_epilogue(const cuda_dwpw_args &a, const float *pbias, const float *slope, flo
  * pointwise m16n8k16 (k = those 16 channels), so the depthwise output
  * never leaves registers; the pointwise filter's B operands come by
  * ldmatrix. NT n8 tiles (up to 128 output channels) per pass. */
+/* Up to four blocks per SM where the output is one pass of 16 channels
+ * (64 registers; where the tile's shared memory leaves room): full range's
+ * 96x96 32 -> 8 blocks 80 -> 77 us at batch 128. With NT = 4, 64
+ * registers spill and the blocks took 3-10% longer. */
 template <int NT, int RES, bool W3>
-__global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : 3)
+__global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : NT == 2 ? 4 : 3)
     dwpw_mma(cuda_dwpw_args a, dt_shape s)
 {
     extern __shared__ __align__(16) unsigned char dm_smem[];
