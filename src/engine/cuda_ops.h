@@ -364,8 +364,12 @@ typedef struct cuda_pair_args {
 
 /* True when the shapes fit the kernel (pointers are not looked at). */
 bool cuda_dwpw_pair_fits(const cuda_pair_args *p);
-/* True when a.batch gives the current device's SMs two tiles each: fewer,
- * and the blocks one by one (which also split channels) are faster. */
+/* True where the pair measured faster than its blocks one by one: on
+ * images of at least 32x32, where a block would not run on the tensor
+ * cores throughout, narrow-then-wide pairs with at most 16 channels
+ * between the blocks, and a.batch giving the current device's SMs two
+ * tiles each (with fewer, the blocks one by one, which also split
+ * channels, are faster). */
 bool cuda_dwpw_pair_pays(const cuda_pair_args *p);
 cudaError_t cuda_launch_dwpw_pair(const cuda_pair_args *p, cudaStream_t s);
 

@@ -512,16 +512,20 @@ extern "C" bool cuda_dwpw_pair_fits(const cuda_pair_args *p)
  * - where a block would run on dwpw_tc (its depthwise step on FFMA) on an
  *   image of at least 32x32: full range 48x48 48 -> 12 -> 48 84 -> 77 us,
  *   48 -> 16 -> 64 91 -> 82 us, short range 32x32 32 -> 36 -> 42 67 -> 49
- *   us (48 -> 24 -> 48: 97 -> 101 us);
+ *   us;
  * - not where both blocks run on the tensor cores throughout (dwpw_mma):
  *   full range 96x96 32 -> 8 -> 32 175 -> 195 us, FaceMesh 96x96x16 122
  *   -> 136 us, short range 64x64x24 112 -> 120 us; the pair has two thread
  *   blocks of 8 warps per SM where dwpw_mma has three, and its phases wait
  *   on each other;
  * - nor on 24x24 images (full range 96 -> 32 -> 128 57 -> 63 us, 64 ->
- *   32 -> 64 38 -> 43 us), whose tiles are mostly margin.
+ *   32 -> 64 38 -> 43 us), whose tiles are mostly margin;
+ * - nor for narrow-then-wide pairs (CUDA_PAIR_SPAN) with more than 16
+ *   channels between the blocks: full range 48x48 48 -> 24 -> 48 took
+ *   40 + 57 -> 104 us at batch 128, 126 + 204 -> 347 us at 512.
  * And only with two tiles per SM. */
 #define PR_MIN_IMAGE (32 * 32)
+#define PR_SPAN_MAX_MID 16
 
 extern "C" bool cuda_dwpw_pair_pays(const cuda_pair_args *p)
 {
@@ -530,7 +534,8 @@ extern "C" bool cuda_dwpw_pair_pays(const cuda_pair_args *p)
     if (cuda_ops_sm_count(&sms) != cudaSuccess || !pr_shape_ok(p) || !pr_plan(p, &s))
         return false;
     if ((long long)p->a.oh * p->a.ow < PR_MIN_IMAGE ||
-        (cuda_dwpw_mma_ok(&p->a) && cuda_dwpw_mma_ok(&p->b)))
+        (cuda_dwpw_mma_ok(&p->a) && cuda_dwpw_mma_ok(&p->b)) ||
+        (p->form == CUDA_PAIR_SPAN && p->b.c > PR_SPAN_MAX_MID))
         return false;
     return (long long)p->a.batch * s.tiles_y * s.tiles_x >= 2LL * sms;
 }
