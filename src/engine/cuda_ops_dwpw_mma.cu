@@ -363,42 +363,8 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : NT == 2 ? 4 : 3)
             __half2 rv[NT][2];
             dt_residual_early<NT, RES>(a, rows, n0, rv);
             float acc[NT][4];
-#pragma unroll
-            for (int j = 0; j < NT; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    acc[j][e] = 0.0f;
-            for (int k = 0; k < ks; k++) {
-                const float2 b0v = *reinterpret_cast<const float2 *>(dbias + k * 16 + 2 * q);
-                const float2 b1v = *reinterpret_cast<const float2 *>(dbias + k * 16 + 8 + 2 * q);
-                float d0[4] = {b0v.x, b0v.y, b0v.x, b0v.y}, d1[4] = {b1v.x, b1v.y, b1v.x, b1v.y};
-                unsigned wa = bw + (unsigned)k * bstep;
-                if (W3) {
-                    dw3x3_mma(ab + k * 32, tap_dy, tap_dx, wa, (unsigned)ks * bstep, d0, d1);
-                } else {
-                    for (int ky = 0; ky < a.kh; ky++) {
-                        for (int kx = 0; kx < a.kw; kx++) {
-                            unsigned af[4];
-                            ldsm_x4(af, ab + ky * tap_dy + kx * tap_dx + k * 32);
-                            const uint2 w = lds64(wa);
-                            wa += (unsigned)ks * bstep;
-                            mma_1688(d0, af[0], af[1], w.x);
-                            mma_1688(d1, af[2], af[3], w.y);
-                        }
-                    }
-                }
-                const unsigned A[4] = {pack_half2(d0[0], d0[1]), pack_half2(d0[2], d0[3]),
-                                       pack_half2(d1[0], d1[1]), pack_half2(d1[2], d1[3])};
-#pragma unroll
-                for (int jp = 0; jp < NT / 2; jp++) {
-                    if (n0 + 16 * jp >= n_end)
-                        break;
-                    unsigned bf[4];
-                    ldsm_x4(bf, pb + (unsigned)((n0 + 16 * jp) * s.ps + k * 16) * 2);
-                    mma_16816(acc[2 * jp], A, bf);
-                    mma_16816(acc[2 * jp + 1], A, bf + 2);
-                }
-            }
+            dwpw_products<NT, W3>(ab, tap_dy, tap_dx, a.kh, a.kw, ks, bw, bstep, dbias,
+                                  pb + (unsigned)(n0 * s.ps) * 2, s.ps, n_end - n0, acc);
             /* (With more tiles or the pooled residual, a second epilogue
              * would spill registers.) */
             if (NT <= 4 && RES != DT_RES_POOL && a.act == GR_ACT_RELU)

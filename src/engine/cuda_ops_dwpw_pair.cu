@@ -145,44 +145,6 @@ static __device__ void pr_stage_x(const cuda_dwpw_args &a, const pr_shape &s, un
                                     ix0);
 }
 
-/* The depthwise convolution of a warp's 16 pixels over ks 16-channel steps
- * and its product with a pointwise filter, into acc (NT n8 tiles; tiles
- * from nn on are skipped). ab: this lane's ldmatrix row, its pixel's top
- * left tap (+ 8 channels for lanes 16-31); dy, dx: a tap row and column, in
- * bytes; bw, bstep: the lane's depthwise operand words and their step per
- * 16 channels; dbias: the depthwise bias; pb: the lane's ldmatrix row of the
- * pointwise filter ([n][ps] halves: matrix lane / 8 is n8 tile lane / 16, k
- * half (lane / 8) % 2). */
-template <int NT>
-static __device__ __forceinline__ void pr_products(unsigned ab, unsigned dy, unsigned dx, int ks,
-                                                   unsigned bw, unsigned bstep, const float *dbias,
-                                                   unsigned pb, int ps, int nn, float (*acc)[4])
-{
-    const int q = threadIdx.x % 4;
-#pragma unroll
-    for (int j = 0; j < NT; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            acc[j][e] = 0.0f;
-    for (int k = 0; k < ks; k++) {
-        const float2 b0v = *reinterpret_cast<const float2 *>(dbias + k * 16 + 2 * q);
-        const float2 b1v = *reinterpret_cast<const float2 *>(dbias + k * 16 + 8 + 2 * q);
-        float d0[4] = {b0v.x, b0v.y, b0v.x, b0v.y}, d1[4] = {b1v.x, b1v.y, b1v.x, b1v.y};
-        dw3x3_mma(ab + k * 32, dy, dx, bw + (unsigned)k * bstep, (unsigned)ks * bstep, d0, d1);
-        const unsigned A[4] = {pack_half2(d0[0], d0[1]), pack_half2(d0[2], d0[3]),
-                               pack_half2(d1[0], d1[1]), pack_half2(d1[2], d1[3])};
-#pragma unroll
-        for (int jp = 0; jp < NT / 2; jp++) {
-            if (16 * jp >= nn)
-                break;
-            unsigned bf[4];
-            ldsm_x4(bf, pb + (unsigned)(16 * jp * ps + k * 16) * 2);
-            mma_16816(acc[2 * jp], A, bf);
-            mma_16816(acc[2 * jp + 1], A, bf + 2);
-        }
-    }
-}
-
 /* Rows g and g + 8 of the accumulators come from lanes g and g + 8. */
 static __device__ __forceinline__ int pr_row(int v, int h)
 {
@@ -267,9 +229,9 @@ __global__ void __launch_bounds__(PR_THREADS, 2) dwpw_pair(const __grid_constant
                 yat = -1;
             const int inside = gy >= 0 && gy < A.oh && gx >= 0 && gx < A.ow;
             float acc[NTA][4];
-            pr_products<NTA>(xs + (unsigned)win * 2 + hi_lane, (unsigned)(s.xc * s.psx) * 2,
-                             (unsigned)s.psx * 2, s.cpx / 16, bw, bstep, dbias, pb, s.psx, s.npa,
-                             acc);
+            dwpw_products<NTA, true>(xs + (unsigned)win * 2 + hi_lane,
+                                     (unsigned)(s.xc * s.psx) * 2, (unsigned)s.psx * 2, 3, 3,
+                                     s.cpx / 16, bw, bstep, dbias, pb, s.psx, s.npa, acc);
             int yr[2], in[2], rr[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
@@ -331,9 +293,9 @@ __global__ void __launch_bounds__(PR_THREADS, 2) dwpw_pair(const __grid_constant
             const int rat = FORM == CUDA_PAIR_OWN ? win + (s.yc + 1) * s.psy
                                                   : ((ty + 2) * s.xc + tx + 2) * s.psx;
             float acc[NTB][4];
-            pr_products<NTB>(ys + (unsigned)win * 2 + hi_lane, (unsigned)(s.yc * s.psy) * 2,
-                             (unsigned)s.psy * 2, s.cpy / 16, bw, bstep, dbias, pb, s.psy, B.cout,
-                             acc);
+            dwpw_products<NTB, true>(ys + (unsigned)win * 2 + hi_lane,
+                                     (unsigned)(s.yc * s.psy) * 2, (unsigned)s.psy * 2, 3, 3,
+                                     s.cpy / 16, bw, bstep, dbias, pb, s.psy, B.cout, acc);
             int rr[2];
 #pragma unroll
             for (int h = 0; h < 2; h++)

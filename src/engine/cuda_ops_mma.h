@@ -2,7 +2,8 @@
  * (cuda_ops_dwpw_mma.cu, cuda_ops_dwpw_chain.cu, cuda_ops_dwpw_pair.cu):
  * shared-memory addresses, ldmatrix, the m16n8k8 mma, asynchronous copies
  * of 4-16 bytes, a division by a small count through its reciprocal, the
- * staging of an input window and the 3x3 depthwise step. */
+ * staging of an input window, and the depthwise + pointwise products of 16
+ * pixels. */
 #ifndef OMMA_ENGINE_CUDA_OPS_MMA_H
 #define OMMA_ENGINE_CUDA_OPS_MMA_H
 
@@ -141,6 +142,64 @@ static __device__ __forceinline__ void dw3x3_mma(unsigned a, unsigned dy, unsign
             wa += wstep;
             mma_1688(d0, af[0], af[1], w.x);
             mma_1688(d1, af[2], af[3], w.y);
+        }
+    }
+}
+
+/* The depthwise convolution of a warp's 16 pixels over ks 16-channel steps
+ * and its product with a pointwise filter, into acc (NT n8 tiles; tiles
+ * from nn on are skipped). Per step the depthwise accumulators start at
+ * the depthwise bias and, rounded to half, are exactly the A operand of
+ * the pointwise m16n8k16 (k = those 16 channels), so the depthwise output
+ * never leaves registers. ab: this lane's ldmatrix row, its pixel's top
+ * left tap (+ 8 channels for lanes 16-31); dy, dx: a tap row and column,
+ * in bytes; a kh x kw window (W3: 3x3, unrolled without a test per tap);
+ * bw, bstep: the lane's depthwise operand words and their step per 16
+ * channels; dbias: the depthwise bias; pb: the lane's ldmatrix row of the
+ * pointwise filter's first tile ([n][ps] halves: matrix lane / 8 is n8
+ * tile lane / 16, k half (lane / 8) % 2). mma_16816 comes from
+ * cuda_ops_device.h. */
+template <int NT, bool W3>
+static __device__ __forceinline__ void dwpw_products(unsigned ab, unsigned dy, unsigned dx, int kh,
+                                                     int kw, int ks, unsigned bw, unsigned bstep,
+                                                     const float *dbias, unsigned pb, int ps,
+                                                     int nn, float (*acc)[4])
+{
+    const int q = threadIdx.x % 4;
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            acc[j][e] = 0.0f;
+    for (int k = 0; k < ks; k++) {
+        const float2 b0v = *reinterpret_cast<const float2 *>(dbias + k * 16 + 2 * q);
+        const float2 b1v = *reinterpret_cast<const float2 *>(dbias + k * 16 + 8 + 2 * q);
+        float d0[4] = {b0v.x, b0v.y, b0v.x, b0v.y}, d1[4] = {b1v.x, b1v.y, b1v.x, b1v.y};
+        unsigned wa = bw + (unsigned)k * bstep;
+        if (W3) {
+            dw3x3_mma(ab + k * 32, dy, dx, wa, (unsigned)ks * bstep, d0, d1);
+        } else {
+            for (int ky = 0; ky < kh; ky++) {
+                for (int kx = 0; kx < kw; kx++) {
+                    unsigned af[4];
+                    ldsm_x4(af, ab + ky * dy + kx * dx + k * 32);
+                    const uint2 w = lds64(wa);
+                    wa += (unsigned)ks * bstep;
+                    mma_1688(d0, af[0], af[1], w.x);
+                    mma_1688(d1, af[2], af[3], w.y);
+                }
+            }
+        }
+        const unsigned A[4] = {pack_half2(d0[0], d0[1]), pack_half2(d0[2], d0[3]),
+                               pack_half2(d1[0], d1[1]), pack_half2(d1[2], d1[3])};
+#pragma unroll
+        for (int jp = 0; jp < NT / 2; jp++) {
+            if (16 * jp >= nn)
+                break;
+            unsigned bf[4];
+            ldsm_x4(bf, pb + (unsigned)(16 * jp * ps + k * 16) * 2);
+            mma_16816(acc[2 * jp], A, bf);
+            mma_16816(acc[2 * jp + 1], A, bf + 2);
         }
     }
 }
