@@ -206,6 +206,8 @@ typedef struct cuda_exec {
     float **in, **out;       /* float32 I/O device pointers, per input/output */
     bool *in_direct;         /* per input: its readers take it as float32 (fp16 execs) */
     int *out_node;           /* per output: the node writing it as float32 into out[i], or -1 */
+    void **out_f32;          /* per tensor: the out[i] a step writes it to as float32, or NULL */
+    bool *skip;              /* per node: a RESHAPE whose output its input's producer writes */
     cudaGraphExec_t *graph;  /* [max_batch + 1], NULL until captured */
     int *graph_nodes;        /* [max_batch + 1] */
     void **acts;             /* per graph tensor: its arena pointer, NULL for constants */
@@ -293,16 +295,10 @@ static bool read_as_f32(const gr_graph *g, int t, cuda_prec p)
     return read;
 }
 
-/* The node that can write graph output t as float32 straight into the
- * API's output buffer (cuda_op_writes_f32): no node reads t, it is not a
- * graph input or a second output, and no step covers its producer; else -1
- * (the exec converts the output after the run). */
-static int written_as_f32(const omma_engine *e, int t, cuda_prec p)
+/* Reads of tensor t, counting its being a graph input or output as one. */
+static int tensor_uses(const gr_graph *g, int t)
 {
-    const gr_graph *g = e->graph;
-    int pn = g->tensors[t].producer, uses = 0;
-    if (pn < 0 || !cuda_op_writes_f32(g, &g->nodes[pn], p))
-        return -1;
+    int uses = 0;
     for (int i = 0; i < g->n_outputs; i++)
         uses += g->outputs[i] == t;
     for (int i = 0; i < g->n_inputs; i++)
@@ -312,10 +308,47 @@ static int written_as_f32(const omma_engine *e, int t, cuda_prec p)
         int k = gr_node_reads(&g->nodes[i], r);
         for (int j = 0; j < k; j++)
             uses += r[j] == t;
-        if (e->step_end && i <= pn && e->step_end[i] >= pn && e->step_end[i] > i)
-            return -1;
     }
-    return uses == 1 ? pn : -1;
+    return uses;
+}
+
+/* The first node of the step that covers node n, or -1. */
+static int step_of(const omma_engine *e, int n)
+{
+    for (int i = 0; e->step_end && i <= n; i++)
+        if (e->step_end[i] > i && e->step_end[i] >= n)
+            return i;
+    return -1;
+}
+
+/* The node that can write graph output t as float32 straight into the
+ * API's output buffer, else -1 (the exec converts the output after the
+ * run). It writes *u: t, or where t is a RESHAPE of a tensor nothing else
+ * reads, that tensor (the same elements in the same order; *reshape is
+ * then that RESHAPE node, else -1). t has no other use. The writer is a
+ * node outside any step that cuda_op_writes_f32 takes, or one of a step
+ * that cuda_op_step_writes_f32 says writes *u (such steps run at every
+ * batch). */
+static int written_as_f32(const omma_engine *e, int t, cuda_prec p, int *u, int *reshape)
+{
+    const gr_graph *g = e->graph;
+    int pn = g->tensors[t].producer;
+    *u = t;
+    *reshape = -1;
+    if (pn < 0 || tensor_uses(g, t) != 1)
+        return -1;
+    if (g->nodes[pn].op == GR_RESHAPE) {
+        int v = g->nodes[pn].in[0];
+        if (gr_is_const(g, v) || g->tensors[v].producer < 0 || tensor_uses(g, v) != 1)
+            return -1;
+        *u = v;
+        *reshape = pn;
+        pn = g->tensors[v].producer;
+    }
+    int s = step_of(e, pn);
+    if (s >= 0)
+        return cuda_op_step_writes_f32(g, s, *u) ? pn : -1;
+    return cuda_op_writes_f32(g, &g->nodes[pn], p) ? pn : -1;
 }
 
 static omma_status exec_init_in_scope(omma_exec *x, cuda_exec *c)
@@ -330,13 +363,15 @@ static omma_status exec_init_in_scope(omma_exec *x, cuda_exec *c)
     c->out_node = calloc((size_t)g->n_outputs + 1, sizeof *c->out_node);
     if (!c->out_node)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
-    for (int i = 0; i < g->n_outputs; i++)
-        c->out_node[i] = written_as_f32(e, g->outputs[i], prec_of(e));
     c->in = calloc((size_t)g->n_inputs + 1, sizeof *c->in);
     c->out = calloc((size_t)g->n_outputs + 1, sizeof *c->out);
+    c->out_f32 = calloc((size_t)g->n_tensors + 1, sizeof *c->out_f32);
+    c->skip = calloc((size_t)g->n_nodes + 1, sizeof *c->skip);
+    if (!c->in || !c->out || !c->out_f32 || !c->skip)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
     c->graph = calloc((size_t)x->max_batch + 1, sizeof *c->graph);
     c->graph_nodes = calloc((size_t)x->max_batch + 1, sizeof *c->graph_nodes);
-    if (!c->in || !c->out || !c->graph || !c->graph_nodes)
+    if (!c->graph || !c->graph_nodes)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
     if (x->opt.stream) {
         c->stream = (CUstream)x->opt.stream;
@@ -346,6 +381,17 @@ static omma_status exec_init_in_scope(omma_exec *x, cuda_exec *c)
         x->opt.stream = c->stream;
     }
     OMMA_TRY(exec_alloc(x, c));
+    /* After exec_alloc: out[] holds the float32 output buffers. */
+    for (int i = 0; i < g->n_outputs; i++) {
+        int u, reshape;
+        c->out_node[i] = written_as_f32(e, g->outputs[i], prec_of(e), &u, &reshape);
+        if (c->out_node[i] < 0)
+            continue;
+        if (reshape >= 0)
+            c->skip[reshape] = true;
+        if (step_of(e, c->out_node[i]) >= 0)
+            c->out_f32[u] = c->out[i];
+    }
     c->acts = calloc((size_t)g->n_tensors + 1, sizeof *c->acts);
     if (!c->acts)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
@@ -392,6 +438,8 @@ static void cuda_exec_fini(omma_exec *x)
     free(c->in);
     free(c->in_direct);
     free(c->out_node);
+    free(c->out_f32);
+    free(c->skip);
     free(c->out);
     free(c->graph);
     free(c->graph_nodes);
@@ -462,11 +510,13 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
         if (e->step_end && e->step_end[i] > i && cuda_op_step_pays(g, i, batch)) {
-            OMMA_TRY(cuda_op_launch_step(g, i, e->step_end[i], w, batch, c->acts, s));
+            OMMA_TRY(cuda_op_launch_step(g, i, e->step_end[i], w, batch, c->acts, c->out_f32, s));
             ++*launches;
             i = e->step_end[i];
             continue;
         }
+        if (c->skip[i])
+            continue; /* its input's producer wrote the float32 output */
         const void *in[GR_MAX_INPUTS] = {0};
         for (int k = 0; k < n->n_in; k++)
             in[k] = act_ptr(x, n->in[k]);

@@ -696,6 +696,93 @@ static omma_status launch_up_add(const gr_graph *g, int first, const struct cuda
     return OMMA_OK;
 }
 
+/* ---- a block and its heads --------------------------------------------------- */
+
+/* Nodes first .. last as a DWPW block and its heads (cuda_dwpw_heads_fits):
+ * 1x1 GEMM-form convolutions without residual or activation, each reading
+ * the block's output, which nothing else reads. Fills a's shapes (no
+ * pointers). */
+static bool heads_shape(const gr_graph *g, int first, int last, cuda_prec p, cuda_heads_args *a)
+{
+    memset(a, 0, sizeof *a);
+    if (p != CUDA_PREC_F16 || last <= first || last - first > CUDA_HEADS_MAX ||
+        last >= g->n_nodes)
+        return false;
+    const gr_node *b = &g->nodes[first];
+    if (b->op != GR_DWPW || g->tensors[b->in[0]].rank != 4 || g->tensors[b->out].rank != 4 ||
+        read_outside(g, b->out, first, last))
+        return false;
+    dwpw_shape(g, b, p, &a->block);
+    for (int k = first + 1; k <= last; k++) {
+        const gr_node *n = &g->nodes[k];
+        if (n->op != GR_CONV2D || n->in[0] != b->out || n->p.conv.win.kh != 1 ||
+            n->p.conv.win.kw != 1 || !cuda_conv_is_pointwise(g, n) || n->p.conv.residual >= 0 ||
+            n->p.conv.act != GR_ACT_NONE || g->tensors[n->out].rank != 4)
+            return false;
+        a->head[a->n_heads++].n = g->tensors[n->out].dims[3];
+    }
+    return cuda_dwpw_heads_fits(a);
+}
+
+/* The last node of the block-and-heads step at first, or first. */
+static int heads_end(const gr_graph *g, int first, cuda_prec p)
+{
+    cuda_heads_args a;
+    int end = first;
+    for (int k = first + 1; k < g->n_nodes && k - first <= CUDA_HEADS_MAX; k++)
+        if (heads_shape(g, first, k, p, &a))
+            end = k;
+    return end;
+}
+
+static omma_status launch_heads(const gr_graph *g, int first, int last,
+                                const struct cuda_weights *w, int batch, void *const *acts,
+                                void *const *f32, cudaStream_t stream)
+{
+    cuda_heads_args a;
+    if (!heads_shape(g, first, last, w->prec, &a))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "cuda step: nodes %d..%d are not a block and its heads", first, last);
+    const gr_node *b = &g->nodes[first];
+    if (!dwpw_weights(b, &w->nodes[first], &a.block))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: node %d: weights of another graph",
+                         first);
+    const int rt = b->p.conv.residual;
+    const void *x = acts[b->in[0]], *res = rt >= 0 ? acts[rt] : NULL;
+    if (!x || (rt >= 0 && !res))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: node %d: a NULL activation", first);
+    size_t xi = item_elems(&g->tensors[b->in[0]]), ri = rt >= 0 ? item_elems(&g->tensors[rt]) : 0;
+    size_t item = xi > ri ? xi : ri, yi[CUDA_HEADS_MAX];
+    void *y[CUDA_HEADS_MAX];
+    for (int k = first + 1; k <= last; k++) {
+        const gr_node *n = &g->nodes[k];
+        const cuda_node_weights *nw = &w->nodes[k];
+        cuda_head *h = &a.head[k - first - 1];
+        h->w = nw->filter;
+        h->bias = nw->bias;
+        if (!h->w || (n->in[2] >= 0 && !h->bias))
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: node %d: weights of another graph",
+                             k);
+        h->y_f32 = f32 && f32[n->out];
+        y[k - first - 1] = h->y_f32 ? f32[n->out] : acts[n->out];
+        if (!y[k - first - 1])
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: node %d: a NULL activation", k);
+        yi[k - first - 1] = item_elems(&g->tensors[n->out]);
+        item = yi[k - first - 1] > item ? yi[k - first - 1] : item;
+    }
+    int per = (int)(LAUNCH_ELEMS_MAX / item);
+    size_t es = cuda_prec_size(w->prec);
+    for (int b0 = 0; b0 < batch; b0 += per) {
+        a.block.batch = batch - b0 < per ? batch - b0 : per;
+        a.block.x = items_on(x, b0, xi, es);
+        a.block.residual = items_on(res, b0, ri, es);
+        for (int j = 0; j < a.n_heads; j++)
+            a.head[j].y = (void *)items_on(y[j], b0, yi[j], a.head[j].y_f32 ? sizeof(float) : es);
+        OMMA_TRY(OMMA_CK(cuda_launch_dwpw_heads(&a, stream)));
+    }
+    return OMMA_OK;
+}
+
 /* ---- steps ------------------------------------------------------------------ */
 
 int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p)
@@ -705,16 +792,35 @@ int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p)
     cuda_conv_args a;
     if (up_add_shape(g, first, p, &a))
         return first + 2;
-    int end = chain_end(g, first, p);
+    int end = heads_end(g, first, p);
+    if (end > first)
+        return end;
+    end = chain_end(g, first, p);
     cuda_pair_args pair;
-    if (end == first && pair_shape(g, first, p, &pair))
+    /* A block with heads takes them rather than pair with the one before. */
+    if (end == first && pair_shape(g, first, p, &pair) && heads_end(g, first + 1, p) == first + 1)
         end = first + 1;
     return end;
 }
 
+bool cuda_op_step_writes_f32(const gr_graph *g, int first, int t)
+{
+    cuda_heads_args a;
+    if (!g || first < 0 || first >= g->n_nodes)
+        return false;
+    int last = heads_end(g, first, CUDA_PREC_F16);
+    if (last == first || !heads_shape(g, first, last, CUDA_PREC_F16, &a))
+        return false;
+    for (int k = first + 1; k <= last; k++)
+        if (g->nodes[k].out == t)
+            return true;
+    return false;
+}
+
 bool cuda_op_step_pays(const gr_graph *g, int first, int batch)
 {
-    if (!g || first < 0 || first + 1 >= g->n_nodes || g->nodes[first].op != GR_DWPW)
+    if (!g || first < 0 || first + 1 >= g->n_nodes || g->nodes[first].op != GR_DWPW ||
+        heads_end(g, first, CUDA_PREC_F16) > first)
         return true;
     cuda_chain_args chain;
     cuda_pair_args pair;
@@ -728,7 +834,7 @@ bool cuda_op_step_pays(const gr_graph *g, int first, int batch)
 
 omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
                                 const struct cuda_weights *w, int batch, void *const *acts,
-                                cudaStream_t stream)
+                                void *const *f32, cudaStream_t stream)
 {
     if (!g || !w || !acts)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: NULL graph, weights or tensors");
@@ -739,6 +845,8 @@ omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
                          batch);
     if (g->nodes[first].op == GR_CONV2D && last == first + 2)
         return launch_up_add(g, first, w, batch, acts, stream);
+    if (g->nodes[first + 1].op == GR_CONV2D)
+        return launch_heads(g, first, last, w, batch, acts, f32, stream);
     cuda_chain_args chain;
     if (last == first + 1 && !chain_shape(g, first, last, w->prec, &chain))
         return launch_pair(g, first, w, batch, acts, stream);

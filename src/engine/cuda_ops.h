@@ -201,6 +201,9 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
  * - Pairs of GR_DWPW nodes on larger images (cuda_ops_dwpw_pair.cu): the
  *   second reads the first's output, which nothing else reads; a thread
  *   block takes a tile through both.
+ * - A GR_DWPW node and the 1x1 convolutions (heads) right after it that
+ *   read its output, which nothing else reads (cuda_dwpw_heads_fits): its
+ *   epilogue computes the heads, so the block's output is never written.
  * cuda_op_step_end: the last node of the step starting at node `first` in
  * precision p, or `first` when none starts there. Memory must be planned
  * with the step as one (plan_build's step_end): its nodes run at once, so
@@ -210,17 +213,22 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
  * images: with fewer images than half the SMs most of the GPU would idle
  * (H100: a chain at batch 1 is 30-50% slower than its nodes, at batch 128
  * 5-15% faster); a pair pays where cuda_dwpw_pair_pays says; the
- * convolution + upsample + add always pays.
+ * convolution + upsample + add and a block with heads always pay.
  * cuda_op_launch_step: runs nodes first..last (a step from
  * cuda_op_step_end) as one launch; acts[t] is the device pointer of
  * activation tensor t (batch items in w's precision). It writes the last
  * node's output, and of a chain the other nodes' outputs that a later node
- * reads or the graph outputs; not the rest. Errors as cuda_op_launch. */
+ * reads or the graph outputs; not the rest. f32 (or NULL): per tensor, a
+ * float32 buffer to write it to instead of acts[t], for tensors where
+ * cuda_op_step_writes_f32 holds (else NULL). Errors as cuda_op_launch.
+ * cuda_op_step_writes_f32: whether the step at first (found in fp16)
+ * writes tensor t and can write it as float32: a head's output. */
 int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p);
 bool cuda_op_step_pays(const gr_graph *g, int first, int batch);
 omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
                                 const struct cuda_weights *w, int batch, void *const *acts,
-                                cudaStream_t stream);
+                                void *const *f32, cudaStream_t stream);
+bool cuda_op_step_writes_f32(const gr_graph *g, int first, int t);
 
 /* Converts n elements between precisions (dst and src may not overlap unless
  * the precisions are equal and dst == src, which does nothing). For the
@@ -321,6 +329,35 @@ cudaError_t cuda_launch_dwpw(const cuda_dwpw_args *a, cudaStream_t s);
  * counts, windows up to 3x3. */
 bool cuda_dwpw_mma_ok(const cuda_dwpw_args *a);
 cudaError_t cuda_launch_dwpw_mma(const cuda_dwpw_args *a, cudaStream_t s);
+
+/* A GR_DWPW block and the heads that read its output (cuda_ops_dwpw_mma
+ * .cu): GEMM-form 1x1 convolutions without residual or activation, which
+ * its epilogue computes from the block's output held in registers (rounded
+ * to half, as the output would be stored), so that output is never
+ * written. fp16; the block as cuda_dwpw_mma_ok takes it but at any width
+ * up to 64 channels and without the pooled residual, 3x3 at stride 1; at
+ * most CUDA_HEADS_MAX heads of at most 32 channels together, counted in
+ * 8s per head. A head's output is half, or float32 where y_f32 (a graph
+ * output written straight into the API's buffer). */
+#define CUDA_HEADS_MAX 4
+
+typedef struct cuda_head {
+    const void *w;      /* [n][block.cout] half */
+    const float *bias;  /* [n] or NULL */
+    void *y;            /* [batch, oh, ow, n] */
+    int n;
+    bool y_f32;
+} cuda_head;
+
+typedef struct cuda_heads_args {
+    cuda_dwpw_args block; /* block.y is not written */
+    int n_heads;
+    cuda_head head[CUDA_HEADS_MAX];
+} cuda_heads_args;
+
+/* True when the shapes fit the kernel (pointers are not looked at). */
+bool cuda_dwpw_heads_fits(const cuda_heads_args *h);
+cudaError_t cuda_launch_dwpw_heads(const cuda_heads_args *h, cudaStream_t s);
 
 /* A chain of GR_DWPW blocks on small images in one kernel
  * (cuda_ops_dwpw_chain.cu): a thread block takes whole images through every

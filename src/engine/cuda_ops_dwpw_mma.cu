@@ -35,15 +35,17 @@ struct dt_shape {
     int cp, ps, np;               /* padded channels, pixel stride, cout rounded to 16 */
     int vc;                       /* halves per staging copy: 8, 4 or 2 */
     int nchunk;                   /* output channels per block (gridDim.y splits cout) */
+    int hn, hps;                  /* dwpw_mma_heads: head filter rows (32, else 0), their stride */
 };
 
 /* Shared memory of a dwpw_mma block, in bytes from its start: the input
  * window, the pointwise filter [np][ps], the depthwise filter as mma
  * operands (below), 8 bytes of zeros, the depthwise bias [cp], the
  * pointwise bias [np] (zeros when absent) and the slopes of negative
- * values [np] (dt_epilogue). */
+ * values [np] (dt_epilogue); with heads, their filters [hn][hps] (zeros
+ * past each head's rows and the block's channels) and biases [hn]. */
 struct dt_layout {
-    size_t pw, dwb, zero, dbias, pbias, slope, total;
+    size_t pw, dwb, zero, dbias, pbias, slope, head, hbias, total;
 };
 
 static __host__ __device__ inline size_t dt_align16(size_t n)
@@ -60,9 +62,28 @@ static __host__ __device__ inline dt_layout dt_smem(const dt_shape &s, int taps)
     l.dbias = l.zero + 16;
     l.pbias = l.dbias + (size_t)s.cp * 4;
     l.slope = l.pbias + (size_t)s.np * 4;
-    l.total = l.slope + (size_t)s.np * 4;
+    l.head = dt_align16(l.slope + (size_t)s.np * 4);
+    l.hbias = l.head + (size_t)s.hn * s.hps * 2;
+    l.total = s.hn ? l.hbias + (size_t)s.hn * 4 : l.slope + (size_t)s.np * 4;
     return l;
 }
+
+/* The heads of dwpw_mma_heads (made by dh_heads on the host): their
+ * filters and biases for dt_constants, which puts head j's rows from
+ * col0[j]; and per n8 tile of the head outputs (column 8t on): the head's
+ * output y, its width yn, the tile's first column as the head's channel
+ * c0, float32 or half, and whether channel pairs go in one store (an even
+ * width and an aligned output). */
+#define DT_HEAD_TILES 4
+
+struct dt_heads {
+    int n;
+    const __half *w[CUDA_HEADS_MAX];
+    const float *bias[CUDA_HEADS_MAX];
+    int col0[CUDA_HEADS_MAX], ch[CUDA_HEADS_MAX];
+    void *y[DT_HEAD_TILES];
+    int yn[DT_HEAD_TILES], c0[DT_HEAD_TILES], f32[DT_HEAD_TILES], pair[DT_HEAD_TILES];
+};
 
 /* Stages the constants of a block: the pointwise filter, the depthwise
  * filter, the biases and the slopes. The depthwise filter becomes the B
@@ -72,8 +93,9 @@ static __host__ __device__ inline dt_layout dt_smem(const dt_shape &s, int taps)
  * channel k * 16 + h * 8 + g (h = 0, 1) in the low half when g is even,
  * the high half when odd, which is that lane's b register when g / 2 == q;
  * the other lanes read the 8 zero bytes. */
+template <bool HEADS>
 static __device__ void dt_constants(const cuda_dwpw_args &a, const dt_shape &s,
-                                    unsigned char *smem, const dt_layout &l)
+                                    unsigned char *smem, const dt_layout &l, const dt_heads &h)
 {
     const int cpc = s.cp / s.vc;
     const float inv_cpc = 1.0f / (float)cpc;
@@ -108,6 +130,28 @@ static __device__ void dt_constants(const cuda_dwpw_args &a, const dt_shape &s,
         slope[n] = a.act == GR_ACT_PRELU && n < a.cout ? __ldg(a.alpha + n)
                    : a.act == GR_ACT_NONE                ? 1.0f
                                                          : 0.0f;
+    }
+    if (!HEADS)
+        return;
+    unsigned short *hw = reinterpret_cast<unsigned short *>(smem + l.head);
+    for (int i = threadIdx.x; i < s.hn * s.hps; i += DM_THREADS) {
+        const int r = i / s.hps, k = i - r * s.hps;
+        unsigned short v = 0;
+#pragma unroll
+        for (int j = 0; j < CUDA_HEADS_MAX; j++)
+            if (j < h.n && r >= h.col0[j] && r < h.col0[j] + h.ch[j] && k < a.cout)
+                v = __ldg(reinterpret_cast<const unsigned short *>(h.w[j]) +
+                          (r - h.col0[j]) * a.cout + k);
+        hw[i] = v;
+    }
+    float *hbias = reinterpret_cast<float *>(smem + l.hbias);
+    for (int r = threadIdx.x; r < s.hn; r += DM_THREADS) {
+        float v = 0.0f;
+#pragma unroll
+        for (int j = 0; j < CUDA_HEADS_MAX; j++)
+            if (j < h.n && r >= h.col0[j] && r < h.col0[j] + h.ch[j] && h.bias[j])
+                v = __ldg(h.bias[j] + r - h.col0[j]);
+        hbias[r] = v;
     }
 }
 
@@ -235,29 +279,73 @@ static __device__ __forceinline__ void dt_residual_early(const cuda_dwpw_args &a
     }
 }
 
-/* NT * 8 output channels from n0 of the warp's 16 pixels: + bias +
- * residual, activation, half2 stores. Lane (g, q) holds rows g and g + 8,
- * channels n0 + 8j + 2q and + 1 of acc[j]; w their output and residual
- * offsets, rv the residual when it was loaded early (DT_RES_PIXEL). The
- * activation is max(v, 0) where RELU, else v >= 0 ? v : v * slope, then
- * at most hi (slope: 0 for RELU6, 1 for none, the PRELU slope; hi 6 for
- * RELU6), slopes and bias from shared memory. */
+/* The output of channels n, n + 1 (n = n0 + 8j + 2q) in row h of the
+ * accumulators acc[j] of a lane: + bias + residual, activation. w: the
+ * rows' output and residual offsets, rv the residual where it was loaded
+ * early (DT_RES_PIXEL), res: the residual of the row at channel n. The
+ * activation is max(v, 0) where RELU, else v >= 0 ? v : v * slope, then at
+ * most hi (slope: 0 for RELU6, 1 for none, the PRELU slope; hi 6 for
+ * RELU6). */
+template <int NT, int RES, bool RELU>
+static __device__ __forceinline__ float2 dt_value(const cuda_dwpw_args &a, float2 bias, float2 sl,
+                                                  float hi, const float *acc, const dt_rows &w,
+                                                  __half2 rv, int n, int h, const __half *res,
+                                                  const __half *window)
+{
+    float v0 = acc[2 * h] + bias.x, v1 = acc[2 * h + 1] + bias.y;
+    if (dt_early<NT, RES>::on) {
+        const float2 v = __half22float2(rv);
+        v0 += v.x;
+        v1 += v.y;
+    } else if (RES == DT_RES_PIXEL && n < a.rc && w.m[h] >= 0) {
+        const float2 v = dt_ld2(res);
+        v0 += v.x;
+        v1 += v.y;
+    } else if (RES == DT_RES_WINDOW && n < a.rc && w.m[h] >= 0) {
+        const float2 v = __half22float2(*reinterpret_cast<const __half2 *>(window + w.r[h] + n));
+        v0 += v.x;
+        v1 += v.y;
+    } else if (RES == DT_RES_POOL && n < a.rc && w.m[h] >= 0) {
+        const int right = a.rc, down = 2 * a.ow * a.rc;
+        const float2 v0r = dt_ld2(res), v1r = dt_ld2(res + right), v2 = dt_ld2(res + down);
+        const float2 v3 = dt_ld2(res + down + right);
+        v0 += fmaxf(fmaxf(v0r.x, v1r.x), fmaxf(v2.x, v3.x));
+        v1 += fmaxf(fmaxf(v0r.y, v1r.y), fmaxf(v2.y, v3.y));
+    }
+    if (RELU)
+        return make_float2(fmaxf(v0, 0.0f), fmaxf(v1, 0.0f));
+    return make_float2(fminf(v0 >= 0.0f ? v0 : v0 * sl.x, hi),
+                       fminf(v1 >= 0.0f ? v1 : v1 * sl.y, hi));
+}
+
+/* The residual rows of a lane at channel n0 + 2q (tiles are immediate
+ * offsets from there). */
+static __device__ __forceinline__ void dt_res_rows(const cuda_dwpw_args &a, const dt_rows &w,
+                                                   int n0, const __half **res)
+{
+    const int q = threadIdx.x % 4;
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+        res[h] = static_cast<const __half *>(a.residual) + w.r[h] + n0 + 2 * q;
+}
+
+/* NT * 8 output channels from n0 of the warp's 16 pixels (dt_value), as
+ * half2 stores. Lane (g, q) holds rows g and g + 8, channels n0 + 8j + 2q
+ * and + 1 of acc[j]; slopes and bias from shared memory. */
 template <int NT, int RES, bool RELU>
 static __device__ __forceinline__ void
 dt_epilogue(const cuda_dwpw_args &a, const float *pbias, const float *slope, float hi,
             float (*acc)[4], const dt_rows &w, const __half2 (*rv)[2], int n0, const __half *window)
 {
     const int q = threadIdx.x % 4;
-    const int right = a.rc, down = 2 * a.ow * a.rc;
     /* Row pointers at channel n0 + 2q; the tiles are immediate offsets. */
     __half2 *y[2];
     const __half *res[2];
+    dt_res_rows(a, w, n0, res);
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < 2; h++)
         y[h] = reinterpret_cast<__half2 *>(static_cast<__half *>(a.y) +
                                            (size_t)max(w.m[h], 0) * a.cout + n0 + 2 * q);
-        res[h] = static_cast<const __half *>(a.residual) + w.r[h] + n0 + 2 * q;
-    }
 #pragma unroll
     for (int j = 0; j < NT; j++) {
         const int n = n0 + 8 * j + 2 * q;
@@ -268,36 +356,96 @@ dt_epilogue(const cuda_dwpw_args &a, const float *pbias, const float *slope, flo
             RELU ? make_float2(0.0f, 0.0f) : *reinterpret_cast<const float2 *>(slope + n);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            float v0 = acc[j][2 * h] + bias.x, v1 = acc[j][2 * h + 1] + bias.y;
-            if (dt_early<NT, RES>::on) {
-                const float2 v = __half22float2(rv[j][h]);
-                v0 += v.x;
-                v1 += v.y;
-            } else if (RES == DT_RES_PIXEL && n < a.rc && w.m[h] >= 0) {
-                const float2 v = dt_ld2(res[h] + 8 * j);
-                v0 += v.x;
-                v1 += v.y;
-            } else if (RES == DT_RES_WINDOW && n < a.rc && w.m[h] >= 0) {
-                const float2 v =
-                    __half22float2(*reinterpret_cast<const __half2 *>(window + w.r[h] + n));
-                v0 += v.x;
-                v1 += v.y;
-            } else if (RES == DT_RES_POOL && n < a.rc && w.m[h] >= 0) {
-                const __half *e = res[h] + 8 * j;
-                const float2 v0r = dt_ld2(e), v1r = dt_ld2(e + right), v2 = dt_ld2(e + down);
-                const float2 v3 = dt_ld2(e + down + right);
-                v0 += fmaxf(fmaxf(v0r.x, v1r.x), fmaxf(v2.x, v3.x));
-                v1 += fmaxf(fmaxf(v0r.y, v1r.y), fmaxf(v2.y, v3.y));
-            }
-            if (RELU) {
-                v0 = fmaxf(v0, 0.0f);
-                v1 = fmaxf(v1, 0.0f);
-            } else {
-                v0 = fminf(v0 >= 0.0f ? v0 : v0 * sl.x, hi);
-                v1 = fminf(v1 >= 0.0f ? v1 : v1 * sl.y, hi);
-            }
+            const float2 v = dt_value<NT, RES, RELU>(a, bias, sl, hi, acc[j], w, rv[j][h], n, h,
+                                                     res[h] + 8 * j, window);
             if (w.m[h] >= 0)
-                y[h][4 * j] = __floats2half2_rn(v0, v1);
+                y[h][4 * j] = __floats2half2_rn(v.x, v.y);
+        }
+    }
+}
+
+/* The heads of the warp's 16 pixels from the block's output (every
+ * channel in acc, one pass: dt_value), rounded to half: each 16 channels
+ * are the A operand of an m16n8k16 with the head filters' B operands (hb:
+ * the lane's ldmatrix row, as the pointwise filter's), fp32 accumulators
+ * for up to four n8 tiles of head outputs; + head bias, stored per tile as
+ * h says. */
+template <int NT, int RES, bool RELU>
+static __device__ __forceinline__ void
+dt_heads_epilogue(const cuda_dwpw_args &a, const dt_heads &h, const float *pbias,
+                  const float *slope, float hi, float (*acc)[4], const dt_rows &w,
+                  const __half2 (*rv)[2], const __half *window, unsigned hb, int hps,
+                  const float *hbias)
+{
+    const int q = threadIdx.x % 4;
+    const __half *res[2];
+    dt_res_rows(a, w, 0, res);
+    float hacc[DT_HEAD_TILES][4];
+#pragma unroll
+    for (int t = 0; t < DT_HEAD_TILES; t++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            hacc[t][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < NT / 2; kk++) {
+        if (16 * kk >= a.cout)
+            break;
+        unsigned A[4];
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+            const int j = 2 * kk + jj, n = 8 * j + 2 * q;
+            float2 v[2] = {make_float2(0.0f, 0.0f), make_float2(0.0f, 0.0f)};
+            if (n < a.cout) {
+                const float2 bias = *reinterpret_cast<const float2 *>(pbias + n);
+                const float2 sl =
+                    RELU ? make_float2(0.0f, 0.0f) : *reinterpret_cast<const float2 *>(slope + n);
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+                    v[r] = dt_value<NT, RES, RELU>(a, bias, sl, hi, acc[j], w, rv[j][r], n, r,
+                                                   res[r] + 8 * j, window);
+            }
+            A[2 * jj] = pack_half2(v[0].x, v[0].y);
+            A[2 * jj + 1] = pack_half2(v[1].x, v[1].y);
+        }
+#pragma unroll
+        for (int tp = 0; tp < DT_HEAD_TILES / 2; tp++) {
+            unsigned bf[4];
+            ldsm_x4(bf, hb + (unsigned)(16 * tp * hps + 16 * kk) * 2);
+            mma_16816(hacc[2 * tp], A, bf);
+            mma_16816(hacc[2 * tp + 1], A, bf + 2);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < DT_HEAD_TILES; t++) {
+        if (!h.y[t])
+            continue;
+        const int c = h.c0[t] + 2 * q, yn = h.yn[t];
+        const float b0 = hbias[8 * t + 2 * q], b1 = hbias[8 * t + 2 * q + 1];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            if (w.m[r] < 0 || c >= yn)
+                continue;
+            const float v0 = hacc[t][2 * r] + b0, v1 = hacc[t][2 * r + 1] + b1;
+            const size_t o = (size_t)w.m[r] * yn + c;
+            if (h.f32[t]) {
+                float *y = static_cast<float *>(h.y[t]) + o;
+                if (h.pair[t]) {
+                    *reinterpret_cast<float2 *>(y) = make_float2(v0, v1);
+                } else {
+                    y[0] = v0;
+                    if (c + 1 < yn)
+                        y[1] = v1;
+                }
+            } else {
+                __half *y = static_cast<__half *>(h.y[t]) + o;
+                if (h.pair[t]) {
+                    *reinterpret_cast<__half2 *>(y) = __floats2half2_rn(v0, v1);
+                } else {
+                    y[0] = __float2half_rn(v0);
+                    if (c + 1 < yn)
+                        y[1] = __float2half_rn(v1);
+                }
+            }
         }
     }
 }
@@ -316,9 +464,11 @@ dt_epilogue(const cuda_dwpw_args &a, const float *pbias, const float *slope, flo
  * (64 registers; where the tile's shared memory leaves room): full range's
  * 96x96 32 -> 8 blocks 80 -> 77 us at batch 128. With NT = 4, 64
  * registers spill and the blocks took 3-10% longer. */
-template <int NT, int RES, bool W3>
-__global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : NT == 2 ? 4 : 3)
-    dwpw_mma(cuda_dwpw_args a, dt_shape s)
+/* HEADS: the block's output goes to its heads instead (dt_heads_epilogue,
+ * one pass of every channel). */
+template <int NT, int RES, bool W3, bool HEADS>
+static __device__ __forceinline__ void dt_block(const cuda_dwpw_args &a, const dt_shape &s,
+                                                const dt_heads &h)
 {
     extern __shared__ __align__(16) unsigned char dm_smem[];
     const int ks = s.cp / 16;
@@ -326,7 +476,7 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : NT == 2 ? 4 : 3)
     const dt_tile t = dt_tile_at(a, s, blockIdx.x);
     const int P = t.nb * t.rows * t.cols;
     const int n_begin = blockIdx.y * s.nchunk, n_end = min(a.cout, n_begin + s.nchunk);
-    dt_constants(a, s, dm_smem, l);
+    dt_constants<HEADS>(a, s, dm_smem, l, h);
     /* The window after the constants: the kernels before this one have to
      * be done with it (pdl_begin, cuda_ops_device.h); the constants load
      * while they finish. */
@@ -348,6 +498,9 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : NT == 2 ? 4 : 3)
     const unsigned pb = smem_addr(dm_smem + l.pw) +
                         (unsigned)(((lane & 7) + 8 * (lane >> 4)) * s.ps + 8 * ((lane >> 3) & 1)) * 2;
     const unsigned tap_dy = (unsigned)(a.dh * s.scols * s.ps) * 2, tap_dx = (unsigned)(a.dw * s.ps) * 2;
+    const unsigned hb = smem_addr(dm_smem + l.head) +
+                        (unsigned)(((lane & 7) + 8 * (lane >> 4)) * s.hps + 8 * ((lane >> 3) & 1)) * 2;
+    const float *hbias = reinterpret_cast<const float *>(dm_smem + l.hbias);
     for (int p0 = warp * 16; p0 < P; p0 += 8 * 16) {
         /* Pixel p0 + lane % 16: this lane's ldmatrix row (channels + 8 for
          * lanes 16-31: matrices 2 and 3, the second k8 half), and the
@@ -367,12 +520,34 @@ __global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : NT == 2 ? 4 : 3)
                                   pb + (unsigned)(n0 * s.ps) * 2, s.ps, n_end - n0, acc);
             /* (With more tiles or the pooled residual, a second epilogue
              * would spill registers.) */
-            if (NT <= 4 && RES != DT_RES_POOL && a.act == GR_ACT_RELU)
+            if (HEADS && a.act == GR_ACT_RELU)
+                dt_heads_epilogue<NT, RES, true>(a, h, pbias, slope, hi, acc, rows, rv, window,
+                                                 hb, s.hps, hbias);
+            else if (HEADS)
+                dt_heads_epilogue<NT, RES, false>(a, h, pbias, slope, hi, acc, rows, rv, window,
+                                                  hb, s.hps, hbias);
+            else if (NT <= 4 && RES != DT_RES_POOL && a.act == GR_ACT_RELU)
                 dt_epilogue<NT, RES, true>(a, pbias, slope, hi, acc, rows, rv, n0, window);
             else
                 dt_epilogue<NT, RES, false>(a, pbias, slope, hi, acc, rows, rv, n0, window);
         }
     }
+}
+
+template <int NT, int RES, bool W3>
+__global__ void __launch_bounds__(DM_THREADS, NT == 16 ? 2 : NT == 2 ? 4 : 3)
+    dwpw_mma(cuda_dwpw_args a, dt_shape s)
+{
+    dt_block<NT, RES, W3, false>(a, s, dt_heads{});
+}
+
+/* A block and its heads: 3x3 windows, up to 64 channels, two blocks per
+ * SM (the head accumulators and operands would spill at three). */
+template <int NT, int RES>
+__global__ void __launch_bounds__(DM_THREADS, 2) dwpw_mma_heads(cuda_dwpw_args a, dt_shape s,
+                                                                dt_heads h)
+{
+    dt_block<NT, RES, true, true>(a, s, h);
 }
 
 /* Output pixels a dwpw_mma tile aims at (fewer when that leaves fewer than
@@ -418,12 +593,15 @@ static int dt_rows(int oh, int ow, long long target)
     return best;
 }
 
-static dt_shape dt_plan(const cuda_dwpw_args *a, int sms)
+/* heads: with room for the head filters (dwpw_mma_heads). */
+static dt_shape dt_plan(const cuda_dwpw_args *a, int sms, bool heads)
 {
     dt_shape s;
     s.cp = (a->c + 15) / 16 * 16;
     s.ps = s.cp + 8;
     s.np = (a->cout + 15) / 16 * 16;
+    s.hn = heads ? 8 * DT_HEAD_TILES : 0;
+    s.hps = s.np + 8;
     s.vc = cuda_ops_vec(2, a->c, (size_t)a->x | (size_t)a->pw_w);
     s.nchunk = a->cout;
     const int taps = a->kh * a->kw;
@@ -528,7 +706,7 @@ extern "C" bool cuda_dwpw_mma_ok(const cuda_dwpw_args *a)
 {
     if (!dt_form_ok(a) || !dt_faster(a))
         return false;
-    dt_shape s = dt_plan(a, 1);
+    dt_shape s = dt_plan(a, 1, false);
     return dt_smem(s, a->kh * a->kw).total <= CUDA_DWPW_SMEM_MAX;
 }
 
@@ -538,7 +716,7 @@ extern "C" cudaError_t cuda_launch_dwpw_mma(const cuda_dwpw_args *a, cudaStream_
     cudaError_t e = cuda_ops_sm_count(&sms);
     if (e != cudaSuccess)
         return e;
-    dt_shape s = dt_plan(a, sms);
+    dt_shape s = dt_plan(a, sms, false);
     const size_t smem = dt_smem(s, a->kh * a->kw).total;
     if (smem > CUDA_DWPW_SMEM_MAX)
         return cudaErrorInvalidValue;
@@ -561,3 +739,95 @@ extern "C" cudaError_t cuda_launch_dwpw_mma(const cuda_dwpw_args *a, cudaStream_
     return dt_launch_nt<16>(a, &s, grid, smem, st);
 }
 
+
+/* ---- a block and its heads ------------------------------------------------- */
+
+/* Head j's first filter row: the heads one after another, each from a
+ * multiple of 8; the n8 tiles they take in all. */
+static int dh_tiles(const cuda_heads_args *h, int *col0)
+{
+    int tiles = 0;
+    for (int j = 0; j < h->n_heads; j++) {
+        if (col0)
+            col0[j] = 8 * tiles;
+        tiles += (h->head[j].n + 7) / 8;
+    }
+    return tiles;
+}
+
+extern "C" bool cuda_dwpw_heads_fits(const cuda_heads_args *h)
+{
+    const cuda_dwpw_args *a = &h->block;
+    if (h->n_heads < 1 || h->n_heads > CUDA_HEADS_MAX || !dt_form_ok(a) || a->sh != 1 ||
+        a->sw != 1 || a->kh != 3 || a->kw != 3 || a->cout > 64 || a->pool_residual)
+        return false;
+    for (int j = 0; j < h->n_heads; j++)
+        if (h->head[j].n < 1)
+            return false;
+    if (dh_tiles(h, NULL) > DT_HEAD_TILES)
+        return false;
+    dt_shape s = dt_plan(a, 1, true);
+    return dt_smem(s, 9).total <= CUDA_DWPW_SMEM_MAX;
+}
+
+/* The kernel's view of the heads (dt_heads). */
+static dt_heads dh_heads(const cuda_heads_args *h)
+{
+    dt_heads d = {};
+    d.n = h->n_heads;
+    dh_tiles(h, d.col0);
+    for (int j = 0; j < h->n_heads; j++) {
+        const cuda_head *hd = &h->head[j];
+        d.w[j] = static_cast<const __half *>(hd->w);
+        d.bias[j] = hd->bias;
+        d.ch[j] = hd->n;
+        const size_t es = hd->y_f32 ? 4 : 2;
+        for (int t = d.col0[j] / 8; t < (d.col0[j] + hd->n + 7) / 8; t++) {
+            d.y[t] = hd->y;
+            d.yn[t] = hd->n;
+            d.c0[t] = 8 * t - d.col0[j];
+            d.f32[t] = hd->y_f32;
+            d.pair[t] = hd->n % 2 == 0 && ((size_t)hd->y & (2 * es - 1)) == 0;
+        }
+    }
+    return d;
+}
+
+template <int NT>
+static cudaError_t dh_launch_res(const cuda_dwpw_args *a, const dt_shape *s, const dt_heads *d,
+                                 dim3 grid, size_t smem, cudaStream_t st)
+{
+    if (!a->residual)
+        return cuda_ops_start(dwpw_mma_heads<NT, DT_RES_NONE>, grid, DM_THREADS, smem, st, *a, *s,
+                              *d);
+    if (a->residual == a->x && a->rc == a->c && a->oh == a->ih && a->ow == a->iw)
+        return cuda_ops_start(dwpw_mma_heads<NT, DT_RES_WINDOW>, grid, DM_THREADS, smem, st, *a,
+                              *s, *d);
+    return cuda_ops_start(dwpw_mma_heads<NT, DT_RES_PIXEL>, grid, DM_THREADS, smem, st, *a, *s,
+                          *d);
+}
+
+extern "C" cudaError_t cuda_launch_dwpw_heads(const cuda_heads_args *h, cudaStream_t st)
+{
+    const cuda_dwpw_args *a = &h->block;
+    if (!cuda_dwpw_heads_fits(h))
+        return cudaErrorInvalidValue;
+    for (int j = 0; j < h->n_heads; j++)
+        if (!h->head[j].w || !h->head[j].y || ((size_t)h->head[j].w & 1))
+            return cudaErrorInvalidValue;
+    if ((long long)a->batch * a->oh * a->ow <= 0)
+        return cudaSuccess;
+    int sms = 0;
+    cudaError_t e = cuda_ops_sm_count(&sms);
+    if (e != cudaSuccess)
+        return e;
+    dt_shape s = dt_plan(a, sms, true);
+    const size_t smem = dt_smem(s, 9).total;
+    const dim3 grid((unsigned)((a->batch + s.nb - 1) / s.nb) * s.tiles_y * s.tiles_x);
+    const dt_heads d = dh_heads(h);
+    if (s.np <= 16)
+        return dh_launch_res<2>(a, &s, &d, grid, smem, st);
+    if (s.np <= 32)
+        return dh_launch_res<4>(a, &s, &d, grid, smem, st);
+    return dh_launch_res<8>(a, &s, &d, grid, smem, st);
+}

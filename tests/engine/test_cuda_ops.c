@@ -711,8 +711,10 @@ static bool guard_intact(const unsigned char *dev_guard, cudaStream_t s)
 /* Runs graph g (nodes in order) on the CPU and on the GPU in precision p,
  * checks every node's output. as_step: the GPU runs the whole graph as one
  * step (cuda_op_launch_step), and only the outputs it must write, the
- * graph's, are checked. */
-static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *label, bool as_step)
+ * graph's, are checked; f32: those the step can write as float32
+ * (cuda_op_step_writes_f32) it writes to poisoned float32 buffers. */
+static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *label, bool as_step,
+                      bool f32)
 {
     size_t es = cuda_prec_size(p);
     double tol = p == CUDA_PREC_F16 ? TOL_F16 : TOL_F32;
@@ -722,6 +724,8 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
     float *tmp = NULL, *got = NULL;
     void *dtmp = NULL;
     bool *is_static = calloc((size_t)g->n_tensors, sizeof *is_static);
+    void **f32_out = calloc((size_t)g->n_tensors, sizeof *f32_out);
+    GO(f32_out);
     b.n = g->n_tensors;
     b.host = calloc((size_t)b.n, sizeof *b.host);
     b.dev = calloc((size_t)b.n, sizeof *b.dev);
@@ -766,8 +770,15 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
         dtmp = NULL;
     }
     GO_OK(cuda_weights_upload(g, p, &w));
+    for (int t = 0; as_step && f32 && t < g->n_tensors; t++) {
+        if (!cuda_op_step_writes_f32(g, 0, t))
+            continue;
+        CUDA_GO(cudaMalloc(&f32_out[t], b.elems[t] * sizeof(float) + GUARD));
+        CUDA_GO(cudaMemsetAsync(f32_out[t], 0xFF, b.elems[t] * sizeof(float) + GUARD, stream));
+    }
     if (as_step) {
-        GO_OK(cuda_op_launch_step(g, 0, g->n_nodes - 1, w, batch, (void *const *)b.dev, stream));
+        GO_OK(cuda_op_launch_step(g, 0, g->n_nodes - 1, w, batch, (void *const *)b.dev,
+                                  f32 ? f32_out : NULL, stream));
         CUDA_GO(cudaStreamSynchronize(stream));
         CUDA_GO(cudaGetLastError());
     }
@@ -801,13 +812,18 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
         CUDA_GO(cudaGetLastError());
 
         size_t e = b.elems[n->out];
+        const void *written = f32_out[n->out];
         tmp = malloc(e * sizeof(float));
         GO(tmp);
-        CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
-        GO_OK(cuda_convert(dtmp, CUDA_PREC_F32, b.dev[n->out], p, e, stream));
-        CUDA_GO(cudaMemcpyAsync(tmp, dtmp, e * sizeof(float), cudaMemcpyDeviceToHost, stream));
+        if (!written) {
+            CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
+            GO_OK(cuda_convert(dtmp, CUDA_PREC_F32, b.dev[n->out], p, e, stream));
+        }
+        CUDA_GO(cudaMemcpyAsync(tmp, written ? written : dtmp, e * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream));
         CUDA_GO(cudaStreamSynchronize(stream));
-        CUDA_GO(cudaFree(dtmp));
+        if (dtmp)
+            CUDA_GO(cudaFree(dtmp));
         dtmp = NULL;
         got = tmp;
         tmp = NULL;
@@ -825,7 +841,8 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
             maxref = fmax(maxref, fabs((double)ref[j]));
         }
         double err = bad ? INFINITY : maxdiff / fmax(maxref, 1e-6);
-        bool guard = guard_intact(b.dev[n->out] + e * es, stream);
+        bool guard = written ? guard_intact((const unsigned char *)written + e * sizeof(float), stream)
+                             : guard_intact(b.dev[n->out] + e * es, stream);
         int pi = p == CUDA_PREC_F16;
         if (err > worst[pi])
             worst[pi] = err;
@@ -851,6 +868,10 @@ done:
     free(got);
     cuda_weights_free(w);
     bufs_free(&b);
+    for (int t = 0; f32_out && t < g->n_tensors; t++)
+        if (f32_out[t])
+            cudaFree(f32_out[t]);
+    free(f32_out);
     free(is_static);
     if (stream)
         cudaStreamDestroy(stream);
@@ -884,8 +905,8 @@ static void test_op_table(void)
         }
         int before = testing_case_failed;
         testing_case_failed = 0;
-        run_graph(g, s->batch, CUDA_PREC_F32, label, false);
-        run_graph(g, s->batch, CUDA_PREC_F16, label, false);
+        run_graph(g, s->batch, CUDA_PREC_F32, label, false, false);
+        run_graph(g, s->batch, CUDA_PREC_F16, label, false, false);
         cases_run++;
         if (testing_case_failed) {
             cases_failed++;
@@ -1053,10 +1074,15 @@ static void check_step_graph(gr_graph *g, const char *kind, const char *name, in
     if (st == OMMA_OK && end == g->n_nodes - 1) {
         int before = testing_case_failed;
         testing_case_failed = 0;
-        run_graph(g, batch, CUDA_PREC_F16, name, true);
+        run_graph(g, batch, CUDA_PREC_F16, name, true, false);
+        bool f32 = false;
+        for (int t = 0; t < g->n_tensors; t++)
+            f32 = f32 || cuda_op_step_writes_f32(g, 0, t);
+        if (f32)
+            run_graph(g, batch, CUDA_PREC_F16, name, true, true);
         if (node_by_node) {
-            run_graph(g, batch, CUDA_PREC_F16, name, false);
-            run_graph(g, batch, CUDA_PREC_F32, name, false);
+            run_graph(g, batch, CUDA_PREC_F16, name, false, false);
+            run_graph(g, batch, CUDA_PREC_F32, name, false, false);
         }
         if (testing_case_failed)
             fprintf(stderr, "  %s %s failed\n", kind, name);
@@ -1194,6 +1220,59 @@ static void test_up_add(void)
                          up_add_cases[i].batch, true);
 }
 
+/* ---- a block and its heads ------------------------------------------------- */
+
+typedef struct heads_case {
+    const char *name;
+    int batch, h, c, cout; /* the block: [h, h, c] -> [h, h, cout], 3x3 SAME */
+    res_mode res;          /* RES_NONE, RES_PIXEL (rc = cout) or RES_INPUT */
+    gr_act act;
+    int n_heads, heads[4]; /* the heads' widths */
+} heads_case;
+
+static const heads_case heads_cases[] = {
+    {"full range 48x48, 24 -> 48, heads 1 + 16", 3, 48, 24, 48, RES_PIXEL, GR_ACT_RELU, 2, {1, 16}},
+    {"37x37 own residual, 32 -> 32, heads 2 + 6 + 5 (odd width)", 2, 37, 32, 32, RES_INPUT,
+     GR_ACT_RELU6, 3, {2, 6, 5}},
+    {"20x20, 16 -> 12, no residual, one head of 32, PRELU", 5, 20, 16, 12, RES_NONE, GR_ACT_PRELU,
+     1, {32}},
+    {"9x9, 64 -> 64, four heads of 1 + 7 + 8 + 8, no activation", 4, 9, 64, 64, RES_PIXEL,
+     GR_ACT_NONE, 4, {1, 7, 8, 8}},
+};
+
+/* The block of a heads case and its heads (1x1 convolutions, bias, no
+ * activation), their outputs the graph's. */
+static gr_graph *build_heads(const heads_case *hc)
+{
+    gr_graph *g = NULL;
+    if (gr_create(&g) != OMMA_OK)
+        return NULL;
+    spec s;
+    memset(&s, 0, sizeof s);
+    s.h = s.w = hc->h, s.c = hc->c, s.cout = hc->cout;
+    s.kh = s.kw = 3, s.sh = s.sw = s.dil = 1;
+    s.pt = s.pl = s.pb = s.pr = 1;
+    s.act = hc->act, s.res = hc->res, s.rc = hc->cout;
+    int y = build_dwpw(g, &s);
+    spec hs;
+    memset(&hs, 0, sizeof hs);
+    hs.kh = hs.kw = hs.sh = hs.sw = hs.dil = 1;
+    hs.act = GR_ACT_NONE;
+    for (int k = 0; k < hc->n_heads; k++)
+        g->outputs[g->n_outputs++] =
+            build_conv(g, &hs, GR_CONV2D, y, hc->h, hc->h, hc->cout, hc->heads[k]);
+    return g;
+}
+
+/* Each case as one step (half and float32 head outputs), and node by
+ * node. */
+static void test_heads(void)
+{
+    for (size_t i = 0; i < sizeof heads_cases / sizeof heads_cases[0]; i++)
+        check_step_graph(build_heads(&heads_cases[i]), "heads", heads_cases[i].name,
+                         heads_cases[i].batch, true);
+}
+
 /* ---- API misuse and memory ------------------------------------------------ */
 
 static gr_graph *small_conv_graph(void)
@@ -1317,5 +1396,6 @@ int main(int argc, char **argv)
     RUN(test_chains);
     RUN(test_up_add);
     RUN(test_pairs);
+    RUN(test_heads);
     return testing_finish();
 }
