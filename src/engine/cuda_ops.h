@@ -279,6 +279,12 @@ cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s);
 /* True when cuda_launch_conv_pointwise can add the upsampled `up` (set in
  * a) in its epilogue: fp16, the tensor-core kernel with 16-byte tiles. */
 bool cuda_conv_up_ok(const cuda_conv_args *a);
+/* 1x1 convolutions with few channels (cuda_ops_gemm_rows.cu), which
+ * cuda_launch_conv_pointwise hands on where cuda_conv_rows_ok holds: fp16,
+ * K % 16 == 0 up to 128, N % 8 == 0 up to 96, no residual, 16-byte
+ * aligned buffers; with or without the upsampled addend. */
+bool cuda_conv_rows_ok(const cuda_conv_args *a);
+cudaError_t cuda_launch_conv_rows(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStream_t s);
 /* The stems (cuda_ops_stem.cu): cuda_launch_conv_direct hands a convolution
  * for which cuda_conv_is_stem() holds to cuda_launch_conv_stem(). */

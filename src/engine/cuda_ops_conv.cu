@@ -366,6 +366,8 @@ extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaS
     }
     /* The tensor-core kernel moves pairs of halves: even sizes, 4-byte
      * aligned buffers. */
+    if (cuda_conv_rows_ok(a))
+        return cuda_launch_conv_rows(a, s);
     if (tc_ok(a, K, N)) {
         int vec16 = tc_vec16(a, K);
         int narrow = N <= 32 && vec16 && !a->up; /* gemm_tc16_up has 64x64 tiles */

@@ -157,6 +157,18 @@ static void make_cases(void)
     s->cout = 128, s->act = GR_ACT_PRELU;
     s = add_case(GR_CONV2D, 1, 5, 7, 3);
     s->cout = 1, s->no_bias = true;
+    /* The rows form (cuda_ops_gemm_rows.cu): full range's FPN laterals, a
+     * batch of several tiles per warp, a partial tile, PRELU. */
+    s = add_case(GR_CONV2D, 4, 24, 24, 64);
+    s->cout = 48, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 2, 12, 12, 96);
+    s->cout = 64;
+    s = add_case(GR_CONV2D, 64, 24, 24, 64);
+    s->cout = 48, s->no_bias = true;
+    s = add_case(GR_CONV2D, 5, 7, 9, 128);
+    s->cout = 8, s->act = GR_ACT_RELU6;
+    s = add_case(GR_CONV2D, 3, 11, 13, 32);
+    s->cout = 24, s->act = GR_ACT_PRELU;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 2, 5, 9, 16), PICK(1, 3, 7, 16),
                      PICK(1, 2, 3, 8, 16, 24, 28, 31, 42, 64, 96, 128));
@@ -1181,6 +1193,9 @@ typedef struct up_add_case {
 static const up_add_case up_add_cases[] = {
     {"full range 12x12", 3, 12, 256, 96, 6, 2, GR_ACT_RELU, false, false},
     {"full range 48x48", 2, 48, 64, 48, 24, 2, GR_ACT_RELU, false, true},
+    {"full range 24x24", 3, 24, 128, 64, 12, 2, GR_ACT_NONE, false, false},
+    {"48x48, several tiles a warp", 40, 48, 64, 48, 24, 2, GR_ACT_NONE, false, false},
+    {"align_corners, 7 -> 13, PRELU", 3, 13, 32, 16, 7, 1, GR_ACT_PRELU, false, true},
     {"odd sizes, align_corners", 5, 10, 40, 24, 5, 1, GR_ACT_PRELU, true, false},
     {"neither mode, 3 -> 7", 4, 7, 16, 34, 3, 0, GR_ACT_RELU6, false, true},
 };
