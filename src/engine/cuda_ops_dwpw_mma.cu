@@ -252,16 +252,16 @@ static __device__ __forceinline__ dt_rows dt_share_rows(int m, int r)
 }
 
 /* Whether the residual at the output pixel is loaded before the products
- * (dt_residual_early): up to 4 n8 tiles, 8 registers; with more the
- * registers would spill. */
-template <int NT, int RES> struct dt_early {
-    static constexpr bool on = RES == DT_RES_PIXEL && NT <= 4;
+ * (dt_residual_early): up to 4 n8 tiles, 8 registers, or with heads (two
+ * blocks per SM) up to 8; with more the registers would spill. */
+template <int NT, int RES, bool HEADS> struct dt_early {
+    static constexpr bool on = RES == DT_RES_PIXEL && NT <= (HEADS ? 8 : 4);
 };
 
 /* The residual at the output pixel for the epilogue of NT n8 tiles from
  * n0, where dt_early is on: loaded before the products are computed, so
  * that its latency hides behind them. Zeros where the epilogue adds none. */
-template <int NT, int RES>
+template <int NT, int RES, bool HEADS>
 static __device__ __forceinline__ void dt_residual_early(const cuda_dwpw_args &a, const dt_rows &w,
                                                          int n0, __half2 (*rv)[2])
 {
@@ -273,7 +273,7 @@ static __device__ __forceinline__ void dt_residual_early(const cuda_dwpw_args &a
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             rv[j][h] = __float2half2_rn(0.0f);
-            if (dt_early<NT, RES>::on && w.m[h] >= 0 && n < a.cout && n < a.rc)
+            if (dt_early<NT, RES, HEADS>::on && w.m[h] >= 0 && n < a.cout && n < a.rc)
                 rv[j][h] = __ldg(reinterpret_cast<const __half2 *>(res + w.r[h] + n));
         }
     }
@@ -286,14 +286,14 @@ static __device__ __forceinline__ void dt_residual_early(const cuda_dwpw_args &a
  * activation is max(v, 0) where RELU, else v >= 0 ? v : v * slope, then at
  * most hi (slope: 0 for RELU6, 1 for none, the PRELU slope; hi 6 for
  * RELU6). */
-template <int NT, int RES, bool RELU>
+template <int NT, int RES, bool HEADS, bool RELU>
 static __device__ __forceinline__ float2 dt_value(const cuda_dwpw_args &a, float2 bias, float2 sl,
                                                   float hi, const float *acc, const dt_rows &w,
                                                   __half2 rv, int n, int h, const __half *res,
                                                   const __half *window)
 {
     float v0 = acc[2 * h] + bias.x, v1 = acc[2 * h + 1] + bias.y;
-    if (dt_early<NT, RES>::on) {
+    if (dt_early<NT, RES, HEADS>::on) {
         const float2 v = __half22float2(rv);
         v0 += v.x;
         v1 += v.y;
@@ -356,8 +356,8 @@ dt_epilogue(const cuda_dwpw_args &a, const float *pbias, const float *slope, flo
             RELU ? make_float2(0.0f, 0.0f) : *reinterpret_cast<const float2 *>(slope + n);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const float2 v = dt_value<NT, RES, RELU>(a, bias, sl, hi, acc[j], w, rv[j][h], n, h,
-                                                     res[h] + 8 * j, window);
+            const float2 v = dt_value<NT, RES, false, RELU>(a, bias, sl, hi, acc[j], w, rv[j][h],
+                                                            n, h, res[h] + 8 * j, window);
             if (w.m[h] >= 0)
                 y[h][4 * j] = __floats2half2_rn(v.x, v.y);
         }
@@ -401,8 +401,8 @@ dt_heads_epilogue(const cuda_dwpw_args &a, const dt_heads &h, const float *pbias
                     RELU ? make_float2(0.0f, 0.0f) : *reinterpret_cast<const float2 *>(slope + n);
 #pragma unroll
                 for (int r = 0; r < 2; r++)
-                    v[r] = dt_value<NT, RES, RELU>(a, bias, sl, hi, acc[j], w, rv[j][r], n, r,
-                                                   res[r] + 8 * j, window);
+                    v[r] = dt_value<NT, RES, true, RELU>(a, bias, sl, hi, acc[j], w, rv[j][r], n,
+                                                         r, res[r] + 8 * j, window);
             }
             A[2 * jj] = pack_half2(v[0].x, v[0].y);
             A[2 * jj + 1] = pack_half2(v[1].x, v[1].y);
@@ -514,7 +514,7 @@ static __device__ __forceinline__ void dt_block(const cuda_dwpw_args &a, const d
         const dt_rows rows = dt_share_rows(m, r);
         for (int n0 = n_begin; n0 < n_end; n0 += NT * 8) {
             __half2 rv[NT][2];
-            dt_residual_early<NT, RES>(a, rows, n0, rv);
+            dt_residual_early<NT, RES, HEADS>(a, rows, n0, rv);
             float acc[NT][4];
             dwpw_products<NT, W3>(ab, tap_dy, tap_dx, a.kh, a.kw, ks, bw, bstep, dbias,
                                   pb + (unsigned)(n0 * s.ps) * 2, s.ps, n_end - n0, acc);

@@ -106,21 +106,51 @@ static __device__ __forceinline__ float gw_act(float v, int act, float alpha)
     }
 }
 
-/* v[0..7] += the upsampled addend of output pixel m, channels c..c+7
- * (gemm_tc16_up's tc_up_value per channel). */
-static __device__ __forceinline__ void gw_add_up(const gw_up &u, int N, int m, int c, float *v)
+/* Where output pixel m reads its upsampled addend: the element offsets of
+ * its four source pixels (channel 0) and the weights of the lower ones. */
+struct gw_src {
+    int o00, o01, o10, o11;
+    float ly, lx;
+};
+
+static __device__ __forceinline__ gw_src gw_source(const gw_up &u, int N, int m)
 {
     const int hw = u.oh * u.ow, b = m / hw, r = m - b * hw, oy = r / u.ow, ox = r - oy * u.ow;
     int y0, y1, x0, x1;
-    float ly, lx;
-    resize_source(oy, u.sy, u.half_pixel, u.h, &y0, &y1, &ly);
-    resize_source(ox, u.sx, u.half_pixel, u.w, &x0, &x1, &lx);
-    const __half *p = u.x + (size_t)b * u.h * u.w * N + c;
+    gw_src s;
+    resize_source(oy, u.sy, u.half_pixel, u.h, &y0, &y1, &s.ly);
+    resize_source(ox, u.sx, u.half_pixel, u.w, &x0, &x1, &s.lx);
+    const int base = b * u.h * u.w;
+    s.o00 = (base + y0 * u.w + x0) * N;
+    s.o01 = (base + y0 * u.w + x1) * N;
+    s.o10 = (base + y1 * u.w + x0) * N;
+    s.o11 = (base + y1 * u.w + x1) * N;
+    return s;
+}
+
+/* The source of lane `from` (all lanes take part). */
+static __device__ __forceinline__ gw_src gw_shfl(const gw_src &s, int from)
+{
+    gw_src t;
+    t.o00 = __shfl_sync(0xffffffffu, s.o00, from);
+    t.o01 = __shfl_sync(0xffffffffu, s.o01, from);
+    t.o10 = __shfl_sync(0xffffffffu, s.o10, from);
+    t.o11 = __shfl_sync(0xffffffffu, s.o11, from);
+    t.ly = __shfl_sync(0xffffffffu, s.ly, from);
+    t.lx = __shfl_sync(0xffffffffu, s.lx, from);
+    return t;
+}
+
+/* v[0..7] += the upsampled addend at source s, channels c..c+7
+ * (gemm_tc16_up's tc_up_value per channel). */
+static __device__ __forceinline__ void gw_add_up(const gw_up &u, const gw_src &s, int c, float *v)
+{
+    const float ly = s.ly, lx = s.lx;
     float v00[8], v01[8], v10[8], v11[8];
-    ld16(p + (size_t)(y0 * u.w + x0) * N, v00);
-    ld16(p + (size_t)(y0 * u.w + x1) * N, v01);
-    ld16(p + (size_t)(y1 * u.w + x0) * N, v10);
-    ld16(p + (size_t)(y1 * u.w + x1) * N, v11);
+    ld16(u.x + s.o00 + c, v00);
+    ld16(u.x + s.o01 + c, v01);
+    ld16(u.x + s.o10 + c, v10);
+    ld16(u.x + s.o11 + c, v11);
     const float w00 = (1.0f - ly) * (1.0f - lx), w10 = ly * (1.0f - lx);
     const float w01 = (1.0f - ly) * lx, w11 = ly * lx;
 #pragma unroll
@@ -232,10 +262,19 @@ __global__ void __launch_bounds__(GW_THREADS, NT >= 8 ? 2 : 3) gemm_rows(const _
                                 gw_act(acc[j][2 * h + 1] + b1, act, al1));
         }
         __syncwarp();
-        /* 8-channel pieces of the 16 rows: + addend, 16-byte stores. */
-        for (int i = lane; i < 16 * pieces; i += 32) {
-            const int r = div_small(i, inv_pieces), c = (i - r * pieces) * 8, m = tile * 16 + r;
-            if (m >= s.M)
+        /* 8-channel pieces of the 16 rows: + addend, 16-byte stores. Lane
+         * r < 16 finds row r's addend source, the lanes of its pieces
+         * fetch it. */
+        gw_src src = {};
+        if (UP)
+            src = gw_source(u, s.N, min(tile * 16 + (lane & 15), s.M - 1));
+        for (int i0 = 0; i0 < 16 * pieces; i0 += 32) {
+            const int i = i0 + lane, r = min(div_small(i, inv_pieces), 15);
+            const int c = (i - r * pieces) * 8, m = tile * 16 + r;
+            gw_src at = {};
+            if (UP)
+                at = gw_shfl(src, r);
+            if (i >= 16 * pieces || m >= s.M)
                 continue;
             float v[8];
             const float4 lo = *reinterpret_cast<const float4 *>(out + r * s.fs + c);
@@ -243,7 +282,7 @@ __global__ void __launch_bounds__(GW_THREADS, NT >= 8 ? 2 : 3) gemm_rows(const _
             v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
             v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
             if (UP)
-                gw_add_up(u, s.N, m, c, v);
+                gw_add_up(u, at, c, v);
             st16(y + (size_t)m * s.N + c, v);
         }
         slot = slot == s.stages - 1 ? 0 : slot + 1;
