@@ -281,7 +281,8 @@ cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s);
 bool cuda_conv_up_ok(const cuda_conv_args *a);
 /* 1x1 convolutions with few channels (cuda_ops_gemm_rows.cu), which
  * cuda_launch_conv_pointwise hands on where cuda_conv_rows_ok holds: fp16,
- * K % 16 == 0 up to 128, N % 8 == 0 up to 96, no residual, 16-byte
+ * K % 16 == 0 up to 256, N % 8 == 0 up to 96 (K / 2 - 8 with K over
+ * 128), no residual, 16-byte
  * aligned buffers; with or without the upsampled addend. */
 bool cuda_conv_rows_ok(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_rows(const cuda_conv_args *a, cudaStream_t s);

@@ -1,5 +1,6 @@
 /* Pointwise convolutions with few channels in fp16 (cuda_conv_rows_ok:
- * K a multiple of 16 up to 128, N a multiple of 8 up to 96, no residual),
+ * K a multiple of 16 up to 256, N a multiple of 8 up to 96 and, with K
+ * over 128, at most K / 2 - 8; no residual),
  * optionally adding the bilinear upsampling of a coarser tensor after the
  * activation (an FPN level): the 1x1 convolutions of BlazeFace full
  * range's FPN. These GEMMs are skinny (K and N of tens, M of millions of
@@ -23,16 +24,19 @@
 
 #define GW_THREADS 256
 #define GW_WARPS (GW_THREADS / 32)
-#define GW_MAX_K 128
+#define GW_MAX_K 256
 #define GW_MAX_N 96
 #define GW_SMEM_SM (227 * 1024) /* H100: shared memory per SM for blocks */
 
 /* The GEMM's sizes and the shared-memory strides: A and B rows kp = K + 8
  * halves (an odd number of 16-byte units: the rows an ldmatrix reads fall
- * in different banks), the float output tile's rows fs = N + 4. */
+ * in different banks), the float output tile's rows fs = N + 4. alias: the
+ * float tile lives in the ring slot the tile was just multiplied from
+ * (K over 128, where separate tiles would not leave room for 8 warps). */
 struct gw_shape {
     int M, K, N, np; /* np: N rounded up to 16 (zero filter rows past N) */
     int kp, fs, stages, tiles;
+    bool alias;
 };
 
 /* Where upsampled addends come from: x_up [batch, h, w, N] resized to the
@@ -58,7 +62,7 @@ static __host__ __device__ inline gw_layout gw_smem(const gw_shape &s)
     l.alpha = l.bias + (size_t)s.np * 4;
     l.ring = l.alpha + (size_t)s.np * 4;
     l.out = l.ring + (size_t)GW_WARPS * s.stages * 16 * s.kp * 2;
-    l.total = l.out + (size_t)GW_WARPS * 16 * s.fs * 4;
+    l.total = l.out + (s.alias ? 0 : (size_t)GW_WARPS * 16 * s.fs * 4);
     return l;
 }
 
@@ -141,25 +145,36 @@ static __device__ __forceinline__ gw_src gw_shfl(const gw_src &s, int from)
     return t;
 }
 
-/* v[0..7] += the upsampled addend at source s, channels c..c+7
- * (gemm_tc16_up's tc_up_value per channel). */
-static __device__ __forceinline__ void gw_add_up(const gw_up &u, const gw_src &s, int c, float *v)
+/* The four source pixels' channels c..c+7 of an upsampled addend. */
+static __device__ __forceinline__ void gw_fetch_up(const gw_up &u, const gw_src &s, int c, uint4 *q)
 {
-    const float ly = s.ly, lx = s.lx;
-    float v00[8], v01[8], v10[8], v11[8];
-    ld16(u.x + s.o00 + c, v00);
-    ld16(u.x + s.o01 + c, v01);
-    ld16(u.x + s.o10 + c, v10);
-    ld16(u.x + s.o11 + c, v11);
+    q[0] = __ldg(reinterpret_cast<const uint4 *>(u.x + s.o00 + c));
+    q[1] = __ldg(reinterpret_cast<const uint4 *>(u.x + s.o01 + c));
+    q[2] = __ldg(reinterpret_cast<const uint4 *>(u.x + s.o10 + c));
+    q[3] = __ldg(reinterpret_cast<const uint4 *>(u.x + s.o11 + c));
+}
+
+/* v[0..7] += the addend from its source pixels q (gemm_tc16_up's
+ * tc_up_value per channel). */
+static __device__ __forceinline__ void gw_add_up(const uint4 *q, float ly, float lx, float *v)
+{
+    const __half2 *h00 = reinterpret_cast<const __half2 *>(&q[0]);
+    const __half2 *h01 = reinterpret_cast<const __half2 *>(&q[1]);
+    const __half2 *h10 = reinterpret_cast<const __half2 *>(&q[2]);
+    const __half2 *h11 = reinterpret_cast<const __half2 *>(&q[3]);
     const float w00 = (1.0f - ly) * (1.0f - lx), w10 = ly * (1.0f - lx);
     const float w01 = (1.0f - ly) * lx, w11 = ly * lx;
 #pragma unroll
-    for (int e = 0; e < 8; e++)
-        v[e] += v00[e] * w00 + v10[e] * w10 + v01[e] * w01 + v11[e] * w11;
+    for (int e = 0; e < 4; e++) {
+        const float2 v00 = __half22float2(h00[e]), v01 = __half22float2(h01[e]);
+        const float2 v10 = __half22float2(h10[e]), v11 = __half22float2(h11[e]);
+        v[2 * e] += v00.x * w00 + v10.x * w10 + v01.x * w01 + v11.x * w11;
+        v[2 * e + 1] += v00.y * w00 + v10.y * w10 + v01.y * w01 + v11.y * w11;
+    }
 }
 
 template <int NT, bool UP>
-__global__ void __launch_bounds__(GW_THREADS, NT >= 8 ? 2 : 3) gemm_rows(const __half *__restrict__ x,
+__global__ void __launch_bounds__(GW_THREADS, UP || NT >= 8 ? 2 : 3) gemm_rows(const __half *__restrict__ x,
                                                         const __half *__restrict__ w,
                                                         const float *__restrict__ bias,
                                                         const float *__restrict__ alpha,
@@ -195,7 +210,7 @@ __global__ void __launch_bounds__(GW_THREADS, NT >= 8 ? 2 : 3) gemm_rows(const _
      * S - 1 of them (S = 2 or 3), one copy group each, empty or not. */
     const int first = blockIdx.x * GW_WARPS + warp, stride = gridDim.x * GW_WARPS;
     const unsigned ring = smem_addr(gw_buf + l.ring) + (unsigned)(warp * s.stages * 16 * s.kp) * 2;
-    float *out = reinterpret_cast<float *>(gw_buf + l.out) + warp * 16 * s.fs;
+    float *const own_out = reinterpret_cast<float *>(gw_buf + l.out) + warp * 16 * s.fs;
     for (int k = 0; k < s.stages - 1; k++) {
         if (first + k * stride < s.tiles)
             gw_fetch(x, s, ring, first + k * stride, k);
@@ -248,7 +263,13 @@ __global__ void __launch_bounds__(GW_THREADS, NT >= 8 ? 2 : 3) gemm_rows(const _
                 mma_16816(acc[2 * jp + 1], A, bf + 2);
             }
         }
-        /* + bias, activation, into the float tile (rows g and g + 8). */
+        /* + bias, activation, into the float tile (rows g and g + 8); the
+         * slot's A tile is dead once its products are in registers. */
+        float *const out =
+            s.alias ? reinterpret_cast<float *>(gw_buf + l.ring +
+                                                (size_t)((warp * s.stages + slot) * 16 * s.kp) * 2)
+                    : own_out;
+        __syncwarp();
 #pragma unroll
         for (int j = 0; j < NT; j++) {
             const int n = 8 * j + 2 * q;
@@ -262,28 +283,44 @@ __global__ void __launch_bounds__(GW_THREADS, NT >= 8 ? 2 : 3) gemm_rows(const _
                                 gw_act(acc[j][2 * h + 1] + b1, act, al1));
         }
         __syncwarp();
-        /* 8-channel pieces of the 16 rows: + addend, 16-byte stores. Lane
-         * r < 16 finds row r's addend source, the lanes of its pieces
-         * fetch it. */
+        /* 8-channel pieces of the 16 rows (NT / 2 at most per lane): +
+         * addend, 16-byte stores. Lane r < 16 finds row r's addend source,
+         * the lanes of its pieces fetch it; G pieces' addends are loaded
+         * before any is used, so their latencies overlap. */
         gw_src src = {};
         if (UP)
             src = gw_source(u, s.N, min(tile * 16 + (lane & 15), s.M - 1));
-        for (int i0 = 0; i0 < 16 * pieces; i0 += 32) {
-            const int i = i0 + lane, r = min(div_small(i, inv_pieces), 15);
-            const int c = (i - r * pieces) * 8, m = tile * 16 + r;
-            gw_src at = {};
-            if (UP)
-                at = gw_shfl(src, r);
-            if (i >= 16 * pieces || m >= s.M)
-                continue;
-            float v[8];
-            const float4 lo = *reinterpret_cast<const float4 *>(out + r * s.fs + c);
-            const float4 hi = *reinterpret_cast<const float4 *>(out + r * s.fs + c + 4);
-            v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
-            v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
-            if (UP)
-                gw_add_up(u, at, c, v);
-            st16(y + (size_t)m * s.N + c, v);
+        constexpr int PL = NT / 2, G = PL <= 3 ? PL : 2;
+#pragma unroll
+        for (int k0 = 0; k0 < PL; k0 += G) {
+            uint4 q[G][4];
+            int at_m[G], at_c[G], at_r[G];
+            float at_ly[G], at_lx[G];
+#pragma unroll
+            for (int k = 0; k < G; k++) {
+                const int i = (k0 + k) * 32 + lane, r = min(div_small(i, inv_pieces), 15);
+                at_r[k] = r;
+                at_c[k] = (i - r * pieces) * 8;
+                at_m[k] = k0 + k < PL && i < 16 * pieces ? tile * 16 + r : s.M;
+                if (UP) {
+                    const gw_src at = gw_shfl(src, r);
+                    at_ly[k] = at.ly, at_lx[k] = at.lx;
+                    if (at_m[k] < s.M)
+                        gw_fetch_up(u, at, at_c[k], q[k]);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < G; k++) {
+                if (at_m[k] >= s.M)
+                    continue;
+                const float *o = out + at_r[k] * s.fs + at_c[k];
+                const float4 lo = *reinterpret_cast<const float4 *>(o);
+                const float4 hi = *reinterpret_cast<const float4 *>(o + 4);
+                float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+                if (UP)
+                    gw_add_up(q[k], at_ly[k], at_lx[k], v);
+                st16(y + (size_t)at_m[k] * s.N + at_c[k], v);
+            }
         }
         slot = slot == s.stages - 1 ? 0 : slot + 1;
     }
@@ -298,8 +335,10 @@ extern "C" bool cuda_conv_rows_ok(const cuda_conv_args *a)
     const int K = a->kh * a->kw * a->cin, N = a->cout;
     const size_t align = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->up;
     const long long M = (long long)a->batch * a->oh * a->ow;
+    /* Over 128, the float tile has to fit in an A tile's slot. */
+    const bool room = K <= 128 || 2 * (N + 4) <= K + 8;
     return a->prec == CUDA_PREC_F16 && a->kh == 1 && a->kw == 1 && !a->residual && K % 16 == 0 &&
-           K <= GW_MAX_K && N % 8 == 0 && N <= GW_MAX_N && (align & 15) == 0 &&
+           K <= GW_MAX_K && N % 8 == 0 && N <= GW_MAX_N && room && (align & 15) == 0 &&
            M * (K > N ? K : N) < (1LL << 31);
 }
 
@@ -325,6 +364,7 @@ extern "C" cudaError_t cuda_launch_conv_rows(const cuda_conv_args *a, cudaStream
     s.np = (s.N + 15) / 16 * 16;
     s.kp = s.K + 8, s.fs = s.N + 4;
     s.stages = s.K <= 64 ? 3 : 2;
+    s.alias = s.K > 128;
     s.tiles = (s.M + 15) / 16;
     if (s.M <= 0)
         return cudaSuccess;

@@ -169,6 +169,10 @@ static void make_cases(void)
     s->cout = 8, s->act = GR_ACT_RELU6;
     s = add_case(GR_CONV2D, 3, 11, 13, 32);
     s->cout = 24, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 40, 12, 12, 256); /* the float tile in the A tile's slot */
+    s->cout = 96, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 3, 5, 7, 160);
+    s->cout = 16, s->act = GR_ACT_PRELU;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 2, 5, 9, 16), PICK(1, 3, 7, 16),
                      PICK(1, 2, 3, 8, 16, 24, 28, 31, 42, 64, 96, 128));
