@@ -154,37 +154,8 @@ static __device__ __forceinline__ void tc_put16(__half *s, const uint4 *v)
     }
 }
 
-/* The addend of gemm_tc16_up: x ([batch, h, w, N]) resized to [oh, ow]. */
-struct tc_up {
-    const __half *x;
-    int h, w, oh, ow;
-    float sy, sx;
-    bool half_pixel;
-};
-
-/* Where output pixel m reads the upsampled addend: the element offsets of
- * its four source pixels (channel 0) and the weights of the lower ones. */
-struct tc_up_at {
-    int o00, o01, o10, o11;
-    float ly, lx;
-};
-
-static __device__ __forceinline__ tc_up_at tc_up_where(const tc_up &u, int m, int N)
-{
-    const int hw = u.oh * u.ow, b = m / hw, r = m - b * hw, oy = r / u.ow, ox = r - oy * u.ow;
-    int y0, y1, x0, x1;
-    tc_up_at a;
-    resize_source(oy, u.sy, u.half_pixel, u.h, &y0, &y1, &a.ly);
-    resize_source(ox, u.sx, u.half_pixel, u.w, &x0, &x1, &a.lx);
-    const int base = b * u.h * u.w;
-    a.o00 = (base + y0 * u.w + x0) * N;
-    a.o01 = (base + y0 * u.w + x1) * N;
-    a.o10 = (base + y1 * u.w + x0) * N;
-    a.o11 = (base + y1 * u.w + x1) * N;
-    return a;
-}
-
-static __device__ __forceinline__ float2 tc_up_value(const tc_up &u, const tc_up_at &a, int n)
+/* The upsampled addend at channels n, n + 1 of the pixel at a. */
+static __device__ __forceinline__ float2 tc_up_value(const up_addend &u, const up_source &a, int n)
 {
     const float2 v00 = __half22float2(*reinterpret_cast<const __half2 *>(u.x + a.o00 + n));
     const float2 v01 = __half22float2(*reinterpret_cast<const __half2 *>(u.x + a.o01 + n));
@@ -201,7 +172,7 @@ static __device__ __forceinline__ void
 gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
              const float *__restrict__ bias, const __half *__restrict__ res,
              const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act,
-             const int vec16, const int narrow, const tc_up &up)
+             const int vec16, const int narrow, const up_addend &up)
 {
     __shared__ __align__(16) __half as[2 * TC_BM * TC_LD];
     __shared__ __align__(16) __half bs[TC_BN * TC_LD];
@@ -275,13 +246,13 @@ gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
     }
 
     /* Accumulator (i, j): rows m0+wm+16i+g (+8), columns n0+wn+8j+2t, +1. */
-    tc_up_at at[2][2];
+    up_source at[2][2];
     if (UP)
 #pragma unroll
         for (int i = 0; i < 2; i++)
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                at[i][h] = tc_up_where(up, min(m0 + wm + 16 * i + g + 8 * h, M - 1), N);
+                at[i][h] = up_source_at(up, N, min(m0 + wm + 16 * i + g + 8 * h, M - 1));
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         int n = n0 + wn + 8 * j + 2 * t;
@@ -322,7 +293,7 @@ gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
         name(const __half *__restrict__ x, const __half *__restrict__ w,                           \
              const float *__restrict__ bias, const __half *__restrict__ res,                       \
              const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N,         \
-             int act, tc_up u)                                                                     \
+             int act, up_addend u)                                                                 \
     {                                                                                              \
         pdl_begin();                                                                               \
         gemm_tc_body<up>(x, w, bias, res, alpha, y, M, K, N, act, vec16, narrow, u);               \
@@ -356,14 +327,8 @@ extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaS
     int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
     if (a->up && !cuda_conv_up_ok(a))
         return cudaErrorInvalidValue;
-    tc_up u = {};
-    if (a->up) {
-        u.x = (const __half *)a->up;
-        u.h = a->uh, u.w = a->uw, u.oh = a->oh, u.ow = a->ow;
-        u.sy = resize_scale(a->uh, a->oh, a->up_align_corners);
-        u.sx = resize_scale(a->uw, a->ow, a->up_align_corners);
-        u.half_pixel = a->up_half_pixel;
-    }
+    const up_addend u = up_addend_of(a);
+
     /* The tensor-core kernel moves pairs of halves: even sizes, 4-byte
      * aligned buffers. */
     if (cuda_conv_rows_ok(a))

@@ -147,7 +147,25 @@ static inline int cuda_ops_vec(int es, long long c, size_t addr)
     return 0;
 }
 
-/* The activation of the fused epilogue; c is the channel (for PRELU). */
+/* The activation of a fused epilogue, with the PRELU slope given (from a
+ * register or shared memory). */
+static __device__ __forceinline__ float activate_slope(float v, int act, float alpha)
+{
+    switch (act) {
+    case GR_ACT_RELU:
+        return fmaxf(v, 0.0f);
+    case GR_ACT_RELU6:
+        return fminf(fmaxf(v, 0.0f), 6.0f);
+    case GR_ACT_PRELU:
+        return v >= 0.0f ? v : v * alpha;
+    default:
+        return v;
+    }
+}
+
+/* The activation of the fused epilogue; c is the channel (for PRELU). (Not
+ * activate_slope with the slope loaded first: that changed the register
+ * allocation of dwpw_tc's PRELU kernels, which then spilled more.) */
 static __device__ __forceinline__ float activate(float v, int act, const float *alpha, int c)
 {
     switch (act) {
@@ -191,6 +209,51 @@ static inline float resize_scale(int in, int out, bool align_corners)
     if (align_corners && out > 1)
         return (float)(in - 1) / (float)(out - 1);
     return (float)in / (float)out;
+}
+
+/* The upsampled addend of an FPN level (cuda_conv_args.up): x [batch, h,
+ * w, N] resized to the output's [oh, ow]. */
+struct up_addend {
+    const __half *x;
+    int h, w, oh, ow;
+    float sy, sx;
+    bool half_pixel;
+};
+
+/* Host: a's addend (zeros without one). */
+static inline up_addend up_addend_of(const cuda_conv_args *a)
+{
+    up_addend u = {};
+    if (a->up) {
+        u.x = static_cast<const __half *>(a->up);
+        u.h = a->uh, u.w = a->uw, u.oh = a->oh, u.ow = a->ow;
+        u.sy = resize_scale(a->uh, a->oh, a->up_align_corners);
+        u.sx = resize_scale(a->uw, a->ow, a->up_align_corners);
+        u.half_pixel = a->up_half_pixel;
+    }
+    return u;
+}
+
+/* Where output pixel m reads the addend: the element offsets of its four
+ * source pixels (channel 0) and the weights of the lower ones. */
+struct up_source {
+    int o00, o01, o10, o11;
+    float ly, lx;
+};
+
+static __device__ __forceinline__ up_source up_source_at(const up_addend &u, int N, int m)
+{
+    const int hw = u.oh * u.ow, b = m / hw, r = m - b * hw, oy = r / u.ow, ox = r - oy * u.ow;
+    int y0, y1, x0, x1;
+    up_source s;
+    resize_source(oy, u.sy, u.half_pixel, u.h, &y0, &y1, &s.ly);
+    resize_source(ox, u.sx, u.half_pixel, u.w, &x0, &x1, &s.lx);
+    const int base = b * u.h * u.w;
+    s.o00 = (base + y0 * u.w + x0) * N;
+    s.o01 = (base + y0 * u.w + x1) * N;
+    s.o10 = (base + y1 * u.w + x0) * N;
+    s.o11 = (base + y1 * u.w + x1) * N;
+    return s;
 }
 
 /* Host: the current device's number of SMs. */

@@ -39,15 +39,6 @@ struct gw_shape {
     bool alias;
 };
 
-/* Where upsampled addends come from: x_up [batch, h, w, N] resized to the
- * output's [oh, ow]. */
-struct gw_up {
-    const __half *x;
-    int h, w, oh, ow;
-    float sy, sx;
-    bool half_pixel;
-};
-
 /* Shared memory of a block, in bytes: the filter [np][kp], bias and alpha
  * [np] floats, then per warp its tile ring [stages][16][kp] and its float
  * output tile [16][fs]. */
@@ -95,47 +86,10 @@ template <int N> static __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-/* The activation with alpha from shared memory. */
-static __device__ __forceinline__ float gw_act(float v, int act, float alpha)
-{
-    switch (act) {
-    case GR_ACT_RELU:
-        return fmaxf(v, 0.0f);
-    case GR_ACT_RELU6:
-        return fminf(fmaxf(v, 0.0f), 6.0f);
-    case GR_ACT_PRELU:
-        return v >= 0.0f ? v : v * alpha;
-    default:
-        return v;
-    }
-}
-
-/* Where output pixel m reads its upsampled addend: the element offsets of
- * its four source pixels (channel 0) and the weights of the lower ones. */
-struct gw_src {
-    int o00, o01, o10, o11;
-    float ly, lx;
-};
-
-static __device__ __forceinline__ gw_src gw_source(const gw_up &u, int N, int m)
-{
-    const int hw = u.oh * u.ow, b = m / hw, r = m - b * hw, oy = r / u.ow, ox = r - oy * u.ow;
-    int y0, y1, x0, x1;
-    gw_src s;
-    resize_source(oy, u.sy, u.half_pixel, u.h, &y0, &y1, &s.ly);
-    resize_source(ox, u.sx, u.half_pixel, u.w, &x0, &x1, &s.lx);
-    const int base = b * u.h * u.w;
-    s.o00 = (base + y0 * u.w + x0) * N;
-    s.o01 = (base + y0 * u.w + x1) * N;
-    s.o10 = (base + y1 * u.w + x0) * N;
-    s.o11 = (base + y1 * u.w + x1) * N;
-    return s;
-}
-
 /* The source of lane `from` (all lanes take part). */
-static __device__ __forceinline__ gw_src gw_shfl(const gw_src &s, int from)
+static __device__ __forceinline__ up_source gw_shfl(const up_source &s, int from)
 {
-    gw_src t;
+    up_source t;
     t.o00 = __shfl_sync(0xffffffffu, s.o00, from);
     t.o01 = __shfl_sync(0xffffffffu, s.o01, from);
     t.o10 = __shfl_sync(0xffffffffu, s.o10, from);
@@ -146,7 +100,7 @@ static __device__ __forceinline__ gw_src gw_shfl(const gw_src &s, int from)
 }
 
 /* The four source pixels' channels c..c+7 of an upsampled addend. */
-static __device__ __forceinline__ void gw_fetch_up(const gw_up &u, const gw_src &s, int c, uint4 *q)
+static __device__ __forceinline__ void gw_fetch_up(const up_addend &u, const up_source &s, int c, uint4 *q)
 {
     q[0] = __ldg(reinterpret_cast<const uint4 *>(u.x + s.o00 + c));
     q[1] = __ldg(reinterpret_cast<const uint4 *>(u.x + s.o01 + c));
@@ -179,7 +133,7 @@ __global__ void __launch_bounds__(GW_THREADS, UP || NT >= 8 ? 2 : 3) gemm_rows(c
                                                         const float *__restrict__ bias,
                                                         const float *__restrict__ alpha,
                                                         __half *__restrict__ y, int act,
-                                                        gw_shape s, gw_up u)
+                                                        gw_shape s, up_addend u)
 {
     extern __shared__ __align__(16) unsigned char gw_buf[];
     const gw_layout l = gw_smem(s);
@@ -279,17 +233,17 @@ __global__ void __launch_bounds__(GW_THREADS, UP || NT >= 8 ? 2 : 3) gemm_rows(c
 #pragma unroll
             for (int h = 0; h < 2; h++)
                 *reinterpret_cast<float2 *>(out + (g + 8 * h) * s.fs + n) =
-                    make_float2(gw_act(acc[j][2 * h] + b0, act, al0),
-                                gw_act(acc[j][2 * h + 1] + b1, act, al1));
+                    make_float2(activate_slope(acc[j][2 * h] + b0, act, al0),
+                                activate_slope(acc[j][2 * h + 1] + b1, act, al1));
         }
         __syncwarp();
         /* 8-channel pieces of the 16 rows (NT / 2 at most per lane): +
          * addend, 16-byte stores. Lane r < 16 finds row r's addend source,
          * the lanes of its pieces fetch it; G pieces' addends are loaded
          * before any is used, so their latencies overlap. */
-        gw_src src = {};
+        up_source src = {};
         if (UP)
-            src = gw_source(u, s.N, min(tile * 16 + (lane & 15), s.M - 1));
+            src = up_source_at(u, s.N, min(tile * 16 + (lane & 15), s.M - 1));
         constexpr int PL = NT / 2, G = PL <= 3 ? PL : 2;
 #pragma unroll
         for (int k0 = 0; k0 < PL; k0 += G) {
@@ -303,7 +257,7 @@ __global__ void __launch_bounds__(GW_THREADS, UP || NT >= 8 ? 2 : 3) gemm_rows(c
                 at_c[k] = (i - r * pieces) * 8;
                 at_m[k] = k0 + k < PL && i < 16 * pieces ? tile * 16 + r : s.M;
                 if (UP) {
-                    const gw_src at = gw_shfl(src, r);
+                    const up_source at = gw_shfl(src, r);
                     at_ly[k] = at.ly, at_lx[k] = at.lx;
                     if (at_m[k] < s.M)
                         gw_fetch_up(u, at, at_c[k], q[k]);
@@ -343,7 +297,7 @@ extern "C" bool cuda_conv_rows_ok(const cuda_conv_args *a)
 }
 
 template <int NT>
-static cudaError_t gw_launch(const cuda_conv_args *a, const gw_shape &s, const gw_up &u,
+static cudaError_t gw_launch(const cuda_conv_args *a, const gw_shape &s, const up_addend &u,
                              unsigned grid, size_t smem, cudaStream_t st)
 {
     const __half *x = static_cast<const __half *>(a->x), *w = static_cast<const __half *>(a->w);
@@ -368,14 +322,8 @@ extern "C" cudaError_t cuda_launch_conv_rows(const cuda_conv_args *a, cudaStream
     s.tiles = (s.M + 15) / 16;
     if (s.M <= 0)
         return cudaSuccess;
-    gw_up u = {};
-    if (a->up) {
-        u.x = static_cast<const __half *>(a->up);
-        u.h = a->uh, u.w = a->uw, u.oh = a->oh, u.ow = a->ow;
-        u.sy = resize_scale(a->uh, a->oh, a->up_align_corners);
-        u.sx = resize_scale(a->uw, a->ow, a->up_align_corners);
-        u.half_pixel = a->up_half_pixel;
-    }
+    const up_addend u = up_addend_of(a);
+
     int sms = 0;
     cudaError_t e = cuda_ops_sm_count(&sms);
     if (e != cudaSuccess)

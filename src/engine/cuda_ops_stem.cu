@@ -180,21 +180,6 @@ static __device__ __forceinline__ void stc_stage(const cuda_conv_args &a, const 
     }
 }
 
-/* The fused activation, as activate() but with alpha from a register. */
-static __device__ __forceinline__ float stc_act(float v, const int act, float alpha)
-{
-    switch (act) {
-    case GR_ACT_RELU:
-        return fmaxf(v, 0.0f);
-    case GR_ACT_RELU6:
-        return fminf(fmaxf(v, 0.0f), 6.0f);
-    case GR_ACT_PRELU:
-        return v >= 0.0f ? v : v * alpha;
-    default:
-        return v;
-    }
-}
-
 /* Accumulators (+ bias, + residual, activation) into the output tile
  * so[pixel][CS] as half2. Fragment (mt, j): output row 2*warp + mt of the
  * tile, columns g and g + 8, channels 8j + 2t, +1. */
@@ -225,8 +210,8 @@ static __device__ __forceinline__ void stc_epilogue(const cuda_conv_args &a, con
                     v0 += r.x;
                     v1 += r.y;
                 }
-                v0 = stc_act(v0, ACT, alpha[2 * j]);
-                v1 = stc_act(v1, ACT, alpha[2 * j + 1]);
+                v0 = activate_slope(v0, ACT, alpha[2 * j]);
+                v1 = activate_slope(v1, ACT, alpha[2 * j + 1]);
                 *reinterpret_cast<__half2 *>(so + (ly * STC_TW + lx) * STC_CS(NT) + n) =
                     __floats2half2_rn(v0, v1);
             }
