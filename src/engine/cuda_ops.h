@@ -40,7 +40,11 @@
  *                      the tensor cores (fp16) or FFMA (fp32).
  *   cuda_ops_dwpw_mma.cu GR_DWPW with few channels in fp16: the depthwise
  *                      convolution on the tensor cores too, its output
- *                      handed to the pointwise mma in registers.
+ *                      handed to the pointwise mma in registers; and a
+ *                      block with the heads that read its output.
+ *   cuda_ops_gemm_rows.cu 1x1 convolutions with few channels in fp16
+ *                      (FPN levels): warps streaming 16-row tiles through
+ *                      a cp.async ring.
  *   cuda_ops_dwpw_chain.cu chains of GR_DWPW nodes on small images in fp16:
  *                      a thread block takes whole images through every
  *                      block, activations kept in shared memory.
