@@ -819,8 +819,10 @@ bool cuda_op_step_writes_f32(const gr_graph *g, int first, int t)
 
 bool cuda_op_step_pays(const gr_graph *g, int first, int batch)
 {
+    /* A block with heads (the step's second node a convolution, not a
+     * block) always pays. */
     if (!g || first < 0 || first + 1 >= g->n_nodes || g->nodes[first].op != GR_DWPW ||
-        heads_end(g, first, CUDA_PREC_F16) > first)
+        g->nodes[first + 1].op != GR_DWPW)
         return true;
     cuda_chain_args chain;
     cuda_pair_args pair;
