@@ -1,4 +1,4 @@
-/* libFuzzer target for the image decoders (src/runtime/image_*.c: libpng
+/* libFuzzer target for the image decoders (src/io/image_*.c: libpng
  * and libjpeg-turbo behind omma's strict error handling).
  *
  * Any input must give either an image whose size matches its pixels, or an
@@ -10,22 +10,22 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "runtime/image_decode.h"
+#include "io/image_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    rt_image img;
-    omma_status st = rt_image_decode("fuzz.img", data, size, &img);
+    io_image img;
+    omma_status st = io_image_decode("fuzz.img", data, size, &img);
     if (st == OMMA_OK) {
         if (!img.rgb || img.width <= 0 || img.height <= 0 ||
-            (long long)img.width * img.height > RT_IMAGE_MAX_PIXELS)
+            (long long)img.width * img.height > IO_IMAGE_MAX_PIXELS)
             __builtin_trap();
         /* Touch the last byte: the buffer must hold every pixel. */
         volatile uint8_t last = img.rgb[(size_t)img.width * (size_t)img.height * 3 - 1];
         (void)last;
-        rt_image_free(&img);
+        io_image_free(&img);
         return 0;
     }
     if (img.rgb || img.width || img.height ||

@@ -48,8 +48,8 @@ image)
         echo "FAIL: could not make the image seeds"
         exit 1
     fi
-    sources="$src/fuzz/fuzz_image.c $src/src/runtime/image_file.c $src/src/runtime/image_png.c"
-    sources="$sources $src/src/runtime/image_jpeg.c"
+    sources="$src/fuzz/fuzz_image.c $src/src/io/image_file.c $src/src/io/image_png.c"
+    sources="$sources $src/src/io/image_jpeg.c"
     libs="-DOMMA_HAVE_JPEG=1 $libs"
     ;;
 *)

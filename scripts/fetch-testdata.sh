@@ -39,8 +39,9 @@ if ! good astronaut.png "$astronaut_sha"; then
     echo "fetch-testdata: astronaut.png ok"
 fi
 
-# Test videos made from astronaut.png (tests/runtime/test_video_*.c rely on
-# these exact parameters; change both together). Both: 640x480, 24 frames
+# Test videos made from astronaut.png (tests/io/test_video_file.c and
+# tests/pipeline/test_video_tracking.c rely on these exact parameters; change
+# both together). Both: 640x480, 24 frames
 # at 15 fps, H.264 (libx264, yuv420p, crf 18, one thread, so the same
 # ffmpeg makes the same bytes; MPEG-4 part 2 where this ffmpeg lacks
 # libx264), moov atom first (+faststart: a truncated copy still opens).

@@ -10,7 +10,7 @@ packages=(
     xz-utils ca-certificates           # unpacking .deb test data
     libpng-dev                         # PNG images (omma run, the tests)
     libjpeg-dev                        # JPEG images (omma run)
-    libavformat-dev libavcodec-dev     # video files (omma run, src/runtime/video_*.c):
+    libavformat-dev libavcodec-dev     # video files (omma run, src/io/video_*.c):
     libavutil-dev libswscale-dev       #   FFmpeg's demuxers, decoders, encoders, scaler
     ffmpeg                             # the CLI: fetch-testdata.sh makes the test videos
     libmicrohttpd-dev                  # the OpenMetrics endpoint (omma run --metrics-port)

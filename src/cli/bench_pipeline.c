@@ -19,7 +19,7 @@
 #include "gpu/memory.h"
 #include "omma/device.h"
 #include "omma/pipeline.h"
-#include "runtime/image_file.h"
+#include "io/image_file.h"
 
 #define PHOTO "testdata/astronaut.png"
 
@@ -131,7 +131,7 @@ static void rgb_to_nv12(const uint8_t *rgb, int w, int h, uint8_t *y, uint8_t *u
 }
 
 /* Bilinear sample of the photo at (x, y) (pixel centres at +0.5), RGB. */
-static void photo_at(const rt_image *im, float x, float y, uint8_t out[3])
+static void photo_at(const io_image *im, float x, float y, uint8_t out[3])
 {
     float fx = x - 0.5f, fy = y - 0.5f;
     int x0 = (int)fx, y0 = (int)fy;
@@ -151,7 +151,7 @@ static void photo_at(const rt_image *im, float x, float y, uint8_t out[3])
  * each showing the photo's 200-px square around the astronaut's face scaled
  * to 90% of the cell's short side, shifted by a few pixels per camera; NV12
  * (w, h even) in host memory. */
-static int make_frame(const rt_image *photo, const bench_opts *o, int c, uint8_t *nv12)
+static int make_frame(const io_image *photo, const bench_opts *o, int c, uint8_t *nv12)
 {
     const float crop_x = 126.0f, crop_y = 30.0f, crop_side = 200.0f;
     int w = o->width, h = o->height;
@@ -314,14 +314,14 @@ int cli_bench_pipeline(int argc, char **argv)
     data = data && *data ? data : OMMA_DEFAULT_DATA_DIR;
     char path[4096];
     snprintf(path, sizeof path, "%s/" PHOTO, data);
-    rt_image photo;
-    omma_status st = rt_image_load(path, &photo);
+    io_image photo;
+    omma_status st = io_image_load(path, &photo);
     if (st != OMMA_OK)
         return fail("sample photo (run scripts/fetch-testdata.sh)", st);
     omma_device *dev = NULL;
     st = omma_device_open(0, &dev);
     if (st != OMMA_OK) {
-        rt_image_free(&photo);
+        io_image_free(&photo);
         return fail("device 0", st);
     }
     size_t bytes = (size_t)o.width * (size_t)o.height * 3 / 2;
@@ -378,7 +378,7 @@ int cli_bench_pipeline(int argc, char **argv)
             gpu_mem_free(dev, devp[c]);
     }
     free(host), free(devp), free(frames);
-    rt_image_free(&photo);
+    io_image_free(&photo);
     omma_device_close(dev);
     return rc;
 }

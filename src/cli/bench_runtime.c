@@ -222,7 +222,7 @@ static void sleep_s(double s)
 }
 
 typedef struct window_start {
-    rt_metrics_snapshot *snap;
+    metrics_snapshot *snap;
     rt_runtime_stats stats;
     uint64_t cpu_ns, t_ns;
 } window_start;
@@ -234,21 +234,21 @@ static void window_figures(const bench_opts *o, const window_start *a, const win
     double secs = (double)(b->t_ns - a->t_ns) / 1e9;
     uint64_t frames = b->stats.frames_done - a->stats.frames_done;
     uint64_t batches = b->stats.batches - a->stats.batches;
-    rt_metrics_hist lat = {0};
+    metrics_hist lat = {0};
     f->min_camera_fps = INFINITY;
     for (int i = 0; i < b->snap->n_cameras; i++) {
-        const rt_metrics_camera_snap *cb = &b->snap->cameras[i], *ca = &a->snap->cameras[i];
+        const metrics_camera_snap *cb = &b->snap->cameras[i], *ca = &a->snap->cameras[i];
         double cfps = (double)(cb->frames_processed - ca->frames_processed) / secs;
         f->min_camera_fps = fmin(f->min_camera_fps, cfps);
-        for (int k = 0; k < RT_METRICS_BUCKETS; k++) {
+        for (int k = 0; k < METRICS_BUCKETS; k++) {
             uint64_t d = cb->latency.buckets[k] - ca->latency.buckets[k];
             lat.buckets[k] += d;
             lat.count += d;
         }
     }
     f->fps_total = (double)frames / secs;
-    f->p50_ms = rt_metrics_hist_quantile_ns(&lat, 0.50) / 1e6;
-    f->p99_ms = rt_metrics_hist_quantile_ns(&lat, 0.99) / 1e6;
+    f->p50_ms = metrics_hist_quantile_ns(&lat, 0.50) / 1e6;
+    f->p99_ms = metrics_hist_quantile_ns(&lat, 0.99) / 1e6;
     double fr = frames ? (double)frames : 1.0;
     f->cpu_us_per_frame = (double)(b->cpu_ns - a->cpu_ns) / fr / 1e3;
     f->h2d_per_frame = (double)(b->stats.h2d_bytes - a->stats.h2d_bytes) / fr;
@@ -264,7 +264,7 @@ static void window_figures(const bench_opts *o, const window_start *a, const win
                 : 0.0;
     f->dropped = b->stats.frames_dropped - a->stats.frames_dropped;
     f->step_ms = b->snap->n_gpus > 0 && b->snap->n_stages > 0
-                     ? rt_metrics_hist_quantile_ns(&b->snap->gpus[0].stages[0], 0.5) / 1e6
+                     ? metrics_hist_quantile_ns(&b->snap->gpus[0].stages[0], 0.5) / 1e6
                      : NAN;
     f->pass = f->min_camera_fps >= 0.99 * o->fps && f->dropped == 0 && f->p99_ms < 1000.0 / o->fps;
 }
@@ -333,15 +333,15 @@ static void measure(const bench_opts *o, rt_runtime *rt)
     }
 }
 
-static omma_status take_window(rt_runtime *rt, rt_metrics *m, window_start *w)
+static omma_status take_window(rt_runtime *rt, metrics_registry *m, window_start *w)
 {
     w->t_ns = core_now_ns();
     w->cpu_ns = core_process_cpu_ns();
     rt_runtime_get_stats(rt, &w->stats);
-    return rt_metrics_snapshot_take(m, &w->snap);
+    return metrics_snapshot_take(m, &w->snap);
 }
 
-static int run_count(const bench_opts *o, int cameras, const rt_image *photo, const char *data,
+static int run_count(const bench_opts *o, int cameras, const io_image *photo, const char *data,
                      figures *f)
 {
     memset(f, 0, sizeof *f);
@@ -350,9 +350,9 @@ static int run_count(const bench_opts *o, int cameras, const rt_image *photo, co
     snprintf(det, sizeof det, "%s/models/face_detection_short_range.tflite", data);
     snprintf(mesh, sizeof mesh, "%s/models/face_landmark.tflite", data);
     rt_camera_config *cams = calloc((size_t)cameras, sizeof *cams);
-    rt_metrics *m = NULL;
-    rt_metrics_config mc = {rt_runtime_stage_names, RT_RUNTIME_STAGES, 0};
-    if (!cams || rt_metrics_create(&mc, &m) != OMMA_OK) {
+    metrics_registry *m = NULL;
+    metrics_config mc = {rt_runtime_stage_names, RT_RUNTIME_STAGES, 0};
+    if (!cams || metrics_create(&mc, &m) != OMMA_OK) {
         free(cams);
         return cli_fail(OMMA_ERR_OUT_OF_MEMORY, "bench runtime");
     }
@@ -402,11 +402,11 @@ static int run_count(const bench_opts *o, int cameras, const rt_image *photo, co
         } else {
             rc = cli_fail(st != OMMA_OK ? st : ended, "bench runtime: %d cameras", cameras);
         }
-        rt_metrics_snapshot_free(a.snap);
-        rt_metrics_snapshot_free(b.snap);
+        metrics_snapshot_free(a.snap);
+        metrics_snapshot_free(b.snap);
     }
     rt_runtime_destroy(rt);
-    rt_metrics_destroy(m);
+    metrics_destroy(m);
     pthread_mutex_destroy(&acc.lock);
     free(cams);
     return rc;
@@ -460,13 +460,13 @@ int cli_bench_runtime(int argc, char **argv)
     data = data && *data ? data : OMMA_DEFAULT_DATA_DIR;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", data, PHOTO);
-    rt_image photo = {0};
-    omma_status st = rt_image_load(path, &photo);
+    io_image photo = {0};
+    omma_status st = io_image_load(path, &photo);
     if (st != OMMA_OK)
         return cli_fail(st, "bench runtime: the photo (run scripts/fetch-testdata.sh)");
     int count = 0;
     if (omma_device_count(&count) != OMMA_OK || count == 0) {
-        rt_image_free(&photo);
+        io_image_free(&photo);
         return cli_fail(OMMA_ERR_NO_DEVICE, "bench runtime needs a GPU");
     }
     double frame_bytes = (double)o.width * o.height * 1.5;
@@ -505,6 +505,6 @@ int cli_bench_runtime(int argc, char **argv)
         fprintf(stderr, "largest camera count passing: %d\n", best);
         rc = CLI_EXIT_OK;
     }
-    rt_image_free(&photo);
+    io_image_free(&photo);
     return rc;
 }

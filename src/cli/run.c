@@ -21,7 +21,7 @@
 #include "core/clock.h"
 #include "omma/device.h"
 #include "omma/pipeline.h"
-#include "runtime/video_file.h"
+#include "io/video_file.h"
 
 #define SAMPLE_PHOTO "testdata/astronaut.png"
 #define SAMPLE_VIDEO "testdata/astronaut_pan.mp4"
@@ -307,7 +307,7 @@ static int sample_inputs(const char *data, char *photo, char *video, size_t size
     snprintf(video, size, "%s/%s", data, SAMPLE_VIDEO);
     list[0] = photo;
     struct stat sb;
-    if (!rt_video_available()) {
+    if (!io_video_available()) {
         fprintf(stderr,
                 "omma run: no input given; running on the sample photo %s only (this "
                 "build reads no video)\n",

@@ -10,8 +10,8 @@
 
 #include "cli/run_progress.h"
 #include "omma/status.h"
-#include "runtime/annotate.h"
-#include "runtime/image_file.h"
+#include "io/annotate.h"
+#include "io/image_file.h"
 
 /* mkdir -p: each missing component made in turn, the last checked to be a
  * directory. */
@@ -64,7 +64,7 @@ int cli_annotator_wants(const cli_annotator *a, int camera)
 static int write_video(cli_annotator *a, int w, int h)
 {
     if (!a->video) {
-        omma_status st = rt_video_writer_open(a->video_path, w, h, a->video_fps, &a->video);
+        omma_status st = io_video_writer_open(a->video_path, w, h, a->video_fps, &a->video);
         if (st != OMMA_OK) {
             cli_run_error("--annotate-video %s: %s", a->video_path, omma_last_error());
             a->video_path = NULL;
@@ -78,7 +78,7 @@ static int write_video(cli_annotator *a, int w, int h)
                       a->video_path, w, h, a->video_w, a->video_h);
         return 0;
     }
-    if (rt_video_writer_write(a->video, a->rgb, 3 * w) != OMMA_OK) {
+    if (io_video_writer_write(a->video, a->rgb, 3 * w) != OMMA_OK) {
         cli_run_error("--annotate-video %s: %s", a->video_path, omma_last_error());
         return 0;
     }
@@ -104,7 +104,7 @@ int cli_annotator_frame(cli_annotator *a, int camera, long frame_index, const om
         a->rgb = p;
         a->rgb_bytes = bytes;
     }
-    if (rt_annotate(frame, faces, n, a->rgb, 3 * frame->width) != OMMA_OK) {
+    if (io_annotate(frame, faces, n, a->rgb, 3 * frame->width) != OMMA_OK) {
         cli_run_error("annotating camera %d frame %ld: %s", camera, frame_index, omma_last_error());
         a->failed = 1;
         return 0;
@@ -115,7 +115,7 @@ int cli_annotator_frame(cli_annotator *a, int camera, long frame_index, const om
         int len = snprintf(path, sizeof path, "%s/cam%d_%06ld.png", a->dir, camera, frame_index);
         omma_status st =
             len > 0 && (size_t)len < sizeof path
-                ? rt_image_save_png(path, a->rgb, frame->width, frame->height, 3 * frame->width)
+                ? io_image_save_png(path, a->rgb, frame->width, frame->height, 3 * frame->width)
                 : OMMA_ERR_INVALID_ARG;
         if (st != OMMA_OK) {
             cli_run_error("--annotate %s: %s; no more annotated pictures", a->dir,
@@ -128,7 +128,7 @@ int cli_annotator_frame(cli_annotator *a, int camera, long frame_index, const om
         }
     }
     if (to_video && !write_video(a, frame->width, frame->height)) {
-        rt_video_writer_abort(a->video);
+        io_video_writer_abort(a->video);
         a->video = NULL;
         a->video_path = NULL;
         ok = 0;
@@ -143,12 +143,12 @@ int cli_annotator_close(cli_annotator *a, int keep)
     int ok = !a->failed;
     if (a->video) { /* still open: no write to it failed */
         if (keep) {
-            if (rt_video_writer_finish(a->video) != OMMA_OK) {
+            if (io_video_writer_finish(a->video) != OMMA_OK) {
                 cli_run_error("--annotate-video %s: %s", a->video_path, omma_last_error());
                 ok = 0;
             }
         } else {
-            rt_video_writer_abort(a->video);
+            io_video_writer_abort(a->video);
         }
         a->video = NULL;
     }

@@ -1,5 +1,5 @@
 /* omma run's pictures for people: --annotate DIR writes each frame of each
- * camera, converted to RGB with its faces drawn (runtime/annotate.h), as
+ * camera, converted to RGB with its faces drawn (io/annotate.h), as
  * DIR/cam<camera>_<frame, 6 digits>.png; --annotate-video FILE writes the
  * annotated frames of one camera as a video at that camera's frame rate.
  * The first failure to write is reported and that output stops (the run
@@ -11,14 +11,14 @@
 #include <stdint.h>
 
 #include "omma/face.h"
-#include "runtime/video_writer.h"
+#include "io/video_writer.h"
 
 typedef struct cli_annotator {
     const char *dir; /* NULL: no PNGs */
     const char *video_path; /* NULL: no video */
     int video_camera; /* the camera the video shows */
     double video_fps;
-    rt_video_writer *video;
+    io_video_writer *video;
     int video_w, video_h; /* the size the video was opened with */
     int failed; /* a write failed */
     long pngs, video_frames;

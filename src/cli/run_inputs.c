@@ -58,19 +58,19 @@ int cli_input_open(cli_input *in, const char *path, long max_frames)
     in->max_frames = max_frames;
     in->state = CLI_INPUT_LIVE;
     if (!maybe_video(path)) {
-        if (rt_image_load(path, &in->image) != OMMA_OK) {
+        if (io_image_load(path, &in->image) != OMMA_OK) {
             cli_run_error("%s", omma_last_error());
             return fail(in);
         }
         return 1;
     }
-    if (!rt_video_available()) {
+    if (!io_video_available()) {
         cli_run_error("%s: not a PNG or JPEG image, and this build of omma reads no video "
                       "(built without FFmpeg's libavformat/libavcodec)",
                       path);
         return fail(in);
     }
-    omma_status st = rt_video_open(path, &in->video);
+    omma_status st = io_video_open(path, &in->video);
     if (st != OMMA_OK) {
         if (st == OMMA_ERR_FORMAT)
             cli_run_error("%s: not a PNG or JPEG image, nor a video omma can read: %s", path,
@@ -87,7 +87,7 @@ long cli_input_frame_count(const cli_input *in)
 {
     if (in->state == CLI_INPUT_FAILED)
         return 0;
-    long n = in->is_video ? rt_video_frame_count(in->video) : 1;
+    long n = in->is_video ? io_video_frame_count(in->video) : 1;
     if (n > 0 && in->max_frames > 0 && n > in->max_frames)
         n = in->max_frames;
     return n;
@@ -95,7 +95,7 @@ long cli_input_frame_count(const cli_input *in)
 
 double cli_input_fps(const cli_input *in)
 {
-    return in->is_video && in->video ? rt_video_fps(in->video) : 1.0;
+    return in->is_video && in->video ? io_video_fps(in->video) : 1.0;
 }
 
 int cli_input_next(cli_input *in, omma_frame *frame, long *index, double *timestamp_ms)
@@ -114,11 +114,11 @@ int cli_input_next(cli_input *in, omma_frame *frame, long *index, double *timest
             cli_input_close(in);
             return 0;
         }
-        *frame = rt_image_frame(&in->image);
+        *frame = io_image_frame(&in->image);
         *timestamp_ms = 0;
     } else {
         int eof = 0;
-        if (rt_video_read(in->video, frame, timestamp_ms, &eof) != OMMA_OK) {
+        if (io_video_read(in->video, frame, timestamp_ms, &eof) != OMMA_OK) {
             cli_run_error("%s: %s; the camera stops", in->path, detail_after(in->path));
             return fail(in);
         }
@@ -134,7 +134,7 @@ int cli_input_next(cli_input *in, omma_frame *frame, long *index, double *timest
 
 void cli_input_close(cli_input *in)
 {
-    rt_image_free(&in->image);
-    rt_video_close(in->video);
+    io_image_free(&in->image);
+    io_video_close(in->video);
     in->video = NULL;
 }

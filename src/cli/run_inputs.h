@@ -6,8 +6,8 @@
 #define OMMA_CLI_RUN_INPUTS_H
 
 #include "omma/face.h"
-#include "runtime/image_file.h"
-#include "runtime/video_file.h"
+#include "io/image_file.h"
+#include "io/video_file.h"
 
 typedef enum cli_input_state {
     CLI_INPUT_LIVE, /* frames may follow */
@@ -19,8 +19,8 @@ typedef struct cli_input {
     const char *path;
     cli_input_state state;
     int is_video;
-    rt_image image; /* a still image, decoded at open, freed once read */
-    rt_video *video;
+    io_image image; /* a still image, decoded at open, freed once read */
+    io_video *video;
     long frames_read;
     long max_frames; /* 0: all */
 } cli_input;

@@ -15,7 +15,7 @@
 #include "cli/stream_options.h"
 #include "core/clock.h"
 #include "omma/device.h"
-#include "runtime/metrics_http.h"
+#include "metrics/metrics.http.h"
 
 #define EXIT_INTERRUPTED 130
 
@@ -58,7 +58,7 @@ static void on_camera(void *ctx, const rt_camera_event *e)
     const rt_camera_config *c = &s->o->cameras[e->camera];
     const char *name = c->spec ? c->spec : "synthetic";
     pthread_mutex_lock(&s->lock);
-    if (e->state == RT_CAMERA_FAILED) {
+    if (e->state == METRICS_CAMERA_FAILED) {
         s->failed_cameras++;
         fprintf(stderr, "omma: error: camera %d (%s) failed: %s\n", e->camera, name, e->detail);
     } else {
@@ -68,15 +68,15 @@ static void on_camera(void *ctx, const rt_camera_event *e)
 }
 
 /* The status on stderr: the table redrawn in place, or a JSON line. */
-static void print_status(rt_metrics *m, int table, int *lines_drawn)
+static void print_status(metrics_registry *m, int table, int *lines_drawn)
 {
-    rt_metrics_snapshot *snap = NULL;
-    if (rt_metrics_snapshot_take(m, &snap) != OMMA_OK)
+    metrics_snapshot *snap = NULL;
+    if (metrics_snapshot_take(m, &snap) != OMMA_OK)
         return;
     char *text = NULL;
-    omma_status st = table ? rt_metrics_format_table(snap, &text, NULL)
-                           : rt_metrics_format_json(snap, &text, NULL);
-    rt_metrics_snapshot_free(snap);
+    omma_status st = table ? metrics_format_table(snap, &text, NULL)
+                           : metrics_format_json(snap, &text, NULL);
+    metrics_snapshot_free(snap);
     if (st != OMMA_OK)
         return;
     if (table && *lines_drawn > 0)
@@ -122,7 +122,7 @@ static int has_synthetic(const cli_stream_opts *o)
 }
 
 /* Runs until the runtime ends; returns 1 when it was interrupted. */
-static int watch(rt_runtime *rt, rt_metrics *m, const cli_stream_opts *o, omma_status *st)
+static int watch(rt_runtime *rt, metrics_registry *m, const cli_stream_opts *o, omma_status *st)
 {
     int table = o->status == CLI_STATUS_TABLE || (o->status == CLI_STATUS_AUTO && isatty(2));
     int lines = 0, interrupted = 0;
@@ -162,16 +162,16 @@ static void summary(rt_runtime *rt, double secs)
             (double)s.d2h_bytes / frames);
 }
 
-static int run(cli_stream_opts *o, stream_state *s, rt_metrics *m)
+static int run(cli_stream_opts *o, stream_state *s, metrics_registry *m)
 {
     rt_runtime *rt = NULL;
-    rt_metrics_http *http = NULL;
+    metrics_http *http = NULL;
     if (o->metrics_port >= 0) {
-        omma_status st = rt_metrics_http_start(m, o->metrics_bind, o->metrics_port, &http);
+        omma_status st = metrics_http_start(m, o->metrics_bind, o->metrics_port, &http);
         if (st != OMMA_OK)
             return cli_fail(st, "--metrics-port %d", o->metrics_port);
         fprintf(stderr, "omma stream: OpenMetrics at http://%s:%d/metrics\n",
-                o->metrics_bind ? o->metrics_bind : "0.0.0.0", rt_metrics_http_port(http));
+                o->metrics_bind ? o->metrics_bind : "0.0.0.0", metrics_http_port(http));
     }
     o->rt.metrics = m;
     o->rt.on_result = on_result;
@@ -180,7 +180,7 @@ static int run(cli_stream_opts *o, stream_state *s, rt_metrics *m)
     s->t0 = core_now_ns();
     omma_status st = rt_runtime_start(&o->rt, &rt);
     if (st != OMMA_OK) {
-        rt_metrics_http_stop(http);
+        metrics_http_stop(http);
         return cli_fail(st, "starting the runtime");
     }
     struct sigaction sa, old_int, old_term;
@@ -194,7 +194,7 @@ static int run(cli_stream_opts *o, stream_state *s, rt_metrics *m)
     rt_runtime_destroy(rt);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    rt_metrics_http_stop(http);
+    metrics_http_stop(http);
     if (st != OMMA_OK)
         return cli_fail(st, "the runtime stopped");
     if (interrupted)
@@ -211,17 +211,17 @@ int cli_stream(int argc, char **argv)
         return rc;
     }
     rc = resolve_gpus(&o);
-    rt_image photo = {0};
+    io_image photo = {0};
     if (rc < 0 && has_synthetic(&o)) {
-        omma_status st = rt_image_load(o.photo, &photo);
+        omma_status st = io_image_load(o.photo, &photo);
         if (st != OMMA_OK)
             rc = cli_fail(st, "the synthetic cameras' photo (run scripts/fetch-testdata.sh)");
         o.rt.photo = &photo;
     }
-    rt_metrics *m = NULL;
-    rt_metrics_config mc = {rt_runtime_stage_names, RT_RUNTIME_STAGES, 0};
+    metrics_registry *m = NULL;
+    metrics_config mc = {rt_runtime_stage_names, RT_RUNTIME_STAGES, 0};
     if (rc < 0) {
-        omma_status st = rt_metrics_create(&mc, &m);
+        omma_status st = metrics_create(&mc, &m);
         if (st != OMMA_OK)
             rc = cli_fail(st, "metrics");
     }
@@ -238,8 +238,8 @@ int cli_stream(int argc, char **argv)
         rc = run(&o, &s, m);
     if (s.writing && !cli_output_close(&s.out, 1) && rc == CLI_EXIT_OK)
         rc = CLI_EXIT_ERROR;
-    rt_metrics_destroy(m);
-    rt_image_free(&photo);
+    metrics_destroy(m);
+    io_image_free(&photo);
     pthread_mutex_destroy(&s.lock);
     cli_stream_opts_free(&o);
     return rc;

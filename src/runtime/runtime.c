@@ -113,26 +113,26 @@ static void place(rt_runtime *rt)
 
 static omma_status register_metrics(rt_runtime *rt)
 {
-    rt_metrics *m = rt->cfg.metrics;
+    metrics_registry *m = rt->cfg.metrics;
     if (!m)
         return OMMA_OK;
     for (int k = 0; k < rt->n_gpus; k++) {
         omma_device_info info;
         OMMA_TRY(omma_device_get_info(rt->gpus[k].dev, &info));
-        char name[RT_METRICS_NAME_MAX];
+        char name[METRICS_NAME_MAX];
         snprintf(name, sizeof name, "%d: %.100s", info.ordinal, info.name);
-        OMMA_TRY(rt_metrics_add_gpu(m, k, name));
+        OMMA_TRY(metrics_add_gpu(m, k, name));
     }
     for (int i = 0; i < rt->n_cams; i++) {
         const rt_cam *cam = &rt->cams[i];
-        char name[RT_METRICS_NAME_MAX];
+        char name[METRICS_NAME_MAX];
         if (cam->cfg.name)
             snprintf(name, sizeof name, "%s", cam->cfg.name);
         else if (cam->cfg.spec)
             snprintf(name, sizeof name, "%d:%s", i, cam->cfg.spec);
         else
             snprintf(name, sizeof name, "synth%d", i);
-        OMMA_TRY(rt_metrics_add_camera(m, i, name, cam->gpu->index));
+        OMMA_TRY(metrics_add_camera(m, i, name, cam->gpu->index));
     }
     return OMMA_OK;
 }
@@ -166,7 +166,7 @@ static void *monitor(void *arg)
         for (int k = 0; k < rt->n_gpus; k++) {
             omma_device_metrics r;
             if (omma_device_read_metrics(rt->gpus[k].dev, &r) == OMMA_OK)
-                rt_metrics_gpu_reading(rt->cfg.metrics, k, &r);
+                metrics_gpu_reading(rt->cfg.metrics, k, &r);
         }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);

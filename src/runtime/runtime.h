@@ -4,7 +4,7 @@
  * the batch to its face pipeline without waiting on the GPU
  * (face_pipeline_async.h); one sink thread per GPU waits for each batch's
  * results in order and hands them to the caller's callback. Metrics go to
- * an rt_metrics registry (metrics.h).
+ * an metrics_registry registry (metrics.h).
  *
  * Cameras:
  *   - sources (source.h): video files, image sequences, V4L2 cameras.
@@ -35,8 +35,8 @@
 #include <stdint.h>
 
 #include "omma/pipeline.h"
-#include "runtime/image_file.h"
-#include "runtime/metrics.h"
+#include "io/image_file.h"
+#include "metrics/metrics.h"
 #include "runtime/source.h"
 #include "runtime/synthetic_source.h"
 
@@ -68,11 +68,11 @@ typedef struct rt_result {
     const omma_box *truth; /* synthetic cameras: the face's true box; else NULL */
 } rt_result;
 
-/* A camera's source ended (RT_CAMERA_ENDED) or failed (RT_CAMERA_FAILED,
+/* A camera's source ended (METRICS_CAMERA_ENDED) or failed (METRICS_CAMERA_FAILED,
  * with the error's status and detail). */
 typedef struct rt_camera_event {
     int camera;
-    rt_camera_state state;
+    metrics_camera_state state;
     omma_status status;
     const char *detail;
 } rt_camera_event;
@@ -92,7 +92,7 @@ typedef struct rt_runtime_config {
     int ring_slots; /* per camera, 2..RT_RING_MAX_SLOTS (4) */
     rt_source_options source; /* for the sources' cameras */
     /* Synthetic cameras. */
-    const rt_image *photo; /* NULL when there is none */
+    const io_image *photo; /* NULL when there is none */
     rt_synthetic_options synthetic; /* size, fps, face box */
     int pool_frames; /* frames in each GPU's pool (one turn of the path) */
     int synthetic_per_thread; /* synthetic cameras driven by one thread,
@@ -105,7 +105,7 @@ typedef struct rt_runtime_config {
     void (*on_result)(void *ctx, const rt_result *r);
     void (*on_camera)(void *ctx, const rt_camera_event *e);
     void *ctx;
-    rt_metrics *metrics; /* NULL: none; else cameras and GPUs are
+    metrics_registry *metrics; /* NULL: none; else cameras and GPUs are
                           * registered in it, stages "step" */
 } rt_runtime_config;
 
@@ -114,7 +114,7 @@ typedef struct rt_runtime_config {
  * defaults, 64 pool frames in device memory, a thread per camera. */
 void rt_runtime_config_init(rt_runtime_config *cfg);
 
-/* The stage names the runtime times, for rt_metrics_config. */
+/* The stage names the runtime times, for metrics_config. */
 extern const char *const rt_runtime_stage_names[];
 #define RT_RUNTIME_STAGES 1
 

@@ -82,10 +82,10 @@ void rt_cam_close(rt_cam *cam)
     cam->src = NULL;
 }
 
-static void report(rt_cam *cam, rt_camera_state state, omma_status st, const char *detail)
+static void report(rt_cam *cam, metrics_camera_state state, omma_status st, const char *detail)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
-    rt_metrics_camera_set_state(cfg->metrics, cam->index, state);
+    metrics_camera_set_state(cfg->metrics, cam->index, state);
     if (cfg->on_camera) {
         rt_camera_event e = {cam->index, state, st, detail};
         cfg->on_camera(cfg->ctx, &e);
@@ -96,7 +96,7 @@ static void failed(rt_cam *cam, omma_status st)
 {
     char detail[512];
     snprintf(detail, sizeof detail, "%s", omma_last_error());
-    report(cam, RT_CAMERA_FAILED, st, detail);
+    report(cam, METRICS_CAMERA_FAILED, st, detail);
 }
 
 /* A source's frame, packed into staging buffer k (once its last upload
@@ -132,7 +132,7 @@ static void run_source(rt_cam *cam)
     const rt_runtime_config *cfg = &cam->rt->cfg;
     for (long k = 0;; k++) {
         if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
-            report(cam, RT_CAMERA_ENDED, OMMA_OK, "max frames");
+            report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");
             return;
         }
         omma_frame f;
@@ -146,10 +146,10 @@ static void run_source(rt_cam *cam)
             return;
         }
         if (eof) {
-            report(cam, RT_CAMERA_ENDED, OMMA_OK, "end of stream");
+            report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "end of stream");
             return;
         }
-        rt_metrics_frame_in(cfg->metrics, cam->index);
+        metrics_frame_in(cfg->metrics, cam->index);
         atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
         st = put_staged(cam, &f, capture_ns, (int)(k & 1));
         if (st == OMMA_ERR_CLOSED)
@@ -175,13 +175,13 @@ static int put_synthetic(rt_cam *cam, long k)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
     if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
-        report(cam, RT_CAMERA_ENDED, OMMA_OK, "max frames");
+        report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");
         return 0;
     }
     rt_gpu *g = cam->gpu;
     omma_frame f = rt_synthetic_pool_frame(g->pool, k + cam->phase, NULL);
     uint64_t now = core_now_ns();
-    rt_metrics_frame_in(cfg->metrics, cam->index);
+    metrics_frame_in(cfg->metrics, cam->index);
     atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
     omma_status st = f.memory == OMMA_MEMORY_DEVICE
                          ? rt_ring_put_device(cam->ring, &f, NULL, now, 0)

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/stream_pool.h"
-#include "runtime/face_pipeline_async.h"
+#include "pipeline/face_pipeline_async.h"
 #include "runtime/runtime_private.h"
 
 omma_status rt_gpu_prepare(rt_gpu *g)
@@ -271,8 +271,8 @@ static void report(rt_gpu *g, const rt_batch *b, uint64_t done_ns)
             r.truth = &truth;
         }
         if (b->dropped[i])
-            rt_metrics_frames_dropped(cfg->metrics, cam->index, b->dropped[i]);
-        rt_metrics_frame_done(cfg->metrics, cam->index, done_ns - b->capture_ns[i]);
+            metrics_frames_dropped(cfg->metrics, cam->index, b->dropped[i]);
+        metrics_frame_done(cfg->metrics, cam->index, done_ns - b->capture_ns[i]);
         atomic_fetch_add_explicit(&rt->frames_dropped, b->dropped[i], memory_order_relaxed);
         atomic_fetch_add_explicit(&rt->faces, (uint64_t)g->counts[i], memory_order_relaxed);
         if (cfg->on_result)
@@ -289,7 +289,7 @@ static void time_step(rt_gpu *g, const rt_batch *b)
         return;
     if (gpu_cu.cuEventElapsedTime(&ms, g->timing[b->lane][0], g->timing[b->lane][1]) ==
         CUDA_SUCCESS)
-        rt_metrics_stage_time(g->rt->cfg.metrics, g->index, 0, (uint64_t)(ms * 1e6f));
+        metrics_stage_time(g->rt->cfg.metrics, g->index, 0, (uint64_t)(ms * 1e6f));
     (void)omma_device_leave(&scope);
 }
 

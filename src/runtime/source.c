@@ -13,7 +13,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "runtime/image_file.h"
+#include "io/image_file.h"
 #include "runtime/source_private.h"
 
 void rt_source_options_init(rt_source_options *opt)
@@ -42,13 +42,13 @@ static omma_status check_options(const char *spec, const rt_source_options *o)
 {
     if (!(o->fps > 0.0 && o->fps <= 1000.0))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: fps %g is not in (0, 1000]", spec, o->fps);
-    int w_ok = o->width >= 1 && o->width <= RT_IMAGE_MAX_SIDE;
-    int h_ok = o->height >= 1 && o->height <= RT_IMAGE_MAX_SIDE;
+    int w_ok = o->width >= 1 && o->width <= IO_IMAGE_MAX_SIDE;
+    int h_ok = o->height >= 1 && o->height <= IO_IMAGE_MAX_SIDE;
     if (!(o->width == 0 && o->height == 0) && !(w_ok && h_ok))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                          "%s: requested size %dx%d: both 0 (the camera's current) or both in "
                          "1..%d",
-                         spec, o->width, o->height, RT_IMAGE_MAX_SIDE);
+                         spec, o->width, o->height, IO_IMAGE_MAX_SIDE);
     return OMMA_OK;
 }
 

@@ -1,6 +1,6 @@
 /* Private: the capture sources of the multi-camera runtime, one per camera:
- * a video file (FFmpeg, through rt_video), an image sequence (a directory of
- * PNG/JPEG files or a numbered printf pattern, through rt_image_load) or a
+ * a video file (FFmpeg, through io_video), an image sequence (a directory of
+ * PNG/JPEG files or a numbered printf pattern, through io_image_load) or a
  * V4L2 camera (/dev/videoN, through libv4l2 where the build found it:
  * OMMA_HAVE_LIBV4L2). Every read hands out one frame in host memory. Files
  * are paced to their frame times by default, so a file plays like a camera;
@@ -34,7 +34,7 @@ typedef struct rt_source_options {
     int loop; /* files: start again at the end instead of ending (0);
                * timestamps keep increasing across loops */
     int width, height; /* V4L2: requested size, both 0 (the driver's current)
-                        * or both in 1..RT_IMAGE_MAX_SIDE (0) */
+                        * or both in 1..IO_IMAGE_MAX_SIDE (0) */
 } rt_source_options;
 
 /* The defaults above. */
@@ -45,7 +45,7 @@ typedef struct rt_source_info {
     int live; /* 1: live camera (the runtime drops old frames), 0: file (the
                * runtime blocks) */
     int width, height; /* every frame's size */
-    omma_pixel_format format; /* every frame's format: a video's as rt_video_read
+    omma_pixel_format format; /* every frame's format: a video's as io_video_read
                                * gives it (I420, NV12, or RGB for other pixel
                                * formats), images RGB, V4L2 I420 */
     double fps; /* nominal rate, 0 when unknown */

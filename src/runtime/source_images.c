@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
-#include "runtime/image_file.h"
+#include "io/image_file.h"
 #include "runtime/source_private.h"
 
 #define MAX_PATTERN_WIDTH 20
@@ -31,7 +31,7 @@ typedef struct images_src {
 
     long pos; /* in this pass: the next file's index, or number - first_number */
     long read; /* images read over all passes: the next frame's time index */
-    rt_image image; /* the frame handed out last */
+    io_image image; /* the frame handed out last */
 } images_src;
 
 static int is_image_name(const char *name)
@@ -185,8 +185,8 @@ static const char *file_at(images_src *is, long pos)
 static omma_status load(rt_source *s, images_src *is, const char *path, omma_frame *frame,
                         double *ts_ms)
 {
-    rt_image img;
-    omma_status st = rt_image_load(path, &img);
+    io_image img;
+    omma_status st = io_image_load(path, &img);
     if (st != OMMA_OK) {
         char why[768];
         snprintf(why, sizeof why, "%s", omma_last_error());
@@ -196,12 +196,12 @@ static omma_status load(rt_source *s, images_src *is, const char *path, omma_fra
         omma_status fst = OMMA_FAIL(
             OMMA_ERR_FORMAT, "%s: frame %ld: %s is %dx%d; the sequence's images are %dx%d", s->spec,
             s->index, path, img.width, img.height, s->info.width, s->info.height);
-        rt_image_free(&img);
+        io_image_free(&img);
         return fst;
     }
-    rt_image_free(&is->image);
+    io_image_free(&is->image);
     is->image = img;
-    *frame = rt_image_frame(&is->image);
+    *frame = io_image_frame(&is->image);
     *ts_ms = 1000.0 * (double)is->read / s->opt.fps;
     is->read++;
     is->pos++;
@@ -239,7 +239,7 @@ static void images_close(rt_source *s)
     free(is->prefix);
     free(is->suffix);
     free(is->path);
-    rt_image_free(&is->image);
+    io_image_free(&is->image);
     free(is);
     s->impl = NULL;
 }

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "runtime/image_file.h"
+#include "io/image_file.h"
 
 #define CAM_BUFFERS 4
 #define WAIT_SLICE_MS 100
@@ -270,10 +270,10 @@ static omma_status set_format(rt_source *s, v4l2_src *c)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                          "%s: the camera gives %ux%u, not the %ux%u asked for", dev, w, h, want_w,
                          want_h);
-    if (w == 0 || h == 0 || w > RT_IMAGE_MAX_SIDE || h > RT_IMAGE_MAX_SIDE)
+    if (w == 0 || h == 0 || w > IO_IMAGE_MAX_SIDE || h > IO_IMAGE_MAX_SIDE)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: the camera's frames are %ux%u", dev, w, h);
     uint32_t pitch = fmt.fmt.pix.bytesperline >= w ? fmt.fmt.pix.bytesperline : w;
-    if (pitch > 4 * (uint32_t)RT_IMAGE_MAX_SIDE)
+    if (pitch > 4 * (uint32_t)IO_IMAGE_MAX_SIDE)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: rows of %u bytes for %u pixels", dev, pitch, w);
     s->info.width = (int)w;
     s->info.height = (int)h;

@@ -1,4 +1,4 @@
-/* Video files as a source, through rt_video. rt_video cannot seek, so a
+/* Video files as a source, through io_video. io_video cannot seek, so a
  * loop reopens the file; each pass's timestamps are shifted to follow the
  * last pass's last frame by one frame time. Every frame must keep the first
  * frame's size and pixel format. */
@@ -7,10 +7,10 @@
 
 #include "core/error.h"
 #include "runtime/source_private.h"
-#include "runtime/video_file.h"
+#include "io/video_file.h"
 
 typedef struct video_src {
-    rt_video *v;
+    io_video *v;
     double offset_ms; /* added to this pass's timestamps */
     double last_ms; /* the last frame's shifted time */
 } video_src;
@@ -41,7 +41,7 @@ static int read_pass(rt_source *s, video_src *vs, omma_frame *frame, double *ts_
 {
     int eof = 0;
     double ts = 0.0;
-    *st = rt_video_read(vs->v, frame, &ts, &eof);
+    *st = io_video_read(vs->v, frame, &ts, &eof);
     if (*st != OMMA_OK)
         return -1;
     if (eof)
@@ -73,9 +73,9 @@ static omma_status video_read(rt_source *s, omma_frame *frame, double *ts_ms, ui
         *eof = 1;
         return OMMA_OK;
     }
-    rt_video_close(vs->v);
+    io_video_close(vs->v);
     vs->v = NULL;
-    OMMA_TRY(rt_video_open(s->spec, &vs->v));
+    OMMA_TRY(io_video_open(s->spec, &vs->v));
     vs->offset_ms = vs->last_ms + 1000.0 / s->info.fps;
     got = read_pass(s, vs, frame, ts_ms, &st);
     if (got < 0)
@@ -91,7 +91,7 @@ static void video_close(rt_source *s)
     video_src *vs = s->impl;
     if (!vs)
         return;
-    rt_video_close(vs->v);
+    io_video_close(vs->v);
     free(vs);
     s->impl = NULL;
 }
@@ -105,17 +105,17 @@ omma_status src_video_open(rt_source *s)
     if (!vs)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video source", s->spec);
     s->impl = vs;
-    OMMA_TRY(rt_video_open(s->spec, &vs->v));
-    s->info.width = rt_video_width(vs->v);
-    s->info.height = rt_video_height(vs->v);
-    s->info.fps = rt_video_fps(vs->v);
-    long n = rt_video_frame_count(vs->v);
+    OMMA_TRY(io_video_open(s->spec, &vs->v));
+    s->info.width = io_video_width(vs->v);
+    s->info.height = io_video_height(vs->v);
+    s->info.fps = io_video_fps(vs->v);
+    long n = io_video_frame_count(vs->v);
     s->info.frames = n > 0 ? n : -1;
 
     /* The first frame fixes the format (the decoder's: I420, NV12 or RGB). */
     int eof = 0;
     double ts = 0.0;
-    OMMA_TRY(rt_video_read(vs->v, &s->first, &ts, &eof));
+    OMMA_TRY(io_video_read(vs->v, &s->first, &ts, &eof));
     if (eof)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: the video stream has no frames", s->spec);
     s->info.format = s->first.format;

@@ -55,7 +55,7 @@ static omma_status render(rt_synthetic_pool *pool, rt_synthetic *cam, int k, uin
     return OMMA_CK(gpu_cu.cuStreamSynchronize(stream)); /* staging is reused */
 }
 
-static omma_status fill(rt_synthetic_pool *pool, const rt_image *photo,
+static omma_status fill(rt_synthetic_pool *pool, const io_image *photo,
                         const rt_synthetic_options *opt)
 {
     rt_synthetic_options o = *opt;
@@ -90,7 +90,7 @@ static omma_status fill(rt_synthetic_pool *pool, const rt_image *photo,
     return st;
 }
 
-omma_status rt_synthetic_pool_create(omma_device *dev, const rt_image *photo,
+omma_status rt_synthetic_pool_create(omma_device *dev, const io_image *photo,
                                      const rt_synthetic_options *opt, int frames,
                                      omma_memory memory, rt_synthetic_pool **out)
 {

@@ -12,7 +12,7 @@
 #include "omma/device.h"
 #include "omma/face.h"
 #include "omma/status.h"
-#include "runtime/image_file.h"
+#include "io/image_file.h"
 #include "runtime/synthetic_source.h"
 
 #define RT_POOL_MAX_FRAMES 1024
@@ -26,7 +26,7 @@ typedef struct rt_synthetic_pool rt_synthetic_pool;
  * memory). Errors: OMMA_ERR_INVALID_ARG (NULL, frames or memory out of
  * range), OMMA_ERR_OUT_OF_MEMORY, OMMA_ERR_CUDA, and rt_synthetic_create's.
  * *out NULL on failure. */
-omma_status rt_synthetic_pool_create(omma_device *dev, const rt_image *photo,
+omma_status rt_synthetic_pool_create(omma_device *dev, const io_image *photo,
                                      const rt_synthetic_options *opt, int frames,
                                      omma_memory memory, rt_synthetic_pool **out);
 

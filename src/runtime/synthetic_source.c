@@ -48,7 +48,7 @@ static uint8_t byte(float v)
 }
 
 /* Bilinear RGB of the photo at continuous (x, y), edge clamped. */
-static void photo_rgb(const rt_image *im, float x, float y, float out[3])
+static void photo_rgb(const io_image *im, float x, float y, float out[3])
 {
     float fx = fminf(fmaxf(x - 0.5f, 0.0f), (float)(im->width - 1));
     float fy = fminf(fmaxf(y - 0.5f, 0.0f), (float)(im->height - 1));
@@ -65,7 +65,7 @@ static void photo_rgb(const rt_image *im, float x, float y, float out[3])
 
 /* The patch: the crop square scaled to side x side, NV12 (chroma from the
  * mean of each 2x2 block). */
-static void render_patch(rt_synthetic *s, const rt_image *photo)
+static void render_patch(rt_synthetic *s, const io_image *photo)
 {
     int n = s->side;
     uint8_t *y = s->patch, *uv = s->patch + (size_t)n * (size_t)n;
@@ -96,7 +96,7 @@ static void render_background(rt_synthetic *s)
     memset(s->background + (size_t)w * (size_t)h, 128, (size_t)w * (size_t)h / 2);
 }
 
-omma_status rt_synthetic_create(const rt_image *photo, const rt_synthetic_options *opt,
+omma_status rt_synthetic_create(const io_image *photo, const rt_synthetic_options *opt,
                                 rt_synthetic **out)
 {
     if (out)

@@ -9,7 +9,7 @@
 
 #include "omma/face.h"
 #include "omma/status.h"
-#include "runtime/image_file.h"
+#include "io/image_file.h"
 
 typedef struct rt_synthetic rt_synthetic;
 
@@ -30,7 +30,7 @@ void rt_synthetic_options_init(rt_synthetic_options *opt);
 /* Prepares the source from an RGB photo (copied; the caller may free it).
  * Errors: OMMA_ERR_INVALID_ARG (NULL, options out of range, a face box not
  * inside the photo), OMMA_ERR_OUT_OF_MEMORY. On failure *out is NULL. */
-omma_status rt_synthetic_create(const rt_image *photo, const rt_synthetic_options *opt,
+omma_status rt_synthetic_create(const io_image *photo, const rt_synthetic_options *opt,
                                 rt_synthetic **out);
 
 void rt_synthetic_destroy(rt_synthetic *s);

@@ -11,17 +11,17 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "runtime/metrics.h"
+#include "metrics/metrics.h"
 #include "testing.h"
 
 static const char *const stages[] = {"upload", "detector", "mesh", "step"};
 
-static rt_metrics *make_registry(void)
+static metrics_registry *make_registry(void)
 {
-    rt_metrics_config cfg = {.stage_names = stages, .n_stages = 4};
-    rt_metrics *m = NULL;
-    if (rt_metrics_create(&cfg, &m) != OMMA_OK)
-        fprintf(stderr, "rt_metrics_create: %s\n", omma_last_error());
+    metrics_config cfg = {.stage_names = stages, .n_stages = 4};
+    metrics_registry *m = NULL;
+    if (metrics_create(&cfg, &m) != OMMA_OK)
+        fprintf(stderr, "metrics_create: %s\n", omma_last_error());
     return m;
 }
 
@@ -42,7 +42,7 @@ static double rng_uniform(void)
 #define CAMS 4
 
 typedef struct worker {
-    rt_metrics *m;
+    metrics_registry *m;
     int id;
     uint64_t latency_sum[CAMS];
 } worker;
@@ -53,20 +53,20 @@ static void *worker_main(void *arg)
     for (int i = 0; i < ITERS; i++) {
         int cam = (w->id + i) % CAMS;
         uint64_t lat = 1000 + (uint64_t)((w->id * 7919 + i * 104729) % 50000000);
-        rt_metrics_frame_in(w->m, cam);
-        rt_metrics_frame_done(w->m, cam, lat);
+        metrics_frame_in(w->m, cam);
+        metrics_frame_done(w->m, cam, lat);
         w->latency_sum[cam] += lat;
         if (i % 10 == 0)
-            rt_metrics_frames_dropped(w->m, cam, 2);
-        rt_metrics_stage_time(w->m, w->id % 2, i % 4, lat / 2);
-        rt_metrics_frame_in(w->m, 999); /* unregistered: ignored */
-        rt_metrics_stage_time(w->m, 0, 9, 5); /* no such stage: ignored */
+            metrics_frames_dropped(w->m, cam, 2);
+        metrics_stage_time(w->m, w->id % 2, i % 4, lat / 2);
+        metrics_frame_in(w->m, 999); /* unregistered: ignored */
+        metrics_stage_time(w->m, 0, 9, 5); /* no such stage: ignored */
     }
     return NULL;
 }
 
 typedef struct reader {
-    rt_metrics *m;
+    metrics_registry *m;
     _Atomic int stop;
     int snapshots, went_back, failed;
 } reader;
@@ -76,8 +76,8 @@ static void *reader_main(void *arg)
     reader *r = arg;
     uint64_t last_in[CAMS] = {0};
     while (!atomic_load(&r->stop)) {
-        rt_metrics_snapshot *s = NULL;
-        if (rt_metrics_snapshot_take(r->m, &s) != OMMA_OK) {
+        metrics_snapshot *s = NULL;
+        if (metrics_snapshot_take(r->m, &s) != OMMA_OK) {
             r->failed = 1;
             return NULL;
         }
@@ -86,7 +86,7 @@ static void *reader_main(void *arg)
                 r->went_back = 1;
             last_in[i] = s->cameras[i].frames_in;
         }
-        rt_metrics_snapshot_free(s);
+        metrics_snapshot_free(s);
         r->snapshots++;
     }
     return NULL;
@@ -94,12 +94,12 @@ static void *reader_main(void *arg)
 
 static void test_counters_from_threads(void)
 {
-    rt_metrics *m = make_registry();
+    metrics_registry *m = make_registry();
     REQUIRE(m);
     for (int c = 0; c < CAMS; c++)
-        REQUIRE_OK(rt_metrics_add_camera(m, c, NULL, c % 2));
-    REQUIRE_OK(rt_metrics_add_gpu(m, 0, "gpu zero"));
-    REQUIRE_OK(rt_metrics_add_gpu(m, 1, "gpu one"));
+        REQUIRE_OK(metrics_add_camera(m, c, NULL, c % 2));
+    REQUIRE_OK(metrics_add_gpu(m, 0, "gpu zero"));
+    REQUIRE_OK(metrics_add_gpu(m, 1, "gpu one"));
 
     worker w[THREADS];
     pthread_t th[THREADS], rt;
@@ -117,14 +117,14 @@ static void test_counters_from_threads(void)
     CHECK(!r.went_back);
     CHECK(r.snapshots > 0);
 
-    rt_metrics_snapshot *s = NULL;
-    REQUIRE_OK(rt_metrics_snapshot_take(m, &s));
+    metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_snapshot_take(m, &s));
     CHECK(s->n_cameras == CAMS);
     CHECK(s->n_gpus == 2);
     uint64_t per_cam = (uint64_t)THREADS * ITERS / CAMS;
     uint64_t drops_per_cam = (uint64_t)THREADS * (ITERS / 10) * 2 / CAMS;
     for (int c = 0; c < CAMS && c < s->n_cameras; c++) {
-        const rt_metrics_camera_snap *cs = &s->cameras[c];
+        const metrics_camera_snap *cs = &s->cameras[c];
         uint64_t sum = 0;
         for (int i = 0; i < THREADS; i++)
             sum += w[i].latency_sum[c];
@@ -144,8 +144,8 @@ static void test_counters_from_threads(void)
             stage_total += s->gpus[g].stages[k].count;
         }
     CHECK(stage_total == (uint64_t)THREADS * ITERS);
-    rt_metrics_snapshot_free(s);
-    rt_metrics_destroy(m);
+    metrics_snapshot_free(s);
+    metrics_destroy(m);
 }
 
 /* ---- Quantiles ---------------------------------------------------------- */
@@ -160,13 +160,13 @@ static int cmp_u64(const void *a, const void *b)
  * exact nearest-rank ones: within 5%. */
 static void check_distribution(const char *what, uint64_t *v, int n)
 {
-    rt_metrics *m = NULL;
-    REQUIRE_OK(rt_metrics_create(NULL, &m));
-    REQUIRE_OK(rt_metrics_add_camera(m, 7, what, -1));
+    metrics_registry *m = NULL;
+    REQUIRE_OK(metrics_create(NULL, &m));
+    REQUIRE_OK(metrics_add_camera(m, 7, what, -1));
     for (int i = 0; i < n; i++)
-        rt_metrics_frame_done(m, 7, v[i]);
-    rt_metrics_snapshot *s = NULL;
-    REQUIRE_OK(rt_metrics_snapshot_take(m, &s));
+        metrics_frame_done(m, 7, v[i]);
+    metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_snapshot_take(m, &s));
     qsort(v, (size_t)n, sizeof *v, cmp_u64);
     static const double qs[] = {0.0, 0.01, 0.1, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0};
     CHECK(s->cameras[0].latency.count == (uint64_t)n);
@@ -175,7 +175,7 @@ static void check_distribution(const char *what, uint64_t *v, int n)
         if (rank < 1)
             rank = 1;
         double exact = (double)v[rank - 1];
-        double est = rt_metrics_hist_quantile_ns(&s->cameras[0].latency, qs[i]);
+        double est = metrics_hist_quantile_ns(&s->cameras[0].latency, qs[i]);
         double rel = fabs(est - exact) / exact;
         if (!(rel <= 0.05)) {
             fprintf(stderr, "%s: q%.3f estimate %.0f ns, exact %.0f ns (%.1f%%)\n", what, qs[i],
@@ -183,8 +183,8 @@ static void check_distribution(const char *what, uint64_t *v, int n)
             CHECK(rel <= 0.05);
         }
     }
-    rt_metrics_snapshot_free(s);
-    rt_metrics_destroy(m);
+    metrics_snapshot_free(s);
+    metrics_destroy(m);
 }
 
 static void test_quantiles(void)
@@ -211,110 +211,110 @@ static void test_quantiles(void)
 
     /* Bounds: 1 us .. 10 s, log-spaced within 9.7%, a value at a bound in
      * that bound's bucket, outside the range clamped, empty NAN. */
-    CHECK(rt_metrics_bucket_le_ns(0) == 1000);
-    CHECK(rt_metrics_bucket_le_ns(RT_METRICS_BOUNDS - 1) == 10000000000ull);
-    CHECK(rt_metrics_bucket_le_ns(25) == 10000);
-    for (int k = 1; k < RT_METRICS_BOUNDS; k++) {
-        double r = (double)rt_metrics_bucket_le_ns(k) / (double)rt_metrics_bucket_le_ns(k - 1);
+    CHECK(metrics_bucket_le_ns(0) == 1000);
+    CHECK(metrics_bucket_le_ns(METRICS_BOUNDS - 1) == 10000000000ull);
+    CHECK(metrics_bucket_le_ns(25) == 10000);
+    for (int k = 1; k < METRICS_BOUNDS; k++) {
+        double r = (double)metrics_bucket_le_ns(k) / (double)metrics_bucket_le_ns(k - 1);
         CHECK(r > 1.09 && r < 1.0970);
     }
-    rt_metrics *m = NULL;
-    REQUIRE_OK(rt_metrics_create(NULL, &m));
-    REQUIRE_OK(rt_metrics_add_camera(m, 0, "edges", -1));
-    rt_metrics_frame_done(m, 0, rt_metrics_bucket_le_ns(50));
-    rt_metrics_frame_done(m, 0, rt_metrics_bucket_le_ns(50) + 1);
-    rt_metrics_frame_done(m, 0, 0);
-    rt_metrics_frame_done(m, 0, 20000000000ull);
-    rt_metrics_snapshot *s = NULL;
-    REQUIRE_OK(rt_metrics_snapshot_take(m, &s));
-    const rt_metrics_hist *h = &s->cameras[0].latency;
+    metrics_registry *m = NULL;
+    REQUIRE_OK(metrics_create(NULL, &m));
+    REQUIRE_OK(metrics_add_camera(m, 0, "edges", -1));
+    metrics_frame_done(m, 0, metrics_bucket_le_ns(50));
+    metrics_frame_done(m, 0, metrics_bucket_le_ns(50) + 1);
+    metrics_frame_done(m, 0, 0);
+    metrics_frame_done(m, 0, 20000000000ull);
+    metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_snapshot_take(m, &s));
+    const metrics_hist *h = &s->cameras[0].latency;
     CHECK(h->buckets[50] == 1 && h->buckets[51] == 1 && h->buckets[0] == 1);
-    CHECK(h->buckets[RT_METRICS_BUCKETS - 1] == 1);
-    CHECK(h->sum_ns == 2 * rt_metrics_bucket_le_ns(50) + 1 + 20000000000ull);
-    CHECK(rt_metrics_hist_quantile_ns(h, 0.0) == 1000.0);
-    CHECK(rt_metrics_hist_quantile_ns(h, 1.0) == 1e10);
-    CHECK(isnan(rt_metrics_hist_quantile_ns(h, 1.5)));
-    rt_metrics_hist empty = {0};
-    CHECK(isnan(rt_metrics_hist_quantile_ns(&empty, 0.5)));
-    rt_metrics_snapshot_free(s);
-    rt_metrics_destroy(m);
+    CHECK(h->buckets[METRICS_BUCKETS - 1] == 1);
+    CHECK(h->sum_ns == 2 * metrics_bucket_le_ns(50) + 1 + 20000000000ull);
+    CHECK(metrics_hist_quantile_ns(h, 0.0) == 1000.0);
+    CHECK(metrics_hist_quantile_ns(h, 1.0) == 1e10);
+    CHECK(isnan(metrics_hist_quantile_ns(h, 1.5)));
+    metrics_hist empty = {0};
+    CHECK(isnan(metrics_hist_quantile_ns(&empty, 0.5)));
+    metrics_snapshot_free(s);
+    metrics_destroy(m);
 }
 
 /* ---- Rates -------------------------------------------------------------- */
 
-static void add_frames(rt_metrics *m, int cam, int in, int done)
+static void add_frames(metrics_registry *m, int cam, int in, int done)
 {
     for (int i = 0; i < in; i++)
-        rt_metrics_frame_in(m, cam);
+        metrics_frame_in(m, cam);
     for (int i = 0; i < done; i++)
-        rt_metrics_frame_done(m, cam, 5000000);
+        metrics_frame_done(m, cam, 5000000);
 }
 
 static void test_rates(void)
 {
     const uint64_t S = 1000000000ull;
-    rt_metrics *m = make_registry();
+    metrics_registry *m = make_registry();
     REQUIRE(m);
-    REQUIRE_OK(rt_metrics_add_camera(m, 0, "a", 0));
-    rt_metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_add_camera(m, 0, "a", 0));
+    metrics_snapshot *s = NULL;
 
     /* The first snapshot has nothing to measure from. */
     add_frames(m, 0, 5, 5);
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 100 * S, 1000, &s));
+    REQUIRE_OK(metrics_snapshot_take_at(m, 100 * S, 1000, &s));
     CHECK(isnan(s->cameras[0].fps_in) && s->cameras[0].rate_span_ns == 0);
     CHECK(isnan(s->cpu_ns_per_frame));
-    rt_metrics_snapshot_free(s);
+    metrics_snapshot_free(s);
 
     /* One second later: 30 in, 25 out; 1 ms of CPU for 25 frames. */
     add_frames(m, 0, 30, 25);
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 101 * S, 1000 + 1000000, &s));
+    REQUIRE_OK(metrics_snapshot_take_at(m, 101 * S, 1000 + 1000000, &s));
     CHECK_NEAR(s->cameras[0].fps_in, 30.0, 1e-9);
     CHECK_NEAR(s->cameras[0].fps_processed, 25.0, 1e-9);
     CHECK(s->cameras[0].rate_span_ns == S);
     CHECK_NEAR(s->cpu_ns_per_frame, 40000.0, 1e-6);
-    rt_metrics_snapshot_free(s);
+    metrics_snapshot_free(s);
 
     /* A camera added now has no rate until a later snapshot. */
-    REQUIRE_OK(rt_metrics_add_camera(m, 1, "b", 0));
+    REQUIRE_OK(metrics_add_camera(m, 1, "b", 0));
     add_frames(m, 1, 10, 10);
     /* Half a second: the newest entry a full window old is the one at 100 s. */
     add_frames(m, 0, 15, 15);
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 101 * S + S / 2, 2000000, &s));
+    REQUIRE_OK(metrics_snapshot_take_at(m, 101 * S + S / 2, 2000000, &s));
     CHECK_NEAR(s->cameras[0].fps_in, 30.0, 1e-9); /* 45 frames over 1.5 s */
     CHECK(s->cameras[0].rate_span_ns == S + S / 2);
     CHECK(isnan(s->cameras[1].fps_in));
-    rt_metrics_snapshot_free(s);
+    metrics_snapshot_free(s);
 
     /* 2 s: a window back is the entry at 101 s; camera b counts from 101.5 s. */
     add_frames(m, 0, 30, 30);
     add_frames(m, 1, 6, 3);
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 102 * S, 3000000, &s));
+    REQUIRE_OK(metrics_snapshot_take_at(m, 102 * S, 3000000, &s));
     CHECK_NEAR(s->cameras[0].fps_in, 45.0, 1e-9);
     CHECK_NEAR(s->cameras[1].fps_in, 12.0, 1e-9);
     CHECK_NEAR(s->cameras[1].fps_processed, 6.0, 1e-9);
     CHECK(s->cameras[1].rate_span_ns == S / 2);
-    rt_metrics_snapshot_free(s);
+    metrics_snapshot_free(s);
 
     /* Time cannot go back; a snapshot at the same instant has rates too. */
-    CHECK_FAILS(rt_metrics_snapshot_take_at(m, 101 * S, 0, &s), OMMA_ERR_INVALID_ARG, "went back");
+    CHECK_FAILS(metrics_snapshot_take_at(m, 101 * S, 0, &s), OMMA_ERR_INVALID_ARG, "went back");
     CHECK(s == NULL);
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 102 * S, 3000000, &s));
+    REQUIRE_OK(metrics_snapshot_take_at(m, 102 * S, 3000000, &s));
     CHECK_NEAR(s->cameras[0].fps_in, 45.0, 1e-9);
-    rt_metrics_snapshot_free(s);
+    metrics_snapshot_free(s);
 
     /* Long after: the rate spans back to the newest entry (2 s). */
     add_frames(m, 0, 20, 20);
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 112 * S, 3000000, &s));
+    REQUIRE_OK(metrics_snapshot_take_at(m, 112 * S, 3000000, &s));
     CHECK_NEAR(s->cameras[0].fps_in, 2.0, 1e-9);
     CHECK(s->cameras[0].rate_span_ns == 10 * S);
-    rt_metrics_snapshot_free(s);
-    rt_metrics_destroy(m);
+    metrics_snapshot_free(s);
+    metrics_destroy(m);
 }
 
 /* ---- GPU readings ------------------------------------------------------- */
 
-static char *format(omma_status (*fn)(const rt_metrics_snapshot *, char **, size_t *),
-                    const rt_metrics_snapshot *s)
+static char *format(omma_status (*fn)(const metrics_snapshot *, char **, size_t *),
+                    const metrics_snapshot *s)
 {
     char *text = NULL;
     size_t len = 0;
@@ -332,11 +332,11 @@ static char *format(omma_status (*fn)(const rt_metrics_snapshot *, char **, size
 
 static void test_gpu_readings(void)
 {
-    rt_metrics *m = make_registry();
+    metrics_registry *m = make_registry();
     REQUIRE(m);
-    REQUIRE_OK(rt_metrics_add_gpu(m, 0, "NVIDIA H100 80GB HBM3"));
-    REQUIRE_OK(rt_metrics_add_gpu(m, 3, NULL));
-    REQUIRE_OK(rt_metrics_add_gpu(m, 5, "never read"));
+    REQUIRE_OK(metrics_add_gpu(m, 0, "NVIDIA H100 80GB HBM3"));
+    REQUIRE_OK(metrics_add_gpu(m, 3, NULL));
+    REQUIRE_OK(metrics_add_gpu(m, 5, "never read"));
 
     omma_device_metrics idle = {.available = 1,
                                 .valid = OMMA_METRIC_UTILIZATION | OMMA_METRIC_MEMORY |
@@ -345,14 +345,14 @@ static void test_gpu_readings(void)
                                 .mem_used = 0,
                                 .mem_total = 85520809984ull,
                                 .temperature_c = 31};
-    rt_metrics_gpu_reading(m, 0, &idle); /* zeros that are readings; power not read */
+    metrics_gpu_reading(m, 0, &idle); /* zeros that are readings; power not read */
     omma_device_metrics none = {.available = 0, .valid = OMMA_METRIC_POWER, .power_mw = 1};
     snprintf(none.reason, sizeof none.reason, "libnvidia-ml.so.1 not found");
-    rt_metrics_gpu_reading(m, 3, &none);
-    rt_metrics_gpu_reading(m, 9, &idle); /* not registered: ignored */
+    metrics_gpu_reading(m, 3, &none);
+    metrics_gpu_reading(m, 9, &idle); /* not registered: ignored */
 
-    rt_metrics_snapshot *s = NULL;
-    REQUIRE_OK(rt_metrics_snapshot_take(m, &s));
+    metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_snapshot_take(m, &s));
     REQUIRE(s->n_gpus == 3);
     CHECK(s->gpus[0].index == 0 && s->gpus[1].index == 3 && s->gpus[2].index == 5);
     CHECK(strcmp(s->gpus[1].name, "gpu3") == 0);
@@ -364,7 +364,7 @@ static void test_gpu_readings(void)
     CHECK(s->gpus[2].reading.available == 0);
     CHECK(strcmp(s->gpus[2].reading.reason, "no reading yet") == 0);
 
-    char *om = format(rt_metrics_format_openmetrics, s);
+    char *om = format(metrics_format_openmetrics, s);
     REQUIRE(om);
     CHECK(strstr(om, "omma_gpu_utilization_ratio{gpu=\"0\"} 0.0\n"));
     CHECK(strstr(om, "omma_gpu_memory_used_bytes{gpu=\"0\"} 0\n"));
@@ -378,7 +378,7 @@ static void test_gpu_readings(void)
     CHECK(strstr(om, "omma_gpu_info{gpu=\"0\",name=\"NVIDIA H100 80GB HBM3\"} 1\n"));
     free(om);
 
-    char *js = format(rt_metrics_format_json, s);
+    char *js = format(metrics_format_json, s);
     REQUIRE(js);
     CHECK(strstr(js, "\"index\":0,\"name\":\"NVIDIA H100 80GB HBM3\",\"available\":true,"
                      "\"util_pct\":0,\"mem_used_bytes\":0,\"mem_total_bytes\":85520809984,"
@@ -388,87 +388,87 @@ static void test_gpu_readings(void)
                      "\"power_w\":null,\"temperature_c\":null"));
     free(js);
 
-    char *tb = format(rt_metrics_format_table, s);
+    char *tb = format(metrics_format_table, s);
     REQUIRE(tb);
     CHECK(strstr(tb, "\n   0 NVIDIA H100 80GB HBM    0%        0.0/79.6       -     31 "));
     CHECK(strstr(tb, "\n   3 gpu3                     -               -       -      - "));
     free(tb);
-    rt_metrics_snapshot_free(s);
+    metrics_snapshot_free(s);
 
     /* A later good reading replaces the unavailable one. */
     omma_device_metrics busy = idle;
     busy.valid |= OMMA_METRIC_POWER;
     busy.gpu_util_pct = 87;
     busy.power_mw = 312500;
-    rt_metrics_gpu_reading(m, 3, &busy);
-    REQUIRE_OK(rt_metrics_snapshot_take(m, &s));
+    metrics_gpu_reading(m, 3, &busy);
+    REQUIRE_OK(metrics_snapshot_take(m, &s));
     CHECK(s->gpus[1].reading.available == 1 && s->gpus[1].reading.gpu_util_pct == 87);
-    om = format(rt_metrics_format_openmetrics, s);
+    om = format(metrics_format_openmetrics, s);
     CHECK(om && strstr(om, "omma_gpu_power_watts{gpu=\"3\"} 312.5\n"));
     CHECK(om && strstr(om, "omma_gpu_utilization_ratio{gpu=\"3\"} 0.87\n"));
     free(om);
-    rt_metrics_snapshot_free(s);
-    rt_metrics_destroy(m);
+    metrics_snapshot_free(s);
+    metrics_destroy(m);
 }
 
 /* ---- Registration ------------------------------------------------------- */
 
 static void test_registration_errors(void)
 {
-    rt_metrics *m = NULL;
+    metrics_registry *m = NULL;
     const char *dup[] = {"a", "a"};
-    rt_metrics_config cfg = {.stage_names = dup, .n_stages = 2};
-    CHECK_FAILS(rt_metrics_create(&cfg, &m), OMMA_ERR_INVALID_ARG, "twice");
+    metrics_config cfg = {.stage_names = dup, .n_stages = 2};
+    CHECK_FAILS(metrics_create(&cfg, &m), OMMA_ERR_INVALID_ARG, "twice");
     CHECK(m == NULL);
-    cfg.n_stages = RT_METRICS_MAX_STAGES + 1;
-    CHECK_FAILS(rt_metrics_create(&cfg, &m), OMMA_ERR_INVALID_ARG, "stages");
+    cfg.n_stages = METRICS_MAX_STAGES + 1;
+    CHECK_FAILS(metrics_create(&cfg, &m), OMMA_ERR_INVALID_ARG, "stages");
     const char *empty[] = {""};
-    cfg = (rt_metrics_config){.stage_names = empty, .n_stages = 1};
-    CHECK_FAILS(rt_metrics_create(&cfg, &m), OMMA_ERR_INVALID_ARG, "empty");
-    CHECK_FAILS(rt_metrics_create(NULL, NULL), OMMA_ERR_INVALID_ARG, "NULL out");
+    cfg = (metrics_config){.stage_names = empty, .n_stages = 1};
+    CHECK_FAILS(metrics_create(&cfg, &m), OMMA_ERR_INVALID_ARG, "empty");
+    CHECK_FAILS(metrics_create(NULL, NULL), OMMA_ERR_INVALID_ARG, "NULL out");
 
-    REQUIRE_OK(rt_metrics_create(NULL, &m));
-    CHECK_FAILS(rt_metrics_add_camera(m, -1, "x", 0), OMMA_ERR_INVALID_ARG, "out of range");
-    CHECK_FAILS(rt_metrics_add_camera(m, RT_METRICS_MAX_CAMERAS, "x", 0), OMMA_ERR_INVALID_ARG,
+    REQUIRE_OK(metrics_create(NULL, &m));
+    CHECK_FAILS(metrics_add_camera(m, -1, "x", 0), OMMA_ERR_INVALID_ARG, "out of range");
+    CHECK_FAILS(metrics_add_camera(m, METRICS_MAX_CAMERAS, "x", 0), OMMA_ERR_INVALID_ARG,
                 "4096 out of range");
-    REQUIRE_OK(rt_metrics_add_camera(m, RT_METRICS_MAX_CAMERAS - 1, "last", 0));
-    REQUIRE_OK(rt_metrics_add_camera(m, 0, "first", -5));
-    CHECK_FAILS(rt_metrics_add_camera(m, 0, "other", 0), OMMA_ERR_INVALID_ARG,
+    REQUIRE_OK(metrics_add_camera(m, METRICS_MAX_CAMERAS - 1, "last", 0));
+    REQUIRE_OK(metrics_add_camera(m, 0, "first", -5));
+    CHECK_FAILS(metrics_add_camera(m, 0, "other", 0), OMMA_ERR_INVALID_ARG,
                 "camera 0 is already registered");
-    CHECK_FAILS(rt_metrics_add_camera(m, 1, "last", 0), OMMA_ERR_INVALID_ARG,
+    CHECK_FAILS(metrics_add_camera(m, 1, "last", 0), OMMA_ERR_INVALID_ARG,
                 "camera name \"last\" is camera 4095's");
-    CHECK_FAILS(rt_metrics_add_camera(m, 1, "", 0), OMMA_ERR_INVALID_ARG, "empty");
-    CHECK_FAILS(rt_metrics_add_camera(m, 1, "bad \xC3\x28", 0), OMMA_ERR_INVALID_ARG, "UTF-8");
-    CHECK_FAILS(rt_metrics_add_camera(m, 1, "\xED\xA0\x80", 0), OMMA_ERR_INVALID_ARG, "UTF-8");
-    char longname[RT_METRICS_NAME_MAX + 1];
+    CHECK_FAILS(metrics_add_camera(m, 1, "", 0), OMMA_ERR_INVALID_ARG, "empty");
+    CHECK_FAILS(metrics_add_camera(m, 1, "bad \xC3\x28", 0), OMMA_ERR_INVALID_ARG, "UTF-8");
+    CHECK_FAILS(metrics_add_camera(m, 1, "\xED\xA0\x80", 0), OMMA_ERR_INVALID_ARG, "UTF-8");
+    char longname[METRICS_NAME_MAX + 1];
     memset(longname, 'n', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    CHECK_FAILS(rt_metrics_add_camera(m, 1, longname, 0), OMMA_ERR_INVALID_ARG, "128 bytes");
-    REQUIRE_OK(rt_metrics_add_camera(m, 1, "caméra ☃", 0));
-    CHECK_FAILS(rt_metrics_add_gpu(m, RT_METRICS_MAX_GPUS, NULL), OMMA_ERR_INVALID_ARG,
+    CHECK_FAILS(metrics_add_camera(m, 1, longname, 0), OMMA_ERR_INVALID_ARG, "128 bytes");
+    REQUIRE_OK(metrics_add_camera(m, 1, "caméra ☃", 0));
+    CHECK_FAILS(metrics_add_gpu(m, METRICS_MAX_GPUS, NULL), OMMA_ERR_INVALID_ARG,
                 "out of range");
-    REQUIRE_OK(rt_metrics_add_gpu(m, 0, NULL));
-    CHECK_FAILS(rt_metrics_add_gpu(m, 0, NULL), OMMA_ERR_INVALID_ARG, "already registered");
+    REQUIRE_OK(metrics_add_gpu(m, 0, NULL));
+    CHECK_FAILS(metrics_add_gpu(m, 0, NULL), OMMA_ERR_INVALID_ARG, "already registered");
 
     /* Placement and state changes show in the snapshot. */
-    rt_metrics_camera_set_gpu(m, 1, 2);
-    rt_metrics_camera_set_state(m, 1, RT_CAMERA_FAILED);
-    rt_metrics_camera_set_state(m, 5, RT_CAMERA_FAILED); /* not registered: ignored */
-    rt_metrics_snapshot *s = NULL;
-    REQUIRE_OK(rt_metrics_snapshot_take(m, &s));
+    metrics_camera_set_gpu(m, 1, 2);
+    metrics_camera_set_state(m, 1, METRICS_CAMERA_FAILED);
+    metrics_camera_set_state(m, 5, METRICS_CAMERA_FAILED); /* not registered: ignored */
+    metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_snapshot_take(m, &s));
     REQUIRE(s->n_cameras == 3);
     CHECK(s->cameras[0].index == 0 && s->cameras[0].gpu == -1);
-    CHECK(s->cameras[1].gpu == 2 && s->cameras[1].state == RT_CAMERA_FAILED);
-    CHECK(s->cameras[2].index == RT_METRICS_MAX_CAMERAS - 1 && s->cameras[2].state == RT_CAMERA_RUNNING);
-    CHECK(strcmp(rt_metrics_camera_state_str(RT_CAMERA_ENDED), "ended") == 0);
-    CHECK(strcmp(rt_metrics_camera_state_str((rt_camera_state)42), "unknown") == 0);
-    rt_metrics_snapshot_free(s);
-    CHECK_FAILS(rt_metrics_snapshot_take(NULL, &s), OMMA_ERR_INVALID_ARG, "NULL registry");
+    CHECK(s->cameras[1].gpu == 2 && s->cameras[1].state == METRICS_CAMERA_FAILED);
+    CHECK(s->cameras[2].index == METRICS_MAX_CAMERAS - 1 && s->cameras[2].state == METRICS_CAMERA_RUNNING);
+    CHECK(strcmp(metrics_camera_state_str(METRICS_CAMERA_ENDED), "ended") == 0);
+    CHECK(strcmp(metrics_camera_state_str((metrics_camera_state)42), "unknown") == 0);
+    metrics_snapshot_free(s);
+    CHECK_FAILS(metrics_snapshot_take(NULL, &s), OMMA_ERR_INVALID_ARG, "NULL registry");
     char *text = (char *)1;
-    CHECK_FAILS(rt_metrics_format_json(NULL, &text, NULL), OMMA_ERR_INVALID_ARG, "NULL snapshot");
+    CHECK_FAILS(metrics_format_json(NULL, &text, NULL), OMMA_ERR_INVALID_ARG, "NULL snapshot");
     CHECK(text == NULL);
-    rt_metrics_destroy(m);
-    rt_metrics_destroy(NULL);
+    metrics_destroy(m);
+    metrics_destroy(NULL);
 }
 
 /* ---- OpenMetrics, parsed ------------------------------------------------ */
@@ -488,7 +488,7 @@ typedef struct om_parse {
     double last_le;
     uint64_t last_cum, inf_count;
     int in_series, saw_inf, saw_count, saw_sum, n_buckets;
-    char cameras[16][RT_METRICS_NAME_MAX];
+    char cameras[16][METRICS_NAME_MAX];
     int n_cameras;
     int samples;
 } om_parse;
@@ -568,7 +568,7 @@ static int om_sample(om_parse *p, const char *line)
             }
             if (strcmp(lname, "camera") == 0 && strcmp(name, "omma_camera_info") == 0 &&
                 p->n_cameras < 16)
-                snprintf(p->cameras[p->n_cameras++], RT_METRICS_NAME_MAX, "%.120s", value);
+                snprintf(p->cameras[p->n_cameras++], METRICS_NAME_MAX, "%.120s", value);
             if (*s == ',')
                 s++;
             else if (*s != '}')
@@ -715,31 +715,31 @@ static int om_check(om_parse *p, const char *text)
 
 static void test_openmetrics(void)
 {
-    rt_metrics *m = make_registry();
+    metrics_registry *m = make_registry();
     REQUIRE(m);
     const char *weird = "we\"ird\\cam\nname";
-    REQUIRE_OK(rt_metrics_add_camera(m, 0, "front door", 0));
-    REQUIRE_OK(rt_metrics_add_camera(m, 2, weird, 1));
-    REQUIRE_OK(rt_metrics_add_camera(m, 3, "idle", -1));
-    REQUIRE_OK(rt_metrics_add_gpu(m, 0, "H100 \"a\""));
-    REQUIRE_OK(rt_metrics_add_gpu(m, 1, NULL));
-    rt_metrics_frame_in(m, 2);
-    rt_metrics_frames_dropped(m, 2, 4);
-    rt_metrics_frame_done(m, 2, 15000000000ull); /* above 10 s: only in +Inf */
-    rt_metrics_camera_set_state(m, 2, RT_CAMERA_ENDED);
-    rt_metrics_snapshot *s = NULL; /* the base of the CPU per frame: 100 frames after */
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 1000000000ull, 0, &s));
-    rt_metrics_snapshot_free(s);
+    REQUIRE_OK(metrics_add_camera(m, 0, "front door", 0));
+    REQUIRE_OK(metrics_add_camera(m, 2, weird, 1));
+    REQUIRE_OK(metrics_add_camera(m, 3, "idle", -1));
+    REQUIRE_OK(metrics_add_gpu(m, 0, "H100 \"a\""));
+    REQUIRE_OK(metrics_add_gpu(m, 1, NULL));
+    metrics_frame_in(m, 2);
+    metrics_frames_dropped(m, 2, 4);
+    metrics_frame_done(m, 2, 15000000000ull); /* above 10 s: only in +Inf */
+    metrics_camera_set_state(m, 2, METRICS_CAMERA_ENDED);
+    metrics_snapshot *s = NULL; /* the base of the CPU per frame: 100 frames after */
+    REQUIRE_OK(metrics_snapshot_take_at(m, 1000000000ull, 0, &s));
+    metrics_snapshot_free(s);
     for (int i = 0; i < 100; i++) {
-        rt_metrics_frame_in(m, 0);
-        rt_metrics_frame_done(m, 0, 2000000 + (uint64_t)i * 100000); /* 2..12 ms */
-        rt_metrics_stage_time(m, 0, i % 4, 50000 + (uint64_t)i * 1000);
+        metrics_frame_in(m, 0);
+        metrics_frame_done(m, 0, 2000000 + (uint64_t)i * 100000); /* 2..12 ms */
+        metrics_stage_time(m, 0, i % 4, 50000 + (uint64_t)i * 1000);
     }
     omma_device_metrics r = {.available = 1, .valid = OMMA_METRIC_POWER, .power_mw = 70000};
-    rt_metrics_gpu_reading(m, 0, &r);
+    metrics_gpu_reading(m, 0, &r);
 
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 2000000000ull, 2000000, &s));
-    char *om = format(rt_metrics_format_openmetrics, s);
+    REQUIRE_OK(metrics_snapshot_take_at(m, 2000000000ull, 2000000, &s));
+    char *om = format(metrics_format_openmetrics, s);
     REQUIRE(om);
     om_parse p;
     if (!om_check(&p, om)) {
@@ -798,18 +798,18 @@ static void test_openmetrics(void)
                        "h_seconds_count 2\nh_seconds_sum 3.5\n# EOF\n"));
 
     free(om);
-    rt_metrics_snapshot_free(s);
+    metrics_snapshot_free(s);
 
     /* An empty registry is a valid exposition too. */
-    rt_metrics *e = NULL;
-    REQUIRE_OK(rt_metrics_create(NULL, &e));
-    REQUIRE_OK(rt_metrics_snapshot_take(e, &s));
-    om = format(rt_metrics_format_openmetrics, s);
+    metrics_registry *e = NULL;
+    REQUIRE_OK(metrics_create(NULL, &e));
+    REQUIRE_OK(metrics_snapshot_take(e, &s));
+    om = format(metrics_format_openmetrics, s);
     CHECK(om && om_check(&p, om));
     free(om);
-    rt_metrics_snapshot_free(s);
-    rt_metrics_destroy(e);
-    rt_metrics_destroy(m);
+    metrics_snapshot_free(s);
+    metrics_destroy(e);
+    metrics_destroy(m);
 }
 
 /* ---- JSON line ---------------------------------------------------------- */
@@ -859,23 +859,23 @@ static int json_scan(const char *s, char *err, size_t errsize)
 
 static void test_json_line(void)
 {
-    rt_metrics *m = make_registry();
+    metrics_registry *m = make_registry();
     REQUIRE(m);
-    REQUIRE_OK(rt_metrics_add_camera(m, 0, "tab\there \"q\" \\ ☃", 0));
-    REQUIRE_OK(rt_metrics_add_camera(m, 1, "quiet", -1));
-    REQUIRE_OK(rt_metrics_add_gpu(m, 0, "g0"));
+    REQUIRE_OK(metrics_add_camera(m, 0, "tab\there \"q\" \\ ☃", 0));
+    REQUIRE_OK(metrics_add_camera(m, 1, "quiet", -1));
+    REQUIRE_OK(metrics_add_gpu(m, 0, "g0"));
     omma_device_metrics bad = {.available = 0};
     snprintf(bad.reason, sizeof bad.reason, "nvml: \"bad\" \xff\x01 byte");
-    rt_metrics_gpu_reading(m, 0, &bad);
+    metrics_gpu_reading(m, 0, &bad);
     add_frames(m, 0, 10, 10);
-    rt_metrics_stage_time(m, 0, 1, 3000000);
+    metrics_stage_time(m, 0, 1, 3000000);
 
-    rt_metrics_snapshot *s = NULL;
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 5000000000ull, 0, &s));
-    rt_metrics_snapshot_free(s);
+    metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_snapshot_take_at(m, 5000000000ull, 0, &s));
+    metrics_snapshot_free(s);
     add_frames(m, 0, 30, 30);
-    REQUIRE_OK(rt_metrics_snapshot_take_at(m, 6000000000ull, 600000, &s));
-    char *js = format(rt_metrics_format_json, s);
+    REQUIRE_OK(metrics_snapshot_take_at(m, 6000000000ull, 600000, &s));
+    char *js = format(metrics_format_json, s);
     REQUIRE(js);
     char err[128];
     if (!json_scan(js, err, sizeof err)) {
@@ -914,23 +914,23 @@ static void test_json_line(void)
         fprintf(stderr, "note: no python3, json.loads check skipped\n");
     }
     free(js);
-    rt_metrics_snapshot_free(s);
-    rt_metrics_destroy(m);
+    metrics_snapshot_free(s);
+    metrics_destroy(m);
 }
 
 /* ---- Status table ------------------------------------------------------- */
 
 static void test_table(void)
 {
-    rt_metrics *m = make_registry();
+    metrics_registry *m = make_registry();
     REQUIRE(m);
-    REQUIRE_OK(rt_metrics_add_camera(m, 0, "lobby", 0));
-    REQUIRE_OK(rt_metrics_add_camera(m, 12, "a very long camera name that is cut", 1));
-    REQUIRE_OK(rt_metrics_add_camera(m, 100, "line\nbreak", 1));
-    REQUIRE_OK(rt_metrics_add_gpu(m, 0, "NVIDIA H100"));
-    REQUIRE_OK(rt_metrics_add_gpu(m, 1, NULL));
+    REQUIRE_OK(metrics_add_camera(m, 0, "lobby", 0));
+    REQUIRE_OK(metrics_add_camera(m, 12, "a very long camera name that is cut", 1));
+    REQUIRE_OK(metrics_add_camera(m, 100, "line\nbreak", 1));
+    REQUIRE_OK(metrics_add_gpu(m, 0, "NVIDIA H100"));
+    REQUIRE_OK(metrics_add_gpu(m, 1, NULL));
     add_frames(m, 0, 3, 3);
-    rt_metrics_stage_time(m, 0, 3, 2500000);
+    metrics_stage_time(m, 0, 3, 2500000);
     omma_device_metrics r = {.available = 1,
                              .valid = OMMA_METRIC_UTILIZATION | OMMA_METRIC_MEMORY |
                                       OMMA_METRIC_POWER | OMMA_METRIC_TEMPERATURE,
@@ -939,10 +939,10 @@ static void test_table(void)
                              .mem_total = 80ull << 30,
                              .power_mw = 312400,
                              .temperature_c = 61};
-    rt_metrics_gpu_reading(m, 0, &r);
-    rt_metrics_snapshot *s = NULL;
-    REQUIRE_OK(rt_metrics_snapshot_take(m, &s));
-    char *tb = format(rt_metrics_format_table, s);
+    metrics_gpu_reading(m, 0, &r);
+    metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_snapshot_take(m, &s));
+    char *tb = format(metrics_format_table, s);
     REQUIRE(tb);
 
     /* 1 header + 3 cameras, 1 header + 2 GPUs, the process line; the camera
@@ -969,16 +969,16 @@ static void test_table(void)
                   63) == 0);
     char cell[32], step[96]; /* the step's 2.5 ms read back from its bucket */
     snprintf(cell, sizeof cell, "%.2f/%.2f",
-             rt_metrics_hist_quantile_ns(&s->gpus[0].stages[3], 0.5) / 1e6,
-             rt_metrics_hist_quantile_ns(&s->gpus[0].stages[3], 0.99) / 1e6);
+             metrics_hist_quantile_ns(&s->gpus[0].stages[3], 0.5) / 1e6,
+             metrics_hist_quantile_ns(&s->gpus[0].stages[3], 0.99) / 1e6);
     snprintf(step, sizeof step, " %-17s %-17s %-17s %-17s\n", "-", "-", "-", cell);
     CHECK(strstr(lines[5], step) == lines[5] + 62);
     CHECK(strcmp(cell, "2.40/2.40") == 0);
     CHECK(strstr(lines[6], "   1 gpu1                     -               -       -      - -"));
     CHECK(strncmp(lines[7], "process: cpu - us/frame, 3 frames, up ", 38) == 0);
     free(tb);
-    rt_metrics_snapshot_free(s);
-    rt_metrics_destroy(m);
+    metrics_snapshot_free(s);
+    metrics_destroy(m);
 }
 
 int main(void)

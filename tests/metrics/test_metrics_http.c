@@ -13,8 +13,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "runtime/metrics.h"
-#include "runtime/metrics_http.h"
+#include "metrics/metrics.h"
+#include "metrics/metrics.http.h"
 #include "testing.h"
 
 /* Sends `request` to 127.0.0.1:port and returns everything the server sent
@@ -116,31 +116,31 @@ static int count_fds(void)
     return n;
 }
 
-static rt_metrics *registry(void)
+static metrics_registry *registry(void)
 {
     static const char *const stages[] = {"detector", "step"};
-    rt_metrics_config cfg = {.stage_names = stages, .n_stages = 2};
-    rt_metrics *m = NULL;
-    if (rt_metrics_create(&cfg, &m) != OMMA_OK || rt_metrics_add_camera(m, 0, "cam0", 0) ||
-        rt_metrics_add_gpu(m, 0, "g")) {
+    metrics_config cfg = {.stage_names = stages, .n_stages = 2};
+    metrics_registry *m = NULL;
+    if (metrics_create(&cfg, &m) != OMMA_OK || metrics_add_camera(m, 0, "cam0", 0) ||
+        metrics_add_gpu(m, 0, "g")) {
         fprintf(stderr, "registry: %s\n", omma_last_error());
-        rt_metrics_destroy(m);
+        metrics_destroy(m);
         return NULL;
     }
     for (int i = 0; i < 3; i++) {
-        rt_metrics_frame_in(m, 0);
-        rt_metrics_frame_done(m, 0, 8000000);
+        metrics_frame_in(m, 0);
+        metrics_frame_done(m, 0, 8000000);
     }
     return m;
 }
 
 static void test_get_metrics(void)
 {
-    rt_metrics *m = registry();
+    metrics_registry *m = registry();
     REQUIRE(m);
-    rt_metrics_http *h = NULL;
-    REQUIRE_OK(rt_metrics_http_start(m, NULL, 0, &h));
-    int port = rt_metrics_http_port(h);
+    metrics_http *h = NULL;
+    REQUIRE_OK(metrics_http_start(m, NULL, 0, &h));
+    int port = metrics_http_port(h);
     CHECK(port > 0 && port <= 65535);
 
     char *r = http_request(port, "GET", "/metrics");
@@ -158,7 +158,7 @@ static void test_get_metrics(void)
     free(r);
 
     /* Counters move between scrapes. */
-    rt_metrics_frame_in(m, 0);
+    metrics_frame_in(m, 0);
     r = http_request(port, "GET", "/metrics");
     REQUIRE(r);
     CHECK(strstr(r, "omma_camera_frames_in_total{camera=\"cam0\"} 4\n"));
@@ -190,26 +190,26 @@ static void test_get_metrics(void)
     CHECK(strncmp(r, "HTTP/1.1 405 ", 13) == 0);
     free(r);
 
-    rt_metrics_http_stop(h);
-    rt_metrics_destroy(m);
+    metrics_http_stop(h);
+    metrics_destroy(m);
 }
 
 static void test_port_in_use_and_restart(void)
 {
     int fds_before = count_fds();
-    rt_metrics *m = registry();
+    metrics_registry *m = registry();
     REQUIRE(m);
-    rt_metrics_http *a = NULL, *b = NULL;
-    REQUIRE_OK(rt_metrics_http_start(m, "127.0.0.1", 0, &a));
-    int port = rt_metrics_http_port(a);
+    metrics_http *a = NULL, *b = NULL;
+    REQUIRE_OK(metrics_http_start(m, "127.0.0.1", 0, &a));
+    int port = metrics_http_port(a);
     char port_text[16];
     snprintf(port_text, sizeof port_text, "port %d", port);
 
-    b = (rt_metrics_http *)1;
-    CHECK_FAILS(rt_metrics_http_start(m, "127.0.0.1", port, &b), OMMA_ERR_IO, port_text);
+    b = (metrics_http *)1;
+    CHECK_FAILS(metrics_http_start(m, "127.0.0.1", port, &b), OMMA_ERR_IO, port_text);
     CHECK(b == NULL);
     CHECK(strstr(omma_last_error(), "in use"));
-    CHECK_FAILS(rt_metrics_http_start(m, NULL, port, &b), OMMA_ERR_IO, port_text);
+    CHECK_FAILS(metrics_http_start(m, NULL, port, &b), OMMA_ERR_IO, port_text);
 
     /* A client is served while the refused second server is gone. */
     char *r = http_request(port, "GET", "/metrics");
@@ -217,49 +217,49 @@ static void test_port_in_use_and_restart(void)
     free(r);
 
     /* Stop, then the same port again: free, and served. */
-    rt_metrics_http_stop(a);
-    REQUIRE_OK(rt_metrics_http_start(m, "127.0.0.1", port, &a));
-    CHECK(rt_metrics_http_port(a) == port);
+    metrics_http_stop(a);
+    REQUIRE_OK(metrics_http_start(m, "127.0.0.1", port, &a));
+    CHECK(metrics_http_port(a) == port);
     r = http_request(port, "GET", "/metrics");
     CHECK(r && strncmp(r, "HTTP/1.1 200 OK\r\n", 17) == 0);
     free(r);
-    rt_metrics_http_stop(a);
+    metrics_http_stop(a);
 
     /* Several cycles leave no descriptor or thread behind. */
     for (int i = 0; i < 5; i++) {
-        REQUIRE_OK(rt_metrics_http_start(m, NULL, 0, &a));
-        rt_metrics_http_stop(a);
+        REQUIRE_OK(metrics_http_start(m, NULL, 0, &a));
+        metrics_http_stop(a);
     }
-    rt_metrics_http_stop(NULL);
-    rt_metrics_destroy(m);
+    metrics_http_stop(NULL);
+    metrics_destroy(m);
     CHECK(count_fds() == fds_before);
 }
 
 static void test_bad_arguments(void)
 {
-    rt_metrics *m = registry();
+    metrics_registry *m = registry();
     REQUIRE(m);
-    rt_metrics_http *h = (rt_metrics_http *)1;
-    CHECK_FAILS(rt_metrics_http_start(m, NULL, 70000, &h), OMMA_ERR_INVALID_ARG, "70000");
+    metrics_http *h = (metrics_http *)1;
+    CHECK_FAILS(metrics_http_start(m, NULL, 70000, &h), OMMA_ERR_INVALID_ARG, "70000");
     CHECK(h == NULL);
-    CHECK_FAILS(rt_metrics_http_start(m, NULL, -1, &h), OMMA_ERR_INVALID_ARG, "port -1");
-    CHECK_FAILS(rt_metrics_http_start(m, "localhost", 0, &h), OMMA_ERR_INVALID_ARG,
+    CHECK_FAILS(metrics_http_start(m, NULL, -1, &h), OMMA_ERR_INVALID_ARG, "port -1");
+    CHECK_FAILS(metrics_http_start(m, "localhost", 0, &h), OMMA_ERR_INVALID_ARG,
                 "\"localhost\" is not a numeric");
-    CHECK_FAILS(rt_metrics_http_start(NULL, NULL, 0, &h), OMMA_ERR_INVALID_ARG, "NULL registry");
-    CHECK_FAILS(rt_metrics_http_start(m, NULL, 0, NULL), OMMA_ERR_INVALID_ARG, "NULL out");
+    CHECK_FAILS(metrics_http_start(NULL, NULL, 0, &h), OMMA_ERR_INVALID_ARG, "NULL registry");
+    CHECK_FAILS(metrics_http_start(m, NULL, 0, NULL), OMMA_ERR_INVALID_ARG, "NULL out");
     /* An address this machine does not have cannot be bound. */
-    CHECK_FAILS(rt_metrics_http_start(m, "192.0.2.1", 0, &h), OMMA_ERR_IO, "192.0.2.1 port 0");
-    rt_metrics_destroy(m);
+    CHECK_FAILS(metrics_http_start(m, "192.0.2.1", 0, &h), OMMA_ERR_IO, "192.0.2.1 port 0");
+    metrics_destroy(m);
 }
 
 int main(void)
 {
-    if (!rt_metrics_http_available()) {
-        rt_metrics *m = registry();
-        rt_metrics_http *h = NULL;
-        omma_status st = rt_metrics_http_start(m, NULL, 0, &h);
+    if (!metrics_http_available()) {
+        metrics_registry *m = registry();
+        metrics_http *h = NULL;
+        omma_status st = metrics_http_start(m, NULL, 0, &h);
         int ok = st == OMMA_ERR_UNSUPPORTED && strstr(omma_last_error(), "libmicrohttpd") && !h;
-        rt_metrics_destroy(m);
+        metrics_destroy(m);
         if (!ok) {
             fprintf(stderr, "without libmicrohttpd: %s %s\n", omma_status_str(st),
                     omma_last_error());

@@ -1,5 +1,5 @@
 #define _DEFAULT_SOURCE /* usleep */
-/* The GPU face pipeline's batches in flight (runtime/face_pipeline_async.h)
+/* The GPU face pipeline's batches in flight (pipeline/face_pipeline_async.h)
  * and whole-step graphs: six cameras watching the astronaut photo panned
  * over grey canvases, through
  *   - a reference pipeline: graphs off, one lane, all six cameras in one
@@ -24,7 +24,7 @@
 #include "gpu/gpu_testing.h"
 #include "gpu/test_kernels.h"
 #include "omma/pipeline.h"
-#include "runtime/face_pipeline_async.h"
+#include "pipeline/face_pipeline_async.h"
 #include "support/face_inputs.h"
 #include "support/png_image.h"
 #include "testing.h"

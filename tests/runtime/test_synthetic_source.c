@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "omma/pipeline.h"
-#include "runtime/image_file.h"
+#include "io/image_file.h"
 #include "runtime/synthetic_source.h"
 #include "support/face_inputs.h"
 #include "testing.h"
 #include "vision/detect_decode.h"
 
-static rt_image photo;
+static io_image photo;
 
 static uint8_t luma(const omma_frame *f, int x, int y)
 {
@@ -143,7 +143,7 @@ static void test_errors(void)
 
 int main(void)
 {
-    if (rt_image_load(FACE_PHOTO, &photo) != OMMA_OK) {
+    if (io_image_load(FACE_PHOTO, &photo) != OMMA_OK) {
         fprintf(stderr, "%s: %s (run scripts/fetch-testdata.sh)\n", FACE_PHOTO, omma_last_error());
         return 1;
     }
@@ -151,6 +151,6 @@ int main(void)
     RUN(test_frames_follow_truth);
     RUN(test_cameras_differ);
     RUN(test_pipeline_finds_truth);
-    rt_image_free(&photo);
+    io_image_free(&photo);
     return testing_finish();
 }

@@ -1,16 +1,16 @@
-/* Test images through the library's decoder (src/runtime/image_file.c),
+/* Test images through the library's decoder (src/io/image_file.c),
  * and bilinear sampling. */
 #include "support/png_image.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "runtime/image_file.h"
+#include "io/image_file.h"
 
 omma_status rgb_image_load_png(const char *path, rgb_image *out)
 {
-    rt_image img;
-    omma_status st = rt_image_load(path, &img);
+    io_image img;
+    omma_status st = io_image_load(path, &img);
     out->width = img.width;
     out->height = img.height;
     out->rgb = img.rgb;

@@ -11,7 +11,7 @@ typedef struct rgb_image {
 } rgb_image;
 
 /* Reads a PNG (any bit depth or colour type; alpha dropped, grey expanded)
- * into 8-bit RGB with rt_image_load. OMMA_ERR_IO / OMMA_ERR_FORMAT with the
+ * into 8-bit RGB with io_image_load. OMMA_ERR_IO / OMMA_ERR_FORMAT with the
  * reason. */
 omma_status rgb_image_load_png(const char *path, rgb_image *out);
 

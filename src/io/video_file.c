@@ -1,0 +1,547 @@
+#define _POSIX_C_SOURCE 200809L /* stat */
+/* Video files through libavformat (demuxing) and libavcodec (decoding),
+ * strictly: the decoder explodes on damage instead of concealing it, a
+ * packet the demuxer could only read in part is an error, and frames are
+ * checked against the stream's size and omma's pixel cap. Only the file
+ * protocol is allowed, so a path never reaches the network.
+ *
+ * FFmpeg's log goes to a callback installed once per process that prints
+ * nothing and keeps the calling thread's last error line, which the next
+ * failure message quotes (the decoder's own words: "moov atom not found",
+ * "error while decoding MB ..."). */
+#include "io/video_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "io/image_file.h"
+
+#ifdef OMMA_HAVE_LIBAV
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libswscale/swscale.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "io/video_libav.h"
+
+struct io_video {
+    char *path;
+    AVFormatContext *fmt;
+    AVCodecContext *dec;
+    AVFrame *frame;
+    AVPacket *pkt;
+    int stream;
+    int width, height;
+    double fps;
+    long frame_count;
+    double time_base_ms; /* one stream tick in ms */
+    int64_t start_pts; /* the stream's start in ticks (0 when unknown) */
+    long index; /* frames handed out so far */
+    long packets; /* packets of the stream sent to the decoder */
+    int draining; /* the demuxer is at its end: the decoder is flushed */
+    /* Damage the demuxer met (a packet cut short, unreadable data): the
+     * frames decoded from the packets before it are handed out first, then
+     * this is the error instead of the end of the stream. */
+    omma_status pending;
+    char pending_why[512];
+    int done; /* the decoder has given its last frame */
+    atomic_int busy;
+    omma_status error; /* sticky: replayed with error_text */
+    char *error_text;
+    struct SwsContext *sws;
+    uint8_t *rgb; /* the converted frame for pixel formats other than 4:2:0 */
+    size_t rgb_bytes;
+};
+
+static _Thread_local char av_last[256];
+
+static void on_av_log(void *avcl, int level, const char *fmt, va_list ap)
+{
+    (void)avcl;
+    if (level > AV_LOG_ERROR)
+        return;
+    vsnprintf(av_last, sizeof av_last, fmt, ap);
+    size_t n = strlen(av_last);
+    while (n && (av_last[n - 1] == '\n' || av_last[n - 1] == ' '))
+        av_last[--n] = '\0';
+}
+
+static void install_log(void)
+{
+    av_log_set_callback(on_av_log);
+}
+
+void io_libav_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_log);
+}
+
+void io_libav_clear_log(void)
+{
+    av_last[0] = '\0';
+}
+
+const char *io_libav_why(int err, char *buf, size_t size)
+{
+    char e[AV_ERROR_MAX_STRING_SIZE];
+    av_strerror(err, e, sizeof e);
+    if (av_last[0])
+        snprintf(buf, size, "%s (%s)", e, av_last);
+    else
+        snprintf(buf, size, "%s", e);
+    return buf;
+}
+
+/* The status an FFmpeg error code stands for, for a file being read. */
+static omma_status read_status(int err)
+{
+    if (err == AVERROR(ENOMEM))
+        return OMMA_ERR_OUT_OF_MEMORY;
+    if (err == AVERROR(EIO) || err == AVERROR(ENOENT) || err == AVERROR(EACCES) ||
+        err == AVERROR(EISDIR) || err == AVERROR(EPERM))
+        return OMMA_ERR_IO;
+    if (err == AVERROR_DECODER_NOT_FOUND || err == AVERROR_DEMUXER_NOT_FOUND ||
+        err == AVERROR_PATCHWELCOME || err == AVERROR(ENOSYS))
+        return OMMA_ERR_UNSUPPORTED;
+    return OMMA_ERR_FORMAT;
+}
+
+int io_video_available(void)
+{
+    return 1;
+}
+
+static omma_status open_stream(io_video *v)
+{
+    char why[512];
+    const char *path = v->path;
+    /* "file:" so a name with a colon is never taken for a protocol. */
+    size_t n = strlen(path) + sizeof "file:";
+    char *url = malloc(n);
+    if (!url)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %zu bytes", path, n);
+    snprintf(url, n, "file:%s", path);
+    AVDictionary *opts = NULL;
+    av_dict_set(&opts, "protocol_whitelist", "file", 0);
+    io_libav_clear_log();
+    int err = avformat_open_input(&v->fmt, url, NULL, &opts);
+    av_dict_free(&opts);
+    free(url);
+    if (err < 0 && read_status(err) == OMMA_ERR_IO)
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: cannot open: %s", path,
+                         io_libav_why(err, why, sizeof why));
+    if (err < 0)
+        return OMMA_FAIL(read_status(err), "%s: not a video file omma can open: %s", path,
+                         io_libav_why(err, why, sizeof why));
+    io_libav_clear_log();
+    err = avformat_find_stream_info(v->fmt, NULL);
+    if (err < 0)
+        return OMMA_FAIL(read_status(err), "%s: cannot read the stream headers: %s", path,
+                         io_libav_why(err, why, sizeof why));
+    const AVCodec *codec = NULL;
+    err = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (err == AVERROR_STREAM_NOT_FOUND)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: no video stream (format %s)", path,
+                         v->fmt->iformat->name);
+    if (err == AVERROR_DECODER_NOT_FOUND || (err >= 0 && !codec)) {
+        int i = err >= 0 ? err : av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+        const char *name = i >= 0 ? avcodec_get_name(v->fmt->streams[i]->codecpar->codec_id) : "?";
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: no decoder for its %s video in this FFmpeg",
+                         path, name);
+    }
+    if (err < 0)
+        return OMMA_FAIL(read_status(err), "%s: no usable video stream: %s", path,
+                         io_libav_why(err, why, sizeof why));
+    v->stream = err;
+    AVStream *st = v->fmt->streams[v->stream];
+    const AVCodecParameters *par = st->codecpar;
+    if (par->width <= 0 || par->height <= 0)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: %s video stream of size %dx%d", path, codec->name,
+                         par->width, par->height);
+    if (par->width > IO_IMAGE_MAX_SIDE || par->height > IO_IMAGE_MAX_SIDE ||
+        (long long)par->width * par->height > IO_IMAGE_MAX_PIXELS)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "%s: video of %dx%d pixels (at most %d a side, %lld in all)", path,
+                         par->width, par->height, IO_IMAGE_MAX_SIDE, IO_IMAGE_MAX_PIXELS);
+    v->width = par->width;
+    v->height = par->height;
+
+    AVRational rate = st->avg_frame_rate.num > 0 && st->avg_frame_rate.den > 0 ? st->avg_frame_rate
+                                                                               : st->r_frame_rate;
+    v->fps = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
+    if (!(v->fps > 0.0 && v->fps <= 1000.0))
+        v->fps = 25.0;
+    v->frame_count = st->nb_frames > 0 ? (long)st->nb_frames : 0;
+    v->time_base_ms =
+        st->time_base.num > 0 && st->time_base.den > 0 ? 1000.0 * av_q2d(st->time_base) : 0.0;
+    v->start_pts = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+
+    v->dec = avcodec_alloc_context3(codec);
+    if (!v->dec)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: cannot make a %s decoder", path, codec->name);
+    err = avcodec_parameters_to_context(v->dec, par);
+    if (err < 0)
+        return OMMA_FAIL(read_status(err), "%s: %s decoder parameters: %s", path, codec->name,
+                         io_libav_why(err, why, sizeof why));
+    /* Strict: damage is an error, never concealed. */
+    v->dec->err_recognition = AV_EF_CRCCHECK | AV_EF_BITSTREAM | AV_EF_BUFFER | AV_EF_EXPLODE;
+    v->dec->error_concealment = 0;
+    v->dec->pkt_timebase = st->time_base;
+    v->dec->thread_count = 0; /* FFmpeg's choice */
+    io_libav_clear_log();
+    err = avcodec_open2(v->dec, codec, NULL);
+    if (err < 0)
+        return OMMA_FAIL(read_status(err), "%s: cannot open the %s decoder: %s", path, codec->name,
+                         io_libav_why(err, why, sizeof why));
+    v->frame = av_frame_alloc();
+    v->pkt = av_packet_alloc();
+    if (!v->frame || !v->pkt)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame and packet", path);
+    return OMMA_OK;
+}
+
+omma_status io_video_open(const char *path, io_video **out)
+{
+    if (out)
+        *out = NULL;
+    if (!path || !out)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "io_video_open: NULL %s", path ? "out" : "path");
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: not a regular file", path);
+    if (sb.st_size == 0)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: empty file (0 bytes)", path);
+    io_libav_init();
+    io_video *v = calloc(1, sizeof *v);
+    if (!v)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video reader", path);
+    v->path = strdup(path);
+    if (!v->path) {
+        free(v);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video reader", path);
+    }
+    omma_status st = open_stream(v);
+    if (st != OMMA_OK) {
+        io_video_close(v);
+        return st;
+    }
+    *out = v;
+    return OMMA_OK;
+}
+
+int io_video_width(const io_video *v)
+{
+    return v ? v->width : 0;
+}
+int io_video_height(const io_video *v)
+{
+    return v ? v->height : 0;
+}
+double io_video_fps(const io_video *v)
+{
+    return v ? v->fps : 0.0;
+}
+long io_video_frame_count(const io_video *v)
+{
+    return v ? v->frame_count : 0;
+}
+
+/* Records the failure just reported so later calls replay it. */
+static omma_status sticky(io_video *v, omma_status st)
+{
+    v->error = st;
+    free(v->error_text);
+    v->error_text = strdup(omma_last_error());
+    return st;
+}
+
+/* Points *f at the decoded frame: 4:2:0 planes as they are, anything else
+ * converted to RGB in v->rgb. */
+static omma_status hand_over(io_video *v, omma_frame *f)
+{
+    const AVFrame *fr = v->frame;
+    const char *path = v->path;
+    if (fr->width != v->width || fr->height != v->height)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is %dx%d in a %dx%d video", path, v->index,
+                         fr->width, fr->height, v->width, v->height);
+    if ((fr->flags & AV_FRAME_FLAG_CORRUPT) || fr->decode_error_flags)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is damaged (decode error flags 0x%x)",
+                         path, v->index, (unsigned)fr->decode_error_flags);
+    int w = fr->width, h = fr->height;
+    memset(f, 0, sizeof *f);
+    f->width = w;
+    f->height = h;
+    f->memory = OMMA_MEMORY_HOST;
+    int cw = (w + 1) / 2;
+    if ((fr->format == AV_PIX_FMT_YUV420P || fr->format == AV_PIX_FMT_YUVJ420P) &&
+        fr->linesize[0] >= w && fr->linesize[1] >= cw && fr->linesize[2] >= cw) {
+        f->format = OMMA_PIXEL_I420;
+        for (int i = 0; i < 3; i++) {
+            f->planes[i] = fr->data[i];
+            f->pitch[i] = fr->linesize[i];
+        }
+        return OMMA_OK;
+    }
+    if (fr->format == AV_PIX_FMT_NV12 && fr->linesize[0] >= w && fr->linesize[1] >= 2 * cw) {
+        f->format = OMMA_PIXEL_NV12;
+        for (int i = 0; i < 2; i++) {
+            f->planes[i] = fr->data[i];
+            f->pitch[i] = fr->linesize[i];
+        }
+        return OMMA_OK;
+    }
+    const char *fmt_name = av_get_pix_fmt_name(fr->format);
+    v->sws = sws_getCachedContext(v->sws, w, h, fr->format, w, h, AV_PIX_FMT_RGB24, SWS_BILINEAR,
+                                  NULL, NULL, NULL);
+    if (!v->sws)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "%s: frame %ld: pixel format %s does not convert to RGB", path, v->index,
+                         fmt_name ? fmt_name : "?");
+    size_t bytes = (size_t)w * 3 * h;
+    if (bytes > v->rgb_bytes) {
+        free(v->rgb);
+        v->rgb_bytes = 0;
+        v->rgb = malloc(bytes);
+        if (!v->rgb)
+            return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %zu bytes for an RGB frame", path, bytes);
+        v->rgb_bytes = bytes;
+    }
+    uint8_t *dst[4] = {v->rgb, NULL, NULL, NULL};
+    int dst_pitch[4] = {3 * w, 0, 0, 0};
+    if (sws_scale(v->sws, (const uint8_t *const *)fr->data, fr->linesize, 0, h, dst, dst_pitch) !=
+        h)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld: converting %s to RGB failed", path,
+                         v->index, fmt_name ? fmt_name : "?");
+    f->format = OMMA_PIXEL_RGB;
+    f->planes[0] = v->rgb;
+    f->pitch[0] = 3 * w;
+    return OMMA_OK;
+}
+
+/* Runs the demuxer and decoder until a frame is in v->frame (1), the stream
+ * ended (0) or a failure (< 0, the message set; *st its status). */
+static int decode_next(io_video *v, omma_status *st)
+{
+    char why[512];
+    const char *path = v->path;
+    for (;;) {
+        io_libav_clear_log();
+        int err = avcodec_receive_frame(v->dec, v->frame);
+        if (err == 0)
+            return 1;
+        if (err == AVERROR_EOF && v->pending) {
+            *st = OMMA_FAIL(v->pending, "%s: frame %ld: %s", path, v->index, v->pending_why);
+            return -1;
+        }
+        if (err == AVERROR_EOF)
+            return 0;
+        if (err != AVERROR(EAGAIN)) {
+            *st = OMMA_FAIL(read_status(err) == OMMA_ERR_OUT_OF_MEMORY ? OMMA_ERR_OUT_OF_MEMORY
+                                                                       : OMMA_ERR_FORMAT,
+                            "%s: frame %ld: damaged video data: %s", path, v->index,
+                            io_libav_why(err, why, sizeof why));
+            return -1;
+        }
+        if (v->draining) { /* the flushed decoder wants no more input */
+            *st = OMMA_FAIL(OMMA_ERR_INTERNAL, "%s: frame %ld: the decoder stalled at the end",
+                            path, v->index);
+            return -1;
+        }
+        err = av_read_frame(v->fmt, v->pkt);
+        if (err == AVERROR_EOF && v->fmt->pb && v->fmt->pb->error &&
+            v->fmt->pb->error != AVERROR_EOF)
+            err = v->fmt->pb->error; /* the end came from a read error */
+        if (err == AVERROR_EOF) {
+            v->draining = 1;
+            err = avcodec_send_packet(v->dec, NULL);
+            if (err < 0 && err != AVERROR_EOF) {
+                *st = OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld: flushing the decoder: %s", path,
+                                v->index, io_libav_why(err, why, sizeof why));
+                return -1;
+            }
+            continue;
+        }
+        int corrupt =
+            err >= 0 && v->pkt->stream_index == v->stream && (v->pkt->flags & AV_PKT_FLAG_CORRUPT);
+        if (err < 0 || corrupt) {
+            omma_status s = err < 0 ? read_status(err) : OMMA_ERR_FORMAT;
+            v->pending = s == OMMA_ERR_IO || s == OMMA_ERR_OUT_OF_MEMORY ? s : OMMA_ERR_FORMAT;
+            if (corrupt)
+                snprintf(v->pending_why, sizeof v->pending_why,
+                         "packet %ld is cut short or damaged (truncated file?)", v->packets);
+            else
+                snprintf(v->pending_why, sizeof v->pending_why,
+                         "cannot read packet %ld (truncated or damaged file?): %s", v->packets,
+                         io_libav_why(err, why, sizeof why));
+            av_packet_unref(v->pkt);
+            v->draining = 1;
+            avcodec_send_packet(v->dec, NULL); /* the frames decoded so far come out */
+            continue;
+        }
+        if (v->pkt->stream_index != v->stream) {
+            av_packet_unref(v->pkt);
+            continue;
+        }
+        v->packets++;
+        io_libav_clear_log();
+        err = avcodec_send_packet(v->dec, v->pkt);
+        av_packet_unref(v->pkt);
+        if (err < 0 && err != AVERROR(EAGAIN)) {
+            *st = OMMA_FAIL(read_status(err) == OMMA_ERR_OUT_OF_MEMORY ? OMMA_ERR_OUT_OF_MEMORY
+                                                                       : OMMA_ERR_FORMAT,
+                            "%s: frame %ld: damaged video data: %s", path, v->index,
+                            io_libav_why(err, why, sizeof why));
+            return -1;
+        }
+    }
+}
+
+omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, int *eof)
+{
+    if (frame)
+        memset(frame, 0, sizeof *frame);
+    if (timestamp_ms)
+        *timestamp_ms = 0.0;
+    if (eof)
+        *eof = 0;
+    if (!v || !frame || !timestamp_ms || !eof)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "io_video_read: NULL %s",
+                         !v              ? "reader"
+                         : !frame        ? "frame"
+                         : !timestamp_ms ? "timestamp_ms"
+                                         : "eof");
+    if (atomic_exchange(&v->busy, 1))
+        return OMMA_FAIL(OMMA_ERR_BUSY,
+                         "%s: the video reader is in use on another thread "
+                         "(one reader per thread)",
+                         v->path);
+    omma_status st = OMMA_OK;
+    if (v->error) {
+        st = core_fail_text(v->error, v->error_text ? v->error_text : "video reader failed before");
+        goto out;
+    }
+    if (v->done) {
+        *eof = 1;
+        goto out;
+    }
+    av_frame_unref(v->frame);
+    int got = decode_next(v, &st);
+    if (got < 0) {
+        av_frame_unref(v->frame);
+        st = sticky(v, st);
+        goto out;
+    }
+    if (got == 0) {
+        v->done = 1;
+        *eof = 1;
+        goto out;
+    }
+    st = hand_over(v, frame);
+    if (st != OMMA_OK) {
+        memset(frame, 0, sizeof *frame);
+        av_frame_unref(v->frame);
+        st = sticky(v, st);
+        goto out;
+    }
+    int64_t ts = v->frame->best_effort_timestamp;
+    if (ts != AV_NOPTS_VALUE && v->time_base_ms > 0.0)
+        *timestamp_ms = (double)(ts - v->start_pts) * v->time_base_ms;
+    else
+        *timestamp_ms = 1000.0 * (double)v->index / v->fps;
+    v->index++;
+out:
+    atomic_store(&v->busy, 0);
+    return st;
+}
+
+void io_video_close(io_video *v)
+{
+    if (!v)
+        return;
+    av_frame_free(&v->frame);
+    av_packet_free(&v->pkt);
+    avcodec_free_context(&v->dec);
+    avformat_close_input(&v->fmt);
+    sws_freeContext(v->sws);
+    free(v->rgb);
+    free(v->error_text);
+    free(v->path);
+    free(v);
+}
+
+#else /* no libav */
+
+struct io_video {
+    int unused;
+};
+
+int io_video_available(void)
+{
+    return 0;
+}
+
+omma_status io_video_open(const char *path, io_video **out)
+{
+    if (out)
+        *out = NULL;
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                     "%s: omma was built without FFmpeg (libavformat/libavcodec): video files "
+                     "are not supported",
+                     path ? path : "(null)");
+}
+
+int io_video_width(const io_video *v)
+{
+    (void)v;
+    return 0;
+}
+
+int io_video_height(const io_video *v)
+{
+    (void)v;
+    return 0;
+}
+
+double io_video_fps(const io_video *v)
+{
+    (void)v;
+    return 0.0;
+}
+
+long io_video_frame_count(const io_video *v)
+{
+    (void)v;
+    return 0;
+}
+
+omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, int *eof)
+{
+    (void)v;
+    if (frame)
+        memset(frame, 0, sizeof *frame);
+    if (timestamp_ms)
+        *timestamp_ms = 0.0;
+    if (eof)
+        *eof = 0;
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                     "omma was built without FFmpeg (libavformat/libavcodec): video files are "
+                     "not supported");
+}
+
+void io_video_close(io_video *v)
+{
+    (void)v;
+}
+
+#endif

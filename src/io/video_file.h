@@ -1,0 +1,53 @@
+/* Private: reading video files with FFmpeg's libavformat/libavcodec (from
+ * Debian; built in when the build found them: OMMA_HAVE_LIBAV), frame by
+ * frame into omma_frames. YUV 4:2:0 8-bit video (yuv420p / yuvj420p /
+ * nv12) is handed over as it is decoded (I420 or NV12 over the decoder's
+ * planes: no conversion; full-range yuvj420p too, read as omma's limited
+ * range); any other pixel format is converted to RGB with libswscale. Only
+ * local files (FFmpeg's file protocol). One reader per thread (a second
+ * thread's call returns OMMA_ERR_BUSY); readers are independent. */
+#ifndef OMMA_IO_VIDEO_FILE_H
+#define OMMA_IO_VIDEO_FILE_H
+
+#include "omma/face.h"
+#include "omma/status.h"
+
+typedef struct io_video io_video;
+
+/* Nonzero when this build can read and write video files. */
+int io_video_available(void);
+
+/* Opens the file's best video stream. Errors, each naming the file:
+ *   OMMA_ERR_INVALID_ARG  NULL path or out;
+ *   OMMA_ERR_IO           missing, unreadable, a directory;
+ *   OMMA_ERR_FORMAT       not a media file omma can parse, no video stream,
+ *                         a zero-size or damaged stream header;
+ *   OMMA_ERR_UNSUPPORTED  no decoder for the codec in this FFmpeg, or a
+ *                         build without libav (the message says so);
+ *   OMMA_ERR_OUT_OF_MEMORY.
+ * On failure *out is NULL. */
+omma_status io_video_open(const char *path, io_video **out);
+
+/* The stream's size, its frame rate (frames per second, > 0; 25 when the
+ * file does not say) and its frame count when the container tells (else 0). */
+int io_video_width(const io_video *v);
+int io_video_height(const io_video *v);
+double io_video_fps(const io_video *v);
+long io_video_frame_count(const io_video *v);
+
+/* Decodes the next frame: *frame points into the reader's buffers, valid
+ * until the next call on v (host memory). *timestamp_ms is its
+ * presentation time from the stream's start. At the end of the stream
+ * returns OMMA_OK with *eof = 1 and an empty *frame. Errors (naming the
+ * file and the frame index): OMMA_ERR_FORMAT for corrupt or truncated data
+ * (the decoder's error, not concealed: a damaged frame is an error), a
+ * frame whose size changes mid-stream; OMMA_ERR_IO for a read error. Where
+ * the file stops short or the demuxer meets damage, the frames decoded from
+ * the data before it come first, then the error. After an error the reader
+ * only reports it again. */
+omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, int *eof);
+
+/* Closes the file and frees everything; accepts NULL. */
+void io_video_close(io_video *v);
+
+#endif

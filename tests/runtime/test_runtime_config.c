@@ -1,0 +1,87 @@
+/* The runtime's configuration checks (runtime/runtime.h), before any GPU is
+ * touched: each bad field is refused with OMMA_ERR_INVALID_ARG naming it;
+ * a good configuration on a machine without a GPU fails with
+ * OMMA_ERR_NO_DEVICE (with one, it starts and stops). */
+#include <string.h>
+
+#include "runtime/runtime.h"
+#include "support/face_inputs.h"
+#include "testing.h"
+
+static rt_camera_config cams[2] = {{NULL, NULL, 1}, {NULL, NULL, 1}};
+static int gpus[2] = {0, 0};
+static io_image photo = {2, 2, (uint8_t[12]){0}};
+
+static void good(rt_runtime_config *c)
+{
+    rt_runtime_config_init(c);
+    c->n_cameras = 2;
+    c->cameras = cams;
+    c->n_gpus = 1;
+    c->gpus = gpus;
+    c->photo = &photo;
+    c->pipeline.detector_model = FACE_MODEL_SHORT;
+    c->pipeline.mesh_model = FACE_MODEL_MESH;
+}
+
+static void test_bad_fields_are_named(void)
+{
+    rt_runtime *rt = (rt_runtime *)&rt;
+    rt_runtime_config c;
+    CHECK_FAILS(rt_runtime_start(NULL, &rt), OMMA_ERR_INVALID_ARG, "config is NULL");
+    CHECK(rt == NULL);
+    good(&c);
+    CHECK_FAILS(rt_runtime_start(&c, NULL), OMMA_ERR_INVALID_ARG, "out is NULL");
+    c.n_cameras = 0;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "0 cameras not in 1..4096");
+    good(&c);
+    c.n_gpus = 2;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "GPU 0 named twice");
+    good(&c);
+    c.n_gpus = RT_MAX_GPUS + 1;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "GPUs not in 1..16");
+    good(&c);
+    c.placement = (rt_placement)9;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "unknown placement 9");
+    good(&c);
+    c.max_wait_ms = -1;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "max wait -1 ms");
+    good(&c);
+    c.ring_slots = 1;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "1 ring slots not in 2..64");
+    good(&c);
+    c.photo = NULL;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "synthetic cameras need a photo");
+    good(&c);
+    c.pool_frames = 0;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "0 pool frames");
+    good(&c);
+    c.synthetic_per_thread = 0;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "0 synthetic cameras per thread");
+    good(&c);
+    c.synthetic.fps = 0;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "synthetic fps 0");
+    CHECK(rt == NULL);
+}
+
+static void test_good_config(void)
+{
+    rt_runtime_config c;
+    good(&c);
+    rt_runtime *rt = NULL;
+    omma_status st = rt_runtime_start(&c, &rt);
+    if (st == OMMA_ERR_NO_DEVICE) {
+        CHECK(rt == NULL);
+        return;
+    }
+    /* With a GPU: two synthetic cameras of one frame each (a 2x2 photo is
+     * refused by the pool: its face box is outside it). */
+    CHECK(st == OMMA_ERR_INVALID_ARG);
+}
+
+int main(void)
+{
+    RUN(test_bad_fields_are_named);
+    RUN(test_good_config);
+    return testing_finish();
+}
