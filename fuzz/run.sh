@@ -33,7 +33,7 @@ tflite)
     done
     # small forged models (tests/model/test_tflite_forge.c), ~600 bytes each
     cp "$src"/fuzz/seeds/*.seed "$out/seeds/"
-    sources="$src/fuzz/fuzz_tflite.c $src/src/model/tflite.c"
+    sources="$src/fuzz/fuzz_tflite.c $src/src/model/tflite.c $src/src/model/flatbuffer.c"
     libs=""
     ;;
 image)

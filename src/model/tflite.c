@@ -32,7 +32,9 @@
  * memory are linear in the size of the file. Multi-byte values are read byte
  * by byte (little-endian), never through unaligned pointers. Tensor names
  * point into the model's own copy of the file (NUL-terminated there).
- * Tested by tests/model/test_tflite*.c and fuzzed by fuzz/fuzz_tflite.c. */
+ * The FlatBuffers accessors doing the byte-level checks are flatbuffer.c's;
+ * this file knows TFLite's schema. Tested by tests/model/test_tflite*.c and
+ * fuzzed by fuzz/fuzz_tflite.c. */
 #include "model/tflite.h"
 
 #include <errno.h>
@@ -43,6 +45,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "model/flatbuffer.h"
 
 #define TFL_SCHEMA_VERSION 3u
 #define TFL_MAX_FILE ((size_t)0x7fffffff)
@@ -72,19 +75,6 @@ enum {
 
 #define TFL_OP_CUSTOM 32
 
-typedef struct tfl_rd {
-    const uint8_t *b;
-    size_t n;
-    const char *what; /* the file's name, for messages */
-} tfl_rd;
-
-/* A table: its position, its vtable and the name of the object for messages. */
-typedef struct tfl_tbl {
-    size_t pos, vt;
-    unsigned vsize, tsize;
-    const char *obj; /* "tensor 12" */
-} tfl_tbl;
-
 /* An opcode table entry, resolved. */
 typedef struct tfl_code {
     int code;            /* max(deprecated_builtin_code, builtin_code) */
@@ -95,238 +85,6 @@ typedef struct tfl_buf {
     const uint8_t *data;
     size_t size;
 } tfl_buf;
-
-static uint16_t rd_u16(const uint8_t *p) { return (uint16_t)(p[0] | (unsigned)p[1] << 8); }
-
-static uint32_t rd_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static int32_t rd_i32(const uint8_t *p)
-{
-    uint32_t u = rd_u32(p);
-    int32_t v;
-    memcpy(&v, &u, 4);
-    return v;
-}
-
-static uint64_t rd_u64(const uint8_t *p) { return rd_u32(p) | (uint64_t)rd_u32(p + 4) << 32; }
-
-/* OMMA_ERR_FORMAT: "<file>: <message>". */
-static omma_status tfl_bad(const tfl_rd *r, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static omma_status tfl_bad(const tfl_rd *r, const char *fmt, ...)
-{
-    char msg[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: %s", r->what, msg);
-}
-
-/* ---- flatbuffer primitives ------------------------------------------- */
-
-static omma_status tfl_table_at(const tfl_rd *r, size_t pos, const char *obj, tfl_tbl *t)
-{
-    if (pos > r->n - 4)
-        return tfl_bad(r, "%s table at offset %zu runs past the end of the file (size %zu)", obj,
-                       pos, r->n);
-    if (pos % 4)
-        return tfl_bad(r, "%s table at offset %zu is not 4-byte aligned", obj, pos);
-    long long vt = (long long)pos - (long long)rd_i32(r->b + pos);
-    if (vt < 0 || vt > (long long)(r->n - 4))
-        return tfl_bad(r, "%s table at offset %zu has its vtable at offset %lld, outside the file "
-                       "(size %zu)", obj, pos, vt, r->n);
-    if (vt % 2)
-        return tfl_bad(r, "%s vtable at offset %lld is not 2-byte aligned", obj, vt);
-    t->pos = pos;
-    t->vt = (size_t)vt;
-    t->vsize = rd_u16(r->b + t->vt);
-    t->tsize = rd_u16(r->b + t->vt + 2);
-    t->obj = obj;
-    if (t->vsize < 4 || t->vsize % 2 || t->vsize > r->n - t->vt)
-        return tfl_bad(r, "%s vtable at offset %zu has size %u: %s", obj, t->vt, t->vsize,
-                       t->vsize < 4 || t->vsize % 2 ? "not an even size >= 4"
-                                                    : "runs past the end of the file");
-    if (t->tsize < 4 || t->tsize > r->n - pos)
-        return tfl_bad(r, "%s table at offset %zu declares %u bytes: %s (size %zu)", obj, pos,
-                       t->tsize, t->tsize < 4 ? "smaller than its vtable offset"
-                                              : "runs past the end of the file", r->n);
-    return OMMA_OK;
-}
-
-/* Position of field `id` of `size` bytes, 0 when the field is absent. */
-static omma_status tfl_field(const tfl_rd *r, const tfl_tbl *t, int id, unsigned size,
-                             const char *field, size_t *at)
-{
-    unsigned entry = 4 + 2 * (unsigned)id;
-    *at = 0;
-    if (entry + 2 > t->vsize)
-        return OMMA_OK;
-    unsigned fo = rd_u16(r->b + t->vt + entry);
-    if (fo == 0)
-        return OMMA_OK;
-    if (fo < 4 || fo + size > t->tsize)
-        return tfl_bad(r, "%s field %s at offset %zu lies outside its table (%u bytes at offset "
-                       "%zu)", t->obj, field, t->pos + fo, t->tsize, t->pos);
-    if ((t->pos + fo) % size)
-        return tfl_bad(r, "%s field %s at offset %zu is not %u-byte aligned", t->obj, field,
-                       t->pos + fo, size);
-    *at = t->pos + fo;
-    return OMMA_OK;
-}
-
-static omma_status tfl_u8(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
-                          uint8_t dflt, uint8_t *v)
-{
-    size_t at;
-    OMMA_TRY(tfl_field(r, t, id, 1, field, &at));
-    *v = at ? r->b[at] : dflt;
-    return OMMA_OK;
-}
-
-static omma_status tfl_i32(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
-                           int32_t dflt, int32_t *v)
-{
-    size_t at;
-    OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
-    *v = at ? rd_i32(r->b + at) : dflt;
-    return OMMA_OK;
-}
-
-static omma_status tfl_u32(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
-                           uint32_t *v)
-{
-    size_t at;
-    OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
-    *v = at ? rd_u32(r->b + at) : 0;
-    return OMMA_OK;
-}
-
-static omma_status tfl_u64(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
-                           uint64_t *v)
-{
-    size_t at;
-    OMMA_TRY(tfl_field(r, t, id, 8, field, &at));
-    *v = at ? rd_u64(r->b + at) : 0;
-    return OMMA_OK;
-}
-
-/* Follows the offset stored at `at` (inside the file, 4 bytes) to a
- * 4-aligned position inside the file. */
-static omma_status tfl_follow(const tfl_rd *r, size_t at, const char *obj, const char *field,
-                              size_t *target)
-{
-    uint32_t v = rd_u32(r->b + at);
-    if (v > r->n - 4 - at) /* at <= n - 4 always holds here */
-        return tfl_bad(r, "%s %s at offset %zu points to offset %llu, past the end of the file "
-                       "(size %zu)", obj, field, at, (unsigned long long)at + v, r->n);
-    if ((at + v) % 4)
-        return tfl_bad(r, "%s %s at offset %zu points to offset %zu, not 4-byte aligned", obj,
-                       field, at, at + v);
-    *target = at + v;
-    return OMMA_OK;
-}
-
-/* A sub-table field; *present false when absent. */
-static omma_status tfl_subtable(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
-                                const char *obj, tfl_tbl *sub, bool *present)
-{
-    size_t at = 0, pos = 0;
-    *present = false;
-    OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
-    if (!at)
-        return OMMA_OK;
-    OMMA_TRY(tfl_follow(r, at, t->obj, field, &pos));
-    OMMA_TRY(tfl_table_at(r, pos, obj, sub));
-    *present = true;
-    return OMMA_OK;
-}
-
-/* A vector field of `elem` byte elements: *start (first element) and *len;
- * len 0 when absent. */
-static omma_status tfl_vector_kind(const tfl_rd *r, const tfl_tbl *t, int id, size_t elem,
-                                   const char *field, const char *kind, size_t *start,
-                                   size_t *len)
-{
-    size_t at = 0, pos = 0;
-    *start = 0;
-    *len = 0;
-    OMMA_TRY(tfl_field(r, t, id, 4, field, &at));
-    if (!at)
-        return OMMA_OK;
-    OMMA_TRY(tfl_follow(r, at, t->obj, field, &pos));
-    uint32_t count = rd_u32(r->b + pos);
-    size_t room = r->n - pos - 4;
-    if (count > room / elem)
-        return tfl_bad(r, "%s %s %s at offset %zu (%u x %zu bytes) runs past the end of the "
-                       "file (size %zu)", t->obj, field, kind, pos, count, elem, r->n);
-    *start = pos + 4;
-    *len = count;
-    return OMMA_OK;
-}
-
-static omma_status tfl_vector(const tfl_rd *r, const tfl_tbl *t, int id, size_t elem,
-                              const char *field, size_t *start, size_t *len)
-{
-    return tfl_vector_kind(r, t, id, elem, field, "vector", start, len);
-}
-
-/* A string field: a pointer into the file (NUL-terminated there) or NULL. */
-static omma_status tfl_string(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
-                              const char **s)
-{
-    size_t start, len;
-    *s = NULL;
-    OMMA_TRY(tfl_vector_kind(r, t, id, 1, field, "string", &start, &len));
-    if (!start)
-        return OMMA_OK;
-    if (len >= r->n - start)
-        return tfl_bad(r, "%s %s string at offset %zu runs past the end of the file (size %zu)",
-                       t->obj, field, start - 4, r->n);
-    if (r->b[start + len] != 0)
-        return tfl_bad(r, "%s %s string at offset %zu is not NUL-terminated", t->obj, field,
-                       start - 4);
-    *s = (const char *)r->b + start;
-    return OMMA_OK;
-}
-
-/* Element k of a vector of tables starting at `start`. */
-static omma_status tfl_vector_table(const tfl_rd *r, size_t start, size_t k, const char *obj,
-                                    tfl_tbl *t)
-{
-    size_t pos = 0;
-    OMMA_TRY(tfl_follow(r, start + 4 * k, obj, "reference", &pos));
-    return tfl_table_at(r, pos, obj, t);
-}
-
-/* A vector of int32 values copied into a new array (*out NULL when empty). */
-static omma_status tfl_int_vector(const tfl_rd *r, const tfl_tbl *t, int id, const char *field,
-                                  size_t max, int **out, int *count)
-{
-    size_t start, len;
-    *out = NULL;
-    *count = 0;
-    OMMA_TRY(tfl_vector(r, t, id, 4, field, &start, &len));
-    if (len > max)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: %s has %zu %s (omma reads at most %zu)",
-                         r->what, t->obj, len, field, max);
-    if (!len)
-        return OMMA_OK;
-    int *v = malloc(len * sizeof *v);
-    if (!v)
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %s %s", r->what, t->obj, field);
-    for (size_t i = 0; i < len; i++)
-        v[i] = rd_i32(r->b + start + 4 * i);
-    *out = v;
-    *count = (int)len;
-    return OMMA_OK;
-}
 
 /* ---- names ------------------------------------------------------------ */
 
@@ -369,12 +127,13 @@ static size_t type_size(tfl_type t) { return t == TFL_FLOAT16 ? 2 : 4; }
 
 /* ---- model parts -------------------------------------------------------- */
 
-static omma_status read_opcodes(const tfl_rd *r, const tfl_tbl *model, tfl_code **out, size_t *count)
+static omma_status read_opcodes(const fb_reader *r, const fb_table *model, tfl_code **out,
+                                size_t *count)
 {
     size_t start, len;
     *out = NULL;
     *count = 0;
-    OMMA_TRY(tfl_vector(r, model, F_MODEL_OPCODES, 4, "operator_codes", &start, &len));
+    OMMA_TRY(fb_vector(r, model, F_MODEL_OPCODES, 4, "operator_codes", &start, &len));
     if (!len)
         return OMMA_OK;
     tfl_code *c = calloc(len, sizeof *c);
@@ -383,14 +142,15 @@ static omma_status read_opcodes(const tfl_rd *r, const tfl_tbl *model, tfl_code 
     for (size_t i = 0; i < len; i++) {
         char obj[48];
         snprintf(obj, sizeof obj, "operator code %zu", i);
-        tfl_tbl t;
+        fb_table t;
         uint8_t dep;
         int32_t builtin;
         omma_status st;
-        if ((st = tfl_vector_table(r, start, i, obj, &t)) != OMMA_OK ||
-            (st = tfl_u8(r, &t, F_OPCODE_DEPRECATED, "deprecated_builtin_code", 0, &dep)) != OMMA_OK ||
-            (st = tfl_i32(r, &t, F_OPCODE_BUILTIN, "builtin_code", 0, &builtin)) != OMMA_OK ||
-            (st = tfl_string(r, &t, F_OPCODE_CUSTOM, "custom_code", &c[i].custom)) != OMMA_OK) {
+        if ((st = fb_vector_table(r, start, i, obj, &t)) != OMMA_OK ||
+            (st = fb_field_u8(r, &t, F_OPCODE_DEPRECATED, "deprecated_builtin_code", 0, &dep)) !=
+                OMMA_OK ||
+            (st = fb_field_i32(r, &t, F_OPCODE_BUILTIN, "builtin_code", 0, &builtin)) != OMMA_OK ||
+            (st = fb_string(r, &t, F_OPCODE_CUSTOM, "custom_code", &c[i].custom)) != OMMA_OK) {
             free(c);
             return st;
         }
@@ -402,12 +162,13 @@ static omma_status read_opcodes(const tfl_rd *r, const tfl_tbl *model, tfl_code 
     return OMMA_OK;
 }
 
-static omma_status read_buffers(const tfl_rd *r, const tfl_tbl *model, tfl_buf **out, size_t *count)
+static omma_status read_buffers(const fb_reader *r, const fb_table *model, tfl_buf **out,
+                                size_t *count)
 {
     size_t start, len;
     *out = NULL;
     *count = 0;
-    OMMA_TRY(tfl_vector(r, model, F_MODEL_BUFFERS, 4, "buffers", &start, &len));
+    OMMA_TRY(fb_vector(r, model, F_MODEL_BUFFERS, 4, "buffers", &start, &len));
     if (!len)
         return OMMA_OK;
     tfl_buf *bufs = calloc(len, sizeof *bufs);
@@ -417,22 +178,23 @@ static omma_status read_buffers(const tfl_rd *r, const tfl_tbl *model, tfl_buf *
     for (size_t i = 0; i < len && st == OMMA_OK; i++) {
         char obj[48];
         snprintf(obj, sizeof obj, "buffer %zu", i);
-        tfl_tbl t;
+        fb_table t;
         size_t dstart, dlen;
         uint64_t off, size;
-        if ((st = tfl_vector_table(r, start, i, obj, &t)) != OMMA_OK ||
-            (st = tfl_vector(r, &t, F_BUFFER_DATA, 1, "data", &dstart, &dlen)) != OMMA_OK ||
-            (st = tfl_u64(r, &t, F_BUFFER_OFFSET, "offset", &off)) != OMMA_OK ||
-            (st = tfl_u64(r, &t, F_BUFFER_SIZE, "size", &size)) != OMMA_OK)
+        if ((st = fb_vector_table(r, start, i, obj, &t)) != OMMA_OK ||
+            (st = fb_vector(r, &t, F_BUFFER_DATA, 1, "data", &dstart, &dlen)) != OMMA_OK ||
+            (st = fb_field_u64(r, &t, F_BUFFER_OFFSET, "offset", &off)) != OMMA_OK ||
+            (st = fb_field_u64(r, &t, F_BUFFER_SIZE, "size", &size)) != OMMA_OK)
             break;
         if (dlen) {
             bufs[i].data = r->b + dstart;
             bufs[i].size = dlen;
         } else if (off > 1) { /* data stored after the flatbuffer (offset 1 = none) */
             if (off > r->n || size > r->n - off) {
-                st = tfl_bad(r, "%s holds %llu bytes at offset %llu: runs past the end of the "
-                             "file (size %zu)", obj, (unsigned long long)size,
-                             (unsigned long long)off, r->n);
+                st = fb_bad(r,
+                            "%s holds %llu bytes at offset %llu: runs past the end of the "
+                            "file (size %zu)",
+                            obj, (unsigned long long)size, (unsigned long long)off, r->n);
                 break;
             }
             bufs[i].data = size ? r->b + off : NULL;
@@ -448,47 +210,47 @@ static omma_status read_buffers(const tfl_rd *r, const tfl_tbl *model, tfl_buf *
     return OMMA_OK;
 }
 
-static omma_status read_tensor(const tfl_rd *r, const tfl_tbl *t, int index, const tfl_buf *bufs,
-                               size_t n_bufs, tfl_tensor *out)
+static omma_status read_tensor(const fb_reader *r, const fb_table *t, int index,
+                               const tfl_buf *bufs, size_t n_bufs, tfl_tensor *out)
 {
     size_t sstart, rank;
-    OMMA_TRY(tfl_vector(r, t, F_TENSOR_SHAPE, 4, "shape", &sstart, &rank));
+    OMMA_TRY(fb_vector(r, t, F_TENSOR_SHAPE, 4, "shape", &sstart, &rank));
     uint8_t type;
     uint32_t buffer;
     uint8_t variable;
     const char *name;
     size_t buffer_at;
-    OMMA_TRY(tfl_u8(r, t, F_TENSOR_TYPE, "type", 0, &type));
-    OMMA_TRY(tfl_field(r, t, F_TENSOR_BUFFER, 4, "buffer", &buffer_at));
-    buffer = buffer_at ? rd_u32(r->b + buffer_at) : 0;
-    OMMA_TRY(tfl_string(r, t, F_TENSOR_NAME, "name", &name));
-    OMMA_TRY(tfl_u8(r, t, F_TENSOR_VARIABLE, "is_variable", 0, &variable));
+    OMMA_TRY(fb_field_u8(r, t, F_TENSOR_TYPE, "type", 0, &type));
+    OMMA_TRY(fb_field(r, t, F_TENSOR_BUFFER, 4, "buffer", &buffer_at));
+    buffer = buffer_at ? fb_rd_u32(r->b + buffer_at) : 0;
+    OMMA_TRY(fb_string(r, t, F_TENSOR_NAME, "name", &name));
+    OMMA_TRY(fb_field_u8(r, t, F_TENSOR_VARIABLE, "is_variable", 0, &variable));
     out->name = name ? name : "";
 
-    tfl_tbl q;
+    fb_table q;
     bool has_q;
     char qobj[64];
     snprintf(qobj, sizeof qobj, "%s quantization", t->obj);
-    OMMA_TRY(tfl_subtable(r, t, F_TENSOR_QUANT, "quantization", qobj, &q, &has_q));
+    OMMA_TRY(fb_subtable(r, t, F_TENSOR_QUANT, "quantization", qobj, &q, &has_q));
     if (has_q) {
         size_t s, nscale, nzero, nmin, nmax;
         uint8_t details;
-        OMMA_TRY(tfl_vector(r, &q, F_QUANT_MIN, 4, "min", &s, &nmin));
-        OMMA_TRY(tfl_vector(r, &q, F_QUANT_MAX, 4, "max", &s, &nmax));
-        OMMA_TRY(tfl_vector(r, &q, F_QUANT_SCALE, 4, "scale", &s, &nscale));
-        OMMA_TRY(tfl_vector(r, &q, F_QUANT_ZERO, 8, "zero_point", &s, &nzero));
-        OMMA_TRY(tfl_u8(r, &q, F_QUANT_DETAILS_TYPE, "details_type", 0, &details));
+        OMMA_TRY(fb_vector(r, &q, F_QUANT_MIN, 4, "min", &s, &nmin));
+        OMMA_TRY(fb_vector(r, &q, F_QUANT_MAX, 4, "max", &s, &nmax));
+        OMMA_TRY(fb_vector(r, &q, F_QUANT_SCALE, 4, "scale", &s, &nscale));
+        OMMA_TRY(fb_vector(r, &q, F_QUANT_ZERO, 8, "zero_point", &s, &nzero));
+        OMMA_TRY(fb_field_u8(r, &q, F_QUANT_DETAILS_TYPE, "details_type", 0, &details));
         if (nscale || nzero || nmin || nmax || details)
             return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                              "%s: tensor %d '%s' is quantized (%zu scales, %zu zero points): "
                              "omma runs float models only", r->what, index, out->name, nscale,
                              nzero);
     }
-    tfl_tbl sp;
+    fb_table sp;
     bool has_sp;
     char sobj[64];
     snprintf(sobj, sizeof sobj, "%s sparsity", t->obj);
-    OMMA_TRY(tfl_subtable(r, t, F_TENSOR_SPARSITY, "sparsity", sobj, &sp, &has_sp));
+    OMMA_TRY(fb_subtable(r, t, F_TENSOR_SPARSITY, "sparsity", sobj, &sp, &has_sp));
     if (has_sp)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: tensor %d '%s' is sparse", r->what, index,
                          out->name);
@@ -510,28 +272,29 @@ static omma_status read_tensor(const tfl_rd *r, const tfl_tbl *t, int index, con
     size_t elems = 1;
     bool overflow = false;
     for (size_t d = 0; d < rank; d++) {
-        int32_t v = rd_i32(r->b + sstart + 4 * d);
+        int32_t v = fb_rd_i32(r->b + sstart + 4 * d);
         if (v < 0)
-            return tfl_bad(r, "tensor %d '%s' shape at offset %zu has dimension %zu = %d", index,
-                           out->name, sstart - 4, d, v);
+            return fb_bad(r, "tensor %d '%s' shape at offset %zu has dimension %zu = %d", index,
+                          out->name, sstart - 4, d, v);
         out->shape[d] = v;
         if (v && elems > SIZE_MAX / (size_t)v)
             overflow = true;
         elems *= (size_t)v;
     }
     if (buffer >= n_bufs)
-        return tfl_bad(r, "tensor %d '%s' buffer field at offset %zu names buffer %u of %zu",
-                       index, out->name, buffer_at, buffer, n_bufs);
+        return fb_bad(r, "tensor %d '%s' buffer field at offset %zu names buffer %u of %zu", index,
+                      out->name, buffer_at, buffer, n_bufs);
     out->data = bufs[buffer].data;
     out->data_size = bufs[buffer].size;
     if (out->data) {
         size_t es = type_size(out->type);
         if (overflow || elems > SIZE_MAX / es || elems * es != out->data_size)
-            return tfl_bad(r, "tensor %d '%s': buffer %u holds %zu bytes, its shape of %s%zu "
-                           "elements of %s needs %s%zu", index, out->name, buffer,
-                           out->data_size, overflow ? "more than " : "", elems,
-                           type_name(type), overflow ? "more than " : "",
-                           overflow || elems > SIZE_MAX / es ? SIZE_MAX : elems * es);
+            return fb_bad(r,
+                          "tensor %d '%s': buffer %u holds %zu bytes, its shape of %s%zu "
+                          "elements of %s needs %s%zu",
+                          index, out->name, buffer, out->data_size, overflow ? "more than " : "",
+                          elems, type_name(type), overflow ? "more than " : "",
+                          overflow || elems > SIZE_MAX / es ? SIZE_MAX : elems * es);
     }
     return OMMA_OK;
 }
@@ -567,7 +330,7 @@ static bool supported_op(int code)
 
 /* Context for option checks: "<file>: op 12 (CONV_2D)". */
 typedef struct tfl_opctx {
-    const tfl_rd *r;
+    const fb_reader *r;
     int index;
     const char *name;
 } tfl_opctx;
@@ -632,34 +395,34 @@ static omma_status check_positive(const tfl_opctx *c, const char *what, int32_t 
 
 /* Reads the options of a supported op (defaults where the table or a field is
  * absent, as in TFLite's schema) and checks them. */
-static omma_status read_options(const tfl_rd *r, const tfl_opctx *c, const tfl_tbl *o,
+static omma_status read_options(const fb_reader *r, const tfl_opctx *c, const fb_table *o,
                                 tfl_operator *op)
 {
     uint8_t opt_type;
-    OMMA_TRY(tfl_u8(r, o, F_OP_OPTIONS_TYPE, "builtin_options_type", 0, &opt_type));
+    OMMA_TRY(fb_field_u8(r, o, F_OP_OPTIONS_TYPE, "builtin_options_type", 0, &opt_type));
     int want = options_type_of((int)op->opcode);
     if (opt_type != TFL_OPT_NONE && opt_type != want)
         return op_malformed(c, "builtin options of type %u, expected %d", opt_type, want);
     char obj[64];
     snprintf(obj, sizeof obj, "%s options", o->obj);
-    tfl_tbl t;
+    fb_table t;
     bool has = false;
     if (opt_type != TFL_OPT_NONE)
-        OMMA_TRY(tfl_subtable(r, o, F_OP_OPTIONS, "builtin_options", obj, &t, &has));
+        OMMA_TRY(fb_subtable(r, o, F_OP_OPTIONS, "builtin_options", obj, &t, &has));
     /* An absent table reads every field's default: use an empty vtable. */
-    tfl_tbl none = {.pos = 0, .vt = 0, .vsize = 0, .tsize = 0, .obj = obj};
-    const tfl_tbl *ot = has ? &t : &none;
+    fb_table none = {.pos = 0, .vt = 0, .vsize = 0, .tsize = 0, .obj = obj};
+    const fb_table *ot = has ? &t : &none;
     uint8_t pad = 0, act = 0, b1 = 0, b2 = 0;
     int32_t sw = 0, sh = 0, a = 1, b = 1, m = 0;
 
     switch (op->opcode) {
     case TFL_CONV_2D:
-        OMMA_TRY(tfl_u8(r, ot, 0, "padding", 0, &pad));
-        OMMA_TRY(tfl_i32(r, ot, 1, "stride_w", 0, &sw));
-        OMMA_TRY(tfl_i32(r, ot, 2, "stride_h", 0, &sh));
-        OMMA_TRY(tfl_u8(r, ot, 3, "fused_activation_function", 0, &act));
-        OMMA_TRY(tfl_i32(r, ot, 4, "dilation_w_factor", 1, &a));
-        OMMA_TRY(tfl_i32(r, ot, 5, "dilation_h_factor", 1, &b));
+        OMMA_TRY(fb_field_u8(r, ot, 0, "padding", 0, &pad));
+        OMMA_TRY(fb_field_i32(r, ot, 1, "stride_w", 0, &sw));
+        OMMA_TRY(fb_field_i32(r, ot, 2, "stride_h", 0, &sh));
+        OMMA_TRY(fb_field_u8(r, ot, 3, "fused_activation_function", 0, &act));
+        OMMA_TRY(fb_field_i32(r, ot, 4, "dilation_w_factor", 1, &a));
+        OMMA_TRY(fb_field_i32(r, ot, 5, "dilation_h_factor", 1, &b));
         OMMA_TRY(check_padding(c, pad, &op->opt.conv.padding));
         OMMA_TRY(check_positive(c, "stride_w", sw));
         OMMA_TRY(check_positive(c, "stride_h", sh));
@@ -672,13 +435,13 @@ static omma_status read_options(const tfl_rd *r, const tfl_opctx *c, const tfl_t
         op->opt.conv.dilation_h = b;
         return OMMA_OK;
     case TFL_DEPTHWISE_CONV_2D:
-        OMMA_TRY(tfl_u8(r, ot, 0, "padding", 0, &pad));
-        OMMA_TRY(tfl_i32(r, ot, 1, "stride_w", 0, &sw));
-        OMMA_TRY(tfl_i32(r, ot, 2, "stride_h", 0, &sh));
-        OMMA_TRY(tfl_i32(r, ot, 3, "depth_multiplier", 0, &m));
-        OMMA_TRY(tfl_u8(r, ot, 4, "fused_activation_function", 0, &act));
-        OMMA_TRY(tfl_i32(r, ot, 5, "dilation_w_factor", 1, &a));
-        OMMA_TRY(tfl_i32(r, ot, 6, "dilation_h_factor", 1, &b));
+        OMMA_TRY(fb_field_u8(r, ot, 0, "padding", 0, &pad));
+        OMMA_TRY(fb_field_i32(r, ot, 1, "stride_w", 0, &sw));
+        OMMA_TRY(fb_field_i32(r, ot, 2, "stride_h", 0, &sh));
+        OMMA_TRY(fb_field_i32(r, ot, 3, "depth_multiplier", 0, &m));
+        OMMA_TRY(fb_field_u8(r, ot, 4, "fused_activation_function", 0, &act));
+        OMMA_TRY(fb_field_i32(r, ot, 5, "dilation_w_factor", 1, &a));
+        OMMA_TRY(fb_field_i32(r, ot, 6, "dilation_h_factor", 1, &b));
         OMMA_TRY(check_padding(c, pad, &op->opt.dwconv.padding));
         OMMA_TRY(check_positive(c, "stride_w", sw));
         OMMA_TRY(check_positive(c, "stride_h", sh));
@@ -694,12 +457,12 @@ static omma_status read_options(const tfl_rd *r, const tfl_opctx *c, const tfl_t
         op->opt.dwconv.depth_multiplier = m;
         return OMMA_OK;
     case TFL_MAX_POOL_2D:
-        OMMA_TRY(tfl_u8(r, ot, 0, "padding", 0, &pad));
-        OMMA_TRY(tfl_i32(r, ot, 1, "stride_w", 0, &sw));
-        OMMA_TRY(tfl_i32(r, ot, 2, "stride_h", 0, &sh));
-        OMMA_TRY(tfl_i32(r, ot, 3, "filter_width", 0, &a));
-        OMMA_TRY(tfl_i32(r, ot, 4, "filter_height", 0, &b));
-        OMMA_TRY(tfl_u8(r, ot, 5, "fused_activation_function", 0, &act));
+        OMMA_TRY(fb_field_u8(r, ot, 0, "padding", 0, &pad));
+        OMMA_TRY(fb_field_i32(r, ot, 1, "stride_w", 0, &sw));
+        OMMA_TRY(fb_field_i32(r, ot, 2, "stride_h", 0, &sh));
+        OMMA_TRY(fb_field_i32(r, ot, 3, "filter_width", 0, &a));
+        OMMA_TRY(fb_field_i32(r, ot, 4, "filter_height", 0, &b));
+        OMMA_TRY(fb_field_u8(r, ot, 5, "fused_activation_function", 0, &act));
         OMMA_TRY(check_padding(c, pad, &op->opt.pool.padding));
         OMMA_TRY(check_positive(c, "stride_w", sw));
         OMMA_TRY(check_positive(c, "stride_h", sh));
@@ -712,18 +475,18 @@ static omma_status read_options(const tfl_rd *r, const tfl_opctx *c, const tfl_t
         op->opt.pool.filter_h = b;
         return OMMA_OK;
     case TFL_ADD:
-        OMMA_TRY(tfl_u8(r, ot, 0, "fused_activation_function", 0, &act));
+        OMMA_TRY(fb_field_u8(r, ot, 0, "fused_activation_function", 0, &act));
         return check_act(c, act, &op->opt.add.act);
     case TFL_CONCATENATION:
-        OMMA_TRY(tfl_i32(r, ot, 0, "axis", 0, &a));
-        OMMA_TRY(tfl_u8(r, ot, 1, "fused_activation_function", 0, &act));
+        OMMA_TRY(fb_field_i32(r, ot, 0, "axis", 0, &a));
+        OMMA_TRY(fb_field_u8(r, ot, 1, "fused_activation_function", 0, &act));
         if (a < -TFL_MAX_RANK || a >= TFL_MAX_RANK)
             return op_malformed(c, "axis %d", (int)a);
         op->opt.concat.axis = a;
         return check_act(c, act, &op->opt.concat.act);
     case TFL_RESIZE_BILINEAR:
-        OMMA_TRY(tfl_u8(r, ot, 2, "align_corners", 0, &b1));
-        OMMA_TRY(tfl_u8(r, ot, 3, "half_pixel_centers", 0, &b2));
+        OMMA_TRY(fb_field_u8(r, ot, 2, "align_corners", 0, &b1));
+        OMMA_TRY(fb_field_u8(r, ot, 3, "half_pixel_centers", 0, &b2));
         if (b1 > 1 || b2 > 1)
             return op_malformed(c, "align_corners %u / half_pixel_centers %u are not booleans",
                                 b1, b2);
@@ -769,17 +532,17 @@ static omma_status check_operands(const tfl_opctx *c, const tfl_operator *op, in
     return OMMA_OK;
 }
 
-static omma_status read_operator(const tfl_rd *r, const tfl_tbl *o, int index,
+static omma_status read_operator(const fb_reader *r, const fb_table *o, int index,
                                  const tfl_code *codes, size_t n_codes, int n_tensors,
                                  size_t *operand_budget, tfl_operator *op)
 {
     uint32_t ci;
     size_t at;
-    OMMA_TRY(tfl_field(r, o, F_OP_OPCODE, 4, "opcode_index", &at));
-    ci = at ? rd_u32(r->b + at) : 0;
+    OMMA_TRY(fb_field(r, o, F_OP_OPCODE, 4, "opcode_index", &at));
+    ci = at ? fb_rd_u32(r->b + at) : 0;
     if (ci >= n_codes)
-        return tfl_bad(r, "op %d opcode_index at offset %zu names operator code %u of %zu", index,
-                       at, ci, n_codes);
+        return fb_bad(r, "op %d opcode_index at offset %zu names operator code %u of %zu", index,
+                      at, ci, n_codes);
     const tfl_code *code = &codes[ci];
     tfl_opctx c = {.r = r, .index = index, .name = tfl_opcode_name(code->code)};
     if (code->custom || code->code == TFL_OP_CUSTOM)
@@ -791,43 +554,45 @@ static omma_status read_operator(const tfl_rd *r, const tfl_tbl *o, int index,
         return op_unsupported(&c, "operator not supported (builtin code %d)", code->code);
     }
     op->opcode = (tfl_opcode)code->code;
-    OMMA_TRY(tfl_int_vector(r, o, F_OP_INPUTS, "inputs", TFL_MAX_OPERANDS, &op->inputs,
-                            &op->n_inputs));
-    OMMA_TRY(tfl_int_vector(r, o, F_OP_OUTPUTS, "outputs", TFL_MAX_OPERANDS, &op->outputs,
-                            &op->n_outputs));
+    OMMA_TRY(
+        fb_int_vector(r, o, F_OP_INPUTS, "inputs", TFL_MAX_OPERANDS, &op->inputs, &op->n_inputs));
+    OMMA_TRY(fb_int_vector(r, o, F_OP_OUTPUTS, "outputs", TFL_MAX_OPERANDS, &op->outputs,
+                           &op->n_outputs));
     /* Operand indices copied for all operators cannot outnumber the int32
      * slots of the file, unless operators share vectors: refusing that keeps
      * memory linear in the file size. */
     size_t used = (size_t)op->n_inputs + (size_t)op->n_outputs;
     if (used > *operand_budget)
-        return tfl_bad(r, "op %d: the operators name more operands than the file can hold "
-                       "(shared operand vectors)", index);
+        return fb_bad(r,
+                      "op %d: the operators name more operands than the file can hold "
+                      "(shared operand vectors)",
+                      index);
     *operand_budget -= used;
     size_t s, ncustom;
-    OMMA_TRY(tfl_vector(r, o, F_OP_CUSTOM_OPTIONS, 1, "custom_options", &s, &ncustom));
+    OMMA_TRY(fb_vector(r, o, F_OP_CUSTOM_OPTIONS, 1, "custom_options", &s, &ncustom));
     if (ncustom)
         return op_unsupported(&c, "custom options (%zu bytes) on a builtin operator", ncustom);
     OMMA_TRY(check_operands(&c, op, n_tensors));
     return read_options(r, &c, o, op);
 }
 
-static omma_status read_index_list(const tfl_rd *r, const tfl_tbl *sg, int id, const char *field,
-                                   int n_tensors, int **out, int *count)
+static omma_status read_index_list(const fb_reader *r, const fb_table *sg, int id,
+                                   const char *field, int n_tensors, int **out, int *count)
 {
-    OMMA_TRY(tfl_int_vector(r, sg, id, field, (size_t)n_tensors, out, count));
+    OMMA_TRY(fb_int_vector(r, sg, id, field, (size_t)n_tensors, out, count));
     for (int i = 0; i < *count; i++)
         if ((*out)[i] < 0 || (*out)[i] >= n_tensors)
-            return tfl_bad(r, "subgraph %s %d names tensor %d of %d", field, i, (*out)[i],
-                           n_tensors);
+            return fb_bad(r, "subgraph %s %d names tensor %d of %d", field, i, (*out)[i],
+                          n_tensors);
     return OMMA_OK;
 }
 
-static omma_status read_subgraph(const tfl_rd *r, const tfl_tbl *sg, const tfl_code *codes,
+static omma_status read_subgraph(const fb_reader *r, const fb_table *sg, const tfl_code *codes,
                                  size_t n_codes, const tfl_buf *bufs, size_t n_bufs, tfl_model *m)
 {
     size_t tstart, nt, ostart, no;
-    OMMA_TRY(tfl_vector(r, sg, F_SG_TENSORS, 4, "tensors", &tstart, &nt));
-    OMMA_TRY(tfl_vector(r, sg, F_SG_OPERATORS, 4, "operators", &ostart, &no));
+    OMMA_TRY(fb_vector(r, sg, F_SG_TENSORS, 4, "tensors", &tstart, &nt));
+    OMMA_TRY(fb_vector(r, sg, F_SG_OPERATORS, 4, "operators", &ostart, &no));
     /* Both are bounded by the file size / 4 < 2^29. */
     m->tensors = calloc(nt ? nt : 1, sizeof *m->tensors);
     m->operators = calloc(no ? no : 1, sizeof *m->operators);
@@ -838,8 +603,8 @@ static omma_status read_subgraph(const tfl_rd *r, const tfl_tbl *sg, const tfl_c
     for (size_t i = 0; i < nt; i++) {
         char obj[48];
         snprintf(obj, sizeof obj, "tensor %zu", i);
-        tfl_tbl t;
-        OMMA_TRY(tfl_vector_table(r, tstart, i, obj, &t));
+        fb_table t;
+        OMMA_TRY(fb_vector_table(r, tstart, i, obj, &t));
         OMMA_TRY(read_tensor(r, &t, (int)i, bufs, n_bufs, &m->tensors[i]));
     }
     OMMA_TRY(read_index_list(r, sg, F_SG_INPUTS, "inputs", m->n_tensors, &m->inputs, &m->n_inputs));
@@ -850,30 +615,30 @@ static omma_status read_subgraph(const tfl_rd *r, const tfl_tbl *sg, const tfl_c
     for (size_t i = 0; i < no; i++) {
         char obj[48];
         snprintf(obj, sizeof obj, "op %zu", i);
-        tfl_tbl t;
-        OMMA_TRY(tfl_vector_table(r, ostart, i, obj, &t));
+        fb_table t;
+        OMMA_TRY(fb_vector_table(r, ostart, i, obj, &t));
         OMMA_TRY(read_operator(r, &t, (int)i, codes, n_codes, m->n_tensors, &operand_budget,
                                &m->operators[i]));
     }
     return OMMA_OK;
 }
 
-static omma_status read_model(const tfl_rd *r, tfl_model *m)
+static omma_status read_model(const fb_reader *r, tfl_model *m)
 {
     if (r->n == 0)
-        return tfl_bad(r, "the file is empty");
+        return fb_bad(r, "the file is empty");
     if (r->n < 8)
-        return tfl_bad(r, "%zu bytes is too small for a TFLite model (header is 8 bytes)", r->n);
+        return fb_bad(r, "%zu bytes is too small for a TFLite model (header is 8 bytes)", r->n);
     if (memcmp(r->b + 4, "TFL3", 4) != 0)
-        return tfl_bad(r, "no \"TFL3\" file identifier at offset 4: not a TFLite model");
+        return fb_bad(r, "no \"TFL3\" file identifier at offset 4: not a TFLite model");
     if (r->n > TFL_MAX_FILE)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: %zu bytes (flatbuffers are at most 2 GiB)",
                          r->what, r->n);
     size_t root;
-    tfl_tbl model;
-    OMMA_TRY(tfl_follow(r, 0, "model", "root offset", &root));
-    OMMA_TRY(tfl_table_at(r, root, "model", &model));
-    OMMA_TRY(tfl_u32(r, &model, F_MODEL_VERSION, "version", &m->version));
+    fb_table model;
+    OMMA_TRY(fb_follow(r, 0, "model", "root offset", &root));
+    OMMA_TRY(fb_table_at(r, root, "model", &model));
+    OMMA_TRY(fb_field_u32(r, &model, F_MODEL_VERSION, "version", &m->version));
     if (m->version != TFL_SCHEMA_VERSION)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: schema version %u (omma reads version %u)",
                          r->what, m->version, TFL_SCHEMA_VERSION);
@@ -884,10 +649,10 @@ static omma_status read_model(const tfl_rd *r, tfl_model *m)
     omma_status st;
     if ((st = read_opcodes(r, &model, &codes, &n_codes)) != OMMA_OK ||
         (st = read_buffers(r, &model, &bufs, &n_bufs)) != OMMA_OK ||
-        (st = tfl_vector(r, &model, F_MODEL_SUBGRAPHS, 4, "subgraphs", &sgstart, &nsg)) != OMMA_OK)
+        (st = fb_vector(r, &model, F_MODEL_SUBGRAPHS, 4, "subgraphs", &sgstart, &nsg)) != OMMA_OK)
         goto done;
     if (nsg == 0) {
-        st = tfl_bad(r, "the model has no subgraph");
+        st = fb_bad(r, "the model has no subgraph");
         goto done;
     }
     if (nsg > 1) {
@@ -895,8 +660,8 @@ static omma_status read_model(const tfl_rd *r, tfl_model *m)
                        r->what, nsg);
         goto done;
     }
-    tfl_tbl sg;
-    if ((st = tfl_vector_table(r, sgstart, 0, "subgraph 0", &sg)) != OMMA_OK)
+    fb_table sg;
+    if ((st = fb_vector_table(r, sgstart, 0, "subgraph 0", &sg)) != OMMA_OK)
         goto done;
     st = read_subgraph(r, &sg, codes, n_codes, bufs, n_bufs, m);
 done:
@@ -934,7 +699,7 @@ static omma_status read_owned(uint8_t *file, size_t size, const char *what, tfl_
     }
     m->file = file;
     m->file_size = size;
-    tfl_rd r = {.b = file, .n = size, .what = what};
+    fb_reader r = {.b = file, .n = size, .what = what};
     omma_status st = read_model(&r, m);
     if (st != OMMA_OK) {
         tfl_model_free(m);
