@@ -13,7 +13,12 @@
  * dwpw_tc. With many channels (small images) dwpw_tc in cuda_ops_dwpw.cu
  * is faster: a warp here owns its pixels for every channel, too little
  * parallelism; and so it is for widening blocks, whose epilogue stores
- * pairs of halves per lane where dwpw_tc's stores 16 bytes. */
+ * pairs of halves per lane where dwpw_tc's stores 16 bytes.
+ *
+ * Why one file of ~830 lines: the staging, the product loop and the
+ * epilogues share one tile layout and one register budget (changing one
+ * moves the others' spills); read together they are one kernel.
+ */
 #include <climits>
 
 #include "engine/cuda_ops_device.h"

@@ -18,7 +18,12 @@
  *   residual stored as half, accumulation in float).
  *
  * Usage: test_cuda_ops [--quick] [--seed N] [--verbose]. --quick runs every
- * fourth case (for compute-sanitizer). Exits 77 where there is no GPU. */
+ * fourth case (for compute-sanitizer). Exits 77 where there is no GPU.
+ *
+ * Why one file of ~1.4k lines: it is the op table, one list of every op
+ * and step kind with the graph builders its rows use; adding an op means
+ * adding its rows here, where the whole table can be read at once.
+ */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,8 @@
-#define _POSIX_C_SOURCE 200809L /* popen, mkstemp */
+#define _POSIX_C_SOURCE 200809L /* popen, mkstemp
+ *
+ * Why one file of ~1k lines: the parsers of the three reports live beside
+ * the checks that use them; each section tests one report.
+ */
 /* The metrics registry and its reports: exact counters under contention,
  * quantiles within the stated 5%, rates from injected clocks, GPU readings
  * with "unavailable" kept apart from 0, and the three reports checked by

@@ -3,7 +3,11 @@
  * tensors, unsupported activations, dilations, several subgraphs, custom
  * ops and options, operand counts and indices, buffer sizes, external
  * buffers, broken strings, vtables and offsets) with the exact status and
- * message expected; and every single-byte change of the valid model. */
+ * message expected; and every single-byte change of the valid model.
+ *
+ * Why one file of ~850 lines: the forging writer and the table of forged
+ * changes with their expected messages read as one list.
+ */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
