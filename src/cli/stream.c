@@ -15,7 +15,7 @@
 #include "cli/stream_options.h"
 #include "core/clock.h"
 #include "omma/device.h"
-#include "metrics/metrics.http.h"
+#include "metrics/metrics_http.h"
 
 #define EXIT_INTERRUPTED 130
 

@@ -3,7 +3,7 @@
  * hands it to libmicrohttpd (MHD_OPTION_LISTEN_SOCKET): that way a port in
  * use is reported with errno's words and the port, and port 0's pick is
  * read back with getsockname. libmicrohttpd closes the socket when stopped. */
-#include "metrics/metrics.http.h"
+#include "metrics/metrics_http.h"
 
 #include <stdlib.h>
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "metrics/metrics.h"
-#include "metrics/metrics.http.h"
+#include "metrics/metrics_http.h"
 #include "testing.h"
 
 /* Sends `request` to 127.0.0.1:port and returns everything the server sent
