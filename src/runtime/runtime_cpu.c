@@ -188,12 +188,12 @@ static omma_status register_metrics(rt_cpu_runtime *rt)
 }
 
 /* The synthetic cameras in groups of synthetic_per_thread, a synthetic
- * source per group. */
+ * source per group (its creation checks the synthetic options). */
 static omma_status make_drivers(rt_cpu_runtime *rt)
 {
     int synthetic = 0, per = rt->cfg.synthetic_per_thread;
     for (int i = 0; i < rt->n_cams; i++)
-        synthetic += !rt->cams[i].src;
+        synthetic += !rt->cfg.cameras[i].spec;
     if (!synthetic)
         return OMMA_OK;
     rt->n_drivers = (synthetic + per - 1) / per;
@@ -203,7 +203,7 @@ static omma_status make_drivers(rt_cpu_runtime *rt)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: synthetic drivers");
     int k = 0;
     for (int i = 0; i < rt->n_cams; i++) {
-        if (rt->cams[i].src)
+        if (rt->cfg.cameras[i].spec)
             continue;
         rt_cpu_driver *d = &rt->drivers[k / per];
         if (d->count == 0) {
@@ -219,19 +219,14 @@ static omma_status make_drivers(rt_cpu_runtime *rt)
 
 static omma_status open_all(rt_cpu_runtime *rt)
 {
-    for (int i = 0; i < rt->n_cams; i++) {
-        rt_cpu_cam *cam = &rt->cams[i];
-        cam->rt = rt;
-        cam->index = i;
-        cam->cfg = rt->cfg.cameras[i];
-        OMMA_TRY(rt_cpu_cam_open(rt, cam));
-    }
+    OMMA_TRY(make_drivers(rt));
+    for (int i = 0; i < rt->n_cams; i++)
+        OMMA_TRY(rt_cpu_cam_open(rt, &rt->cams[i]));
     omma_face_pipeline_options po = rt->cfg.pipeline;
     po.backend = OMMA_BACKEND_CPU;
     po.device = NULL;
     OMMA_TRY(omma_face_pipeline_create(&po, &rt->pipe));
     OMMA_TRY(register_metrics(rt));
-    OMMA_TRY(make_drivers(rt));
     OMMA_TRY(start_thread(rt, &rt->worker, worker, rt, &rt->worker_started));
     for (int i = 0; i < rt->n_cams; i++)
         if (rt->cams[i].src)
@@ -262,6 +257,11 @@ static omma_status cpu_start(const rt_runtime_config *cfg, void **out)
     rt->cfg = *cfg;
     rt->n_cams = cfg->n_cameras;
     rt->open_cams = cfg->n_cameras;
+    for (int i = 0; i < rt->n_cams; i++) {
+        rt->cams[i].rt = rt;
+        rt->cams[i].index = i;
+        rt->cams[i].cfg = cfg->cameras[i];
+    }
     pthread_mutex_init(&rt->lock, NULL);
     pthread_cond_init(&rt->wake, NULL);
     pthread_cond_init(&rt->taken, NULL);

@@ -9,8 +9,8 @@
  *     single-camera CPU pipeline on one thread over the same frames;
  *   - a camera whose sequence breaks mid-run is reported failed, naming the
  *     file, after its good frames; the others go on to their end;
- *   - a source that cannot be opened fails the start, naming it, and a bad
- *     thread count is refused;
+ *   - a source that cannot be opened fails the start, naming it; a bad
+ *     thread count and a bad synthetic frame size are refused;
  *   - three live synthetic cameras at 100 fps (faster than the CPU): frames
  *     are dropped, counted (every frame in is processed or dropped), each
  *     camera's seq increases, the faces found lie on the known face box;
@@ -330,6 +330,15 @@ static void test_bad_starts(void)
     cfg.n_cameras = 1;
     cfg.pipeline.threads = -1;
     CHECK_FAILS(rt_runtime_start(&cfg, &rt), OMMA_ERR_INVALID_ARG, "threads -1");
+    CHECK(rt == NULL);
+    /* A synthetic camera's frame size is checked before anything is made. */
+    base_config(&cfg, &c);
+    rt_camera_config synth = {NULL, NULL, 0};
+    cfg.n_cameras = 1;
+    cfg.cameras = &synth;
+    cfg.photo = &photo;
+    cfg.synthetic.width = 100000;
+    CHECK_FAILS(rt_runtime_start(&cfg, &rt), OMMA_ERR_INVALID_ARG, "100000x1080");
     CHECK(rt == NULL);
 }
 
