@@ -469,9 +469,10 @@ static int run_parsed(run_args a)
 
     double per = s.frames ? (double)s.frames : 1.0;
     char threads_note[32] = "";
+    int threads = omma_cpu_thread_count(a.threads);
     if (a.backend == OMMA_BACKEND_CPU)
-        snprintf(threads_note, sizeof threads_note, ", %d thread%s",
-                 omma_cpu_thread_count(a.threads), omma_cpu_thread_count(a.threads) == 1 ? "" : "s");
+        snprintf(threads_note, sizeof threads_note, ", %d thread%s", threads,
+                 threads == 1 ? "" : "s");
     fprintf(stderr,
             "omma run: %d input(s), %d failed, %ld frame(s), %ld face(s), %.1f frames/s, mean "
             "latency %.1f ms per batch (%ld batch(es) of up to %d frames), host->device %.0f "

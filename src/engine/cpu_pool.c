@@ -32,7 +32,7 @@ struct cpu_pool {
     int started; /* workers running */
     pool_worker *workers;
     pthread_mutex_t lock;
-    pthread_cond_t go;   /* a new job or quit (under lock) */
+    pthread_cond_t go; /* a new job or quit (under lock) */
     pthread_cond_t done; /* every worker is done with the job (under lock) */
     /* The job: written by the caller before it publishes the generation
      * (release), read by the workers after they see it (acquire), and left

@@ -53,7 +53,13 @@ static void report(rt_cpu_runtime *rt, int n, rt_cpu_cam *const *cams, const omm
     const rt_runtime_config *cfg = &rt->cfg;
     for (int i = 0; i < n; i++) {
         const rt_cpu_frame *b = &cams[i]->bufs[cams[i]->work];
-        rt_result r = {cams[i]->index, -1, b->seq, b->capture_ns, done_ns, dropped[i], counts[i],
+        rt_result r = {cams[i]->index,
+                       -1,
+                       b->seq,
+                       b->capture_ns,
+                       done_ns,
+                       dropped[i],
+                       counts[i],
                        faces + (size_t)i * (size_t)cfg->pipeline.max_faces,
                        b->has_truth ? &b->truth : NULL};
         if (dropped[i])
@@ -233,8 +239,8 @@ static omma_status open_all(rt_cpu_runtime *rt)
             OMMA_TRY(start_thread(rt, &rt->cams[i].thread, rt_cpu_cam_thread, &rt->cams[i],
                                   &rt->cams[i].started));
     for (int d = 0; d < rt->n_drivers; d++)
-        OMMA_TRY(start_thread(rt, &rt->drivers[d].thread, rt_cpu_synthetic_driver,
-                              &rt->drivers[d], &rt->drivers[d].started));
+        OMMA_TRY(start_thread(rt, &rt->drivers[d].thread, rt_cpu_synthetic_driver, &rt->drivers[d],
+                              &rt->drivers[d].started));
     return OMMA_OK;
 }
 
@@ -374,5 +380,5 @@ static void cpu_get_stats(void *impl, rt_runtime_stats *out)
     out->worker_cpu_ns = atomic_load(&rt->worker_cpu_ns);
 }
 
-const rt_backend rt_cpu_backend = {"cpu", cpu_start, cpu_stop, cpu_wait, cpu_destroy,
-                                   cpu_get_stats};
+const rt_backend rt_cpu_backend = {"cpu",    cpu_start,   cpu_stop,
+                                   cpu_wait, cpu_destroy, cpu_get_stats};

@@ -101,8 +101,10 @@ static omma_status pack(rt_cpu_cam *cam, const omma_frame *f, rt_cpu_frame *b)
 {
     size_t need = packed_bytes(f);
     if (need > b->bytes)
-        return OMMA_FAIL(OMMA_ERR_FORMAT, "camera %d: a %dx%d frame of %zu bytes in %zu-byte "
-                         "buffers", cam->index, f->width, f->height, need, b->bytes);
+        return OMMA_FAIL(OMMA_ERR_FORMAT,
+                         "camera %d: a %dx%d frame of %zu bytes in %zu-byte "
+                         "buffers",
+                         cam->index, f->width, f->height, need, b->bytes);
     omma_frame packed = *f;
     uint8_t *to = b->data;
     for (int p = 0; p < 3; p++) {

@@ -25,36 +25,36 @@ typedef struct rt_cpu_runtime rt_cpu_runtime;
 /* A host frame buffer: a packed copy of one frame and what came with it. */
 typedef struct rt_cpu_frame {
     uint8_t *data;
-    size_t bytes;        /* allocated */
-    omma_frame frame;    /* planes into data, packed pitches */
-    uint64_t seq;        /* from 1 */
+    size_t bytes; /* allocated */
+    omma_frame frame; /* planes into data, packed pitches */
+    uint64_t seq; /* from 1 */
     uint64_t capture_ns;
     int has_truth;
-    omma_box truth;      /* synthetic cameras: the face's true box */
+    omma_box truth; /* synthetic cameras: the face's true box */
 } rt_cpu_frame;
 
 typedef struct rt_cpu_cam {
     rt_cpu_runtime *rt;
     int index;
     rt_camera_config cfg;
-    rt_source *src;      /* NULL: synthetic */
+    rt_source *src; /* NULL: synthetic */
     int live;
-    long phase;          /* synthetic: its first frame index on the path */
+    long phase; /* synthetic: its first frame index on the path */
     rt_cpu_frame bufs[3];
     pthread_t thread;
     int started;
     /* Camera thread (or driver) only. */
-    int write;           /* index in bufs */
-    uint64_t seq_put;    /* frames put so far */
-    int done;            /* synthetic: its driver ended it */
+    int write; /* index in bufs */
+    uint64_t seq_put; /* frames put so far */
+    int done; /* synthetic: its driver ended it */
     /* Under the runtime's lock. */
-    int ready, work;     /* indices in bufs */
-    int has_ready;       /* bufs[ready] holds a frame not taken yet */
-    int queued;          /* in the ready list */
-    int closed;          /* no frame will come after the ready one */
-    int drained;         /* the worker saw it closed with nothing ready */
+    int ready, work; /* indices in bufs */
+    int has_ready; /* bufs[ready] holds a frame not taken yet */
+    int queued; /* in the ready list */
+    int closed; /* no frame will come after the ready one */
+    int drained; /* the worker saw it closed with nothing ready */
     /* Worker only. */
-    uint64_t last_seq;   /* the last frame taken */
+    uint64_t last_seq; /* the last frame taken */
 } rt_cpu_cam;
 
 /* A thread driving synthetic cameras (synthetic_per_thread of them) with
@@ -78,13 +78,13 @@ struct rt_cpu_runtime {
     pthread_t worker;
     int worker_started;
     atomic_int stopping;
-    pthread_mutex_t lock;   /* the cameras' slots, the ready list, the counts below */
-    pthread_cond_t wake;    /* worker: a frame ready, a camera closed */
-    pthread_cond_t taken;   /* file cameras: the worker took a ready frame; stop */
-    pthread_cond_t ended;   /* threads_left went down */
-    int *ready_list;        /* ring of camera indices with a frame ready or closed */
+    pthread_mutex_t lock; /* the cameras' slots, the ready list, the counts below */
+    pthread_cond_t wake; /* worker: a frame ready, a camera closed */
+    pthread_cond_t taken; /* file cameras: the worker took a ready frame; stop */
+    pthread_cond_t ended; /* threads_left went down */
+    int *ready_list; /* ring of camera indices with a frame ready or closed */
     int ready_head, ready_count;
-    int open_cams;          /* cameras not drained */
+    int open_cams; /* cameras not drained */
     int threads_left;
     omma_status error;
     char error_detail[512];
@@ -104,7 +104,7 @@ void rt_cpu_fail(rt_cpu_runtime *rt, omma_status st, const char *detail);
  * buffers. */
 omma_status rt_cpu_cam_open(rt_cpu_runtime *rt, rt_cpu_cam *cam);
 void rt_cpu_cam_close(rt_cpu_cam *cam);
-void *rt_cpu_cam_thread(void *arg);       /* a source's camera */
+void *rt_cpu_cam_thread(void *arg); /* a source's camera */
 void *rt_cpu_synthetic_driver(void *arg); /* an rt_cpu_driver */
 /* Under the runtime's lock: puts the camera in the ready list (once). */
 void rt_cpu_cam_queue(rt_cpu_cam *cam);

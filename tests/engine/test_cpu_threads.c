@@ -69,8 +69,7 @@ static void test_pool(void)
     cpu_pool *p = (cpu_pool *)1;
     CHECK_FAILS(cpu_pool_create(0, &p), OMMA_ERR_INVALID_ARG, "0 threads not in 1..256");
     CHECK(p == NULL);
-    CHECK_FAILS(cpu_pool_create(CPU_POOL_MAX_THREADS + 1, &p), OMMA_ERR_INVALID_ARG,
-                "257 threads");
+    CHECK_FAILS(cpu_pool_create(CPU_POOL_MAX_THREADS + 1, &p), OMMA_ERR_INVALID_ARG, "257 threads");
     CHECK(cpu_pool_resolve(0) >= 1 && cpu_pool_resolve(0) <= CPU_POOL_MAX_THREADS);
     CHECK(cpu_pool_resolve(5) == 5);
     CHECK(cpu_pool_threads(NULL) == 1);
@@ -79,10 +78,10 @@ static void test_pool(void)
     REQUIRE_OK(cpu_pool_create(3, &p));
     CHECK(cpu_pool_threads(p) == 3);
     check_split(p, RANGE, 1, 3);
-    check_split(p, 10, 4, 2);     /* 10 / 4: two parts of at least 4 */
-    check_split(p, 10, 100, 1);   /* too little for a second thread */
-    check_split(p, 2, 1, 2);      /* fewer indices than threads */
-    check_split(p, RANGE, 1, 3);  /* after jobs with fewer parts */
+    check_split(p, 10, 4, 2); /* 10 / 4: two parts of at least 4 */
+    check_split(p, 10, 100, 1); /* too little for a second thread */
+    check_split(p, 2, 1, 2); /* fewer indices than threads */
+    check_split(p, RANGE, 1, 3); /* after jobs with fewer parts */
     /* Many jobs back to back, of 1 to 3 parts: none lost, none twice. */
     long want = 0;
     atomic_store(&job_sum, 0);
@@ -189,9 +188,18 @@ static void check_model(const char *path)
     rgb_image_free(&img);
 }
 
-static void test_short_range_bitwise(void) { check_model(FACE_MODEL_SHORT); }
-static void test_full_range_bitwise(void) { check_model(FACE_MODEL_FULL); }
-static void test_mesh_bitwise(void) { check_model(FACE_MODEL_MESH); }
+static void test_short_range_bitwise(void)
+{
+    check_model(FACE_MODEL_SHORT);
+}
+static void test_full_range_bitwise(void)
+{
+    check_model(FACE_MODEL_FULL);
+}
+static void test_mesh_bitwise(void)
+{
+    check_model(FACE_MODEL_MESH);
+}
 
 static void test_bad_thread_counts(void)
 {

@@ -57,11 +57,10 @@ static int compare_frame(omma_face_pipeline **p, int n_cams, const int *cams,
             return -1;
         }
         for (int c = 0; c < n_cams; c++)
-            if (got_n[c] != ref_n[c] ||
-                memcmp(got + c * MAX_FACES, ref + c * MAX_FACES,
-                       (size_t)ref_n[c] * sizeof *ref) != 0) {
-                fprintf(stderr, "%s, camera %d: %d threads give %d faces, 1 thread %d%s\n",
-                        what, cams[c], thread_counts[k], got_n[c], ref_n[c],
+            if (got_n[c] != ref_n[c] || memcmp(got + c * MAX_FACES, ref + c * MAX_FACES,
+                                               (size_t)ref_n[c] * sizeof *ref) != 0) {
+                fprintf(stderr, "%s, camera %d: %d threads give %d faces, 1 thread %d%s\n", what,
+                        cams[c], thread_counts[k], got_n[c], ref_n[c],
                         got_n[c] == ref_n[c] ? " (different values)" : "");
                 return -1;
             }
@@ -98,11 +97,18 @@ static void test_photo(void)
         for (int x = 0; x < img.width; x++)
             memcpy(mirror.rgb + ((size_t)y * img.width + (size_t)(img.width - 1 - x)) * 3,
                    img.rgb + ((size_t)y * img.width + (size_t)x) * 3, 3);
-    omma_frame frames[2] = {
-        {img.width, img.height, OMMA_PIXEL_RGB, {img.rgb, NULL, NULL}, {img.width * 3, 0, 0},
-         OMMA_MEMORY_HOST},
-        {img.width, img.height, OMMA_PIXEL_RGB, {mirror.rgb, NULL, NULL}, {img.width * 3, 0, 0},
-         OMMA_MEMORY_HOST}};
+    omma_frame frames[2] = {{img.width,
+                             img.height,
+                             OMMA_PIXEL_RGB,
+                             {img.rgb, NULL, NULL},
+                             {img.width * 3, 0, 0},
+                             OMMA_MEMORY_HOST},
+                            {img.width,
+                             img.height,
+                             OMMA_PIXEL_RGB,
+                             {mirror.rgb, NULL, NULL},
+                             {img.width * 3, 0, 0},
+                             OMMA_MEMORY_HOST}};
     omma_face_pipeline *p[N_COUNTS + 1] = {0};
     int cams[2] = {0, 1};
     if (make_all(p)) {
@@ -154,8 +160,14 @@ static void check_video(const char *path)
     io_video_close(v);
 }
 
-static void test_pan_video(void) { check_video(OMMA_TESTDATA_DIR "/astronaut_pan.mp4"); }
-static void test_rotate_video(void) { check_video(OMMA_TESTDATA_DIR "/astronaut_rotate.mp4"); }
+static void test_pan_video(void)
+{
+    check_video(OMMA_TESTDATA_DIR "/astronaut_pan.mp4");
+}
+static void test_rotate_video(void)
+{
+    check_video(OMMA_TESTDATA_DIR "/astronaut_rotate.mp4");
+}
 
 static void test_bad_threads(void)
 {

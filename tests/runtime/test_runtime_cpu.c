@@ -178,7 +178,8 @@ static float overlap(const omma_box *a, const omma_box *b)
     if (w <= 0 || h <= 0)
         return 0.0f;
     float inter = w * h;
-    float area = (a->xmax - a->xmin) * (a->ymax - a->ymin) + (b->xmax - b->xmin) * (b->ymax - b->ymin);
+    float area =
+        (a->xmax - a->xmin) * (a->ymax - a->ymin) + (b->xmax - b->xmin) * (b->ymax - b->ymin);
     return inter / (area - inter);
 }
 
@@ -393,7 +394,8 @@ static void test_live_cameras_drop_and_stop(void)
     rt_runtime_get_stats(rt, &s);
     rt_runtime_destroy(rt);
     synthetic_run = 0;
-    fprintf(stderr, "live: %llu frames in, %llu done, %llu dropped, %llu batches; threads %d -> %d\n",
+    fprintf(stderr,
+            "live: %llu frames in, %llu done, %llu dropped, %llu batches; threads %d -> %d\n",
             (unsigned long long)s.frames_in, (unsigned long long)s.frames_done,
             (unsigned long long)s.frames_dropped, (unsigned long long)s.batches, threads0,
             threads_now());
