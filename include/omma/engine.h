@@ -11,7 +11,10 @@
  * one user at a time: calling omma_exec_run on one exec from two threads at
  * once is detected and returns OMMA_ERR_BUSY (never undefined behaviour).
  * Different execs of one engine run concurrently without locks, and give
- * bitwise the same results as when run one by one.
+ * bitwise the same results as when run one by one. A CPU exec runs each
+ * model node on several threads (omma_engine_options.threads, all cores by
+ * default): the exec's own worker threads join the caller's during
+ * omma_exec_run, and give bitwise the results of one thread.
  *
  * Tensors are float32, NHWC for images: an input declared [1, H, W, C] by
  * the model is a buffer of max_batch * H * W * C floats, item k at offset
@@ -82,10 +85,26 @@ typedef struct omma_engine_options {
     omma_backend backend;
     omma_precision precision;
     int rewrites; /* nonzero: apply the load-time rewrites (default 1) */
+    int threads;  /* CPU: threads each exec of this engine runs on, the
+                   * caller's included: 0 (default) = one per online CPU,
+                   * 1 = the calling thread alone, up to 256. Each exec
+                   * starts threads - 1 workers of its own, asleep between
+                   * runs; a run splits every convolution, depthwise +
+                   * pointwise block, pooling and resize by output rows
+                   * among them. Results are bitwise the same for any
+                   * count. Execs running at once each use their own
+                   * threads: with several, set fewer per exec. Ignored by
+                   * the CUDA backend. */
 } omma_engine_options;
 
-/* Fills *opt with the defaults: CPU backend, fp32, rewrites on. */
+/* Fills *opt with the defaults: CPU backend, fp32, rewrites on, threads 0
+ * (all cores). */
 void omma_engine_options_init(omma_engine_options *opt);
+
+/* The threads a CPU exec runs on for omma_engine_options.threads =
+ * threads: threads itself for 1..256, the online CPUs (at most 256) for 0;
+ * 0 for a value out of range. Any thread. */
+int omma_cpu_thread_count(int threads);
 
 #define OMMA_TENSOR_MAX_RANK 4
 
@@ -110,7 +129,8 @@ typedef struct omma_engine_stats {
  * dev: the device for OMMA_BACKEND_CUDA; must be NULL for the CPU backend.
  * opt: NULL for the defaults (omma_engine_options_init).
  * Errors: OMMA_ERR_INVALID_ARG (NULL path/out, a device given to the CPU
- * backend or none to CUDA, unknown option values), OMMA_ERR_IO (cannot read
+ * backend or none to CUDA, unknown option values, threads out of 0..256),
+ * OMMA_ERR_IO (cannot read
  * the file), OMMA_ERR_FORMAT (malformed model, the message says what and
  * where), OMMA_ERR_UNSUPPORTED (an op, option or precision the backend cannot
  * run; fp16 on the CPU), OMMA_ERR_OUT_OF_MEMORY, OMMA_ERR_CUDA and
@@ -148,9 +168,11 @@ omma_status omma_engine_get_stats(const omma_engine *engine, omma_engine_stats *
 omma_backend omma_engine_backend(const omma_engine *engine);
 
 /* Creates an execution context able to run batches of 1..max_batch items;
- * it allocates its arena (omma_engine_stats: batch-1 bytes + per item) and
- * holds a reference on the engine. Errors: OMMA_ERR_INVALID_ARG (NULL,
- * max_batch < 1 or above 65536), OMMA_ERR_OUT_OF_MEMORY. On failure *out is
+ * it allocates its arena (omma_engine_stats: batch-1 bytes + per item),
+ * starts its worker threads (CPU, omma_engine_options.threads) and holds a
+ * reference on the engine. Errors: OMMA_ERR_INVALID_ARG (NULL, max_batch < 1
+ * or above 65536), OMMA_ERR_OUT_OF_MEMORY (also when a thread cannot be
+ * started). On failure *out is
  * NULL. Any thread; the exec then belongs to its creator (see top). */
 omma_status omma_exec_create(omma_engine *engine, int max_batch, omma_exec **out);
 

@@ -18,7 +18,11 @@
  * Threads: a pipeline belongs to one thread at a time. Calling
  * omma_face_pipeline_process on one pipeline from two threads at once is
  * detected and the second call returns OMMA_ERR_BUSY; use one pipeline per
- * thread. Different pipelines run concurrently. */
+ * thread. Different pipelines run concurrently. The CPU backend runs the
+ * frames of a batch one after the other, each model node split by output
+ * rows over its own worker threads (omma_face_pipeline_options.threads,
+ * all cores by default) that sleep between calls; several CPU pipelines
+ * working at once each use that many threads. */
 #ifndef OMMA_PIPELINE_H
 #define OMMA_PIPELINE_H
 
@@ -67,6 +71,13 @@ typedef struct omma_face_pipeline_options {
                                  * one CUDA graph per batch shape, captured at
                                  * the shape's first batch and replayed; 0
                                  * launches kernel by kernel. Same results. */
+    int threads;                /* CPU: threads the models run on, the
+                                 * calling thread's included: 0 (default) =
+                                 * one per online CPU, 1 = the calling thread
+                                 * alone, up to 256 (omma_engine_options.
+                                 * threads of both engines). Faces are
+                                 * bitwise the same for any count. Ignored by
+                                 * the CUDA backend. */
 } omma_face_pipeline_options;
 
 /* Fills *opt with the defaults above (model paths NULL). */

@@ -45,6 +45,8 @@ static void usage(FILE *to)
             "  timestamp_ms, faces (id, score, box [x0,y0,x1,y1], 6 keypoints [x,y],\n"
             "  468 landmarks [x,y,z], presence), in frame pixels.\n"
             "  --backend gpu|cpu    gpu (default; never falls back to the CPU) or cpu\n"
+            "  --threads N          CPU backend: threads the models run on, 1..256, or 0\n"
+            "                       = one per CPU core (default 0); same faces for any N\n"
             "  --out FILE           write there (complete records only; the file appears\n"
             "                       when the run ends) instead of stdout\n"
             "  --csv                a flat table instead: a header row, then one row per face\n"
@@ -84,7 +86,7 @@ typedef struct run_args {
     omma_backend backend;
     omma_precision precision;
     const char *out_path, *annotate_dir, *annotate_video;
-    int csv, max_faces, max_batch, detect_every, full_range;
+    int csv, max_faces, max_batch, detect_every, full_range, threads;
     long max_frames;
     const char **inputs; /* the arguments that are not options, in order */
     int n_inputs;
@@ -169,6 +171,10 @@ static int parse_args(int argc, char **argv, run_args *a)
             if (!cli_arg_long(o, v, 0, 1000000, &n))
                 return CLI_EXIT_USAGE;
             a->detect_every = (int)n;
+        } else if (strcmp(o, "--threads") == 0) {
+            if (!cli_arg_long(o, v, 0, 256, &n))
+                return CLI_EXIT_USAGE;
+            a->threads = (int)n;
         } else if (strcmp(o, "--max-frames") == 0) {
             if (!cli_arg_long(o, v, 1, 1000000000L, &n))
                 return CLI_EXIT_USAGE;
@@ -372,6 +378,7 @@ static int run_parsed(run_args a)
     opt.max_faces = a.max_faces;
     opt.max_batch = a.max_batch;
     opt.detect_every = a.detect_every;
+    opt.threads = a.threads;
     run_state s;
     memset(&s, 0, sizeof s);
     s.max_faces = a.max_faces;
@@ -461,13 +468,19 @@ static int run_parsed(run_args a)
     free(s.inputs), free(s.faces), free(s.counts);
 
     double per = s.frames ? (double)s.frames : 1.0;
+    char threads_note[32] = "";
+    int threads = omma_cpu_thread_count(a.threads);
+    if (a.backend == OMMA_BACKEND_CPU)
+        snprintf(threads_note, sizeof threads_note, ", %d thread%s", threads,
+                 threads == 1 ? "" : "s");
     fprintf(stderr,
             "omma run: %d input(s), %d failed, %ld frame(s), %ld face(s), %.1f frames/s, mean "
             "latency %.1f ms per batch (%ld batch(es) of up to %d frames), host->device %.0f "
-            "B/frame, device->host %.0f B/frame (%s backend)%s%s\n",
+            "B/frame, device->host %.0f B/frame (%s backend%s)%s%s\n",
             n_inputs, failed, s.frames, s.faces_found, secs > 0 ? (double)s.frames / secs : 0.0,
             s.batches ? s.batch_ms / (double)s.batches : 0.0, s.batches, batch_cap,
             (double)stats.h2d_bytes / per, (double)stats.d2h_bytes / per, backend_name(a.backend),
+            threads_note,
             written && a.out_path ? ", written to " : "", written && a.out_path ? a.out_path : "");
     if (sample)
         fprintf(stderr, "omma run: sample: %ld face(s) found in %ld frame(s);", s.faces_found,

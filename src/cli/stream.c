@@ -92,10 +92,13 @@ static void print_status(metrics_registry *m, int table, int *lines_drawn)
 
 static int resolve_gpus(cli_stream_opts *o)
 {
+    if (o->rt.pipeline.backend == OMMA_BACKEND_CPU)
+        return -1; /* the CPU runtime uses no GPU */
     int count = 0;
     omma_status st = omma_device_count(&count);
     if (st != OMMA_OK || count == 0) {
-        fprintf(stderr, "omma: error: no GPU for omma stream (%s)\n",
+        fprintf(stderr,
+                "omma: error: no NVIDIA GPU found (%s); use --backend cpu to run on the CPU\n",
                 st != OMMA_OK ? omma_last_error() : "the driver sees none");
         return CLI_EXIT_NO_DEVICE;
     }
@@ -145,11 +148,23 @@ static int watch(rt_runtime *rt, metrics_registry *m, const cli_stream_opts *o, 
     return interrupted || signals_seen;
 }
 
-static void summary(rt_runtime *rt, double secs)
+static void summary(rt_runtime *rt, double secs, const cli_stream_opts *o)
 {
     rt_runtime_stats s;
     rt_runtime_get_stats(rt, &s);
     double frames = s.frames_done > 0 ? (double)s.frames_done : 1.0;
+    if (o->rt.pipeline.backend == OMMA_BACKEND_CPU) {
+        int threads = omma_cpu_thread_count(o->rt.pipeline.threads);
+        fprintf(stderr,
+                "omma stream: %llu frames in, %llu processed (%.1f frames/s), %llu dropped, %llu "
+                "faces; %llu batches (%.1f frames/batch); CPU backend, %d thread%s\n",
+                (unsigned long long)s.frames_in, (unsigned long long)s.frames_done,
+                secs > 0 ? (double)s.frames_done / secs : 0.0,
+                (unsigned long long)s.frames_dropped, (unsigned long long)s.faces,
+                (unsigned long long)s.batches, s.batches ? frames / (double)s.batches : 0.0,
+                threads, threads == 1 ? "" : "s");
+        return;
+    }
     fprintf(stderr,
             "omma stream: %llu frames in, %llu processed (%.1f frames/s), %llu dropped, %llu "
             "faces; %llu batches (%.1f frames/batch, %.1f launches/batch); %.0f B/frame "
@@ -190,7 +205,7 @@ static int run(cli_stream_opts *o, stream_state *s, metrics_registry *m)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     int interrupted = watch(rt, m, o, &st);
-    summary(rt, (double)(core_now_ns() - s->t0) / 1e9);
+    summary(rt, (double)(core_now_ns() - s->t0) / 1e9, o);
     rt_runtime_destroy(rt);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

@@ -23,6 +23,14 @@ void cli_stream_usage(FILE *to)
             "  decodes), a directory of PNG/JPEG images or a pattern with %%d (--fps), a V4L2\n"
             "  camera /dev/videoN, or synthetic[:N]: N synthetic cameras (default 1) moving the\n"
             "  photo's face over a frame at --fps (ground truth known; load tests).\n"
+            "  --backend gpu|cpu    gpu (default; no GPU: exit 3) or cpu: the CPU face\n"
+            "                       pipeline, one worker taking the newest frame of each\n"
+            "                       camera (live cameras drop what it cannot keep up with;\n"
+            "                       files wait), results with gpu -1; the GPU options\n"
+            "                       (--gpus, --placement, --lanes, --graphs, --pool,\n"
+            "                       --precision, --max-wait-ms) do not apply\n"
+            "  --threads N          CPU backend: threads the models run on, 1..256, or 0\n"
+            "                       = one per CPU core (default 0)\n"
             "  --gpus LIST|all      GPUs to use, e.g. 0,1 (default 0)\n"
             "  --placement round-robin|least-loaded   cameras to GPUs (default round-robin)\n"
             "  --max-batch N        frames per batch, 1..%d (default 64)\n"
@@ -47,7 +55,8 @@ void cli_stream_usage(FILE *to)
             "  --status-every S     seconds (1)\n"
             "  --metrics-port P     serve OpenMetrics at http://HOST:P/metrics (0: any port)\n"
             "  --metrics-bind ADDR  the address it listens on (default all IPv4)\n"
-            "  Exit codes: 0 ok, 1 a source or the run failed, 2 usage, 3 no GPU, 130\n"
+            "  Exit codes: 0 ok, 1 a source or the run failed, 2 usage, 3 no GPU (without\n"
+            "  --backend cpu), 130\n"
             "  interrupted (outputs hold every result delivered).\n",
             OMMA_PIPELINE_MAX_BATCH, OMMA_PIPELINE_MAX_LANES);
 }
@@ -135,7 +144,9 @@ static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_f
                   int *full_range)
 {
     const char *a = argv[*i];
-    static const char *const known[] = {"--gpus",
+    static const char *const known[] = {"--backend",
+                                        "--threads",
+                                        "--gpus",
                                         "--placement",
                                         "--max-batch",
                                         "--max-wait-ms",
@@ -177,6 +188,16 @@ static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_f
     long n;
     double d;
     rt_runtime_config *rt = &o->rt;
+    if (strcmp(a, "--backend") == 0) {
+        if (strcmp(v, "gpu") && strcmp(v, "cuda") && strcmp(v, "cpu")) {
+            fprintf(stderr, "omma: error: --backend %s: expected gpu or cpu\n", v);
+            return 0;
+        }
+        rt->pipeline.backend = strcmp(v, "cpu") ? OMMA_BACKEND_CUDA : OMMA_BACKEND_CPU;
+        return 1;
+    }
+    if (strcmp(a, "--threads") == 0 && cli_arg_long(a, v, 0, 256, &n))
+        return rt->pipeline.threads = (int)n, 1;
     if (strcmp(a, "--gpus") == 0)
         return parse_gpus(v, o);
     if (strcmp(a, "--placement") == 0) {

@@ -1,5 +1,6 @@
 /* The CPU reference backend: runs the planned graph node by node through
- * the reference kernels of cpu_ops.c, on a host arena. */
+ * the reference kernels of cpu_ops.c, on a host arena, each node split over
+ * the exec's thread pool (omma_engine_options.threads). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +17,19 @@ static omma_status cpu_exec_init(omma_exec *x)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cpu exec: arena of %zu bytes", bytes);
     /* Zeroed so that items beyond a run's batch read back deterministically. */
     memset(x->arena, 0, bytes);
+    int threads = cpu_pool_resolve(x->engine->opt.threads);
+    if (threads > 1) {
+        cpu_pool *pool = NULL;
+        OMMA_TRY(cpu_pool_create(threads, &pool));
+        x->state = pool;
+    }
     return OMMA_OK;
 }
 
 static void cpu_exec_fini(omma_exec *x)
 {
+    cpu_pool_destroy(x->state);
+    x->state = NULL;
     free(x->arena);
     x->arena = NULL;
 }
@@ -54,7 +63,7 @@ static omma_status cpu_run(omma_exec *x, int batch)
         /* Nodes computed from constants only (DEQUANTIZE of an unrewritten
          * graph) have no batch dimension. */
         int nb = p->slots[n->out].batched ? batch : 1;
-        OMMA_TRY(cpu_op_run(g, n, nb, in, residual, out));
+        OMMA_TRY(cpu_op_run_pool(x->state, g, n, nb, in, residual, out));
     }
     return OMMA_OK;
 }

@@ -13,12 +13,24 @@
 
 #include "core/error.h"
 
-/* What is being run, for messages: "cpu CONV2D (model op 12)". */
+/* What is being run, for messages: "cpu CONV2D (model op 12)", and the
+ * threads it runs on (NULL: the caller alone). */
 typedef struct cpu_ctx {
     const gr_graph *g;
     const gr_node *n;
     int batch;
+    cpu_pool *pool;
 } cpu_ctx;
+
+/* The fewest multiply-adds (or elements) worth a thread of their own: a
+ * part of a job should outweigh waking a worker (some microseconds). */
+#define CPU_GRAIN_WORK 32768L
+
+/* Rows of cost `row_cost` each, in parts of at least CPU_GRAIN_WORK. */
+static long grain_rows(long row_cost)
+{
+    return row_cost >= CPU_GRAIN_WORK ? 1 : CPU_GRAIN_WORK / (row_cost > 0 ? row_cost : 1);
+}
 
 static omma_status cpu_fail(const cpu_ctx *c, omma_status st, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -160,6 +172,64 @@ static omma_status check_act(const cpu_ctx *c, gr_act act, int alpha_t, int chan
 
 /* ---- convolutions ---------------------------------------------------- */
 
+/* A convolution's operands, checked, for its parts (output rows). */
+typedef struct conv_job {
+    const gr_node *n;
+    const gr_window *w;
+    const float *x, *f, *bias, *residual, *alpha;
+    float *out;
+    bool dw;
+    int mult, H, W, C, OH, OW, OC;
+} conv_job;
+
+/* Output rows [r0, r1) of a convolution, row r = item r / OH, y r % OH. */
+static void conv_rows(void *arg, int part, long r0, long r1)
+{
+    (void)part;
+    const conv_job *j = arg;
+    const gr_window *w = j->w;
+    const float *f = j->f, *bias = j->bias, *residual = j->residual, *alpha = j->alpha;
+    int H = j->H, W = j->W, C = j->C, OH = j->OH, OW = j->OW, OC = j->OC, mult = j->mult;
+    int KH = w->kh, KW = w->kw;
+    bool dw = j->dw;
+    float *out = j->out;
+    for (long r = r0; r < r1; r++) {
+        int b = (int)(r / OH), oy = (int)(r % OH);
+        const float *xb = j->x + (size_t)b * H * W * C;
+        for (int ox = 0; ox < OW; ox++) {
+            size_t o = (((size_t)b * OH + oy) * OW + ox) * OC;
+            int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
+            for (int oc = 0; oc < OC; oc++) {
+                float acc = 0.0f;
+                for (int ky = 0; ky < KH; ky++) {
+                    int iy = y0 + ky * w->dil_h;
+                    if (iy < 0 || iy >= H)
+                        continue; /* zero padding */
+                    for (int kx = 0; kx < KW; kx++) {
+                        int ix = x0 + kx * w->dil_w;
+                        if (ix < 0 || ix >= W)
+                            continue;
+                        const float *px = xb + ((size_t)iy * W + ix) * C;
+                        if (dw) {
+                            acc += px[oc / mult] * f[((size_t)ky * KW + kx) * OC + oc];
+                        } else {
+                            const float *pf = f + (((size_t)oc * KH + ky) * KW + kx) * C;
+                            for (int ic = 0; ic < C; ic++)
+                                acc += px[ic] * pf[ic];
+                        }
+                    }
+                }
+                /* Epilogue in the IR's order: act(acc + bias + residual). */
+                if (bias)
+                    acc += bias[oc];
+                if (residual)
+                    acc += residual[o + oc];
+                out[o + oc] = act_apply(j->n->p.conv.act, acc, alpha, oc);
+            }
+        }
+    }
+}
+
 static omma_status run_conv(const cpu_ctx *c, const float *const *inputs, const float *residual,
                             float *out)
 {
@@ -199,43 +269,9 @@ static omma_status run_conv(const cpu_ctx *c, const float *const *inputs, const 
     if (n->p.conv.residual < 0)
         residual = NULL;
 
-    int KH = w->kh, KW = w->kw;
-    for (int b = 0; b < c->batch; b++) {
-        const float *xb = x + (size_t)b * H * W * C;
-        for (int oy = 0; oy < OH; oy++) {
-            for (int ox = 0; ox < OW; ox++) {
-                size_t o = (((size_t)b * OH + oy) * OW + ox) * OC;
-                int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
-                for (int oc = 0; oc < OC; oc++) {
-                    float acc = 0.0f;
-                    for (int ky = 0; ky < KH; ky++) {
-                        int iy = y0 + ky * w->dil_h;
-                        if (iy < 0 || iy >= H)
-                            continue; /* zero padding */
-                        for (int kx = 0; kx < KW; kx++) {
-                            int ix = x0 + kx * w->dil_w;
-                            if (ix < 0 || ix >= W)
-                                continue;
-                            const float *px = xb + ((size_t)iy * W + ix) * C;
-                            if (dw) {
-                                acc += px[oc / mult] * f[((size_t)ky * KW + kx) * OC + oc];
-                            } else {
-                                const float *pf = f + (((size_t)oc * KH + ky) * KW + kx) * C;
-                                for (int ic = 0; ic < C; ic++)
-                                    acc += px[ic] * pf[ic];
-                            }
-                        }
-                    }
-                    /* Epilogue in the IR's order: act(acc + bias + residual). */
-                    if (bias)
-                        acc += bias[oc];
-                    if (residual)
-                        acc += residual[o + oc];
-                    out[o + oc] = act_apply(n->p.conv.act, acc, alpha, oc);
-                }
-            }
-        }
-    }
+    conv_job j = {n, w, x, f, bias, residual, alpha, out, dw, mult, H, W, C, OH, OW, OC};
+    cpu_pool_run(c->pool, (long)c->batch * OH,
+                 grain_rows((long)OW * OC * w->kh * w->kw * (dw ? 1 : C)), conv_rows, &j);
     return OMMA_OK;
 }
 
@@ -258,6 +294,64 @@ static float dwpw_residual(const float *r, const gr_tensor *rt, bool pool, int b
                 m = v;
         }
     return m;
+}
+
+/* A GR_DWPW node's operands, checked, for its parts (output rows). */
+typedef struct dwpw_job {
+    const gr_node *n;
+    const gr_window *w;
+    const float *x, *df, *db, *pf, *pb, *residual, *alpha;
+    const gr_tensor *rt;
+    bool pool;
+    float *scratch; /* C floats per part */
+    float *out;
+    int H, W, C, OH, OW, OC;
+} dwpw_job;
+
+/* Output rows [r0, r1) of a GR_DWPW node, row r = item r / OH, y r % OH. */
+static void dwpw_rows(void *arg, int part, long r0, long r1)
+{
+    const dwpw_job *j = arg;
+    const gr_window *w = j->w;
+    const float *df = j->df, *db = j->db, *pf = j->pf, *pb = j->pb, *alpha = j->alpha;
+    int H = j->H, W = j->W, C = j->C, OH = j->OH, OW = j->OW, OC = j->OC;
+    int KH = w->kh, KW = w->kw;
+    float *d = j->scratch + (size_t)part * (size_t)C;
+    for (long r = r0; r < r1; r++) {
+        int b = (int)(r / OH), oy = (int)(r % OH);
+        const float *xb = j->x + (size_t)b * H * W * C;
+        for (int ox = 0; ox < OW; ox++) {
+            int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
+            for (int ch = 0; ch < C; ch++) {
+                float acc = 0.0f;
+                for (int ky = 0; ky < KH; ky++) {
+                    int iy = y0 + ky * w->dil_h;
+                    if (iy < 0 || iy >= H)
+                        continue; /* zero padding */
+                    for (int kx = 0; kx < KW; kx++) {
+                        int ix = x0 + kx * w->dil_w;
+                        if (ix < 0 || ix >= W)
+                            continue;
+                        acc += xb[((size_t)iy * W + ix) * C + ch] *
+                               df[((size_t)ky * KW + kx) * C + ch];
+                    }
+                }
+                d[ch] = db ? acc + db[ch] : acc;
+            }
+            float *po = j->out + (((size_t)b * OH + oy) * OW + ox) * OC;
+            for (int oc = 0; oc < OC; oc++) {
+                const float *pfo = pf + (size_t)oc * C;
+                float acc = 0.0f;
+                for (int ic = 0; ic < C; ic++)
+                    acc += d[ic] * pfo[ic];
+                if (pb)
+                    acc += pb[oc];
+                if (j->rt)
+                    acc += dwpw_residual(j->residual, j->rt, j->pool, b, oy, ox, oc);
+                po[oc] = act_apply(j->n->p.conv.act, acc, alpha, oc);
+            }
+        }
+    }
 }
 
 /* GR_DWPW, computed as the two convolutions it replaces would be: per output
@@ -315,52 +409,61 @@ static omma_status run_dwpw(const cpu_ctx *c, const float *const *inputs, const 
     } else if (pool) {
         return cpu_fail(c, OMMA_ERR_FORMAT, "pool_residual without a residual");
     }
-    float *d = malloc((size_t)C * sizeof *d);
+    /* The depthwise vector of a pixel, per part. */
+    int parts = cpu_pool_threads(c->pool);
+    float *d = malloc((size_t)parts * (size_t)C * sizeof *d);
     if (!d)
-        return cpu_fail(c, OMMA_ERR_OUT_OF_MEMORY, "%d floats of depthwise scratch", C);
-
-    int KH = w->kh, KW = w->kw;
-    for (int b = 0; b < c->batch; b++) {
-        const float *xb = x + (size_t)b * H * W * C;
-        for (int oy = 0; oy < OH; oy++) {
-            for (int ox = 0; ox < OW; ox++) {
-                int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
-                for (int ch = 0; ch < C; ch++) {
-                    float acc = 0.0f;
-                    for (int ky = 0; ky < KH; ky++) {
-                        int iy = y0 + ky * w->dil_h;
-                        if (iy < 0 || iy >= H)
-                            continue; /* zero padding */
-                        for (int kx = 0; kx < KW; kx++) {
-                            int ix = x0 + kx * w->dil_w;
-                            if (ix < 0 || ix >= W)
-                                continue;
-                            acc += xb[((size_t)iy * W + ix) * C + ch] *
-                                   df[((size_t)ky * KW + kx) * C + ch];
-                        }
-                    }
-                    d[ch] = db ? acc + db[ch] : acc;
-                }
-                float *po = out + (((size_t)b * OH + oy) * OW + ox) * OC;
-                for (int oc = 0; oc < OC; oc++) {
-                    const float *pfo = pf + (size_t)oc * C;
-                    float acc = 0.0f;
-                    for (int ic = 0; ic < C; ic++)
-                        acc += d[ic] * pfo[ic];
-                    if (pb)
-                        acc += pb[oc];
-                    if (rt)
-                        acc += dwpw_residual(residual, rt, pool, b, oy, ox, oc);
-                    po[oc] = act_apply(n->p.conv.act, acc, alpha, oc);
-                }
-            }
-        }
-    }
+        return cpu_fail(c, OMMA_ERR_OUT_OF_MEMORY, "%d x %d floats of depthwise scratch", parts, C);
+    dwpw_job j = {n, w, x, df, db, pf, pb, residual, alpha, rt, pool, d, out, H, W, C, OH, OW, OC};
+    cpu_pool_run(c->pool, (long)c->batch * OH, grain_rows((long)OW * C * (w->kh * w->kw + OC)),
+                 dwpw_rows, &j);
     free(d);
     return OMMA_OK;
 }
 
 /* ---- pooling ----------------------------------------------------------- */
+
+typedef struct maxpool_job {
+    const gr_window *w;
+    const float *x;
+    float *out;
+    int H, W, C, OH, OW;
+} maxpool_job;
+
+/* Output rows [r0, r1) of a max-pool, row r = item r / OH, y r % OH. */
+static void maxpool_rows(void *arg, int part, long r0, long r1)
+{
+    (void)part;
+    const maxpool_job *j = arg;
+    const gr_window *w = j->w;
+    const float *x = j->x;
+    int H = j->H, W = j->W, C = j->C, OH = j->OH, OW = j->OW;
+    for (long r = r0; r < r1; r++) {
+        int b = (int)(r / OH), oy = (int)(r % OH);
+        for (int ox = 0; ox < OW; ox++) {
+            int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
+            float *po = j->out + (((size_t)b * OH + oy) * OW + ox) * C;
+            for (int ch = 0; ch < C; ch++) {
+                /* Padded cells are ignored (TFLite starts at the lowest float). */
+                float m = -INFINITY;
+                for (int ky = 0; ky < w->kh; ky++) {
+                    int iy = y0 + ky;
+                    if (iy < 0 || iy >= H)
+                        continue;
+                    for (int kx = 0; kx < w->kw; kx++) {
+                        int ix = x0 + kx;
+                        if (ix < 0 || ix >= W)
+                            continue;
+                        float v = x[(((size_t)b * H + iy) * W + ix) * C + ch];
+                        if (v > m)
+                            m = v;
+                    }
+                }
+                po[ch] = m;
+            }
+        }
+    }
+}
 
 static omma_status run_maxpool(const cpu_ctx *c, const float *const *inputs, float *out)
 {
@@ -377,30 +480,9 @@ static omma_status run_maxpool(const cpu_ctx *c, const float *const *inputs, flo
     OMMA_TRY(check_window(c, w, H, W, OH, OW, yt->name));
     const float *x;
     OMMA_TRY(act_in(c, inputs, 0, &x));
-    for (int b = 0; b < c->batch; b++)
-        for (int oy = 0; oy < OH; oy++)
-            for (int ox = 0; ox < OW; ox++) {
-                int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
-                float *po = out + (((size_t)b * OH + oy) * OW + ox) * C;
-                for (int ch = 0; ch < C; ch++) {
-                    /* Padded cells are ignored (TFLite starts at the lowest float). */
-                    float m = -INFINITY;
-                    for (int ky = 0; ky < w->kh; ky++) {
-                        int iy = y0 + ky;
-                        if (iy < 0 || iy >= H)
-                            continue;
-                        for (int kx = 0; kx < w->kw; kx++) {
-                            int ix = x0 + kx;
-                            if (ix < 0 || ix >= W)
-                                continue;
-                            float v = x[(((size_t)b * H + iy) * W + ix) * C + ch];
-                            if (v > m)
-                                m = v;
-                        }
-                    }
-                    po[ch] = m;
-                }
-            }
+    maxpool_job j = {w, x, out, H, W, C, OH, OW};
+    cpu_pool_run(c->pool, (long)c->batch * OH, grain_rows((long)OW * C * w->kh * w->kw),
+                 maxpool_rows, &j);
     return OMMA_OK;
 }
 
@@ -589,6 +671,44 @@ static float resize_scale(int in, int out, bool align_corners)
     return (float)in / (float)out;
 }
 
+typedef struct resize_job {
+    const float *x;
+    float *out;
+    bool half;
+    float sy, sx;
+    int H, W, C, OH, OW;
+} resize_job;
+
+/* Output rows [r0, r1) of a bilinear resize, row r = item r / OH, y r % OH. */
+static void resize_rows(void *arg, int part, long r0, long r1)
+{
+    (void)part;
+    const resize_job *j = arg;
+    int H = j->H, W = j->W, C = j->C, OH = j->OH, OW = j->OW;
+    for (long r = r0; r < r1; r++) {
+        int b = (int)(r / OH), oy = (int)(r % OH);
+        const float *xb = j->x + (size_t)b * H * W * C;
+        float fy;
+        int y0, y1;
+        resize_source(oy, j->sy, j->half, H, &fy, &y0, &y1);
+        float ly = fy - (float)y0;
+        for (int ox = 0; ox < OW; ox++) {
+            float fx;
+            int x0, x1;
+            resize_source(ox, j->sx, j->half, W, &fx, &x0, &x1);
+            float lx = fx - (float)x0;
+            const float *p00 = xb + ((size_t)y0 * W + x0) * C;
+            const float *p01 = xb + ((size_t)y0 * W + x1) * C;
+            const float *p10 = xb + ((size_t)y1 * W + x0) * C;
+            const float *p11 = xb + ((size_t)y1 * W + x1) * C;
+            float *po = j->out + (((size_t)b * OH + oy) * OW + ox) * C;
+            for (int ch = 0; ch < C; ch++)
+                po[ch] = p00[ch] * (1.0f - ly) * (1.0f - lx) + p10[ch] * ly * (1.0f - lx) +
+                         p01[ch] * (1.0f - ly) * lx + p11[ch] * ly * lx;
+        }
+    }
+}
+
 static omma_status run_resize(const cpu_ctx *c, const float *const *inputs, float *out)
 {
     const gr_node *n = c->n;
@@ -604,30 +724,9 @@ static omma_status run_resize(const cpu_ctx *c, const float *const *inputs, floa
         return cpu_fail(c, OMMA_ERR_FORMAT, "align_corners and half_pixel_centers both set");
     const float *x;
     OMMA_TRY(act_in(c, inputs, 0, &x));
-    float sy = resize_scale(H, OH, align), sx = resize_scale(W, OW, align);
-    for (int b = 0; b < c->batch; b++) {
-        const float *xb = x + (size_t)b * H * W * C;
-        for (int oy = 0; oy < OH; oy++) {
-            float fy;
-            int y0, y1;
-            resize_source(oy, sy, half, H, &fy, &y0, &y1);
-            float ly = fy - (float)y0;
-            for (int ox = 0; ox < OW; ox++) {
-                float fx;
-                int x0, x1;
-                resize_source(ox, sx, half, W, &fx, &x0, &x1);
-                float lx = fx - (float)x0;
-                const float *p00 = xb + ((size_t)y0 * W + x0) * C;
-                const float *p01 = xb + ((size_t)y0 * W + x1) * C;
-                const float *p10 = xb + ((size_t)y1 * W + x0) * C;
-                const float *p11 = xb + ((size_t)y1 * W + x1) * C;
-                float *po = out + (((size_t)b * OH + oy) * OW + ox) * C;
-                for (int ch = 0; ch < C; ch++)
-                    po[ch] = p00[ch] * (1.0f - ly) * (1.0f - lx) + p10[ch] * ly * (1.0f - lx) +
-                             p01[ch] * (1.0f - ly) * lx + p11[ch] * ly * lx;
-            }
-        }
-    }
+    resize_job j = {x, out, half, resize_scale(H, OH, align), resize_scale(W, OW, align),
+                    H, W, C, OH, OW};
+    cpu_pool_run(c->pool, (long)c->batch * OH, grain_rows((long)OW * C * 4), resize_rows, &j);
     return OMMA_OK;
 }
 
@@ -652,9 +751,15 @@ static omma_status run_dequantize(const cpu_ctx *c, float *out)
 omma_status cpu_op_run(const gr_graph *g, const gr_node *n, int batch,
                        const float *const *inputs, const float *residual, float *out)
 {
+    return cpu_op_run_pool(NULL, g, n, batch, inputs, residual, out);
+}
+
+omma_status cpu_op_run_pool(cpu_pool *pool, const gr_graph *g, const gr_node *n, int batch,
+                            const float *const *inputs, const float *residual, float *out)
+{
     if (!g || !n || !out || (!inputs && n->n_in > 0))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cpu_op_run: NULL argument");
-    cpu_ctx c = {.g = g, .n = n, .batch = batch};
+    cpu_ctx c = {.g = g, .n = n, .batch = batch, .pool = pool};
     if (batch < 1)
         return cpu_fail(&c, OMMA_ERR_INVALID_ARG, "batch %d", batch);
     if (n->out < 0 || n->out >= g->n_tensors || n->n_in < 1 || n->n_in > GR_MAX_INPUTS ||

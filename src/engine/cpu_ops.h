@@ -7,11 +7,18 @@
  * not depend on the batch size, so batch N gives bit-identical results to N
  * runs at batch 1.
  *
- * Thread safety: cpu_op_run keeps no state; concurrent calls on different
- * output buffers are safe. */
+ * Threads: cpu_op_run_pool splits the heavy ops (convolutions, GR_DWPW
+ * blocks, max-pool, bilinear resize) by output rows over a thread pool
+ * (cpu_pool.h); each output element is computed by the same loop nest
+ * whichever thread does it, so results are bitwise the same for any number
+ * of threads. The light ops (element-wise, copies) run on the caller.
+ *
+ * Thread safety: the ops keep no state; concurrent calls on different
+ * output buffers (and different pools) are safe. */
 #ifndef OMMA_ENGINE_CPU_OPS_H
 #define OMMA_ENGINE_CPU_OPS_H
 
+#include "engine/cpu_pool.h"
 #include "model/graph.h"
 
 /* Runs node n of graph g once on `batch` items.
@@ -37,5 +44,9 @@
  * agree with the op), each naming the node's op and model operator index. */
 omma_status cpu_op_run(const gr_graph *g, const gr_node *n, int batch,
                        const float *const *inputs, const float *residual, float *out);
+
+/* cpu_op_run on the threads of pool (NULL: the caller alone; see top). */
+omma_status cpu_op_run_pool(cpu_pool *pool, const gr_graph *g, const gr_node *n, int batch,
+                            const float *const *inputs, const float *residual, float *out);
 
 #endif

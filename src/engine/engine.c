@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "engine/cpu_pool.h"
 #include "engine/engine_private.h"
 #include "model/tflite.h"
 
@@ -16,12 +17,22 @@ void omma_engine_options_init(omma_engine_options *opt)
     opt->rewrites = 1;
 }
 
+int omma_cpu_thread_count(int threads)
+{
+    if (threads < 0 || threads > CPU_POOL_MAX_THREADS)
+        return 0;
+    return cpu_pool_resolve(threads);
+}
+
 static omma_status check_options(omma_device *dev, const omma_engine_options *o)
 {
     if (o->backend != OMMA_BACKEND_CPU && o->backend != OMMA_BACKEND_CUDA)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "engine: unknown backend %d", (int)o->backend);
     if (o->precision != OMMA_PRECISION_FP32 && o->precision != OMMA_PRECISION_FP16)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "engine: unknown precision %d", (int)o->precision);
+    if (o->threads < 0 || o->threads > CPU_POOL_MAX_THREADS)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "engine: threads %d not in 0..%d (0: all cores)",
+                         o->threads, CPU_POOL_MAX_THREADS);
     if (o->backend == OMMA_BACKEND_CUDA) {
         if (!dev)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "engine: the CUDA backend needs a device");

@@ -54,6 +54,9 @@ static omma_status check_options(const omma_face_pipeline_options *o)
     if (o->lanes < 1 || o->lanes > OMMA_PIPELINE_MAX_LANES)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: lanes %d not in 1..%d", o->lanes,
                          OMMA_PIPELINE_MAX_LANES);
+    if (o->threads < 0 || o->threads > 256)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "face pipeline: threads %d not in 0..256 (0: all cores)", o->threads);
     if (o->detect_every < 0)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: detect_every %d < 0",
                          o->detect_every);

@@ -1,6 +1,7 @@
 /* The face pipeline on the CPU backend: the vision stages' reference
- * implementations around two CPU engines (detector and FaceMesh, batch 1),
- * one vis_tracker per camera, frames one after the other. */
+ * implementations around two CPU engines (detector and FaceMesh, batch 1,
+ * each run on opt.threads threads), one vis_tracker per camera, frames one
+ * after the other. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,13 +37,16 @@ static omma_status cpu_create(omma_face_pipeline *p, const char *detector, const
     b->topt.max_faces = p->opt.max_faces;
     b->topt.detect_every = p->opt.detect_every;
     b->topt.min_presence = p->opt.min_presence;
-    OMMA_TRY(omma_engine_load(NULL, detector, NULL, &b->det));
+    omma_engine_options eo;
+    omma_engine_options_init(&eo);
+    eo.threads = p->opt.threads;
+    OMMA_TRY(omma_engine_load(NULL, detector, &eo, &b->det));
     OMMA_TRY(fp_inspect_detector(b->det, detector, &b->dspec));
     OMMA_TRY(omma_exec_create(b->det, 1, &b->xdet));
     OMMA_TRY(omma_exec_input(b->xdet, 0, &b->det_in));
     OMMA_TRY(omma_exec_output(b->xdet, b->dspec.box_output, &b->det_boxes));
     OMMA_TRY(omma_exec_output(b->xdet, b->dspec.score_output, &b->det_scores));
-    OMMA_TRY(omma_engine_load(NULL, mesh, NULL, &b->mesh));
+    OMMA_TRY(omma_engine_load(NULL, mesh, &eo, &b->mesh));
     OMMA_TRY(fp_inspect_mesh(b->mesh, mesh, &mspec));
     OMMA_TRY(omma_exec_create(b->mesh, 1, &b->xmesh));
     OMMA_TRY(omma_exec_input(b->xmesh, 0, &b->mesh_in));

@@ -1,7 +1,8 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
-/* The multi-camera runtime (runtime.h): configuration, placement of the
- * cameras on the GPUs, start of the threads, stop, wait, stats, and the
- * monitor thread that reads each GPU's NVML metrics once a second. */
+/* The multi-camera runtime on GPUs (runtime.h; rt_gpu_backend of
+ * runtime_backend.h): the GPU fields of the configuration, placement of
+ * the cameras on the GPUs, start of the threads, stop, wait, stats, and
+ * the monitor thread that reads each GPU's NVML metrics once a second. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,32 +12,15 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "omma/log.h"
+#include "runtime/runtime_backend.h"
 #include "runtime/runtime_private.h"
 
-const char *const rt_runtime_stage_names[RT_RUNTIME_STAGES] = {"step"};
-
-void rt_runtime_config_init(rt_runtime_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    omma_face_pipeline_options_init(&cfg->pipeline);
-    cfg->pipeline.backend = OMMA_BACKEND_CUDA;
-    cfg->pipeline.max_batch = 64;
-    cfg->pipeline.lanes = 3;
-    cfg->max_wait_ms = 5;
-    cfg->ring_slots = 4;
-    rt_source_options_init(&cfg->source);
-    rt_synthetic_options_init(&cfg->synthetic);
-    cfg->pool_frames = 64;
-    cfg->pool_memory = OMMA_MEMORY_DEVICE;
-    cfg->synthetic_per_thread = 1;
-}
-
-int rt_stopping(const rt_runtime *rt)
+int rt_stopping(const rt_gpu_runtime *rt)
 {
     return atomic_load_explicit(&rt->stopping, memory_order_relaxed);
 }
 
-void rt_thread_ended(rt_runtime *rt)
+void rt_thread_ended(rt_gpu_runtime *rt)
 {
     pthread_mutex_lock(&rt->lock);
     rt->threads_left--;
@@ -44,7 +28,7 @@ void rt_thread_ended(rt_runtime *rt)
     pthread_mutex_unlock(&rt->lock);
 }
 
-void rt_fail(rt_runtime *rt, omma_status st, const char *detail)
+void rt_fail(rt_gpu_runtime *rt, omma_status st, const char *detail)
 {
     pthread_mutex_lock(&rt->lock);
     if (rt->error == OMMA_OK) {
@@ -53,14 +37,13 @@ void rt_fail(rt_runtime *rt, omma_status st, const char *detail)
     }
     pthread_mutex_unlock(&rt->lock);
     omma_log(OMMA_LOG_ERROR, "runtime: %s", detail);
-    rt_runtime_stop(rt);
+    rt_gpu_runtime_stop(rt);
 }
 
+/* The fields only the GPU runtime reads (runtime_backend.c checked the
+ * others). */
 static omma_status check_config(const rt_runtime_config *c)
 {
-    if (c->n_cameras < 1 || c->n_cameras > OMMA_PIPELINE_MAX_CAMERAS || !c->cameras)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d cameras not in 1..%d", c->n_cameras,
-                         OMMA_PIPELINE_MAX_CAMERAS);
     if (c->n_gpus < 1 || c->n_gpus > RT_MAX_GPUS || !c->gpus)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d GPUs not in 1..%d", c->n_gpus,
                          RT_MAX_GPUS);
@@ -70,32 +53,20 @@ static omma_status check_config(const rt_runtime_config *c)
                 return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: GPU %d named twice", c->gpus[i]);
     if (c->placement != RT_PLACE_ROUND_ROBIN && c->placement != RT_PLACE_LEAST_LOADED)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: unknown placement %d", (int)c->placement);
-    if (c->max_wait_ms < 0 || c->max_wait_ms > 10000)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: max wait %d ms not in 0..10000",
-                         c->max_wait_ms);
     if (c->ring_slots < 2 || c->ring_slots > RT_RING_MAX_SLOTS)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d ring slots not in 2..%d", c->ring_slots,
                          RT_RING_MAX_SLOTS);
     int synthetic = 0;
     for (int i = 0; i < c->n_cameras; i++)
         synthetic |= !c->cameras[i].spec;
-    if (synthetic && !c->photo)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: synthetic cameras need a photo");
     if (synthetic && (c->pool_frames < 1 || c->pool_frames > RT_POOL_MAX_FRAMES))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d pool frames not in 1..%d",
                          c->pool_frames, RT_POOL_MAX_FRAMES);
-    if (synthetic && (c->synthetic_per_thread < 1 || c->synthetic_per_thread > 4096))
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
-                         "runtime: %d synthetic cameras per thread not in 1..4096",
-                         c->synthetic_per_thread);
-    if (synthetic && !(c->synthetic.fps > 0.0 && c->synthetic.fps <= 1000.0))
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: synthetic fps %g not in (0, 1000]",
-                         c->synthetic.fps);
     return OMMA_OK;
 }
 
 /* Each camera's GPU, by the placement policy. */
-static void place(rt_runtime *rt)
+static void place(rt_gpu_runtime *rt)
 {
     double load[RT_MAX_GPUS] = {0};
     for (int i = 0; i < rt->n_cams; i++) {
@@ -111,7 +82,7 @@ static void place(rt_runtime *rt)
     }
 }
 
-static omma_status register_metrics(rt_runtime *rt)
+static omma_status register_metrics(rt_gpu_runtime *rt)
 {
     metrics_registry *m = rt->cfg.metrics;
     if (!m)
@@ -137,7 +108,7 @@ static omma_status register_metrics(rt_runtime *rt)
     return OMMA_OK;
 }
 
-static omma_status start_thread(rt_runtime *rt, pthread_t *t, void *(*fn)(void *), void *arg,
+static omma_status start_thread(rt_gpu_runtime *rt, pthread_t *t, void *(*fn)(void *), void *arg,
                                 int *started)
 {
     pthread_attr_t attr;
@@ -158,7 +129,7 @@ static omma_status start_thread(rt_runtime *rt, pthread_t *t, void *(*fn)(void *
 
 static void *monitor(void *arg)
 {
-    rt_runtime *rt = arg;
+    rt_gpu_runtime *rt = arg;
     pthread_mutex_lock(&rt->lock);
     /* Until only the monitor is left. */
     while (rt->threads_left > 1) {
@@ -180,7 +151,7 @@ static void *monitor(void *arg)
     return NULL;
 }
 
-static omma_status start_threads(rt_runtime *rt)
+static omma_status start_threads(rt_gpu_runtime *rt)
 {
     for (int k = 0; k < rt->n_gpus; k++) {
         rt_gpu *g = &rt->gpus[k];
@@ -204,7 +175,7 @@ static omma_status start_threads(rt_runtime *rt)
  * detector runs only on losses), as cameras started at different times would
  * be: the frames of all cameras that need the detector do not fall in the
  * same period. */
-static omma_status make_drivers(rt_runtime *rt)
+static omma_status make_drivers(rt_gpu_runtime *rt)
 {
     int synthetic = 0, per = rt->cfg.synthetic_per_thread;
     for (int i = 0; i < rt->n_cams; i++)
@@ -235,7 +206,7 @@ static omma_status make_drivers(rt_runtime *rt)
     return OMMA_OK;
 }
 
-static omma_status open_all(rt_runtime *rt)
+static omma_status open_all(rt_gpu_runtime *rt)
 {
     for (int i = 0; i < rt->n_cams; i++) {
         rt_cam *cam = &rt->cams[i];
@@ -260,15 +231,13 @@ static omma_status open_all(rt_runtime *rt)
     return start_threads(rt);
 }
 
-omma_status rt_runtime_start(const rt_runtime_config *cfg, rt_runtime **out)
+static void gpu_destroy(void *impl);
+
+static omma_status gpu_start(const rt_runtime_config *cfg, void **out)
 {
-    if (!out)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_start: out is NULL");
     *out = NULL;
-    if (!cfg)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_start: config is NULL");
     OMMA_TRY(check_config(cfg));
-    rt_runtime *rt = calloc(1, sizeof *rt);
+    rt_gpu_runtime *rt = calloc(1, sizeof *rt);
     if (rt)
         rt->cams = calloc((size_t)cfg->n_cameras, sizeof *rt->cams);
     if (!rt || !rt->cams) {
@@ -288,14 +257,14 @@ omma_status rt_runtime_start(const rt_runtime_config *cfg, rt_runtime **out)
     if (st != OMMA_OK) {
         char detail[512];
         snprintf(detail, sizeof detail, "%s", omma_last_error());
-        rt_runtime_destroy(rt);
+        gpu_destroy(rt);
         return OMMA_FAIL(st, "%s", detail);
     }
     *out = rt;
     return OMMA_OK;
 }
 
-void rt_runtime_stop(rt_runtime *rt)
+void rt_gpu_runtime_stop(rt_gpu_runtime *rt)
 {
     if (!rt || atomic_exchange(&rt->stopping, 1))
         return;
@@ -318,10 +287,14 @@ void rt_runtime_stop(rt_runtime *rt)
     }
 }
 
-omma_status rt_runtime_wait(rt_runtime *rt, int timeout_ms)
+static void gpu_stop(void *impl)
 {
-    if (!rt)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_wait: runtime is NULL");
+    rt_gpu_runtime_stop(impl);
+}
+
+static omma_status gpu_wait(void *impl, int timeout_ms)
+{
+    rt_gpu_runtime *rt = impl;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     if (timeout_ms >= 0) {
@@ -348,12 +321,13 @@ omma_status rt_runtime_wait(rt_runtime *rt, int timeout_ms)
     return OMMA_OK;
 }
 
-void rt_runtime_destroy(rt_runtime *rt)
+static void gpu_destroy(void *impl)
 {
+    rt_gpu_runtime *rt = impl;
     if (!rt)
         return;
-    rt_runtime_stop(rt);
-    (void)rt_runtime_wait(rt, -1);
+    rt_gpu_runtime_stop(rt);
+    (void)gpu_wait(rt, -1);
     for (int i = 0; i < rt->n_cams; i++)
         if (rt->cams[i].started)
             pthread_join(rt->cams[i].thread, NULL);
@@ -380,8 +354,9 @@ void rt_runtime_destroy(rt_runtime *rt)
     free(rt);
 }
 
-void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out)
+static void gpu_get_stats(void *impl, rt_runtime_stats *out)
 {
+    rt_gpu_runtime *rt = impl;
     memset(out, 0, sizeof *out);
     out->frames_in = atomic_load(&rt->frames_in);
     out->frames_done = atomic_load(&rt->frames_done);
@@ -400,3 +375,6 @@ void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out)
         }
     }
 }
+
+const rt_backend rt_gpu_backend = {"gpu", gpu_start, gpu_stop, gpu_wait, gpu_destroy,
+                                   gpu_get_stats};

@@ -1,5 +1,6 @@
-/* Private: the multi-camera runtime. Cameras, each captured by its own
- * thread, feed GPU frame rings (frame_ring.h); one worker thread per GPU
+/* Private: the multi-camera runtime, on GPUs or on the CPU (see "On the
+ * CPU" below). Cameras, each captured by its own thread, feed GPU frame
+ * rings (frame_ring.h); one worker thread per GPU
  * batches the newest ready frame of every camera placed on it and submits
  * the batch to its face pipeline without waiting on the GPU
  * (face_pipeline_async.h); one sink thread per GPU waits for each batch's
@@ -23,6 +24,20 @@
  * ready, or when the oldest ready frame has waited max_wait_ms, whichever
  * comes first, and a lane of the pipeline is free (lanes = batches in
  * flight). A camera is in at most one batch in flight.
+ *
+ * On the CPU (pipeline.backend OMMA_BACKEND_CPU; runtime_cpu*.c, no GPU
+ * needed): each camera's thread copies its frames into host buffers of its
+ * own (three: the one it fills, the newest ready, the one being
+ * processed); one worker takes the ready frame of every camera that has
+ * one, oldest first, up to max_batch, runs them through the CPU face
+ * pipeline (its models on pipeline.threads threads, all cores by default)
+ * and reports them. A live camera (V4L2, synthetic) replaces a ready frame
+ * the worker has not taken yet: that frame is dropped, counted in the next
+ * result's `dropped` and the metrics. Files wait for the worker (nothing
+ * dropped). Results have gpu -1 and the metrics register no GPU, no stage
+ * times; the GPU fields (gpus, placement, ring_slots, lanes, graphs,
+ * precision, pool_frames, pool_memory) are ignored, and so is max_wait_ms:
+ * the worker runs whatever is ready as soon as it is free.
  *
  * Shutdown: rt_runtime_stop (any thread; not async-signal-safe: from a
  * signal handler set a flag and call it from a thread) interrupts the
@@ -59,7 +74,7 @@ typedef struct rt_camera_config {
 /* One frame's results, to the result callback. */
 typedef struct rt_result {
     int camera; /* index in the config */
-    int gpu; /* index in the config's gpus */
+    int gpu; /* index in the config's gpus; -1 on the CPU */
     uint64_t seq; /* frame number within the camera, from 1 */
     uint64_t capture_ns, done_ns; /* core_now_ns() */
     uint64_t dropped; /* frames of this camera dropped before this one */
@@ -80,14 +95,16 @@ typedef struct rt_camera_event {
 typedef struct rt_runtime_config {
     int n_cameras; /* 1..OMMA_PIPELINE_MAX_CAMERAS */
     const rt_camera_config *cameras;
-    int n_gpus; /* 1..RT_MAX_GPUS */
+    int n_gpus; /* 1..RT_MAX_GPUS (the CPU runtime ignores the GPUs) */
     const int *gpus; /* device ordinals, distinct */
     rt_placement placement;
     omma_face_pipeline_options pipeline; /* models, precision, max_faces,
                                           * detect_every, max_batch (the
-                                          * batch size), lanes, graphs;
-                                          * backend and device are set per
-                                          * GPU */
+                                          * batch size), lanes, graphs,
+                                          * threads (CPU); backend picks
+                                          * the runtime (CUDA: the GPUs,
+                                          * CPU: see top); the device is
+                                          * set per GPU */
     int max_wait_ms; /* batching deadline, 0..10000 */
     int ring_slots; /* per camera, 2..RT_RING_MAX_SLOTS (4) */
     rt_source_options source; /* for the sources' cameras */
@@ -100,8 +117,8 @@ typedef struct rt_runtime_config {
                                * sources; more: fewer wake-ups for load
                                * tests of thousands of cameras) */
     omma_memory pool_memory; /* OMMA_MEMORY_HOST (pinned) or _DEVICE */
-    /* Outputs (called from the GPUs' sink threads and the cameras' threads,
-     * concurrently: lock what they share). */
+    /* Outputs (called from the GPUs' sink threads, or the CPU worker, and
+     * the cameras' threads, concurrently: lock what they share). */
     void (*on_result)(void *ctx, const rt_result *r);
     void (*on_camera)(void *ctx, const rt_camera_event *e);
     void *ctx;
@@ -119,10 +136,12 @@ extern const char *const rt_runtime_stage_names[];
 #define RT_RUNTIME_STAGES 1
 
 /* Opens the GPUs, loads the models once per GPU, opens every source and
- * pool, creates the rings, and starts the threads. A source that cannot
- * be opened fails the start (the message names it). Errors:
- * OMMA_ERR_INVALID_ARG (the config, naming the field), OMMA_ERR_NO_DEVICE,
- * and those of the parts. *out NULL on failure, nothing left running. */
+ * pool, creates the rings, and starts the threads (on the CPU: loads the
+ * models once, opens the sources and their buffers, starts the threads).
+ * A source that cannot be opened fails the start (the message names it).
+ * Errors: OMMA_ERR_INVALID_ARG (the config, naming the field),
+ * OMMA_ERR_NO_DEVICE (GPU backend), and those of the parts. *out NULL on
+ * failure, nothing left running. */
 omma_status rt_runtime_start(const rt_runtime_config *cfg, rt_runtime **out);
 
 /* Asks every source to stop (see top). Any thread, idempotent. */
@@ -139,7 +158,8 @@ void rt_runtime_destroy(rt_runtime *rt);
 /* What the runtime did so far (any thread). */
 typedef struct rt_runtime_stats {
     uint64_t frames_in, frames_done, frames_dropped, faces;
-    uint64_t batches, launches; /* launches by the workers' submissions */
+    uint64_t batches, launches; /* launches by the workers' submissions (0 on
+                                 * the CPU) */
     uint64_t worker_cpu_ns; /* the workers' thread CPU time: waiting for
                              * frames and lanes, picking, taking, submitting */
     /* The GPUs' transfer counters (omma_device_get_transfers, summed): the

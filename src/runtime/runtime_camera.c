@@ -16,7 +16,7 @@
 #include "runtime/runtime_private.h"
 #include "vision/frame.h"
 
-omma_status rt_cam_open(rt_runtime *rt, rt_cam *cam)
+omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam)
 {
     const rt_runtime_config *cfg = &rt->cfg;
     if (!cam->cfg.spec) {
@@ -206,7 +206,7 @@ static void end_camera(rt_cam *cam)
 void *rt_synthetic_driver(void *arg)
 {
     rt_driver *d = arg;
-    rt_runtime *rt = d->rt;
+    rt_gpu_runtime *rt = d->rt;
     uint64_t period = (uint64_t)(1e9 / rt->cfg.synthetic.fps), t0 = core_now_ns() + d->offset_ns;
     int live = d->count;
     for (long k = 0; live > 0 && !rt_stopping(rt); k++) {

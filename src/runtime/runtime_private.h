@@ -1,6 +1,7 @@
-/* Private to the runtime's files: runtime.c (set-up, stop, wait, stats),
- * runtime_camera.c (the cameras' threads), runtime_worker.c (each GPU's
- * worker and sink threads). */
+/* Private to the GPU runtime's files: runtime.c (set-up, stop, wait,
+ * stats: rt_gpu_backend of runtime_backend.h), runtime_camera.c (the
+ * cameras' threads), runtime_worker.c (each GPU's worker and sink
+ * threads). */
 #ifndef OMMA_RUNTIME_RUNTIME_PRIVATE_H
 #define OMMA_RUNTIME_RUNTIME_PRIVATE_H
 
@@ -16,9 +17,10 @@
 #define RT_TIMING_EVERY 16
 
 typedef struct rt_gpu rt_gpu;
+typedef struct rt_gpu_runtime rt_gpu_runtime;
 
 typedef struct rt_cam {
-    rt_runtime *rt;
+    rt_gpu_runtime *rt;
     rt_gpu *gpu;
     int index;
     rt_camera_config cfg;
@@ -44,7 +46,7 @@ typedef struct rt_cam {
 /* A thread driving synthetic cameras (rt_runtime_config.synthetic_per_thread
  * of them), their frames at the same times, offset_ns into the period. */
 typedef struct rt_driver {
-    rt_runtime *rt;
+    rt_gpu_runtime *rt;
     int *cams, count;
     uint64_t offset_ns;
     pthread_t thread;
@@ -62,7 +64,7 @@ typedef struct rt_batch {
 } rt_batch;
 
 struct rt_gpu {
-    rt_runtime *rt;
+    rt_gpu_runtime *rt;
     int index, ordinal;
     omma_device *dev;
     omma_face_pipeline *pipe;
@@ -91,7 +93,7 @@ struct rt_gpu {
     int worker_started, sink_started;
 };
 
-struct rt_runtime {
+struct rt_gpu_runtime {
     rt_runtime_config cfg;
     int n_cams, n_gpus;
     rt_cam *cams;
@@ -113,12 +115,13 @@ struct rt_runtime {
 };
 
 /* runtime.c */
-void rt_thread_ended(rt_runtime *rt);
-void rt_fail(rt_runtime *rt, omma_status st, const char *detail);
-int rt_stopping(const rt_runtime *rt);
+void rt_gpu_runtime_stop(rt_gpu_runtime *rt);
+void rt_thread_ended(rt_gpu_runtime *rt);
+void rt_fail(rt_gpu_runtime *rt, omma_status st, const char *detail);
+int rt_stopping(const rt_gpu_runtime *rt);
 
 /* runtime_camera.c */
-omma_status rt_cam_open(rt_runtime *rt, rt_cam *cam);
+omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam);
 /* The ring, staging and upload stream on the camera's GPU (placed). */
 omma_status rt_cam_prepare(rt_cam *cam);
 void rt_cam_close(rt_cam *cam);

@@ -118,7 +118,7 @@ static int wait_for_batch(rt_gpu *g)
  * oldest first, out of the ready list (the others stay, in order). */
 static int pick(rt_gpu *g, rt_cam **picked)
 {
-    rt_runtime *rt = g->rt;
+    rt_gpu_runtime *rt = g->rt;
     int n = 0, kept = 0, count = g->ready_count;
     for (int i = 0; i < count; i++) {
         int c = g->ready[(g->ready_head + i) % g->n_cams];
@@ -179,7 +179,7 @@ static int take_frames(rt_gpu *g, rt_cam **picked, int n, rt_ring_item *items, r
 static omma_status submit(rt_gpu *g, rt_batch *b, rt_ring_item *items, const omma_frame *frames,
                           const CUevent *ready)
 {
-    rt_runtime *rt = g->rt;
+    rt_gpu_runtime *rt = g->rt;
     int lane = -1, next = fp_async_next_lane(g->pipe);
     int timed = next >= 0 && g->batch_count % RT_TIMING_EVERY == 0;
     omma_status st = fp_async_submit(g->pipe, b->n, b->cams, frames, ready,
@@ -206,7 +206,7 @@ static omma_status submit(rt_gpu *g, rt_batch *b, rt_ring_item *items, const omm
 void *rt_gpu_worker(void *arg)
 {
     rt_gpu *g = arg;
-    rt_runtime *rt = g->rt;
+    rt_gpu_runtime *rt = g->rt;
     int max = rt->cfg.pipeline.max_batch;
     rt_cam **picked = calloc((size_t)max, sizeof *picked);
     rt_cam **requeue = calloc((size_t)max, sizeof *requeue);
@@ -256,7 +256,7 @@ void *rt_gpu_worker(void *arg)
 
 static void report(rt_gpu *g, const rt_batch *b, uint64_t done_ns)
 {
-    rt_runtime *rt = g->rt;
+    rt_gpu_runtime *rt = g->rt;
     const rt_runtime_config *cfg = &rt->cfg;
     int max_faces = cfg->pipeline.max_faces;
     for (int i = 0; i < b->n; i++) {
@@ -296,7 +296,7 @@ static void time_step(rt_gpu *g, const rt_batch *b)
 void *rt_gpu_sink(void *arg)
 {
     rt_gpu *g = arg;
-    rt_runtime *rt = g->rt;
+    rt_gpu_runtime *rt = g->rt;
     pthread_mutex_lock(&g->lock);
     for (;;) {
         while (g->pending_count == 0 && !g->worker_done)

@@ -1,0 +1,106 @@
+/* The runtime's entry points (runtime.h): the configuration's defaults and
+ * the checks both runtimes share, then the one place that picks the GPU or
+ * the CPU runtime (runtime_backend.h) by cfg->pipeline.backend. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "runtime/runtime_backend.h"
+
+const char *const rt_runtime_stage_names[RT_RUNTIME_STAGES] = {"step"};
+
+struct rt_runtime {
+    const rt_backend *backend;
+    void *impl;
+};
+
+void rt_runtime_config_init(rt_runtime_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    omma_face_pipeline_options_init(&cfg->pipeline);
+    cfg->pipeline.backend = OMMA_BACKEND_CUDA;
+    cfg->pipeline.max_batch = 64;
+    cfg->pipeline.lanes = 3;
+    cfg->max_wait_ms = 5;
+    cfg->ring_slots = 4;
+    rt_source_options_init(&cfg->source);
+    rt_synthetic_options_init(&cfg->synthetic);
+    cfg->pool_frames = 64;
+    cfg->pool_memory = OMMA_MEMORY_DEVICE;
+    cfg->synthetic_per_thread = 1;
+}
+
+static omma_status check_common(const rt_runtime_config *c)
+{
+    if (c->n_cameras < 1 || c->n_cameras > OMMA_PIPELINE_MAX_CAMERAS || !c->cameras)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d cameras not in 1..%d", c->n_cameras,
+                         OMMA_PIPELINE_MAX_CAMERAS);
+    if (c->pipeline.backend != OMMA_BACKEND_CUDA && c->pipeline.backend != OMMA_BACKEND_CPU)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: unknown backend %d",
+                         (int)c->pipeline.backend);
+    if (c->max_wait_ms < 0 || c->max_wait_ms > 10000)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: max wait %d ms not in 0..10000",
+                         c->max_wait_ms);
+    int synthetic = 0;
+    for (int i = 0; i < c->n_cameras; i++)
+        synthetic |= !c->cameras[i].spec;
+    if (synthetic && !c->photo)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: synthetic cameras need a photo");
+    if (synthetic && (c->synthetic_per_thread < 1 || c->synthetic_per_thread > 4096))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "runtime: %d synthetic cameras per thread not in 1..4096",
+                         c->synthetic_per_thread);
+    if (synthetic && !(c->synthetic.fps > 0.0 && c->synthetic.fps <= 1000.0))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: synthetic fps %g not in (0, 1000]",
+                         c->synthetic.fps);
+    return OMMA_OK;
+}
+
+omma_status rt_runtime_start(const rt_runtime_config *cfg, rt_runtime **out)
+{
+    if (!out)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_start: out is NULL");
+    *out = NULL;
+    if (!cfg)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_start: config is NULL");
+    OMMA_TRY(check_common(cfg));
+    rt_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime");
+    rt->backend = cfg->pipeline.backend == OMMA_BACKEND_CPU ? &rt_cpu_backend : &rt_gpu_backend;
+    omma_status st = rt->backend->start(cfg, &rt->impl);
+    if (st != OMMA_OK) {
+        free(rt);
+        return st;
+    }
+    *out = rt;
+    return OMMA_OK;
+}
+
+void rt_runtime_stop(rt_runtime *rt)
+{
+    if (rt)
+        rt->backend->stop(rt->impl);
+}
+
+omma_status rt_runtime_wait(rt_runtime *rt, int timeout_ms)
+{
+    if (!rt)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_wait: runtime is NULL");
+    return rt->backend->wait(rt->impl, timeout_ms);
+}
+
+void rt_runtime_destroy(rt_runtime *rt)
+{
+    if (!rt)
+        return;
+    rt->backend->destroy(rt->impl);
+    free(rt);
+}
+
+void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (rt)
+        rt->backend->get_stats(rt->impl, out);
+}

@@ -1,0 +1,384 @@
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, pthread_condattr_setclock */
+/* The multi-camera runtime on the CPU (runtime.h; rt_cpu_backend of
+ * runtime_backend.h): the cameras' threads put frames into host buffers
+ * (runtime_cpu_camera.c); one worker takes the newest frame of every
+ * camera that has one, oldest ready first, up to max_batch, and runs them
+ * as one batch of the CPU face pipeline, whose models use
+ * cfg->pipeline.threads threads; then it reports the results. While it
+ * works, live cameras keep replacing their ready frame (those replaced are
+ * the dropped ones) and files wait. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "omma/log.h"
+#include "runtime/runtime_backend.h"
+#include "runtime/runtime_cpu_private.h"
+
+int rt_cpu_stopping(const rt_cpu_runtime *rt)
+{
+    return atomic_load_explicit(&rt->stopping, memory_order_relaxed);
+}
+
+void rt_cpu_thread_ended(rt_cpu_runtime *rt)
+{
+    pthread_mutex_lock(&rt->lock);
+    rt->threads_left--;
+    pthread_cond_broadcast(&rt->ended);
+    pthread_mutex_unlock(&rt->lock);
+}
+
+static void cpu_stop(void *impl);
+
+void rt_cpu_fail(rt_cpu_runtime *rt, omma_status st, const char *detail)
+{
+    pthread_mutex_lock(&rt->lock);
+    if (rt->error == OMMA_OK) {
+        rt->error = st;
+        snprintf(rt->error_detail, sizeof rt->error_detail, "%s", detail);
+    }
+    pthread_mutex_unlock(&rt->lock);
+    omma_log(OMMA_LOG_ERROR, "runtime: %s", detail);
+    cpu_stop(rt);
+}
+
+/* The results of a batch: callbacks, metrics, counters. */
+static void report(rt_cpu_runtime *rt, int n, rt_cpu_cam *const *cams, const omma_face *faces,
+                   const int *counts, const uint64_t *dropped, uint64_t done_ns)
+{
+    const rt_runtime_config *cfg = &rt->cfg;
+    for (int i = 0; i < n; i++) {
+        const rt_cpu_frame *b = &cams[i]->bufs[cams[i]->work];
+        rt_result r = {cams[i]->index,
+                       -1,
+                       b->seq,
+                       b->capture_ns,
+                       done_ns,
+                       dropped[i],
+                       counts[i],
+                       faces + (size_t)i * (size_t)cfg->pipeline.max_faces,
+                       b->has_truth ? &b->truth : NULL};
+        if (dropped[i])
+            metrics_frames_dropped(cfg->metrics, r.camera, dropped[i]);
+        metrics_frame_done(cfg->metrics, r.camera, done_ns - b->capture_ns);
+        atomic_fetch_add_explicit(&rt->frames_dropped, dropped[i], memory_order_relaxed);
+        atomic_fetch_add_explicit(&rt->faces, (uint64_t)counts[i], memory_order_relaxed);
+        if (cfg->on_result)
+            cfg->on_result(cfg->ctx, &r);
+    }
+    atomic_fetch_add_explicit(&rt->frames_done, (uint64_t)n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rt->batches, 1, memory_order_relaxed);
+}
+
+/* Under the lock: the ready frames of up to `max` cameras, oldest ready
+ * first, move to their work buffers; cameras closed with nothing left
+ * leave. Returns how many frames were taken. */
+static int take(rt_cpu_runtime *rt, int max, rt_cpu_cam **picked)
+{
+    int n = 0;
+    while (rt->ready_count > 0 && n < max) {
+        rt_cpu_cam *cam = &rt->cams[rt->ready_list[rt->ready_head]];
+        rt->ready_head = (rt->ready_head + 1) % rt->n_cams;
+        rt->ready_count--;
+        cam->queued = 0;
+        if (cam->has_ready) {
+            int work = cam->work;
+            cam->work = cam->ready;
+            cam->ready = work;
+            cam->has_ready = 0;
+            picked[n++] = cam;
+        }
+        if (cam->closed && !cam->has_ready && !cam->drained) {
+            cam->drained = 1;
+            rt->open_cams--;
+        }
+    }
+    if (n > 0)
+        pthread_cond_broadcast(&rt->taken);
+    return n;
+}
+
+static void *worker(void *arg)
+{
+    rt_cpu_runtime *rt = arg;
+    const rt_runtime_config *cfg = &rt->cfg;
+    int max = cfg->pipeline.max_batch;
+    rt_cpu_cam **picked = calloc((size_t)max, sizeof *picked);
+    int *cams = calloc((size_t)max, sizeof *cams), *counts = calloc((size_t)max, sizeof *counts);
+    omma_frame *frames = calloc((size_t)max, sizeof *frames);
+    uint64_t *dropped = calloc((size_t)max, sizeof *dropped);
+    omma_face *faces = calloc((size_t)max * (size_t)cfg->pipeline.max_faces, sizeof *faces);
+    omma_status st = picked && cams && counts && frames && dropped && faces
+                         ? OMMA_OK
+                         : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: worker buffers");
+    uint64_t cpu0 = core_thread_cpu_ns();
+    pthread_mutex_lock(&rt->lock);
+    while (st == OMMA_OK) {
+        while (rt->ready_count == 0 && rt->open_cams > 0)
+            pthread_cond_wait(&rt->wake, &rt->lock);
+        if (rt->ready_count == 0)
+            break; /* every camera drained */
+        int n = take(rt, max, picked);
+        pthread_mutex_unlock(&rt->lock);
+        for (int i = 0; i < n; i++) {
+            rt_cpu_cam *cam = picked[i];
+            const rt_cpu_frame *b = &cam->bufs[cam->work];
+            cams[i] = cam->index;
+            frames[i] = b->frame;
+            dropped[i] = b->seq - cam->last_seq - 1;
+            cam->last_seq = b->seq;
+        }
+        if (n > 0) {
+            st = omma_face_pipeline_process_batch(rt->pipe, n, cams, frames, faces, counts);
+            if (st == OMMA_OK)
+                report(rt, n, picked, faces, counts, dropped, core_now_ns());
+        }
+        uint64_t cpu = core_thread_cpu_ns();
+        atomic_fetch_add_explicit(&rt->worker_cpu_ns, cpu - cpu0, memory_order_relaxed);
+        cpu0 = cpu;
+        pthread_mutex_lock(&rt->lock);
+    }
+    pthread_mutex_unlock(&rt->lock);
+    if (st != OMMA_OK)
+        rt_cpu_fail(rt, st, omma_last_error());
+    free(picked);
+    free(cams);
+    free(counts);
+    free(frames);
+    free(dropped);
+    free(faces);
+    rt_cpu_thread_ended(rt);
+    return NULL;
+}
+
+static omma_status start_thread(rt_cpu_runtime *rt, pthread_t *t, void *(*fn)(void *), void *arg,
+                                int *started)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_mutex_lock(&rt->lock);
+    rt->threads_left++;
+    pthread_mutex_unlock(&rt->lock);
+    int rc = pthread_create(t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        rt_cpu_thread_ended(rt);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: pthread_create: %s", strerror(rc));
+    }
+    *started = 1;
+    return OMMA_OK;
+}
+
+static omma_status register_metrics(rt_cpu_runtime *rt)
+{
+    metrics_registry *m = rt->cfg.metrics;
+    if (!m)
+        return OMMA_OK;
+    for (int i = 0; i < rt->n_cams; i++) {
+        const rt_cpu_cam *cam = &rt->cams[i];
+        char name[METRICS_NAME_MAX];
+        if (cam->cfg.name)
+            snprintf(name, sizeof name, "%s", cam->cfg.name);
+        else if (cam->cfg.spec)
+            snprintf(name, sizeof name, "%d:%s", i, cam->cfg.spec);
+        else
+            snprintf(name, sizeof name, "synth%d", i);
+        OMMA_TRY(metrics_add_camera(m, i, name, -1)); /* on no GPU */
+    }
+    return OMMA_OK;
+}
+
+/* The synthetic cameras in groups of synthetic_per_thread, a synthetic
+ * source per group (its creation checks the synthetic options). */
+static omma_status make_drivers(rt_cpu_runtime *rt)
+{
+    int synthetic = 0, per = rt->cfg.synthetic_per_thread;
+    for (int i = 0; i < rt->n_cams; i++)
+        synthetic += !rt->cfg.cameras[i].spec;
+    if (!synthetic)
+        return OMMA_OK;
+    rt->n_drivers = (synthetic + per - 1) / per;
+    rt->drivers = calloc((size_t)rt->n_drivers, sizeof *rt->drivers);
+    rt->driver_cams = calloc((size_t)synthetic, sizeof *rt->driver_cams);
+    if (!rt->drivers || !rt->driver_cams)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: synthetic drivers");
+    int k = 0;
+    for (int i = 0; i < rt->n_cams; i++) {
+        if (rt->cfg.cameras[i].spec)
+            continue;
+        rt_cpu_driver *d = &rt->drivers[k / per];
+        if (d->count == 0) {
+            d->rt = rt;
+            d->cams = &rt->driver_cams[k];
+            OMMA_TRY(rt_synthetic_create(rt->cfg.photo, &rt->cfg.synthetic, &d->synth));
+        }
+        d->cams[d->count++] = i;
+        k++;
+    }
+    return OMMA_OK;
+}
+
+static omma_status open_all(rt_cpu_runtime *rt)
+{
+    OMMA_TRY(make_drivers(rt));
+    for (int i = 0; i < rt->n_cams; i++)
+        OMMA_TRY(rt_cpu_cam_open(rt, &rt->cams[i]));
+    omma_face_pipeline_options po = rt->cfg.pipeline;
+    po.backend = OMMA_BACKEND_CPU;
+    po.device = NULL;
+    OMMA_TRY(omma_face_pipeline_create(&po, &rt->pipe));
+    OMMA_TRY(register_metrics(rt));
+    OMMA_TRY(start_thread(rt, &rt->worker, worker, rt, &rt->worker_started));
+    for (int i = 0; i < rt->n_cams; i++)
+        if (rt->cams[i].src)
+            OMMA_TRY(start_thread(rt, &rt->cams[i].thread, rt_cpu_cam_thread, &rt->cams[i],
+                                  &rt->cams[i].started));
+    for (int d = 0; d < rt->n_drivers; d++)
+        OMMA_TRY(start_thread(rt, &rt->drivers[d].thread, rt_cpu_synthetic_driver, &rt->drivers[d],
+                              &rt->drivers[d].started));
+    return OMMA_OK;
+}
+
+static void cpu_destroy(void *impl);
+
+static omma_status cpu_start(const rt_runtime_config *cfg, void **out)
+{
+    *out = NULL;
+    rt_cpu_runtime *rt = calloc(1, sizeof *rt);
+    if (rt) {
+        rt->cams = calloc((size_t)cfg->n_cameras, sizeof *rt->cams);
+        rt->ready_list = calloc((size_t)cfg->n_cameras, sizeof *rt->ready_list);
+    }
+    if (!rt || !rt->cams || !rt->ready_list) {
+        if (rt)
+            free(rt->cams);
+        free(rt);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime");
+    }
+    rt->cfg = *cfg;
+    rt->n_cams = cfg->n_cameras;
+    rt->open_cams = cfg->n_cameras;
+    for (int i = 0; i < rt->n_cams; i++) {
+        rt->cams[i].rt = rt;
+        rt->cams[i].index = i;
+        rt->cams[i].cfg = cfg->cameras[i];
+    }
+    pthread_mutex_init(&rt->lock, NULL);
+    pthread_cond_init(&rt->wake, NULL);
+    pthread_cond_init(&rt->taken, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&rt->ended, &attr);
+    pthread_condattr_destroy(&attr);
+    omma_status st = open_all(rt);
+    if (st != OMMA_OK) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", omma_last_error());
+        cpu_destroy(rt);
+        return OMMA_FAIL(st, "%s", detail);
+    }
+    *out = rt;
+    return OMMA_OK;
+}
+
+static void cpu_stop(void *impl)
+{
+    rt_cpu_runtime *rt = impl;
+    if (!rt || atomic_exchange(&rt->stopping, 1))
+        return;
+    for (int i = 0; i < rt->n_cams; i++)
+        rt_source_interrupt(rt->cams[i].src);
+    pthread_mutex_lock(&rt->lock);
+    /* No frame is put from now on (put checks under the lock), and files
+     * waiting for the worker give up theirs. The worker takes the frames
+     * ready now, then sees every camera closed, whether or not its thread
+     * is still there to say so. */
+    for (int i = 0; i < rt->n_cams; i++) {
+        rt->cams[i].closed = 1;
+        rt_cpu_cam_queue(&rt->cams[i]);
+    }
+    pthread_cond_broadcast(&rt->taken);
+    pthread_cond_signal(&rt->wake);
+    pthread_mutex_unlock(&rt->lock);
+}
+
+static omma_status cpu_wait(void *impl, int timeout_ms)
+{
+    rt_cpu_runtime *rt = impl;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (timeout_ms >= 0) {
+        ts.tv_sec += timeout_ms / 1000;
+        ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L)
+            ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&rt->lock);
+    int rc = 0;
+    while (rt->threads_left > 0 && rc != ETIMEDOUT)
+        rc = timeout_ms < 0 ? pthread_cond_wait(&rt->ended, &rt->lock)
+                            : pthread_cond_timedwait(&rt->ended, &rt->lock, &ts);
+    int left = rt->threads_left;
+    omma_status err = rt->error;
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", rt->error_detail);
+    pthread_mutex_unlock(&rt->lock);
+    if (left > 0)
+        return OMMA_FAIL(OMMA_ERR_TIMEOUT, "runtime: %d threads still running after %d ms", left,
+                         timeout_ms);
+    if (err != OMMA_OK)
+        return OMMA_FAIL(err, "%s", detail);
+    return OMMA_OK;
+}
+
+static void cpu_destroy(void *impl)
+{
+    rt_cpu_runtime *rt = impl;
+    if (!rt)
+        return;
+    cpu_stop(rt);
+    (void)cpu_wait(rt, -1);
+    if (rt->worker_started)
+        pthread_join(rt->worker, NULL);
+    for (int i = 0; i < rt->n_cams; i++)
+        if (rt->cams[i].started)
+            pthread_join(rt->cams[i].thread, NULL);
+    for (int d = 0; d < rt->n_drivers; d++) {
+        if (rt->drivers[d].started)
+            pthread_join(rt->drivers[d].thread, NULL);
+        rt_synthetic_destroy(rt->drivers[d].synth);
+    }
+    for (int i = 0; i < rt->n_cams; i++)
+        rt_cpu_cam_close(&rt->cams[i]);
+    omma_face_pipeline_destroy(rt->pipe);
+    pthread_cond_destroy(&rt->wake);
+    pthread_cond_destroy(&rt->taken);
+    pthread_cond_destroy(&rt->ended);
+    pthread_mutex_destroy(&rt->lock);
+    free(rt->drivers);
+    free(rt->driver_cams);
+    free(rt->ready_list);
+    free(rt->cams);
+    free(rt);
+}
+
+static void cpu_get_stats(void *impl, rt_runtime_stats *out)
+{
+    rt_cpu_runtime *rt = impl;
+    memset(out, 0, sizeof *out);
+    out->frames_in = atomic_load(&rt->frames_in);
+    out->frames_done = atomic_load(&rt->frames_done);
+    out->frames_dropped = atomic_load(&rt->frames_dropped);
+    out->faces = atomic_load(&rt->faces);
+    out->batches = atomic_load(&rt->batches);
+    out->worker_cpu_ns = atomic_load(&rt->worker_cpu_ns);
+}
+
+const rt_backend rt_cpu_backend = {"cpu",    cpu_start,   cpu_stop,
+                                   cpu_wait, cpu_destroy, cpu_get_stats};
