@@ -1,0 +1,197 @@
+/* The frame bus's control messages: encode and checked decode. */
+#include "ipc/bus_proto.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "omma/face.h"
+
+static const char *const type_names[] = {
+    [BUS_MSG_HELLO] = "HELLO",     [BUS_MSG_WELCOME] = "WELCOME", [BUS_MSG_CAMERA] = "CAMERA",
+    [BUS_MSG_FRAME] = "FRAME",     [BUS_MSG_RELEASE] = "RELEASE", [BUS_MSG_BYE] = "BYE",
+    [BUS_MSG_ERROR] = "ERROR",
+};
+
+const char *bus_msg_type_name(int type)
+{
+    if (type <= 0 || type >= BUS_MSG_TYPE_END)
+        return "unknown";
+    return type_names[type];
+}
+
+/* Bytes of the body of type t as sent: HELLO without its unused indices. */
+static size_t body_bytes(const bus_msg *m)
+{
+    switch (m->type) {
+    case BUS_MSG_HELLO:
+        return offsetof(bus_hello, cameras) + m->u.hello.n_cameras * sizeof(uint16_t);
+    case BUS_MSG_WELCOME:
+        return sizeof(bus_welcome);
+    case BUS_MSG_CAMERA:
+        return sizeof(bus_camera);
+    case BUS_MSG_FRAME:
+        return sizeof(bus_frame);
+    case BUS_MSG_RELEASE:
+        return sizeof(bus_release);
+    case BUS_MSG_BYE:
+    case BUS_MSG_ERROR:
+        return sizeof(bus_text);
+    default:
+        return 0;
+    }
+}
+
+static int terminated(const char *s, size_t cap)
+{
+    return memchr(s, '\0', cap) != NULL;
+}
+
+/* The checks shared by encode (what we send) and decode (what we trust). */
+static omma_status check_body(const bus_msg *m)
+{
+    const char *t = bus_msg_type_name(m->type);
+    switch (m->type) {
+    case BUS_MSG_HELLO: {
+        const bus_hello *h = &m->u.hello;
+        if (h->flags & ~(uint32_t)(BUS_HELLO_EVERY_FRAME | BUS_HELLO_WATCH))
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: unknown flags 0x%x", t,
+                             (unsigned)h->flags);
+        if (h->max_holds < 1 || h->max_holds > BUS_MAX_HOLDS)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: max_holds %u not in 1..%d", t,
+                             (unsigned)h->max_holds, BUS_MAX_HOLDS);
+        if (h->n_cameras > BUS_MAX_CAMERAS)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: %u cameras (at most %d)", t,
+                             (unsigned)h->n_cameras, BUS_MAX_CAMERAS);
+        for (uint32_t i = 0; i < h->n_cameras; i++)
+            if (h->cameras[i] >= BUS_MAX_CAMERAS)
+                return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera index %u out of range",
+                                 t, (unsigned)h->cameras[i]);
+        return OMMA_OK;
+    }
+    case BUS_MSG_WELCOME: {
+        const bus_welcome *w = &m->u.welcome;
+        if (w->seat >= BUS_MAX_SEATS || w->n_cameras > BUS_MAX_CAMERAS || w->max_faces < 1 ||
+            w->max_faces > 64)
+            return OMMA_FAIL(OMMA_ERR_FORMAT,
+                             "bus message %s: seat %u, %u cameras or %u faces out of range", t,
+                             (unsigned)w->seat, (unsigned)w->n_cameras, (unsigned)w->max_faces);
+        return OMMA_OK;
+    }
+    case BUS_MSG_CAMERA: {
+        const bus_camera *c = &m->u.camera;
+        if (c->index >= BUS_MAX_CAMERAS)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera index %u out of range", t,
+                             (unsigned)c->index);
+        if (c->width < 1 || c->width > 32768 || c->height < 1 || c->height > 32768 ||
+            c->format >= OMMA_PIXEL_FORMAT_COUNT)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera %u has a bad size %ux%u or format %u", t,
+                             (unsigned)c->index, (unsigned)c->width, (unsigned)c->height,
+                             (unsigned)c->format);
+        if (c->slots < 1 || c->slots > BUS_MAX_SLOTS || c->done_events > BUS_MAX_HOLDS * 2)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera %u: %u slots, %u done events",
+                             t, (unsigned)c->index, (unsigned)c->slots, (unsigned)c->done_events);
+        if (c->frame_bytes == 0 || c->slot_bytes < c->frame_bytes ||
+            c->slot_bytes > c->alloc_bytes / c->slots)
+            return OMMA_FAIL(OMMA_ERR_FORMAT,
+                             "bus message %s: camera %u: frame %llu, slot %llu and allocation "
+                             "%llu bytes do not fit",
+                             t, (unsigned)c->index, (unsigned long long)c->frame_bytes,
+                             (unsigned long long)c->slot_bytes, (unsigned long long)c->alloc_bytes);
+        if (c->results_records < 1 || c->results_records > 4 * BUS_MAX_SLOTS)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera %u: %u result records", t,
+                             (unsigned)c->index, (unsigned)c->results_records);
+        if (c->gpu < 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera %u: gpu %d", t,
+                             (unsigned)c->index, (int)c->gpu);
+        if (!terminated(c->name, sizeof c->name))
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera %u: name not terminated", t,
+                             (unsigned)c->index);
+        return OMMA_OK;
+    }
+    case BUS_MSG_FRAME: {
+        const bus_frame *f = &m->u.frame;
+        if (f->camera >= BUS_MAX_CAMERAS || f->slot >= BUS_MAX_SLOTS ||
+            f->done >= BUS_MAX_HOLDS * 2 || f->seq == 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT,
+                             "bus message %s: camera %u, slot %u, done %u or seq %llu out of range",
+                             t, (unsigned)f->camera, (unsigned)f->slot, (unsigned)f->done,
+                             (unsigned long long)f->seq);
+        return OMMA_OK;
+    }
+    case BUS_MSG_RELEASE: {
+        const bus_release *r = &m->u.release;
+        if (r->camera >= BUS_MAX_CAMERAS || r->slot >= BUS_MAX_SLOTS || r->used > 1 || r->seq == 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT,
+                             "bus message %s: camera %u, slot %u, used %u or seq %llu out of range",
+                             t, (unsigned)r->camera, (unsigned)r->slot, (unsigned)r->used,
+                             (unsigned long long)r->seq);
+        return OMMA_OK;
+    }
+    case BUS_MSG_BYE:
+    case BUS_MSG_ERROR:
+        if (!terminated(m->u.text.text, sizeof m->u.text.text))
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: text not terminated", t);
+        if (m->u.text.status < 0 || m->u.text.status >= OMMA_STATUS_COUNT)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: status %d out of range", t,
+                             (int)m->u.text.status);
+        return OMMA_OK;
+    default:
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message: unknown type %d", (int)m->type);
+    }
+}
+
+size_t bus_msg_encode(const bus_msg *m, void *buf, size_t cap)
+{
+    if (!m || !buf || check_body(m) != OMMA_OK)
+        return 0;
+    size_t body = body_bytes(m);
+    size_t n = sizeof(bus_header) + body;
+    if (n > cap)
+        return 0;
+    bus_header h = {BUS_MAGIC, BUS_VERSION, (uint16_t)m->type, (uint32_t)n, 0};
+    memcpy(buf, &h, sizeof h);
+    memcpy((uint8_t *)buf + sizeof h, &m->u, body);
+    return n;
+}
+
+omma_status bus_msg_decode(const void *buf, size_t n, bus_msg *m)
+{
+    if (!buf || !m)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus_msg_decode: NULL argument");
+    memset(m, 0, sizeof *m);
+    bus_header h;
+    if (n < sizeof h)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message: %zu bytes, shorter than its header", n);
+    memcpy(&h, buf, sizeof h);
+    if (h.magic != BUS_MAGIC)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message: bad magic 0x%08x", (unsigned)h.magic);
+    if (h.version != BUS_VERSION)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message: version %u (this omma speaks %d)",
+                         (unsigned)h.version, BUS_VERSION);
+    if (h.type == 0 || h.type >= BUS_MSG_TYPE_END)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message: unknown type %u", (unsigned)h.type);
+    if (h.length != n || h.reserved != 0)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: length field %u, received %zu bytes",
+                         bus_msg_type_name(h.type), (unsigned)h.length, n);
+    m->type = (bus_msg_type)h.type;
+    size_t body = n - sizeof h;
+    if (m->type == BUS_MSG_HELLO) {
+        size_t fixed = offsetof(bus_hello, cameras);
+        if (body < fixed || (body - fixed) % sizeof(uint16_t) != 0 ||
+            (body - fixed) / sizeof(uint16_t) > BUS_MAX_CAMERAS)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message HELLO: %zu body bytes", body);
+        memcpy(&m->u.hello, (const uint8_t *)buf + sizeof h, body);
+        if (m->u.hello.n_cameras != (body - fixed) / sizeof(uint16_t))
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message HELLO: %u cameras in %zu bytes",
+                             (unsigned)m->u.hello.n_cameras, body - fixed);
+    } else {
+        if (body != body_bytes(m))
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: %zu body bytes, expected %zu",
+                             bus_msg_type_name(m->type), body, body_bytes(m));
+        memcpy(&m->u, (const uint8_t *)buf + sizeof h, body);
+    }
+    omma_status st = check_body(m);
+    if (st != OMMA_OK)
+        memset(m, 0, sizeof *m);
+    return st;
+}

@@ -1,0 +1,149 @@
+/* Private: the frame bus's control messages, as bytes on a Unix socket.
+ *
+ * The publisher and each subscriber talk over one SOCK_SEQPACKET socket
+ * (every send is one whole message). Every message starts with a 16-byte
+ * header: magic "OMBS", version, type, total length. Integers are in the
+ * host's byte order: both ends are on one machine, and a peer built
+ * otherwise fails the magic check.
+ *
+ *   subscriber -> publisher      publisher -> subscriber
+ *   HELLO (cameras wanted)       WELCOME (seat, cameras; the results memfd)
+ *                                CAMERA x n (format, slots, event handles;
+ *                                           the ring's memory fd)
+ *   RELEASE (camera, slot, seq)  FRAME (camera, slot, seq, capture time, ...)
+ *   BYE (reason)                 BYE / ERROR (status, reason)
+ *
+ * bus_msg_decode checks everything a hostile peer could get wrong (magic,
+ * version, type, length against the type's size, counts against limits,
+ * strings terminated, enums in range) and says what is wrong; a message that
+ * fails it ends that peer's session. Pure: no I/O, no allocation. */
+#ifndef OMMA_IPC_BUS_PROTO_H
+#define OMMA_IPC_BUS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "omma/status.h"
+
+#define BUS_MAGIC 0x53424d4fu /* "OMBS" */
+#define BUS_VERSION 1
+#define BUS_MAX_CAMERAS 1024    /* cameras one bus publishes at most */
+#define BUS_MAX_SLOTS 64        /* slots per camera ring (RT_RING_MAX_SLOTS) */
+#define BUS_MAX_HOLDS 8         /* frames of one camera a subscriber may hold */
+#define BUS_MAX_SEATS 64        /* subscribers attached at once */
+#define BUS_NAME_MAX 64         /* bus and camera names, with the NUL */
+#define BUS_TEXT_MAX 256        /* BYE / ERROR reasons, with the NUL */
+#define BUS_EVENT_HANDLE_BYTES 64 /* CUipcEventHandle */
+
+typedef enum bus_msg_type {
+    BUS_MSG_HELLO = 1,
+    BUS_MSG_WELCOME,
+    BUS_MSG_CAMERA,
+    BUS_MSG_FRAME,
+    BUS_MSG_RELEASE,
+    BUS_MSG_BYE,
+    BUS_MSG_ERROR,
+    BUS_MSG_TYPE_END
+} bus_msg_type;
+
+typedef struct bus_header {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t length; /* whole message, header included */
+    uint32_t reserved; /* 0 */
+} bus_header;
+
+/* HELLO flags. */
+#define BUS_HELLO_EVERY_FRAME 1u /* ask for every frame (blocking publishers) */
+#define BUS_HELLO_WATCH 2u /* only watches: frames are announced but never
+                            * held (bus watch); no memory is sent */
+
+typedef struct bus_hello {
+    uint32_t flags;
+    uint32_t max_holds; /* 1..BUS_MAX_HOLDS frames held per camera */
+    uint32_t pid;
+    uint32_t n_cameras; /* 0 = every camera, else the indices below */
+    uint16_t cameras[BUS_MAX_CAMERAS];
+} bus_hello;
+
+typedef struct bus_welcome {
+    uint32_t seat; /* 0..BUS_MAX_SEATS-1 */
+    uint32_t pid; /* the publisher's */
+    uint32_t n_cameras; /* CAMERA messages that follow */
+    uint32_t max_faces; /* faces per record in the results memory */
+    uint64_t results_bytes; /* size of the results memfd (sent with this) */
+} bus_welcome;
+
+typedef struct bus_camera {
+    uint32_t index; /* the camera's index on the bus */
+    uint32_t width, height, format; /* format: an omma_pixel_format */
+    uint32_t slots; /* 1..BUS_MAX_SLOTS */
+    uint32_t done_events; /* this seat's done events for this camera */
+    uint64_t slot_bytes; /* distance between slots in the allocation */
+    uint64_t frame_bytes; /* bytes of one frame (planes back to back) */
+    uint64_t alloc_bytes; /* size of the shareable allocation (the fd) */
+    uint64_t results_offset; /* this camera's records in the results memfd */
+    uint32_t results_records;
+    int32_t gpu; /* device ordinal in the publisher */
+    uint8_t gpu_uuid[16];
+    char name[BUS_NAME_MAX];
+    uint8_t ready[BUS_MAX_SLOTS][BUS_EVENT_HANDLE_BYTES]; /* per slot */
+    uint8_t done[BUS_MAX_HOLDS * 2][BUS_EVENT_HANDLE_BYTES]; /* this seat's */
+} bus_camera;
+
+typedef struct bus_frame {
+    uint32_t camera;
+    uint32_t slot;
+    uint64_t seq; /* the camera's frame number (gaps: frames dropped) */
+    uint64_t capture_ns; /* CLOCK_MONOTONIC */
+    uint64_t announce_ns; /* when the publisher sent it (CLOCK_MONOTONIC) */
+    uint64_t missed; /* frames of this camera this seat missed so far */
+    uint32_t done; /* the done event to record on release */
+    uint32_t reserved;
+} bus_frame;
+
+typedef struct bus_release {
+    uint32_t camera;
+    uint32_t slot;
+    uint64_t seq;
+    uint32_t used; /* 1: the done event was recorded after the last read;
+                    * 0: the frame was not read (declined) */
+    uint32_t reserved;
+} bus_release;
+
+typedef struct bus_text {
+    int32_t status; /* an omma_status (ERROR), 0 for BYE */
+    char text[BUS_TEXT_MAX];
+} bus_text;
+
+/* A decoded message: the header's type and the body for that type. */
+typedef struct bus_msg {
+    bus_msg_type type;
+    union {
+        bus_hello hello;
+        bus_welcome welcome;
+        bus_camera camera;
+        bus_frame frame;
+        bus_release release;
+        bus_text text; /* BYE, ERROR */
+    } u;
+} bus_msg;
+
+/* Largest encoded message (a CAMERA), for receive buffers. */
+#define BUS_MSG_MAX_BYTES (sizeof(bus_header) + sizeof(bus_camera))
+
+/* Encodes *m into buf (cap bytes); returns the length, or 0 when cap is too
+ * small or *m would not decode (a count out of range). HELLO is sent with
+ * only its n_cameras indices. */
+size_t bus_msg_encode(const bus_msg *m, void *buf, size_t cap);
+
+/* Decodes n bytes into *m. Errors: OMMA_ERR_FORMAT naming what is wrong
+ * (short header, magic, version, type, a length that does not match the
+ * type, a count, index or enum out of range, a string without its NUL). */
+omma_status bus_msg_decode(const void *buf, size_t n, bus_msg *m);
+
+/* "HELLO", "FRAME", ...; "unknown" for others. */
+const char *bus_msg_type_name(int type);
+
+#endif
