@@ -76,7 +76,20 @@
     X(cuModuleLoadData)            \
     X(cuModuleUnload)              \
     X(cuModuleGetFunction)         \
-    X(cuLaunchKernel)
+    X(cuLaunchKernel)                 \
+    X(cuLaunchHostFunc)               \
+    X(cuMemGetAllocationGranularity)  \
+    X(cuMemCreate)                    \
+    X(cuMemRelease)                   \
+    X(cuMemAddressReserve)            \
+    X(cuMemAddressFree)               \
+    X(cuMemMap)                       \
+    X(cuMemUnmap)                     \
+    X(cuMemSetAccess)                 \
+    X(cuMemExportToShareableHandle)   \
+    X(cuMemImportFromShareableHandle) \
+    X(cuIpcGetEventHandle)            \
+    X(cuIpcOpenEventHandle)
 
 typedef struct gpu_driver {
 #define GPU_DRIVER_MEMBER(name) __typeof__(&name) name;

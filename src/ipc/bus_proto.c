@@ -7,8 +7,8 @@
 #include "omma/face.h"
 
 static const char *const type_names[] = {
-    [BUS_MSG_HELLO] = "HELLO",     [BUS_MSG_WELCOME] = "WELCOME", [BUS_MSG_CAMERA] = "CAMERA",
-    [BUS_MSG_FRAME] = "FRAME",     [BUS_MSG_RELEASE] = "RELEASE", [BUS_MSG_BYE] = "BYE",
+    [BUS_MSG_HELLO] = "HELLO", [BUS_MSG_WELCOME] = "WELCOME", [BUS_MSG_CAMERA] = "CAMERA",
+    [BUS_MSG_FRAME] = "FRAME", [BUS_MSG_RELEASE] = "RELEASE", [BUS_MSG_BYE] = "BYE",
     [BUS_MSG_ERROR] = "ERROR",
 };
 
@@ -64,8 +64,8 @@ static omma_status check_body(const bus_msg *m)
                              (unsigned)h->n_cameras, BUS_MAX_CAMERAS);
         for (uint32_t i = 0; i < h->n_cameras; i++)
             if (h->cameras[i] >= BUS_MAX_CAMERAS)
-                return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera index %u out of range",
-                                 t, (unsigned)h->cameras[i]);
+                return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera index %u out of range", t,
+                                 (unsigned)h->cameras[i]);
         return OMMA_OK;
     }
     case BUS_MSG_WELCOME: {
@@ -84,9 +84,9 @@ static omma_status check_body(const bus_msg *m)
                              (unsigned)c->index);
         if (c->width < 1 || c->width > 32768 || c->height < 1 || c->height > 32768 ||
             c->format >= OMMA_PIXEL_FORMAT_COUNT)
-            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera %u has a bad size %ux%u or format %u", t,
-                             (unsigned)c->index, (unsigned)c->width, (unsigned)c->height,
-                             (unsigned)c->format);
+            return OMMA_FAIL(
+                OMMA_ERR_FORMAT, "bus message %s: camera %u has a bad size %ux%u or format %u", t,
+                (unsigned)c->index, (unsigned)c->width, (unsigned)c->height, (unsigned)c->format);
         if (c->slots < 1 || c->slots > BUS_MAX_SLOTS || c->done_events > BUS_MAX_HOLDS * 2)
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera %u: %u slots, %u done events",
                              t, (unsigned)c->index, (unsigned)c->slots, (unsigned)c->done_events);

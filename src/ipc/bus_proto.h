@@ -27,12 +27,12 @@
 
 #define BUS_MAGIC 0x53424d4fu /* "OMBS" */
 #define BUS_VERSION 1
-#define BUS_MAX_CAMERAS 1024    /* cameras one bus publishes at most */
-#define BUS_MAX_SLOTS 64        /* slots per camera ring (RT_RING_MAX_SLOTS) */
-#define BUS_MAX_HOLDS 8         /* frames of one camera a subscriber may hold */
-#define BUS_MAX_SEATS 64        /* subscribers attached at once */
-#define BUS_NAME_MAX 64         /* bus and camera names, with the NUL */
-#define BUS_TEXT_MAX 256        /* BYE / ERROR reasons, with the NUL */
+#define BUS_MAX_CAMERAS 1024 /* cameras one bus publishes at most */
+#define BUS_MAX_SLOTS 64 /* slots per camera ring (RT_RING_MAX_SLOTS) */
+#define BUS_MAX_HOLDS 8 /* frames of one camera a subscriber may hold */
+#define BUS_MAX_SEATS 64 /* subscribers attached at once */
+#define BUS_NAME_MAX 64 /* bus and camera names, with the NUL */
+#define BUS_TEXT_MAX 256 /* BYE / ERROR reasons, with the NUL */
 #define BUS_EVENT_HANDLE_BYTES 64 /* CUipcEventHandle */
 
 typedef enum bus_msg_type {
@@ -56,8 +56,9 @@ typedef struct bus_header {
 
 /* HELLO flags. */
 #define BUS_HELLO_EVERY_FRAME 1u /* ask for every frame (blocking publishers) */
-#define BUS_HELLO_WATCH 2u /* only watches: frames are announced but never
-                            * held (bus watch); no memory is sent */
+#define BUS_HELLO_WATCH                                                                            \
+    2u /* only watches: frames are announced but never                                             \
+        * held (bus watch); no memory is sent */
 
 typedef struct bus_hello {
     uint32_t flags;
@@ -72,6 +73,8 @@ typedef struct bus_welcome {
     uint32_t pid; /* the publisher's */
     uint32_t n_cameras; /* CAMERA messages that follow */
     uint32_t max_faces; /* faces per record in the results memory */
+    uint32_t subscribers; /* seats taken, this one included */
+    uint32_t reserved;
     uint64_t results_bytes; /* size of the results memfd (sent with this) */
 } bus_welcome;
 

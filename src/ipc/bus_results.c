@@ -27,7 +27,8 @@ static size_t record_bytes(int max_faces)
 size_t bus_results_bytes(int cameras, int records, int max_faces)
 {
     size_t page = 4096;
-    size_t n = sizeof(bus_results_header) + (size_t)cameras * (size_t)records * record_bytes(max_faces);
+    size_t n =
+        sizeof(bus_results_header) + (size_t)cameras * (size_t)records * record_bytes(max_faces);
     return (n + page - 1) / page * page;
 }
 
@@ -70,7 +71,7 @@ omma_status bus_results_create(int cameras, int records, int max_faces, bus_resu
     r->base = p;
     r->bytes = bytes;
     r->writable = 1;
-    r->h = (bus_results_header){BUS_RESULTS_MAGIC, (uint32_t)cameras, (uint32_t)records,
+    r->h = (bus_results_header){BUS_RESULTS_MAGIC,   (uint32_t)cameras,       (uint32_t)records,
                                 (uint32_t)max_faces, record_bytes(max_faces), bytes};
     memcpy(r->base, &r->h, sizeof r->h);
     return OMMA_OK;
@@ -85,7 +86,8 @@ omma_status bus_results_map(int fd, size_t bytes, bus_results *r)
         return OMMA_FAIL(OMMA_ERR_IO, "bus results: fstat: %s", strerror(errno));
     int seals = fcntl(fd, F_GET_SEALS);
     if (seals < 0 || !(seals & F_SEAL_SHRINK))
-        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus results: the memory is not sealed against shrinking");
+        return OMMA_FAIL(OMMA_ERR_FORMAT,
+                         "bus results: the memory is not sealed against shrinking");
     if ((uint64_t)st.st_size != bytes || bytes < sizeof(bus_results_header))
         return OMMA_FAIL(OMMA_ERR_FORMAT, "bus results: %lld bytes, announced %zu",
                          (long long)st.st_size, bytes);

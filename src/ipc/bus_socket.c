@@ -45,8 +45,8 @@ omma_status bus_dir(const char *dir, char *out, size_t cap)
                          (unsigned)st.st_uid, (unsigned)getuid());
     if (st.st_mode & 077)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
-                         "bus directory %s has mode %03o: others may enter it (chmod 700 it)",
-                         out, (unsigned)(st.st_mode & 0777));
+                         "bus directory %s has mode %03o: others may enter it (chmod 700 it)", out,
+                         (unsigned)(st.st_mode & 0777));
     return OMMA_OK;
 }
 

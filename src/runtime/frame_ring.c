@@ -18,6 +18,7 @@
 #include "gpu/check.h"
 #include "gpu/memory.h"
 #include "gpu/stream_pool.h"
+#include "ipc/bus_publisher.h"
 #include "omma/log.h"
 #include "runtime/frame_ring_slots.h"
 #include "vision/frame.h"
@@ -40,6 +41,9 @@ struct rt_ring {
     CUevent ref_ready[RT_RING_MAX_SLOTS]; /* by_ref: its event (may be NULL) */
     CUevent ready[RT_RING_MAX_SLOTS];
     CUevent done[RT_RING_MAX_SLOTS];
+    bus_pub *bus; /* rt_ring_create_bus: the slots and ready events are the
+                   * bus's, shared with its subscribers */
+    int bus_camera;
 
     pthread_mutex_t lock;
     pthread_cond_t freed; /* a slot was released, or close */
@@ -105,10 +109,12 @@ static omma_frame slot_frame(const rt_ring *ring, int i)
 static void free_ring(rt_ring *ring)
 {
     for (int i = 0; i < RT_RING_MAX_SLOTS; i++) {
-        gpu_event_release(ring->dev, ring->ready[i]);
+        if (!ring->bus)
+            gpu_event_release(ring->dev, ring->ready[i]);
         gpu_event_release(ring->dev, ring->done[i]);
     }
-    gpu_mem_free(ring->dev, ring->base);
+    if (!ring->bus)
+        gpu_mem_free(ring->dev, ring->base);
     pthread_cond_destroy(&ring->published);
     pthread_cond_destroy(&ring->freed);
     pthread_mutex_destroy(&ring->lock);
@@ -132,8 +138,22 @@ static omma_status init_sync(rt_ring *ring)
     return OMMA_OK;
 }
 
+/* Leaves the scope, keeping an earlier failure's status and detail. */
+static omma_status leave_keep(omma_scope *scope, omma_status st)
+{
+    omma_status left = omma_device_leave(scope);
+    return st != OMMA_OK ? st : left;
+}
+
+static int bus_busy(void *ctx, int slot)
+{
+    rt_ring *ring = ctx;
+    return bus_pub_slot_busy(ring->bus, ring->bus_camera, slot);
+}
+
 static omma_status create(omma_device *dev, int slots, const rt_ring_format *fmt,
-                          rt_ring_policy policy, int by_ref, rt_ring **out)
+                          rt_ring_policy policy, int by_ref, bus_pub *bus, int bus_camera,
+                          const char *bus_name, rt_ring **out)
 {
     if (!out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_ring_create: out is NULL");
@@ -178,10 +198,32 @@ static omma_status create(omma_device *dev, int slots, const rt_ring_format *fmt
         free(ring); /* on Linux a mutex or condvar holds no resource to destroy */
         return st;
     }
-    if (!by_ref)
+    if (bus) {
+        /* The bus owns the slots' memory and ready events: its subscribers
+         * map the one and wait on the others. */
+        bus_pub_slots shared;
+        omma_scope scope;
+        st = omma_device_enter(dev, &scope);
+        if (st == OMMA_OK) {
+            st = bus_pub_add_camera(bus, bus_camera, bus_name, dev, slots, fmt->width, fmt->height,
+                                    fmt->format, ring->frame_bytes, ring->slot_stride, &shared);
+            st = leave_keep(&scope, st);
+        }
+        if (st == OMMA_OK) {
+            ring->bus = bus;
+            ring->bus_camera = bus_camera;
+            ring->base = shared.base;
+            for (int i = 0; i < slots; i++)
+                ring->ready[i] = shared.ready[i];
+            ring->s.busy = bus_busy;
+            ring->s.busy_ctx = ring;
+        }
+    } else if (!by_ref) {
         st = gpu_mem_alloc(dev, ring->slot_stride * (size_t)slots, &ring->base);
+    }
     for (int i = 0; i < slots && st == OMMA_OK; i++) {
-        st = gpu_event_acquire(dev, GPU_EVENT_SYNC, &ring->ready[i]);
+        if (!ring->bus)
+            st = gpu_event_acquire(dev, GPU_EVENT_SYNC, &ring->ready[i]);
         if (st == OMMA_OK)
             st = gpu_event_acquire(dev, GPU_EVENT_SYNC, &ring->done[i]);
     }
@@ -196,13 +238,25 @@ static omma_status create(omma_device *dev, int slots, const rt_ring_format *fmt
 omma_status rt_ring_create(omma_device *dev, int slots, const rt_ring_format *fmt,
                            rt_ring_policy policy, rt_ring **out)
 {
-    return create(dev, slots, fmt, policy, 0, out);
+    return create(dev, slots, fmt, policy, 0, NULL, 0, NULL, out);
+}
+
+omma_status rt_ring_create_bus(omma_device *dev, int slots, const rt_ring_format *fmt,
+                               rt_ring_policy policy, bus_pub *bus, int camera, const char *name,
+                               rt_ring **out)
+{
+    if (!bus) {
+        if (out)
+            *out = NULL;
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_ring_create_bus: bus is NULL");
+    }
+    return create(dev, slots, fmt, policy, 0, bus, camera, name, out);
 }
 
 omma_status rt_ring_create_ref(omma_device *dev, int slots, const rt_ring_format *fmt,
                                rt_ring_policy policy, rt_ring **out)
 {
-    return create(dev, slots, fmt, policy, 1, out);
+    return create(dev, slots, fmt, policy, 1, NULL, 0, NULL, out);
 }
 
 /* ---- producer ----------------------------------------------------------- */
@@ -248,9 +302,10 @@ static int is_packed(const rt_ring *ring, const omma_frame *f)
     return 1;
 }
 
-/* Enqueues the upload of f into WRITING slot i on stream (context current). */
-static omma_status upload(rt_ring *ring, int i, int after_done, const omma_frame *f,
-                          CUstream stream)
+/* Enqueues the upload of f into WRITING slot i (frame seq) on stream
+ * (context current); a bus announces the frame once the copy has run. */
+static omma_status upload(rt_ring *ring, int i, uint64_t seq, uint64_t capture_ns, int after_done,
+                          const omma_frame *f, CUstream stream)
 {
     /* The slot's previous upload may still be in flight (a frame dropped
      * before it was taken), maybe on another stream. */
@@ -266,14 +321,10 @@ static omma_status upload(rt_ring *ring, int i, int after_done, const omma_frame
                                            ring->row_bytes[p], f->planes[p], (size_t)f->pitch[p],
                                            ring->row_bytes[p], ring->rows[p], stream));
     }
-    return OMMA_CK(gpu_cu.cuEventRecord(ring->ready[i], stream));
-}
-
-/* Leaves the scope, keeping an earlier failure's status and detail. */
-static omma_status leave_keep(omma_scope *scope, omma_status st)
-{
-    omma_status left = omma_device_leave(scope);
-    return st != OMMA_OK ? st : left;
+    OMMA_TRY(OMMA_CK(gpu_cu.cuEventRecord(ring->ready[i], stream)));
+    if (ring->bus)
+        OMMA_TRY(bus_pub_frame_ready(ring->bus, ring->bus_camera, i, seq, capture_ns, stream));
+    return OMMA_OK;
 }
 
 static struct timespec deadline_after(int timeout_ms)
@@ -313,8 +364,21 @@ static omma_status plan_put(rt_ring *ring, int timeout_ms, rt_put_plan *plan)
     int timed_out = timeout_ms == 0;
     ring->blocked_puts += !timed_out;
     while (plan->kind == RT_PUT_WAIT && !timed_out) {
-        int rc = timeout_ms < 0 ? pthread_cond_wait(&ring->freed, &ring->lock)
+        int rc;
+        if (ring->bus) {
+            /* A subscriber's release does not signal the ring: look again
+             * every millisecond. */
+            struct timespec soon = deadline_after(1);
+            int last = timeout_ms >= 0 &&
+                       (soon.tv_sec > deadline.tv_sec ||
+                        (soon.tv_sec == deadline.tv_sec && soon.tv_nsec >= deadline.tv_nsec));
+            rc = pthread_cond_timedwait(&ring->freed, &ring->lock, last ? &deadline : &soon);
+            if (rc == ETIMEDOUT && !last)
+                rc = 0;
+        } else {
+            rc = timeout_ms < 0 ? pthread_cond_wait(&ring->freed, &ring->lock)
                                 : pthread_cond_timedwait(&ring->freed, &ring->lock, &deadline);
+        }
         timed_out = rc == ETIMEDOUT;
         *plan = rt_slots_begin_put(&ring->s, done_query, ring);
     }
@@ -347,12 +411,15 @@ omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream up
     rt_put_plan plan;
     pthread_mutex_lock(&ring->lock);
     st = plan_put(ring, timeout_ms, &plan);
+    if (st == OMMA_OK && ring->bus &&
+        (plan.kind == RT_PUT_WRITE || plan.kind == RT_PUT_WRITE_AFTER_DONE))
+        bus_pub_slot_write(ring->bus, ring->bus_camera, plan.slot, plan.seq);
     pthread_mutex_unlock(&ring->lock);
     if (st == OMMA_OK && plan.kind == RT_PUT_CLOSED)
         st = OMMA_FAIL(OMMA_ERR_CLOSED, "rt_ring_put: the ring is closed");
     if (st == OMMA_OK && (plan.kind == RT_PUT_WRITE || plan.kind == RT_PUT_WRITE_AFTER_DONE)) {
-        st = upload(ring, plan.slot, plan.kind == RT_PUT_WRITE_AFTER_DONE, host_frame,
-                    upload_stream);
+        st = upload(ring, plan.slot, plan.seq, capture_ns, plan.kind == RT_PUT_WRITE_AFTER_DONE,
+                    host_frame, upload_stream);
         pthread_mutex_lock(&ring->lock);
         rt_slots_end_put(&ring->s, plan.slot, capture_ns, st == OMMA_OK);
         if (st == OMMA_OK)

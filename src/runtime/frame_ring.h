@@ -135,6 +135,18 @@ omma_status rt_ring_create(omma_device *dev, int slots, const rt_ring_format *fm
 omma_status rt_ring_create_ref(omma_device *dev, int slots, const rt_ring_format *fmt,
                                rt_ring_policy policy, rt_ring **out);
 
+struct bus_pub; /* ipc/bus_publisher.h */
+
+/* A published ring: as rt_ring_create, but its slots' memory and ready
+ * events are made by the frame bus `bus` as its camera `camera` (named
+ * `name`), so that other processes map them; a slot a subscriber holds is
+ * not written (KEEP_NEWEST drops the new frame when every writable slot is
+ * taken; BLOCK waits), and each frame is announced on the bus once its
+ * upload has run. Destroy the ring before the bus. */
+omma_status rt_ring_create_bus(omma_device *dev, int slots, const rt_ring_format *fmt,
+                               rt_ring_policy policy, struct bus_pub *bus, int camera,
+                               const char *name, rt_ring **out);
+
 /* Producer: uploads *host_frame (host memory, pageable or pinned: pinned for
  * an asynchronous copy; the ring's format; read during the call and by the
  * copy, so keep it unchanged until upload_stream has passed this point) into

@@ -38,8 +38,14 @@ typedef struct rt_slot {
     uint64_t released_at; /* RELEASING: order of release (oldest first) */
 } rt_slot;
 
+/* 1 when `slot` may not be written now for a reason outside the ring (a
+ * frame-bus subscriber holds it); NULL: never. */
+typedef int (*rt_slots_busy_fn)(void *ctx, int slot);
+
 typedef struct rt_slots {
     int n;
+    rt_slots_busy_fn busy; /* consulted before a slot is written */
+    void *busy_ctx;
     rt_ring_policy policy;
     int closed;
     uint64_t last_seq; /* seq of the last frame put (0: none yet) */
@@ -104,19 +110,27 @@ static inline void rt_slots_reclaim(rt_slots *s, rt_slots_done_fn done, void *ct
 }
 
 /* Index of the slot in `state` with the smallest (oldest = 1) or largest
- * (oldest = 0) key (seq, or release order for RELEASING); -1 if none. */
-static inline int rt_slots_find(const rt_slots *s, rt_slot_state state, int oldest)
+ * (oldest = 0) key (seq, or release order for RELEASING); -1 if none.
+ * writable: only slots that s->busy does not hold. */
+static inline int rt_slots_find_in(const rt_slots *s, rt_slot_state state, int oldest, int writable)
 {
     int best = -1;
     uint64_t best_key = 0;
     for (int i = 0; i < s->n; i++) {
         if (s->slot[i].state != state)
             continue;
+        if (writable && s->busy && s->busy(s->busy_ctx, i))
+            continue;
         uint64_t key = state == RT_SLOT_RELEASING ? s->slot[i].released_at : s->slot[i].seq;
         if (best < 0 || (oldest ? key < best_key : key > best_key))
             best = i, best_key = key;
     }
     return best;
+}
+
+static inline int rt_slots_find(const rt_slots *s, rt_slot_state state, int oldest)
+{
+    return rt_slots_find_in(s, state, oldest, 0);
 }
 
 static inline rt_put_plan rt_slots_start_write(rt_slots *s, rt_put_kind kind, int slot)
@@ -151,20 +165,20 @@ static inline rt_put_plan rt_slots_begin_put(rt_slots *s, rt_slots_done_fn done,
     rt_put_plan p = {RT_PUT_CLOSED, -1, 0, 0, 0};
     if (s->closed)
         return p;
-    int i = rt_slots_find(s, RT_SLOT_FREE, 1);
+    int i = rt_slots_find_in(s, RT_SLOT_FREE, 1, 1);
     if (i < 0) {
         rt_slots_reclaim(s, done, ctx);
-        i = rt_slots_find(s, RT_SLOT_FREE, 1);
+        i = rt_slots_find_in(s, RT_SLOT_FREE, 1, 1);
     }
     if (i >= 0)
         return rt_slots_start_write(s, RT_PUT_WRITE, i);
     if (s->policy == RT_RING_KEEP_NEWEST) {
-        i = rt_slots_find(s, RT_SLOT_PUBLISHED, 1);
+        i = rt_slots_find_in(s, RT_SLOT_PUBLISHED, 1, 1);
         if (i >= 0)
             return rt_slots_start_write(s, RT_PUT_WRITE, i);
         return rt_slots_reject(s);
     }
-    i = rt_slots_find(s, RT_SLOT_RELEASING, 1);
+    i = rt_slots_find_in(s, RT_SLOT_RELEASING, 1, 1);
     if (i >= 0)
         return rt_slots_start_write(s, RT_PUT_WRITE_AFTER_DONE, i);
     p.kind = RT_PUT_WAIT;

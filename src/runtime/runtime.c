@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "omma/log.h"
 #include "runtime/runtime_backend.h"
+#include "ipc/bus_publisher.h"
 #include "runtime/runtime_private.h"
 
 int rt_stopping(const rt_gpu_runtime *rt)
@@ -53,6 +54,11 @@ static omma_status check_config(const rt_runtime_config *c)
                 return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: GPU %d named twice", c->gpus[i]);
     if (c->placement != RT_PLACE_ROUND_ROBIN && c->placement != RT_PLACE_LEAST_LOADED)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: unknown placement %d", (int)c->placement);
+    if (c->publish && (c->publish_subscribers < 1 || c->publish_subscribers > 64 ||
+                       c->publish_holds < 1 || c->publish_holds > 8))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "runtime: publishing for %d subscribers (1..64) holding %d frames (1..8)",
+                         c->publish_subscribers, c->publish_holds);
     if (c->ring_slots < 2 || c->ring_slots > RT_RING_MAX_SLOTS)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d ring slots not in 2..%d", c->ring_slots,
                          RT_RING_MAX_SLOTS);
@@ -224,8 +230,19 @@ static omma_status open_all(rt_gpu_runtime *rt)
         g->open_cams = g->n_cams;
         OMMA_TRY(rt_gpu_prepare(g));
     }
+    if (rt->cfg.publish) {
+        bus_pub_options bo = {rt->cfg.publish,
+                              NULL,
+                              rt->n_cams,
+                              rt->cfg.pipeline.max_faces,
+                              rt->cfg.publish_subscribers,
+                              -1};
+        OMMA_TRY(bus_pub_create(&bo, &rt->bus));
+    }
     for (int i = 0; i < rt->n_cams; i++)
         OMMA_TRY(rt_cam_prepare(&rt->cams[i]));
+    if (rt->bus)
+        OMMA_TRY(bus_pub_start(rt->bus));
     OMMA_TRY(register_metrics(rt));
     OMMA_TRY(make_drivers(rt));
     return start_threads(rt);
@@ -344,6 +361,7 @@ static void gpu_destroy(void *impl)
         pthread_join(rt->monitor, NULL);
     for (int i = 0; i < rt->n_cams; i++)
         rt_cam_close(&rt->cams[i]);
+    bus_pub_destroy(rt->bus); /* after the rings that use its slots */
     for (int k = 0; k < rt->n_gpus; k++)
         rt_gpu_close(&rt->gpus[k]);
     pthread_cond_destroy(&rt->ended);
@@ -376,5 +394,5 @@ static void gpu_get_stats(void *impl, rt_runtime_stats *out)
     }
 }
 
-const rt_backend rt_gpu_backend = {"gpu", gpu_start, gpu_stop, gpu_wait, gpu_destroy,
-                                   gpu_get_stats};
+const rt_backend rt_gpu_backend = {"gpu",    gpu_start,   gpu_stop,
+                                   gpu_wait, gpu_destroy, gpu_get_stats};

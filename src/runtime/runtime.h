@@ -119,11 +119,17 @@ typedef struct rt_runtime_config {
     omma_memory pool_memory; /* OMMA_MEMORY_HOST (pinned) or _DEVICE */
     /* Outputs (called from the GPUs' sink threads, or the CPU worker, and
      * the cameras' threads, concurrently: lock what they share). */
+    const char *publish; /* GPU runtime: publish every camera's frames and
+                          * faces on the frame bus under this name (NULL:
+                          * not published; ipc/bus_publisher.h) */
+    int publish_subscribers; /* subscribers at once, 1..64 (16) */
+    int publish_holds; /* extra ring slots per subscriber (2): frames a
+                        * subscriber holds are not overwritten */
     void (*on_result)(void *ctx, const rt_result *r);
     void (*on_camera)(void *ctx, const rt_camera_event *e);
     void *ctx;
     metrics_registry *metrics; /* NULL: none; else cameras and GPUs are
-                          * registered in it, stages "step" */
+                                * registered in it, stages "step" */
 } rt_runtime_config;
 
 /* Defaults: round-robin, pipeline defaults with the CUDA backend, batch 64,

@@ -23,6 +23,8 @@ void rt_runtime_config_init(rt_runtime_config *cfg)
     cfg->pipeline.lanes = 3;
     cfg->max_wait_ms = 5;
     cfg->ring_slots = 4;
+    cfg->publish_subscribers = 16;
+    cfg->publish_holds = 2;
     rt_source_options_init(&cfg->source);
     rt_synthetic_options_init(&cfg->synthetic);
     cfg->pool_frames = 64;

@@ -40,9 +40,23 @@ omma_status rt_cam_prepare(rt_cam *cam)
     const rt_runtime_config *cfg = &cam->rt->cfg;
     rt_ring_policy policy = cam->live ? RT_RING_KEEP_NEWEST : RT_RING_BLOCK;
     int by_ref = !cam->src && cfg->pool_memory == OMMA_MEMORY_DEVICE;
+    if (by_ref && cam->rt->bus)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "camera %d: synthetic frames from a device pool are referenced, not "
+                         "copied into a ring, so they cannot be published; use the pinned pool",
+                         cam->index);
     if (by_ref)
         return rt_ring_create_ref(g->dev, cfg->ring_slots, &cam->fmt, policy, &cam->ring);
-    OMMA_TRY(rt_ring_create(g->dev, cfg->ring_slots, &cam->fmt, policy, &cam->ring));
+    if (cam->rt->bus) {
+        /* Subscribers hold frames too: slots for them beside the worker's. */
+        int slots = cfg->ring_slots + cfg->publish_subscribers * cfg->publish_holds;
+        if (slots > RT_RING_MAX_SLOTS)
+            slots = RT_RING_MAX_SLOTS;
+        OMMA_TRY(rt_ring_create_bus(g->dev, slots, &cam->fmt, policy, cam->rt->bus, cam->index,
+                                    cam->cfg.name ? cam->cfg.name : cam->cfg.spec, &cam->ring));
+    } else {
+        OMMA_TRY(rt_ring_create(g->dev, cfg->ring_slots, &cam->fmt, policy, &cam->ring));
+    }
     cam->frame_bytes = rt_ring_frame_bytes(cam->ring);
     OMMA_TRY(gpu_stream_acquire(g->dev, GPU_PRIORITY_NORMAL, &cam->upload));
     if (!cam->src)

@@ -249,6 +249,10 @@ static void cpu_destroy(void *impl);
 static omma_status cpu_start(const rt_runtime_config *cfg, void **out)
 {
     *out = NULL;
+    if (cfg->publish)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "runtime: the frame bus shares GPU memory: --publish needs the GPU "
+                         "backend");
     rt_cpu_runtime *rt = calloc(1, sizeof *rt);
     if (rt) {
         rt->cams = calloc((size_t)cfg->n_cameras, sizeof *rt->cams);

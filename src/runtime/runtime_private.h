@@ -95,6 +95,7 @@ struct rt_gpu {
 
 struct rt_gpu_runtime {
     rt_runtime_config cfg;
+    struct bus_pub *bus; /* cfg.publish: the frame bus (NULL: none) */
     int n_cams, n_gpus;
     rt_cam *cams;
     rt_driver *drivers;

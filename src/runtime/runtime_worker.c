@@ -14,6 +14,7 @@
 #include "gpu/check.h"
 #include "gpu/stream_pool.h"
 #include "pipeline/face_pipeline_async.h"
+#include "ipc/bus_publisher.h"
 #include "runtime/runtime_private.h"
 
 omma_status rt_gpu_prepare(rt_gpu *g)
@@ -275,6 +276,8 @@ static void report(rt_gpu *g, const rt_batch *b, uint64_t done_ns)
         metrics_frame_done(cfg->metrics, cam->index, done_ns - b->capture_ns[i]);
         atomic_fetch_add_explicit(&rt->frames_dropped, b->dropped[i], memory_order_relaxed);
         atomic_fetch_add_explicit(&rt->faces, (uint64_t)g->counts[i], memory_order_relaxed);
+        if (rt->bus)
+            bus_pub_results(rt->bus, cam->index, r.seq, r.capture_ns, r.faces, r.n_faces);
         if (cfg->on_result)
             cfg->on_result(cfg->ctx, &r);
     }

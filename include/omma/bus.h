@@ -1,0 +1,132 @@
+/* omma — the frame bus: camera frames and face results shared between
+ * processes on one machine, in GPU memory, without copies.
+ *
+ * A publisher (`omma stream SOURCES... --publish NAME`) shares every
+ * camera's frame ring under NAME. A subscriber attaches to NAME and gets,
+ * per frame, a device pointer in its own address space (mapped read-only
+ * where the driver allows it), an event to make its stream wait on, the
+ * frame's sequence number and capture time, and later the frame's faces.
+ * It gives each frame back with omma_bus_release after its last read, on
+ * the stream that read it: nothing waits on the host on either side.
+ *
+ * A subscriber holds at most max_holds frames per camera; frames published
+ * while it holds that many are missed (counted in omma_bus_frame.missed):
+ * a slow subscriber never slows the publisher or the others. If the
+ * publisher dies or stops, calls return OMMA_ERR_CLOSED naming the bus;
+ * close the subscriber and subscribe again when it is back.
+ *
+ * Threads: a subscriber belongs to one thread at a time (concurrent calls
+ * get OMMA_ERR_BUSY). Frames stay on the GPU of the publisher's camera:
+ * subscribe with that device (omma_bus_camera_info.gpu_uuid says which);
+ * cameras on another GPU are refused with a message naming both. */
+#ifndef OMMA_BUS_H
+#define OMMA_BUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "omma/device.h"
+#include "omma/face.h"
+#include "omma/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct omma_bus_subscriber omma_bus_subscriber;
+
+typedef struct omma_bus_options {
+    const char *dir; /* bus directory; NULL: $OMMA_BUS_DIR, else
+                      * $XDG_RUNTIME_DIR/omma-bus, else /tmp/omma-bus-UID */
+    const int *cameras; /* cameras wanted (indices); NULL: all */
+    int n_cameras;
+    int max_holds; /* frames of one camera held at once, 1..8 (2) */
+    int timeout_ms; /* for attaching (2000) */
+    int watch; /* 1: frames are announced but never held or mapped (for
+                * monitoring: no memory is imported) */
+} omma_bus_options;
+
+void omma_bus_options_init(omma_bus_options *opt);
+
+typedef struct omma_bus_camera_info {
+    int index; /* on the bus */
+    char name[64];
+    int width, height;
+    omma_pixel_format format;
+    int slots;
+    int gpu; /* ordinal in the publisher */
+    char gpu_uuid[48]; /* "GPU-..." */
+} omma_bus_camera_info;
+
+typedef struct omma_bus_frame {
+    int camera; /* index on the bus */
+    omma_frame frame; /* OMMA_MEMORY_DEVICE, in this process's address space */
+    uint64_t seq; /* the camera's frame number (gaps: frames the publisher
+                   * dropped or this subscriber missed) */
+    uint64_t capture_ns; /* CLOCK_MONOTONIC, as omma's clocks */
+    uint64_t announce_ns; /* when the publisher announced it */
+    uint64_t missed; /* frames of this camera this subscriber missed so far */
+    void *ready_event; /* CUevent: make the reading stream wait for it */
+    int token_; /* private */
+} omma_bus_frame;
+
+/* Attaches to the bus NAME on dev (whose primary context maps the frames).
+ * Errors: OMMA_ERR_INVALID_ARG (a bad name, camera or option: the message
+ * says which), OMMA_ERR_CLOSED (no publisher NAME), OMMA_ERR_TIMEOUT,
+ * OMMA_ERR_BUSY (the publisher refused: full, or another user),
+ * OMMA_ERR_UNSUPPORTED (a camera on another GPU), OMMA_ERR_FORMAT (a
+ * malformed handshake), OMMA_ERR_CUDA (mapping failed). On failure *out is
+ * NULL and nothing is left behind. */
+omma_status omma_bus_subscribe(omma_device *dev, const char *name, const omma_bus_options *opt,
+                               omma_bus_subscriber **out);
+
+/* Cameras attached, and facts of the i-th (0..count-1). */
+int omma_bus_camera_count(const omma_bus_subscriber *sub);
+omma_status omma_bus_camera_info_get(const omma_bus_subscriber *sub, int i,
+                                     omma_bus_camera_info *out);
+
+/* Subscribers attached to the publisher when this one attached (itself
+ * included), and the publisher's pid. */
+int omma_bus_subscribers_at_attach(const omma_bus_subscriber *sub);
+int omma_bus_publisher_pid(const omma_bus_subscriber *sub);
+
+/* The next frame announced, waiting up to timeout_ms (< 0: without limit).
+ * OMMA_OK with out->frame set, or OMMA_ERR_TIMEOUT when none came.
+ * OMMA_ERR_CLOSED: the publisher stopped or died (the message names the
+ * bus); OMMA_ERR_FORMAT: it sent something malformed (the session ends). */
+omma_status omma_bus_next(omma_bus_subscriber *sub, int timeout_ms, omma_bus_frame *out);
+
+/* Makes stream (a CUstream; NULL: the legacy default stream) wait for the
+ * frame to be ready. Enqueues only. */
+omma_status omma_bus_wait(omma_bus_subscriber *sub, const omma_bus_frame *f, void *stream);
+
+/* Gives the frame back after the last read enqueued on stream (its done
+ * event is recorded there; NULL stream: the frame was not read). */
+omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *stream);
+
+/* The faces the publisher found in frame f: OMMA_OK with *n (up to max),
+ * OMMA_ERR_TIMEOUT when they are not known yet, OMMA_ERR_CLOSED when they
+ * were replaced by much newer frames'. */
+omma_status omma_bus_results(const omma_bus_subscriber *sub, const omma_bus_frame *f,
+                             omma_face *faces, int max, int *n);
+
+/* Detaches: waits for the GPU work of its releases, unmaps, closes.
+ * Accepts NULL. */
+void omma_bus_close(omma_bus_subscriber *sub);
+
+/* One published bus, as listed by omma_bus_list. */
+typedef struct omma_bus_listing {
+    char name[64];
+    int publisher_pid;
+    int cameras;
+    int subscribers; /* attached now (not counting the lister) */
+} omma_bus_listing;
+
+/* Lists the live buses in dir (NULL: the default) into out (up to max);
+ * *n is how many there are. Stale sockets of dead publishers are skipped. */
+omma_status omma_bus_list(const char *dir, omma_bus_listing *out, int max, int *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,650 @@
+#define _GNU_SOURCE /* pipe2 */
+/* The publishing side of a frame bus (see bus_publisher.h). One mutex
+ * guards the hold bookkeeping and the seats; the socket thread does the
+ * slow parts (handshakes, event creation) outside it. */
+#include "ipc/bus_publisher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "gpu/check.h"
+#include "ipc/bus_holds.h"
+#include "ipc/bus_memory.h"
+#include "ipc/bus_proto.h"
+#include "ipc/bus_results.h"
+#include "ipc/bus_socket.h"
+#include "omma/log.h"
+
+#define PENDING 256 /* frames between enqueue and announce, per camera */
+#define HELLO_MS 2000 /* a connection must say HELLO within this */
+#define CONTROL_MS 1000 /* handshake messages must be taken within this */
+
+typedef struct pending {
+    bus_pub *p;
+    int camera, slot;
+    uint64_t seq, capture_ns;
+} pending;
+
+typedef struct pub_camera {
+    int added;
+    char name[BUS_NAME_MAX];
+    omma_device *dev;
+    int gpu;
+    uint8_t uuid[16];
+    int slots, width, height, format;
+    size_t frame_bytes, slot_bytes;
+    bus_memory mem;
+    CUevent ready[BUS_MAX_SLOTS];
+    unsigned char ready_handle[BUS_MAX_SLOTS][BUS_EVENT_HANDLE_BYTES];
+    bus_holds holds; /* under the publisher's lock */
+    pending pend[PENDING]; /* producer's */
+    unsigned pend_next;
+} pub_camera;
+
+enum { SEAT_FREE = 0, SEAT_HELLO, SEAT_ACTIVE };
+
+typedef struct seat {
+    int state;
+    int fd;
+    pid_t pid;
+    uint64_t hello_deadline;
+    int max_holds, watch;
+    uint8_t *wants; /* per camera */
+    CUevent *done; /* per camera: 2 * max_holds (NULL for watchers) */
+} seat;
+
+struct bus_pub {
+    bus_pub_options opt;
+    char name[BUS_NAME_MAX];
+    char path[256];
+    int listen_fd;
+    int wake[2];
+    pthread_t thread;
+    int started;
+    atomic_int stop;
+    bus_results results;
+    pthread_mutex_t lock;
+    pub_camera *cams;
+    seat seats[BUS_MAX_SEATS];
+    bus_pub_stats stats; /* under lock */
+};
+
+typedef struct done_ctx {
+    bus_pub *p;
+    int camera;
+} done_ctx;
+
+static int done_query(void *ctx, int seat_i, int d)
+{
+    done_ctx *c = ctx;
+    seat *s = &c->p->seats[seat_i];
+    if (!s->done)
+        return 1;
+    CUevent ev = s->done[(size_t)c->camera * bus_holds_done_events(s->max_holds) + d];
+    /* Any answer but NOT_READY ends the wait: a broken context is reported
+     * by the next enqueue, not by hanging a slot forever. */
+    return gpu_cu.cuEventQuery(ev) != CUDA_ERROR_NOT_READY;
+}
+
+omma_status bus_pub_create(const bus_pub_options *opt, bus_pub **out)
+{
+    if (!out)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus_pub_create: out is NULL");
+    *out = NULL;
+    if (!opt)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus_pub_create: options are NULL");
+    OMMA_TRY(bus_name_check("bus name", opt->name));
+    if (opt->cameras < 1 || opt->cameras > BUS_MAX_CAMERAS || opt->max_faces < 1 ||
+        opt->max_faces > 64 || opt->max_subscribers < 1 || opt->max_subscribers > BUS_MAX_SEATS)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "bus %s: %d cameras (1..%d), %d faces (1..64) or %d subscribers (1..%d)",
+                         opt->name, opt->cameras, BUS_MAX_CAMERAS, opt->max_faces,
+                         opt->max_subscribers, BUS_MAX_SEATS);
+    bus_pub *p = calloc(1, sizeof *p);
+    if (!p)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: publisher state", opt->name);
+    p->cams = calloc((size_t)opt->cameras, sizeof *p->cams);
+    if (!p->cams) {
+        free(p);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: camera state", opt->name);
+    }
+    p->opt = *opt;
+    snprintf(p->name, sizeof p->name, "%s", opt->name);
+    p->opt.name = p->name;
+    p->opt.dir = NULL;
+    p->listen_fd = -1;
+    p->wake[0] = p->wake[1] = -1;
+    p->results.fd = -1;
+    for (int i = 0; i < BUS_MAX_SEATS; i++)
+        p->seats[i].fd = -1;
+    pthread_mutex_init(&p->lock, NULL);
+    omma_status st = bus_socket_path(opt->dir, opt->name, p->path, sizeof p->path);
+    if (st == OMMA_OK)
+        st = bus_results_create(opt->cameras, 2 * BUS_MAX_SLOTS, opt->max_faces, &p->results);
+    if (st == OMMA_OK && pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+        st = OMMA_FAIL(OMMA_ERR_IO, "bus %s: pipe: %s", opt->name, strerror(errno));
+    if (st == OMMA_OK)
+        st = bus_listen(p->path, &p->listen_fd);
+    if (st != OMMA_OK) {
+        bus_pub_destroy(p);
+        return st;
+    }
+    *out = p;
+    return OMMA_OK;
+}
+
+omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_device *dev, int slots,
+                               int width, int height, omma_pixel_format format, size_t frame_bytes,
+                               size_t slot_bytes, bus_pub_slots *out)
+{
+    if (!p || !dev || !out || index < 0 || index >= p->opt.cameras || p->cams[index].added ||
+        slots < 1 || slots > BUS_MAX_SLOTS || frame_bytes == 0 || slot_bytes < frame_bytes)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus_pub_add_camera: bad argument (camera %d)",
+                         index);
+    pub_camera *c = &p->cams[index];
+    memset(out, 0, sizeof *out);
+    snprintf(c->name, sizeof c->name, "%s", name && *name ? name : "camera");
+    c->dev = dev;
+    c->gpu = omma_device_ordinal(dev);
+    CUdevice cu;
+    OMMA_TRY(OMMA_CK(gpu_cu.cuDeviceGet(&cu, c->gpu)));
+    CUuuid uuid;
+    OMMA_TRY(OMMA_CK(gpu_cu.cuDeviceGetUuid(&uuid, cu)));
+    memcpy(c->uuid, uuid.bytes, 16);
+    c->slots = slots;
+    c->width = width;
+    c->height = height;
+    c->format = (int)format;
+    c->frame_bytes = frame_bytes;
+    c->slot_bytes = slot_bytes;
+    OMMA_TRY(bus_memory_create(dev, slot_bytes * (size_t)slots, &c->mem));
+    omma_status st = OMMA_OK;
+    for (int i = 0; i < slots && st == OMMA_OK; i++)
+        st = bus_event_create(&c->ready[i], c->ready_handle[i]);
+    if (st != OMMA_OK) {
+        for (int i = 0; i < slots; i++)
+            if (c->ready[i])
+                gpu_cu.cuEventDestroy(c->ready[i]);
+        bus_memory_destroy(&c->mem);
+        memset(c, 0, sizeof *c);
+        return st;
+    }
+    bus_holds_init(&c->holds, slots);
+    c->added = 1;
+    out->base = c->mem.base;
+    memcpy(out->ready, c->ready, sizeof c->ready);
+    return OMMA_OK;
+}
+
+/* ---- producer side ------------------------------------------------------ */
+
+int bus_pub_slot_busy(bus_pub *p, int camera, int slot)
+{
+    done_ctx ctx = {p, camera};
+    pthread_mutex_lock(&p->lock);
+    int busy = bus_holds_busy(&p->cams[camera].holds, slot, done_query, &ctx);
+    pthread_mutex_unlock(&p->lock);
+    return busy;
+}
+
+void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq)
+{
+    pthread_mutex_lock(&p->lock);
+    bus_holds_write(&p->cams[camera].holds, slot, seq);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Under the lock: tells one seat about a frame; a full queue is a miss. */
+static void offer(bus_pub *p, int si, pub_camera *c, int camera, const pending *pd, uint64_t now)
+{
+    seat *s = &p->seats[si];
+    int done = -1;
+    bus_offer_result r = bus_holds_offer(&c->holds, pd->slot, pd->seq, si, &done);
+    if (r != BUS_OFFER_GIVEN && r != BUS_OFFER_WATCH) {
+        p->stats.missed += r == BUS_OFFER_MISSED;
+        return;
+    }
+    bus_msg m = {.type = BUS_MSG_FRAME};
+    m.u.frame = (bus_frame){(uint32_t)camera,
+                            (uint32_t)pd->slot,
+                            pd->seq,
+                            pd->capture_ns,
+                            now,
+                            c->holds.seat[si].missed,
+                            (uint32_t)(done < 0 ? 0 : done),
+                            0};
+    unsigned char buf[sizeof(bus_header) + sizeof(bus_frame)];
+    size_t n = bus_msg_encode(&m, buf, sizeof buf);
+    omma_status st = bus_send(s->fd, buf, n, -1);
+    if (st == OMMA_OK) {
+        p->stats.given += r == BUS_OFFER_GIVEN;
+        return;
+    }
+    /* Not delivered (queue full: the subscriber is not reading; or it hung
+     * up: the socket thread will notice): the frame is missed. */
+    if (r == BUS_OFFER_GIVEN)
+        bus_holds_release(&c->holds, si, pd->slot, pd->seq, 0);
+    c->holds.seat[si].missed++;
+    p->stats.missed++;
+    omma_clear_error();
+}
+
+static void CUDA_CB announce(void *arg)
+{
+    const pending *pd = arg;
+    bus_pub *p = pd->p;
+    pub_camera *c = &p->cams[pd->camera];
+    uint64_t now = core_now_ns();
+    pthread_mutex_lock(&p->lock);
+    if (c->holds.slot[pd->slot].seq == pd->seq) {
+        p->stats.announced++;
+        for (int si = 0; si < p->opt.max_subscribers; si++)
+            if (p->seats[si].state == SEAT_ACTIVE && p->seats[si].wants[pd->camera])
+                offer(p, si, c, pd->camera, pd, now);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+omma_status bus_pub_frame_ready(bus_pub *p, int camera, int slot, uint64_t seq, uint64_t capture_ns,
+                                CUstream stream)
+{
+    pub_camera *c = &p->cams[camera];
+    pending *pd = &c->pend[c->pend_next++ % PENDING];
+    *pd = (pending){p, camera, slot, seq, capture_ns};
+    return OMMA_CK(gpu_cu.cuLaunchHostFunc(stream, announce, pd));
+}
+
+void bus_pub_results(bus_pub *p, int camera, uint64_t seq, uint64_t capture_ns,
+                     const omma_face *faces, int n)
+{
+    if (p && camera >= 0 && camera < p->opt.cameras)
+        bus_results_write(&p->results, camera, seq, capture_ns, faces, n);
+}
+
+void bus_pub_get_stats(bus_pub *p, bus_pub_stats *out)
+{
+    pthread_mutex_lock(&p->lock);
+    *out = p->stats;
+    out->subscribers = 0;
+    for (int i = 0; i < BUS_MAX_SEATS; i++)
+        out->subscribers += p->seats[i].state == SEAT_ACTIVE;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- the socket thread -------------------------------------------------- */
+
+static void destroy_done_events(bus_pub *p, CUevent *done, int max_holds)
+{
+    if (!done)
+        return;
+    int per = bus_holds_done_events(max_holds);
+    for (int c = 0; c < p->opt.cameras; c++) {
+        omma_scope scope;
+        if (omma_device_enter(p->cams[c].dev, &scope) != OMMA_OK)
+            continue;
+        for (int d = 0; d < per; d++)
+            if (done[c * per + d])
+                gpu_cu.cuEventDestroy(done[c * per + d]);
+        omma_device_leave(&scope);
+    }
+    free(done);
+}
+
+/* Ends seat si's session (reason logged; sent as BYE/ERROR when st). */
+static void end_seat(bus_pub *p, int si, omma_status st, const char *reason)
+{
+    seat *s = &p->seats[si];
+    if (s->state == SEAT_FREE)
+        return;
+    if (reason) {
+        bus_msg m = {.type = st == OMMA_OK ? BUS_MSG_BYE : BUS_MSG_ERROR};
+        m.u.text.status = (int32_t)st;
+        snprintf(m.u.text.text, sizeof m.u.text.text, "%s", reason);
+        unsigned char buf[sizeof(bus_header) + sizeof(bus_text)];
+        size_t n = bus_msg_encode(&m, buf, sizeof buf);
+        bus_send(s->fd, buf, n, -1);
+        omma_clear_error();
+        omma_log(st == OMMA_OK ? OMMA_LOG_INFO : OMMA_LOG_WARN, "bus %s: subscriber pid %d: %s",
+                 p->name, (int)s->pid, reason);
+    }
+    pthread_mutex_lock(&p->lock);
+    if (s->state == SEAT_ACTIVE) {
+        for (int c = 0; c < p->opt.cameras; c++)
+            bus_holds_seat_close(&p->cams[c].holds, si);
+        p->stats.ended++;
+    }
+    seat old = *s;
+    *s = (seat){.fd = -1};
+    pthread_mutex_unlock(&p->lock);
+    close(old.fd);
+    free(old.wants);
+    destroy_done_events(p, old.done, old.max_holds);
+}
+
+static omma_status send_msg(int fd, const bus_msg *m, int send_fd)
+{
+    unsigned char buf[BUS_MSG_MAX_BYTES];
+    size_t n = bus_msg_encode(m, buf, sizeof buf);
+    if (n == 0)
+        return OMMA_FAIL(OMMA_ERR_INTERNAL, "bus: encoding %s failed", bus_msg_type_name(m->type));
+    return bus_send_wait(fd, buf, n, send_fd, CONTROL_MS);
+}
+
+/* HELLO from seat si: check it, make its done events, send WELCOME and
+ * one CAMERA per camera wanted, then activate the seat. */
+static void welcome(bus_pub *p, int si, const bus_hello *h)
+{
+    seat *s = &p->seats[si];
+    char why[200] = "";
+    s->wants = calloc((size_t)p->opt.cameras, 1);
+    if (!s->wants) {
+        end_seat(p, si, OMMA_ERR_OUT_OF_MEMORY, "out of memory");
+        return;
+    }
+    int wanted = 0;
+    if (h->n_cameras == 0) {
+        memset(s->wants, 1, (size_t)p->opt.cameras);
+        wanted = p->opt.cameras;
+    }
+    for (uint32_t i = 0; i < h->n_cameras && !why[0]; i++) {
+        if (h->cameras[i] >= p->opt.cameras)
+            snprintf(why, sizeof why, "camera %u does not exist (the bus has %d)",
+                     (unsigned)h->cameras[i], p->opt.cameras);
+        else
+            wanted += !s->wants[h->cameras[i]], s->wants[h->cameras[i]] = 1;
+    }
+    if (why[0]) {
+        pthread_mutex_lock(&p->lock);
+        p->stats.refused++;
+        pthread_mutex_unlock(&p->lock);
+        end_seat(p, si, OMMA_ERR_INVALID_ARG, why);
+        return;
+    }
+    s->watch = (h->flags & BUS_HELLO_WATCH) != 0;
+    s->max_holds = (int)h->max_holds;
+    int per = bus_holds_done_events(s->max_holds);
+    omma_status st = OMMA_OK;
+    unsigned char(*handles)[BUS_EVENT_HANDLE_BYTES] = NULL;
+    if (!s->watch) {
+        s->done = calloc((size_t)p->opt.cameras * (size_t)per, sizeof *s->done);
+        handles = calloc((size_t)p->opt.cameras * (size_t)per, BUS_EVENT_HANDLE_BYTES);
+        if (!s->done || !handles)
+            st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "done events");
+        for (int c = 0; c < p->opt.cameras && st == OMMA_OK; c++) {
+            if (!s->wants[c])
+                continue;
+            omma_scope scope;
+            st = omma_device_enter(p->cams[c].dev, &scope);
+            for (int d = 0; d < per && st == OMMA_OK; d++)
+                st = bus_event_create(&s->done[c * per + d], handles[c * per + d]);
+            if (st == OMMA_OK)
+                st = omma_device_leave(&scope);
+            else
+                omma_device_leave(&scope);
+        }
+    }
+    int subscribers = 1;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < BUS_MAX_SEATS; i++)
+        subscribers += i != si && p->seats[i].state == SEAT_ACTIVE;
+    pthread_mutex_unlock(&p->lock);
+    bus_msg m = {.type = BUS_MSG_WELCOME};
+    m.u.welcome = (bus_welcome){(uint32_t)si,          (uint32_t)getpid(),
+                                (uint32_t)wanted,      (uint32_t)p->opt.max_faces,
+                                (uint32_t)subscribers, 0,
+                                p->results.bytes};
+    if (st == OMMA_OK)
+        st = send_msg(s->fd, &m, p->results.fd);
+    for (int c = 0; c < p->opt.cameras && st == OMMA_OK; c++) {
+        if (!s->wants[c])
+            continue;
+        pub_camera *pc = &p->cams[c];
+        bus_msg cm = {.type = BUS_MSG_CAMERA};
+        bus_camera *bc = &cm.u.camera;
+        bc->index = (uint32_t)c;
+        bc->width = (uint32_t)pc->width;
+        bc->height = (uint32_t)pc->height;
+        bc->format = (uint32_t)pc->format;
+        bc->slots = (uint32_t)pc->slots;
+        bc->done_events = s->watch ? 0 : (uint32_t)per;
+        bc->slot_bytes = pc->slot_bytes;
+        bc->frame_bytes = pc->frame_bytes;
+        bc->alloc_bytes = pc->mem.bytes;
+        bc->results_offset = bus_results_camera_offset(&p->results, c);
+        bc->results_records = p->results.h.records;
+        bc->gpu = pc->gpu;
+        memcpy(bc->gpu_uuid, pc->uuid, 16);
+        snprintf(bc->name, sizeof bc->name, "%s", pc->name);
+        memcpy(bc->ready, pc->ready_handle, sizeof pc->ready_handle);
+        if (!s->watch)
+            memcpy(bc->done, handles[c * per], (size_t)per * BUS_EVENT_HANDLE_BYTES);
+        int fd = -1;
+        if (!s->watch) {
+            omma_scope scope;
+            st = omma_device_enter(pc->dev, &scope);
+            if (st == OMMA_OK) {
+                st = bus_memory_export(&pc->mem, &fd);
+                omma_device_leave(&scope);
+            }
+        }
+        if (st == OMMA_OK)
+            st = send_msg(s->fd, &cm, fd);
+        if (fd >= 0)
+            close(fd); /* the subscriber has its own copy now */
+    }
+    free(handles);
+    if (st != OMMA_OK) {
+        snprintf(why, sizeof why, "handshake failed: %s", omma_last_error());
+        end_seat(p, si, st, why);
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    for (int c = 0; c < p->opt.cameras; c++)
+        if (s->wants[c])
+            bus_holds_seat_open(&p->cams[c].holds, si, s->max_holds, s->watch);
+    s->state = SEAT_ACTIVE;
+    p->stats.sessions++;
+    pthread_mutex_unlock(&p->lock);
+    omma_log(OMMA_LOG_INFO, "bus %s: subscriber pid %d attached (seat %d, %d cameras%s)", p->name,
+             (int)s->pid, si, wanted, s->watch ? ", watching" : "");
+}
+
+/* Reads what seat si sent; ends the session on hang-up or a bad message. */
+static void serve_seat(bus_pub *p, int si)
+{
+    seat *s = &p->seats[si];
+    for (int k = 0; k < 256 && s->state != SEAT_FREE; k++) {
+        unsigned char buf[BUS_MSG_MAX_BYTES];
+        size_t n = 0;
+        omma_status st = bus_recv(s->fd, buf, sizeof buf, &n, NULL, 0);
+        if (st == OMMA_ERR_CLOSED) {
+            omma_clear_error();
+            end_seat(p, si, OMMA_OK, NULL);
+            omma_log(OMMA_LOG_INFO, "bus %s: subscriber pid %d hung up", p->name, (int)s->pid);
+            return;
+        }
+        if (st != OMMA_OK) {
+            end_seat(p, si, st, omma_last_error());
+            return;
+        }
+        if (n == 0)
+            return;
+        bus_msg m;
+        st = bus_msg_decode(buf, n, &m);
+        if (st != OMMA_OK) {
+            char why[300];
+            snprintf(why, sizeof why, "malformed message: %s", omma_last_error());
+            end_seat(p, si, st, why);
+            return;
+        }
+        if (s->state == SEAT_HELLO && m.type == BUS_MSG_HELLO) {
+            welcome(p, si, &m.u.hello);
+        } else if (s->state == SEAT_ACTIVE && m.type == BUS_MSG_RELEASE) {
+            const bus_release *r = &m.u.release;
+            pthread_mutex_lock(&p->lock);
+            int bad = (int)r->camera >= p->opt.cameras ||
+                      bus_holds_release(&p->cams[r->camera].holds, si, (int)r->slot, r->seq,
+                                        (int)r->used) != 0;
+            pthread_mutex_unlock(&p->lock);
+            if (bad) {
+                char why[200];
+                snprintf(why, sizeof why,
+                         "released frame %llu of camera %u (slot %u), which it does not hold",
+                         (unsigned long long)r->seq, (unsigned)r->camera, (unsigned)r->slot);
+                end_seat(p, si, OMMA_ERR_INVALID_ARG, why);
+                return;
+            }
+        } else if (m.type == BUS_MSG_BYE) {
+            end_seat(p, si, OMMA_OK, NULL);
+            return;
+        } else {
+            char why[200];
+            snprintf(why, sizeof why, "unexpected %s message", bus_msg_type_name(m.type));
+            end_seat(p, si, OMMA_ERR_FORMAT, why);
+            return;
+        }
+    }
+}
+
+static void accept_all(bus_pub *p)
+{
+    for (;;) {
+        int fd;
+        pid_t pid;
+        uid_t uid;
+        gid_t gid;
+        if (bus_accept(p->listen_fd, &fd, &pid, &uid, &gid) != OMMA_OK || fd < 0)
+            return;
+        int si = -1;
+        if (!bus_peer_allowed(uid, gid, p->opt.allow_gid)) {
+            omma_log(OMMA_LOG_WARN, "bus %s: refused pid %d of uid %u: another user", p->name,
+                     (int)pid, (unsigned)uid);
+        } else {
+            for (int i = 0; i < p->opt.max_subscribers && si < 0; i++)
+                if (p->seats[i].state == SEAT_FREE)
+                    si = i;
+            if (si < 0)
+                omma_log(OMMA_LOG_WARN, "bus %s: refused pid %d: %d subscribers already", p->name,
+                         (int)pid, p->opt.max_subscribers);
+        }
+        if (si < 0) {
+            bus_msg m = {.type = BUS_MSG_ERROR};
+            m.u.text.status = OMMA_ERR_BUSY;
+            snprintf(m.u.text.text, sizeof m.u.text.text, "bus %s refused the connection (%s)",
+                     p->name, bus_peer_allowed(uid, gid, p->opt.allow_gid) ? "full" : "uid");
+            unsigned char buf[sizeof(bus_header) + sizeof(bus_text)];
+            size_t n = bus_msg_encode(&m, buf, sizeof buf);
+            bus_send(fd, buf, n, -1);
+            omma_clear_error();
+            close(fd);
+            pthread_mutex_lock(&p->lock);
+            p->stats.refused++;
+            pthread_mutex_unlock(&p->lock);
+            continue;
+        }
+        pthread_mutex_lock(&p->lock);
+        p->seats[si] = (seat){.state = SEAT_HELLO,
+                              .fd = fd,
+                              .pid = pid,
+                              .hello_deadline = core_now_ns() + HELLO_MS * 1000000ull};
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+static void *serve(void *arg)
+{
+    bus_pub *p = arg;
+    while (!atomic_load(&p->stop)) {
+        struct pollfd fds[2 + BUS_MAX_SEATS];
+        int who[2 + BUS_MAX_SEATS];
+        int n = 0;
+        fds[n] = (struct pollfd){p->listen_fd, POLLIN, 0}, who[n++] = -1;
+        fds[n] = (struct pollfd){p->wake[0], POLLIN, 0}, who[n++] = -2;
+        uint64_t now = core_now_ns();
+        for (int i = 0; i < BUS_MAX_SEATS; i++) {
+            if (p->seats[i].state == SEAT_FREE)
+                continue;
+            if (p->seats[i].state == SEAT_HELLO && now > p->seats[i].hello_deadline) {
+                end_seat(p, i, OMMA_ERR_TIMEOUT, "no HELLO in time");
+                continue;
+            }
+            fds[n] = (struct pollfd){p->seats[i].fd, POLLIN, 0}, who[n++] = i;
+        }
+        int r = poll(fds, (nfds_t)n, 100);
+        if (r <= 0)
+            continue;
+        for (int k = 0; k < n; k++) {
+            if (!fds[k].revents)
+                continue;
+            if (who[k] == -1)
+                accept_all(p);
+            else if (who[k] == -2) {
+                char b[64];
+                while (read(p->wake[0], b, sizeof b) > 0) {
+                }
+            } else
+                serve_seat(p, who[k]);
+        }
+    }
+    return NULL;
+}
+
+omma_status bus_pub_start(bus_pub *p)
+{
+    for (int c = 0; c < p->opt.cameras; c++)
+        if (!p->cams[c].added)
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus %s: camera %d was not added", p->name, c);
+    if (pthread_create(&p->thread, NULL, serve, p) != 0)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: pthread_create", p->name);
+    p->started = 1;
+    omma_log(OMMA_LOG_INFO, "bus %s: publishing %d cameras at %s", p->name, p->opt.cameras,
+             p->path);
+    return OMMA_OK;
+}
+
+void bus_pub_destroy(bus_pub *p)
+{
+    if (!p)
+        return;
+    if (p->started) {
+        atomic_store(&p->stop, 1);
+        if (write(p->wake[1], "x", 1) < 0) {
+            /* the poll timeout wakes the thread anyway */
+        }
+        pthread_join(p->thread, NULL);
+    }
+    for (int i = 0; i < BUS_MAX_SEATS; i++)
+        end_seat(p, i, OMMA_OK, p->seats[i].state == SEAT_ACTIVE ? "the publisher stops" : NULL);
+    if (p->listen_fd >= 0) {
+        close(p->listen_fd);
+        unlink(p->path);
+    }
+    for (int i = 0; i < 2; i++)
+        if (p->wake[i] >= 0)
+            close(p->wake[i]);
+    for (int c = 0; p->cams && c < p->opt.cameras; c++) {
+        pub_camera *pc = &p->cams[c];
+        if (!pc->added)
+            continue;
+        omma_scope scope;
+        if (omma_device_enter(pc->dev, &scope) == OMMA_OK) {
+            for (int i = 0; i < pc->slots; i++)
+                gpu_cu.cuEventDestroy(pc->ready[i]);
+            bus_memory_destroy(&pc->mem);
+            omma_device_leave(&scope);
+        }
+    }
+    bus_results_close(&p->results);
+    pthread_mutex_destroy(&p->lock);
+    free(p->cams);
+    free(p);
+}

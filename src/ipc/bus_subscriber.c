@@ -1,0 +1,565 @@
+#define _DEFAULT_SOURCE /* scandir, alphasort */
+/* The subscribing side of the frame bus (omma/bus.h). */
+#include "omma/bus.h"
+
+#include <dirent.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "gpu/check.h"
+#include "gpu/device_private.h"
+#include "ipc/bus_memory.h"
+#include "ipc/bus_proto.h"
+#include "ipc/bus_results.h"
+#include "ipc/bus_socket.h"
+#include "omma/log.h"
+#include "vision/frame.h"
+
+#define DONE_MAX (BUS_MAX_HOLDS * 2)
+
+typedef struct sub_camera {
+    bus_camera desc;
+    omma_bus_camera_info info;
+    bus_memory mem;
+    CUevent ready[BUS_MAX_SLOTS];
+    CUevent done[DONE_MAX]; /* the publisher's, recorded on release */
+    CUevent local[DONE_MAX]; /* ours, recorded beside them: close waits on these */
+    int local_used[DONE_MAX];
+    int planes;
+    size_t plane_offset[3];
+    int row_bytes[3];
+} sub_camera;
+
+typedef struct hold {
+    int used;
+    int cam; /* local index */
+    uint32_t slot, done;
+    uint64_t seq;
+} hold;
+
+struct omma_bus_subscriber {
+    omma_device *dev;
+    char name[BUS_NAME_MAX];
+    int fd;
+    int watch;
+    int max_holds;
+    int seat, publisher_pid, subscribers;
+    bus_results results;
+    int n;
+    sub_camera *cams;
+    int local_of[BUS_MAX_CAMERAS]; /* bus index -> local index, -1 */
+    hold *holds;
+    int n_holds;
+    int closed;
+    atomic_int busy;
+};
+
+void omma_bus_options_init(omma_bus_options *opt)
+{
+    if (!opt)
+        return;
+    memset(opt, 0, sizeof *opt);
+    opt->max_holds = 2;
+    opt->timeout_ms = 2000;
+}
+
+static omma_status closed_error(omma_bus_subscriber *s, const char *why)
+{
+    s->closed = 1;
+    return OMMA_FAIL(OMMA_ERR_CLOSED, "bus %s: %s", s->name, why);
+}
+
+/* Receives one message of the handshake (and its fd when fd != NULL). */
+static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, int *fd)
+{
+    unsigned char buf[BUS_MSG_MAX_BYTES];
+    size_t n = 0;
+    int rfd = -1;
+    omma_status st = bus_recv(s->fd, buf, sizeof buf, &n, &rfd, timeout_ms);
+    if (st == OMMA_ERR_CLOSED)
+        return closed_error(s, "the publisher hung up");
+    OMMA_TRY(st);
+    if (n == 0)
+        return OMMA_FAIL(OMMA_ERR_TIMEOUT, "bus %s: no answer within %d ms", s->name, timeout_ms);
+    st = bus_msg_decode(buf, n, m);
+    if (st == OMMA_OK && m->type == BUS_MSG_ERROR)
+        st = OMMA_FAIL(m->u.text.status ? (omma_status)m->u.text.status : OMMA_ERR_CLOSED,
+                       "bus %s: the publisher says: %s", s->name, m->u.text.text);
+    else if (st == OMMA_OK && m->type == BUS_MSG_BYE)
+        st = closed_error(s, m->u.text.text[0] ? m->u.text.text : "the publisher said bye");
+    if (st != OMMA_OK || !fd) {
+        if (rfd >= 0)
+            close(rfd);
+        if (st == OMMA_OK && rfd >= 0)
+            st = OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: unexpected file descriptor with %s", s->name,
+                           bus_msg_type_name(m->type));
+        return st;
+    }
+    *fd = rfd;
+    return OMMA_OK;
+}
+
+static void uuid_text(const uint8_t u[16], char out[48])
+{
+    snprintf(out, 48, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
+}
+
+/* Maps camera c's memory and opens its events (the device's context is
+ * current). */
+static omma_status attach_camera(omma_bus_subscriber *s, sub_camera *c, int fd)
+{
+    CUdevice cu;
+    OMMA_TRY(OMMA_CK(gpu_cu.cuDeviceGet(&cu, omma_device_ordinal(s->dev))));
+    CUuuid uuid;
+    OMMA_TRY(OMMA_CK(gpu_cu.cuDeviceGetUuid(&uuid, cu)));
+    if (memcmp(uuid.bytes, c->desc.gpu_uuid, 16) != 0) {
+        char mine[48];
+        uuid_text((const uint8_t *)uuid.bytes, mine);
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "bus %s: camera %s is on the publisher's GPU %d (%s), not on this "
+                         "subscriber's device %d (%s): subscribe with that GPU",
+                         s->name, c->info.name, c->info.gpu, c->info.gpu_uuid,
+                         omma_device_ordinal(s->dev), mine);
+    }
+    OMMA_TRY(bus_memory_import(s->dev, fd, c->desc.alloc_bytes, &c->mem));
+    for (uint32_t i = 0; i < c->desc.slots; i++)
+        OMMA_TRY(bus_event_open(c->desc.ready[i], &c->ready[i]));
+    for (uint32_t i = 0; i < c->desc.done_events; i++) {
+        OMMA_TRY(bus_event_open(c->desc.done[i], &c->done[i]));
+        OMMA_TRY(OMMA_CK(gpu_cu.cuEventCreate(&c->local[i], CU_EVENT_DISABLE_TIMING)));
+    }
+    return OMMA_OK;
+}
+
+static void detach_cameras(omma_bus_subscriber *s)
+{
+    if (!s->cams)
+        return;
+    omma_scope scope;
+    int entered = s->dev && omma_device_enter(s->dev, &scope) == OMMA_OK;
+    for (int i = 0; i < s->n && entered; i++) {
+        sub_camera *c = &s->cams[i];
+        /* Our reads of the frames end before the memory goes. */
+        for (int d = 0; d < DONE_MAX; d++)
+            if (c->local[d]) {
+                if (c->local_used[d])
+                    gpu_cu.cuEventSynchronize(c->local[d]);
+                gpu_cu.cuEventDestroy(c->local[d]);
+            }
+        for (int d = 0; d < DONE_MAX; d++)
+            if (c->done[d])
+                gpu_cu.cuEventDestroy(c->done[d]);
+        for (int k = 0; k < BUS_MAX_SLOTS; k++)
+            if (c->ready[k])
+                gpu_cu.cuEventDestroy(c->ready[k]);
+        bus_memory_destroy(&c->mem);
+    }
+    if (entered)
+        omma_device_leave(&scope);
+    free(s->cams);
+    s->cams = NULL;
+}
+
+static void free_subscriber(omma_bus_subscriber *s)
+{
+    detach_cameras(s);
+    bus_results_close(&s->results);
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->holds);
+    free(s);
+}
+
+static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
+{
+    bus_msg m = {.type = BUS_MSG_HELLO};
+    m.u.hello.flags = o->watch ? BUS_HELLO_WATCH : 0;
+    m.u.hello.max_holds = (uint32_t)o->max_holds;
+    m.u.hello.pid = (uint32_t)getpid();
+    m.u.hello.n_cameras = o->cameras ? (uint32_t)o->n_cameras : 0;
+    for (int i = 0; o->cameras && i < o->n_cameras; i++)
+        m.u.hello.cameras[i] = (uint16_t)o->cameras[i];
+    unsigned char buf[BUS_MSG_MAX_BYTES];
+    size_t n = bus_msg_encode(&m, buf, sizeof buf);
+    OMMA_TRY(bus_send_wait(s->fd, buf, n, -1, o->timeout_ms));
+
+    int fd = -1;
+    OMMA_TRY(recv_msg(s, o->timeout_ms, &m, &fd));
+    if (m.type != BUS_MSG_WELCOME || fd < 0) {
+        if (fd >= 0)
+            close(fd);
+        return OMMA_FAIL(OMMA_ERR_FORMAT,
+                         "bus %s: expected WELCOME with the results memory, got %s", s->name,
+                         bus_msg_type_name(m.type));
+    }
+    omma_status st = bus_results_map(fd, m.u.welcome.results_bytes, &s->results);
+    close(fd);
+    OMMA_TRY(st);
+    s->seat = (int)m.u.welcome.seat;
+    s->publisher_pid = (int)m.u.welcome.pid;
+    s->subscribers = (int)m.u.welcome.subscribers;
+    s->n = (int)m.u.welcome.n_cameras;
+    s->cams = calloc(s->n ? (size_t)s->n : 1, sizeof *s->cams);
+    s->holds = calloc((size_t)(s->n ? s->n : 1) * (size_t)s->max_holds, sizeof *s->holds);
+    s->n_holds = (s->n ? s->n : 1) * s->max_holds;
+    if (!s->cams || !s->holds)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: camera state", s->name);
+    omma_scope scope;
+    int entered = 0;
+    if (!s->watch) {
+        OMMA_TRY(omma_device_enter(s->dev, &scope));
+        entered = 1;
+    }
+    st = OMMA_OK;
+    for (int i = 0; i < s->n && st == OMMA_OK; i++) {
+        sub_camera *c = &s->cams[i];
+        fd = -1;
+        st = recv_msg(s, o->timeout_ms, &m, &fd);
+        if (st != OMMA_OK)
+            break;
+        if (m.type != BUS_MSG_CAMERA || (fd < 0) != (s->watch != 0) ||
+            s->local_of[m.u.camera.index] >= 0 ||
+            (!s->watch && m.u.camera.done_events != (uint32_t)(2 * s->max_holds)) ||
+            m.u.camera.results_records != s->results.h.records ||
+            m.u.camera.results_offset !=
+                sizeof(bus_results_header) +
+                    (uint64_t)m.u.camera.index * s->results.h.records * s->results.h.record_bytes ||
+            m.u.camera.index >= s->results.h.cameras) {
+            st = OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: bad %s message in the handshake", s->name,
+                           bus_msg_type_name(m.type));
+        } else {
+            c->desc = m.u.camera;
+            s->local_of[c->desc.index] = i;
+            omma_bus_camera_info *ci = &c->info;
+            ci->index = (int)c->desc.index;
+            snprintf(ci->name, sizeof ci->name, "%s", c->desc.name);
+            ci->width = (int)c->desc.width;
+            ci->height = (int)c->desc.height;
+            ci->format = (omma_pixel_format)c->desc.format;
+            ci->slots = (int)c->desc.slots;
+            ci->gpu = c->desc.gpu;
+            uuid_text(c->desc.gpu_uuid, ci->gpu_uuid);
+            omma_frame shape = {.width = ci->width, .height = ci->height, .format = ci->format};
+            size_t off = 0;
+            for (int p = 0; p < 3; p++) {
+                int rb = vis_frame_row_bytes(&shape, p);
+                if (rb == 0)
+                    break;
+                c->planes = p + 1;
+                c->row_bytes[p] = rb;
+                c->plane_offset[p] = off;
+                off += (size_t)rb * (size_t)vis_frame_plane_rows(&shape, p);
+            }
+            if (off != c->desc.frame_bytes)
+                st = OMMA_FAIL(OMMA_ERR_FORMAT,
+                               "bus %s: camera %s: %llu frame bytes announced, %zu expected for "
+                               "%dx%d",
+                               s->name, ci->name, (unsigned long long)c->desc.frame_bytes, off,
+                               ci->width, ci->height);
+            else if (!s->watch)
+                st = attach_camera(s, c, fd);
+        }
+        if (fd >= 0)
+            close(fd); /* mapped (or refused): the fd is not needed */
+    }
+    if (entered) {
+        if (st == OMMA_OK)
+            st = omma_device_leave(&scope);
+        else
+            omma_device_leave(&scope);
+    }
+    return st;
+}
+
+omma_status omma_bus_subscribe(omma_device *dev, const char *name, const omma_bus_options *opt,
+                               omma_bus_subscriber **out)
+{
+    if (!out)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_subscribe: out is NULL");
+    *out = NULL;
+    omma_bus_options o;
+    omma_bus_options_init(&o);
+    if (opt)
+        o = *opt;
+    if (!dev && !o.watch)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_subscribe: device is NULL");
+    if (o.max_holds < 1 || o.max_holds > BUS_MAX_HOLDS)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_subscribe: max_holds %d is not in 1..%d",
+                         o.max_holds, BUS_MAX_HOLDS);
+    if (o.n_cameras < 0 || o.n_cameras > BUS_MAX_CAMERAS || (o.n_cameras && !o.cameras))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_subscribe: %d cameras", o.n_cameras);
+    for (int i = 0; o.cameras && i < o.n_cameras; i++)
+        if (o.cameras[i] < 0 || o.cameras[i] >= BUS_MAX_CAMERAS)
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_subscribe: camera %d out of range",
+                             o.cameras[i]);
+    if (o.timeout_ms <= 0)
+        o.timeout_ms = 2000;
+    char path[256];
+    OMMA_TRY(bus_socket_path(o.dir, name, path, sizeof path));
+    omma_bus_subscriber *s = calloc(1, sizeof *s);
+    if (!s)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "omma_bus_subscribe: state");
+    s->fd = -1;
+    s->results.fd = -1;
+    s->dev = o.watch ? NULL : dev;
+    s->watch = o.watch;
+    s->max_holds = o.watch ? 1 : o.max_holds;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    for (int i = 0; i < BUS_MAX_CAMERAS; i++)
+        s->local_of[i] = -1;
+    omma_status st = bus_connect(path, o.timeout_ms, &s->fd);
+    if (st == OMMA_ERR_CLOSED)
+        st = OMMA_FAIL(OMMA_ERR_CLOSED, "bus %s: no publisher (nothing at %s)", name, path);
+    if (st == OMMA_OK)
+        st = handshake(s, &o);
+    if (st != OMMA_OK) {
+        free_subscriber(s);
+        return st;
+    }
+    *out = s;
+    return OMMA_OK;
+}
+
+int omma_bus_camera_count(const omma_bus_subscriber *sub)
+{
+    return sub ? sub->n : 0;
+}
+
+omma_status omma_bus_camera_info_get(const omma_bus_subscriber *sub, int i,
+                                     omma_bus_camera_info *out)
+{
+    if (!sub || !out || i < 0 || i >= sub->n)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_camera_info_get: camera %d of %d", i,
+                         sub ? sub->n : 0);
+    *out = sub->cams[i].info;
+    return OMMA_OK;
+}
+
+int omma_bus_subscribers_at_attach(const omma_bus_subscriber *sub)
+{
+    return sub ? sub->subscribers : 0;
+}
+
+int omma_bus_publisher_pid(const omma_bus_subscriber *sub)
+{
+    return sub ? sub->publisher_pid : 0;
+}
+
+static omma_status enter_call(omma_bus_subscriber *sub, const char *fn)
+{
+    if (!sub)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: subscriber is NULL", fn);
+    if (atomic_exchange(&sub->busy, 1))
+        return OMMA_FAIL(OMMA_ERR_BUSY, "%s: the subscriber of bus %s is in use by another thread",
+                         fn, sub->name);
+    return OMMA_OK;
+}
+
+static omma_status leave_call(omma_bus_subscriber *sub, omma_status st)
+{
+    atomic_store(&sub->busy, 0);
+    return st;
+}
+
+static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_frame *out)
+{
+    if (s->closed)
+        return OMMA_FAIL(OMMA_ERR_CLOSED, "bus %s: closed (the publisher left)", s->name);
+    bus_msg m;
+    omma_status st = recv_msg(s, timeout_ms, &m, NULL);
+    if (st == OMMA_ERR_TIMEOUT) {
+        omma_clear_error();
+        return OMMA_ERR_TIMEOUT;
+    }
+    OMMA_TRY(st);
+    if (m.type != BUS_MSG_FRAME)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: unexpected %s message", s->name,
+                         bus_msg_type_name(m.type));
+    const bus_frame *f = &m.u.frame;
+    int li = s->local_of[f->camera];
+    if (li < 0 || f->slot >= s->cams[li].desc.slots ||
+        (!s->watch && f->done >= s->cams[li].desc.done_events))
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: frame of camera %u slot %u out of range",
+                         s->name, (unsigned)f->camera, (unsigned)f->slot);
+    sub_camera *c = &s->cams[li];
+    int token = -1;
+    if (!s->watch) {
+        for (int i = 0; i < s->n_holds && token < 0; i++)
+            if (!s->holds[i].used)
+                token = i;
+        if (token < 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: the publisher gave more frames than held",
+                             s->name);
+        s->holds[token] = (hold){1, li, f->slot, f->done, f->seq};
+    }
+    memset(out, 0, sizeof *out);
+    out->camera = (int)f->camera;
+    out->seq = f->seq;
+    out->capture_ns = f->capture_ns;
+    out->announce_ns = f->announce_ns;
+    out->missed = f->missed;
+    out->token_ = token;
+    out->frame.width = c->info.width;
+    out->frame.height = c->info.height;
+    out->frame.format = c->info.format;
+    out->frame.memory = OMMA_MEMORY_DEVICE;
+    if (!s->watch) {
+        CUdeviceptr slot = c->mem.base + (CUdeviceptr)f->slot * c->desc.slot_bytes;
+        for (int p = 0; p < c->planes; p++) {
+            out->frame.planes[p] = (const uint8_t *)(uintptr_t)(slot + c->plane_offset[p]);
+            out->frame.pitch[p] = c->row_bytes[p];
+        }
+        out->ready_event = c->ready[f->slot];
+    }
+    return OMMA_OK;
+}
+
+omma_status omma_bus_next(omma_bus_subscriber *sub, int timeout_ms, omma_bus_frame *out)
+{
+    OMMA_TRY(enter_call(sub, "omma_bus_next"));
+    if (!out)
+        return leave_call(sub, OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_next: out is NULL"));
+    return leave_call(sub, next_frame(sub, timeout_ms, out));
+}
+
+static hold *held(omma_bus_subscriber *s, const omma_bus_frame *f)
+{
+    if (s->watch || !f || f->token_ < 0 || f->token_ >= s->n_holds)
+        return NULL;
+    hold *h = &s->holds[f->token_];
+    if (!h->used || h->seq != f->seq || s->cams[h->cam].info.index != f->camera)
+        return NULL;
+    return h;
+}
+
+omma_status omma_bus_wait(omma_bus_subscriber *sub, const omma_bus_frame *f, void *stream)
+{
+    OMMA_TRY(enter_call(sub, "omma_bus_wait"));
+    hold *h = held(sub, f);
+    if (!h)
+        return leave_call(sub, OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                                         "omma_bus_wait: not a frame this subscriber holds"));
+    omma_scope scope;
+    omma_status st = omma_device_enter(sub->dev, &scope);
+    if (st == OMMA_OK) {
+        st = OMMA_CK(
+            gpu_cu.cuStreamWaitEvent((CUstream)stream, sub->cams[h->cam].ready[h->slot], 0));
+        st = gpu_leave_keep(&scope, st);
+    }
+    return leave_call(sub, st);
+}
+
+omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *stream)
+{
+    OMMA_TRY(enter_call(sub, "omma_bus_release"));
+    hold *h = held(sub, f);
+    if (!h)
+        return leave_call(sub, OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                                         "omma_bus_release: not a frame this subscriber holds"));
+    sub_camera *c = &sub->cams[h->cam];
+    omma_status st = OMMA_OK;
+    int used = stream != NULL;
+    if (used) {
+        omma_scope scope;
+        st = omma_device_enter(sub->dev, &scope);
+        if (st == OMMA_OK) {
+            st = OMMA_CK(gpu_cu.cuEventRecord(c->local[h->done], (CUstream)stream));
+            if (st == OMMA_OK)
+                st = OMMA_CK(gpu_cu.cuEventRecord(c->done[h->done], (CUstream)stream));
+            c->local_used[h->done] = 1;
+            st = gpu_leave_keep(&scope, st);
+        }
+    }
+    if (st == OMMA_OK && !sub->closed) {
+        bus_msg m = {.type = BUS_MSG_RELEASE};
+        m.u.release = (bus_release){(uint32_t)f->camera, h->slot, h->seq, (uint32_t)used, 0};
+        unsigned char buf[sizeof(bus_header) + sizeof(bus_release)];
+        size_t n = bus_msg_encode(&m, buf, sizeof buf);
+        st = bus_send_wait(sub->fd, buf, n, -1, 1000);
+        if (st == OMMA_ERR_CLOSED)
+            st = closed_error(sub, "the publisher hung up");
+    }
+    if (st == OMMA_OK || sub->closed) {
+        h->used = 0;
+        f->token_ = -1;
+    }
+    return leave_call(sub, st);
+}
+
+omma_status omma_bus_results(const omma_bus_subscriber *sub, const omma_bus_frame *f,
+                             omma_face *faces, int max, int *n)
+{
+    if (!sub || !f || !n || (max > 0 && !faces))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_results: NULL argument");
+    return bus_results_read(&sub->results, f->camera, f->seq, faces, max, n);
+}
+
+void omma_bus_close(omma_bus_subscriber *sub)
+{
+    if (!sub)
+        return;
+    if (!sub->closed && sub->fd >= 0) {
+        bus_msg m = {.type = BUS_MSG_BYE};
+        snprintf(m.u.text.text, sizeof m.u.text.text, "subscriber closes");
+        unsigned char buf[sizeof(bus_header) + sizeof(bus_text)];
+        size_t n = bus_msg_encode(&m, buf, sizeof buf);
+        bus_send(sub->fd, buf, n, -1);
+        omma_clear_error();
+    }
+    free_subscriber(sub);
+}
+
+static int is_socket_name(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return n > 5 && strcmp(d->d_name + n - 5, ".sock") == 0;
+}
+
+omma_status omma_bus_list(const char *dir, omma_bus_listing *out, int max, int *n)
+{
+    if (!n || (max > 0 && !out))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_list: NULL argument");
+    *n = 0;
+    char d[256];
+    OMMA_TRY(bus_dir(dir, d, sizeof d));
+    struct dirent **names = NULL;
+    int k = scandir(d, &names, is_socket_name, alphasort);
+    if (k < 0)
+        return OMMA_FAIL(OMMA_ERR_IO, "bus directory %s: scandir failed", d);
+    for (int i = 0; i < k; i++) {
+        char name[BUS_NAME_MAX];
+        size_t len = strlen(names[i]->d_name) - 5;
+        if (len < sizeof name) {
+            memcpy(name, names[i]->d_name, len);
+            name[len] = '\0';
+            omma_bus_options o;
+            omma_bus_options_init(&o);
+            o.dir = d;
+            o.watch = 1;
+            o.timeout_ms = 500;
+            omma_bus_subscriber *s = NULL;
+            if (bus_name_check("bus name", name) == OMMA_OK &&
+                omma_bus_subscribe(NULL, name, &o, &s) == OMMA_OK) {
+                if (*n < max) {
+                    omma_bus_listing *l = &out[*n];
+                    snprintf(l->name, sizeof l->name, "%s", name);
+                    l->publisher_pid = s->publisher_pid;
+                    l->cameras = s->n;
+                    l->subscribers = s->subscribers - 1;
+                }
+                (*n)++;
+                omma_bus_close(s);
+            }
+            omma_clear_error();
+        }
+        free(names[i]);
+    }
+    free(names);
+    return OMMA_OK;
+}

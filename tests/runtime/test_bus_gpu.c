@@ -1,0 +1,441 @@
+/* The frame bus across processes on the GPU (src/ipc/, rt_ring_create_bus).
+ *
+ * This program plays every part: run plainly it is the test, and it starts
+ * copies of itself (fork + exec) as the publisher ("--publisher") and as
+ * subscribers that get killed ("--victim"). The publisher puts frames whose
+ * every byte is a function of (camera, seq) into published rings, with a
+ * consumer of its own taking and releasing them as the runtime's worker
+ * would, and writes results whose face id is the frame's seq. Checked:
+ *   - a subscriber in another process reads every frame it is given bitwise
+ *     equal to what was put, through its own mapping, after waiting on the
+ *     frame's event on its own stream (no host synchronization on the
+ *     publisher), and gets the frame's results;
+ *   - subscribers killed with SIGKILL at random moments (holding frames,
+ *     attaching, releasing) never make the publisher miss frames for the
+ *     surviving subscriber, and the publisher's fds and device memory come
+ *     back to where they were;
+ *   - a publisher killed with SIGKILL is reported as OMMA_ERR_CLOSED naming
+ *     the bus (how fast is printed), the subscriber unmaps and closes
+ *     cleanly, and attaches again to a new publisher under the same name. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "gpu/check.h"
+#include "gpu/driver.h"
+#include "gpu/gpu_testing.h"
+#include "ipc/bus_publisher.h"
+#include "omma/bus.h"
+#include "omma/device.h"
+#include "omma/log.h"
+#include "runtime/frame_ring.h"
+
+#define CAMS 2
+#define W 320
+#define H 240
+#define FRAME_BYTES (W * H * 3)
+
+static char self_path[4096];
+
+static uint8_t pattern(int cam, uint64_t seq, size_t i)
+{
+    return (uint8_t)((seq * 131u + (uint64_t)cam * 17u + i * 7u + (i >> 9)) & 0xff);
+}
+
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the DIR's own */
+}
+
+/* ---- the publisher process ---------------------------------------------- */
+
+static volatile sig_atomic_t stop_publisher;
+static void on_term(int sig)
+{
+    (void)sig;
+    stop_publisher = 1;
+}
+
+static int publisher_main(const char *name, const char *status_path)
+{
+    signal(SIGTERM, on_term);
+    omma_device *dev = NULL;
+    if (omma_device_open(0, &dev) != OMMA_OK) {
+        fprintf(stderr, "publisher: %s\n", omma_last_error());
+        return 2;
+    }
+    omma_scope scope;
+    omma_device_enter(dev, &scope);
+    size_t free0 = 0, total = 0;
+    bus_pub_options bo = {name, NULL, CAMS, 4, 16, -1};
+    bus_pub *pub = NULL;
+    rt_ring *rings[CAMS] = {0};
+    CUstream up = NULL, cons = NULL;
+    omma_status st = bus_pub_create(&bo, &pub);
+    rt_ring_format fmt = {W, H, OMMA_PIXEL_RGB};
+    for (int c = 0; c < CAMS && st == OMMA_OK; c++) {
+        char cn[16];
+        snprintf(cn, sizeof cn, "cam%d", c);
+        st = rt_ring_create_bus(dev, 4 + 16 * 2, &fmt, RT_RING_KEEP_NEWEST, pub, c, cn, &rings[c]);
+    }
+    if (st == OMMA_OK)
+        st = bus_pub_start(pub);
+    if (st == OMMA_OK)
+        st = OMMA_CK(gpu_cu.cuStreamCreateWithPriority(&up, CU_STREAM_NON_BLOCKING, 0));
+    if (st == OMMA_OK)
+        st = OMMA_CK(gpu_cu.cuStreamCreateWithPriority(&cons, CU_STREAM_NON_BLOCKING, 0));
+    if (st != OMMA_OK) {
+        fprintf(stderr, "publisher: %s\n", omma_last_error());
+        return 2;
+    }
+    uint8_t *host = NULL;
+    gpu_cu.cuMemHostAlloc((void **)&host, FRAME_BYTES, 0);
+    gpu_cu.cuMemGetInfo(&free0, &total);
+    int fds0 = count_fds();
+    uint64_t seq[CAMS] = {0};
+    uint64_t last_status = 0;
+    while (!stop_publisher) {
+        for (int c = 0; c < CAMS; c++) {
+            uint64_t s = ++seq[c];
+            /* The previous upload from host must have run before it is
+             * rewritten. */
+            gpu_cu.cuStreamSynchronize(up);
+            for (size_t i = 0; i < FRAME_BYTES; i++)
+                host[i] = pattern(c, s, i);
+            omma_frame f = {
+                .width = W, .height = H, .format = OMMA_PIXEL_RGB, .memory = OMMA_MEMORY_HOST};
+            f.planes[0] = host;
+            f.pitch[0] = W * 3;
+            if (rt_ring_put(rings[c], &f, up, core_now_ns(), 0) != OMMA_OK)
+                fprintf(stderr, "publisher: put: %s\n", omma_last_error());
+            /* The in-process consumer (the runtime's worker) takes and
+             * gives frames back as it would after its kernels. */
+            rt_ring_item it;
+            while (rt_ring_take(rings[c], &it) == OMMA_OK && it.has_frame) {
+                gpu_cu.cuStreamWaitEvent(cons, it.ready, 0);
+                omma_face face = {.id = (int)it.seq, .score = (float)c};
+                bus_pub_results(pub, c, it.seq, it.capture_ns, &face, 1);
+                rt_ring_release(rings[c], &it, cons);
+            }
+        }
+        uint64_t now = core_now_ns();
+        if (status_path && now - last_status > 200000000ull) {
+            last_status = now;
+            size_t fr = 0;
+            gpu_cu.cuMemGetInfo(&fr, &total);
+            bus_pub_stats ps;
+            bus_pub_get_stats(pub, &ps);
+            char tmp[4200];
+            snprintf(tmp, sizeof tmp, "%s.tmp", status_path);
+            FILE *o = fopen(tmp, "w");
+            if (o) {
+                fprintf(o, "%d %lld %d %llu %llu %llu\n", count_fds() - fds0,
+                        (long long)free0 - (long long)fr, ps.subscribers,
+                        (unsigned long long)ps.sessions, (unsigned long long)ps.ended,
+                        (unsigned long long)ps.announced);
+                fclose(o);
+                rename(tmp, status_path);
+            }
+        }
+        struct timespec ts = {0, 4000000}; /* ~250 frames/s per camera */
+        nanosleep(&ts, NULL);
+    }
+    for (int c = 0; c < CAMS; c++)
+        rt_ring_destroy(rings[c]);
+    bus_pub_destroy(pub);
+    gpu_cu.cuStreamDestroy(up);
+    gpu_cu.cuStreamDestroy(cons);
+    gpu_cu.cuMemFreeHost(host);
+    omma_device_leave(&scope);
+    omma_device_close(dev);
+    return 0;
+}
+
+/* ---- a subscriber that gets killed ------------------------------------ */
+
+static int victim_main(const char *name)
+{
+    omma_device *dev = NULL;
+    if (omma_device_open(0, &dev) != OMMA_OK)
+        return 2;
+    omma_bus_subscriber *sub = NULL;
+    if (omma_bus_subscribe(dev, name, NULL, &sub) != OMMA_OK)
+        return 3;
+    omma_scope scope;
+    omma_device_enter(dev, &scope);
+    CUstream s;
+    gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0);
+    uint8_t *host = malloc(FRAME_BYTES);
+    for (;;) { /* until killed: hold frames, read them, release some */
+        omma_bus_frame f;
+        if (omma_bus_next(sub, 1000, &f) != OMMA_OK)
+            continue;
+        omma_bus_wait(sub, &f, s);
+        gpu_cu.cuMemcpyDtoHAsync(host, (CUdeviceptr)(uintptr_t)f.frame.planes[0], FRAME_BYTES, s);
+        if (rand() % 3)
+            omma_bus_release(sub, &f, s);
+    }
+}
+
+/* ---- the test ------------------------------------------------------------ */
+
+static pid_t spawn(const char *role, const char *a, const char *b)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(self_path, self_path, role, a, b, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Reads n frames through sub and checks each bitwise; returns failures. */
+static int read_and_check(omma_bus_subscriber *sub, CUstream s, uint8_t *host, int n,
+                          uint64_t *missed_out, int *results_ok)
+{
+    int bad = 0;
+    uint64_t last[CAMS] = {0};
+    for (int k = 0; k < n; k++) {
+        omma_bus_frame f;
+        omma_status st = omma_bus_next(sub, 2000, &f);
+        if (st != OMMA_OK) {
+            fprintf(stderr, "next: %s: %s\n", omma_status_str(st), omma_last_error());
+            return bad + 1000;
+        }
+        if (f.camera < 0 || f.camera >= CAMS || f.frame.width != W || f.frame.height != H) {
+            bad++;
+            continue;
+        }
+        omma_bus_wait(sub, &f, s);
+        gpu_cu.cuMemcpyDtoHAsync(host, (CUdeviceptr)(uintptr_t)f.frame.planes[0], FRAME_BYTES, s);
+        omma_bus_release(sub, &f, s);
+        gpu_cu.cuStreamSynchronize(s);
+        size_t wrong = 0;
+        for (size_t i = 0; i < FRAME_BYTES; i++)
+            wrong += host[i] != pattern(f.camera, f.seq, i);
+        if (wrong) {
+            fprintf(stderr, "camera %d frame %llu: %zu bytes differ\n", f.camera,
+                    (unsigned long long)f.seq, wrong);
+            bad++;
+        }
+        if (last[f.camera] && f.seq <= last[f.camera])
+            bad++, fprintf(stderr, "camera %d: seq %llu after %llu\n", f.camera,
+                           (unsigned long long)f.seq, (unsigned long long)last[f.camera]);
+        last[f.camera] = f.seq;
+        *missed_out = f.missed;
+        omma_face faces[4];
+        int nf = 0;
+        for (int tries = 0; tries < 200; tries++) {
+            st = omma_bus_results(sub, &f, faces, 4, &nf);
+            if (st != OMMA_ERR_TIMEOUT)
+                break;
+            usleep(1000);
+        }
+        if (st == OMMA_OK && nf == 1 && faces[0].id == (int)f.seq &&
+            faces[0].score == (float)f.camera)
+            (*results_ok)++;
+    }
+    return bad;
+}
+
+/* The surviving subscriber reads on its own thread while others die. */
+typedef struct reader {
+    omma_bus_subscriber *sub;
+    omma_device *dev;
+    uint8_t *host;
+    atomic_int stop;
+    int bad, results_ok, frames;
+    uint64_t missed;
+} reader;
+
+static void *read_loop(void *arg)
+{
+    reader *r = arg;
+    omma_scope scope;
+    if (omma_device_enter(r->dev, &scope) != OMMA_OK)
+        return NULL;
+    CUstream s;
+    gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0);
+    while (!atomic_load(&r->stop)) {
+        r->bad += read_and_check(r->sub, s, r->host, 1, &r->missed, &r->results_ok);
+        r->frames++;
+    }
+    gpu_cu.cuStreamDestroy(s);
+    omma_device_leave(&scope);
+    return NULL;
+}
+
+static int read_status(const char *path, long long v[6])
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int n = fscanf(f, "%lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    fclose(f);
+    return n == 6;
+}
+
+static void test_bus_across_processes(void)
+{
+    char dir[] = "/tmp/omma-bus-test-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    setenv("OMMA_BUS_DIR", dir, 1);
+    char status[4200];
+    snprintf(status, sizeof status, "%s/publisher.status", dir);
+    pid_t pub = spawn("--publisher", "tbus", status);
+    omma_device *dev = NULL;
+    REQUIRE_OK(omma_device_open(0, &dev));
+    omma_bus_subscriber *sub = NULL;
+    omma_status st = OMMA_ERR_CLOSED;
+    for (int i = 0; i < 100 && st != OMMA_OK; i++) {
+        usleep(50000);
+        st = omma_bus_subscribe(dev, "tbus", NULL, &sub);
+    }
+    REQUIRE_OK(st);
+    CHECK(omma_bus_camera_count(sub) == CAMS);
+    omma_bus_camera_info ci;
+    REQUIRE_OK(omma_bus_camera_info_get(sub, 1, &ci));
+    CHECK(strcmp(ci.name, "cam1") == 0 && ci.width == W && ci.height == H);
+
+    omma_scope scope;
+    REQUIRE_OK(omma_device_enter(dev, &scope));
+    CUstream s;
+    REQUIRE_OK(OMMA_CK(gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0)));
+    uint8_t *host = NULL;
+    REQUIRE_OK(OMMA_CK(gpu_cu.cuMemHostAlloc((void **)&host, FRAME_BYTES, 0)));
+
+    uint64_t missed = 0;
+    int results_ok = 0;
+    int bad = read_and_check(sub, s, host, 400, &missed, &results_ok);
+    printf("bitwise: 400 frames read in another process, %d wrong, %d with their results, "
+           "missed %llu\n",
+           bad, results_ok, (unsigned long long)missed);
+    CHECK(bad == 0);
+    CHECK(results_ok >= 380);
+
+    /* Subscribers killed at random moments while this one goes on. */
+    long long v0[6] = {0}, v1[6] = {0};
+    usleep(300000);
+    CHECK(read_status(status, v0));
+    int kills = getenv("OMMA_BUS_KILLS") ? atoi(getenv("OMMA_BUS_KILLS")) : 100;
+    uint64_t missed_before = missed;
+    reader rd = {.sub = sub, .dev = dev, .host = host, .missed = missed};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, read_loop, &rd) == 0);
+    srand(12345);
+    for (int k = 0; k < kills; k++) {
+        pid_t v = spawn("--victim", "tbus", "");
+        /* 0..60 ms: before, during or after attaching, holding frames */
+        usleep((useconds_t)(rand() % 60000));
+        kill(v, SIGKILL);
+        waitpid(v, NULL, 0);
+        if ((k + 1) % 100 == 0 || k + 1 == kills) {
+            long long vk[6];
+            if (read_status(status, vk))
+                printf("after %d kills: publisher fds %+lld, device bytes %+lld, subscribers "
+                       "%lld, sessions %lld, ended %lld; survivor read %d frames\n",
+                       k + 1, vk[0] - v0[0], vk[1] - v0[1], vk[2], vk[3], vk[4], rd.frames);
+        }
+    }
+    atomic_store(&rd.stop, 1);
+    pthread_join(th, NULL);
+    bad += rd.bad;
+    missed = rd.missed;
+    usleep(500000); /* the publisher sees the last hang-ups */
+    CHECK(read_status(status, v1));
+    printf("%d subscribers killed: the survivor read %d frames, %d wrong, its missed frames "
+           "%llu -> %llu; publisher fds %+lld, device bytes %+lld, subscribers now %lld\n",
+           kills, rd.frames, bad, (unsigned long long)missed_before, (unsigned long long)missed,
+           v1[0] - v0[0], v1[1] - v0[1], v1[2]);
+    CHECK(bad == 0);
+    CHECK(missed == missed_before);
+    CHECK(v1[0] == v0[0]); /* no fd leaked */
+    CHECK(v1[1] == v0[1]); /* no device memory leaked */
+    CHECK(v1[2] == 1); /* only this subscriber is left */
+
+    /* The publisher dies: reported, not hung; then a new one is found. */
+    omma_bus_frame f;
+    kill(pub, SIGKILL);
+    uint64_t t0 = core_now_ns();
+    waitpid(pub, NULL, 0);
+    int closed = 0;
+    for (int i = 0; i < 1000 && !closed; i++) {
+        st = omma_bus_next(sub, 100, &f);
+        if (st == OMMA_OK)
+            omma_bus_release(sub, &f, NULL);
+        closed = st == OMMA_ERR_CLOSED;
+    }
+    printf("publisher killed: reported as %s after %.1f ms: %s\n", omma_status_str(st),
+           (core_now_ns() - t0) / 1e6, omma_last_error());
+    CHECK(closed);
+    CHECK(strstr(omma_last_error(), "tbus") != NULL);
+    omma_bus_close(sub);
+    sub = NULL;
+
+    pub = spawn("--publisher", "tbus", status);
+    st = OMMA_ERR_CLOSED;
+    for (int i = 0; i < 100 && st != OMMA_OK; i++) {
+        usleep(50000);
+        st = omma_bus_subscribe(dev, "tbus", NULL, &sub);
+    }
+    CHECK(st == OMMA_OK);
+    if (st == OMMA_OK) {
+        bad = read_and_check(sub, s, host, 50, &missed, &results_ok);
+        CHECK(bad == 0);
+        omma_bus_close(sub);
+    }
+    kill(pub, SIGTERM);
+    waitpid(pub, NULL, 0);
+
+    gpu_cu.cuMemFreeHost(host);
+    gpu_cu.cuStreamDestroy(s);
+    omma_device_leave(&scope);
+    omma_device_close(dev);
+}
+
+static void test_bad_names(void)
+{
+    omma_device *dev = NULL;
+    REQUIRE_OK(omma_device_open(0, &dev));
+    omma_bus_subscriber *sub = NULL;
+    CHECK(omma_bus_subscribe(dev, "../etc", NULL, &sub) == OMMA_ERR_INVALID_ARG);
+    CHECK(omma_bus_subscribe(dev, "nobody-here", NULL, &sub) == OMMA_ERR_CLOSED);
+    CHECK(strstr(omma_last_error(), "nobody-here") != NULL);
+    CHECK(sub == NULL);
+    omma_device_close(dev);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "--publisher") == 0)
+        return publisher_main(argv[2], argc > 3 ? argv[3] : NULL);
+    if (argc >= 3 && strcmp(argv[1], "--victim") == 0)
+        return victim_main(argv[2]);
+    gpu_test_require_device();
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (n <= 0)
+        return 1;
+    self_path[n] = '\0';
+    RUN(test_bad_names);
+    RUN(test_bus_across_processes);
+    return testing_finish();
+}
