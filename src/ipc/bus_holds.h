@@ -80,6 +80,15 @@ static inline int bus_holds_busy(bus_holds *h, int slot, bus_done_fn done, void 
     return (s->held | s->releasing) != 0;
 }
 
+/* Frees the done events of every slot that completed (a seat's done events
+ * come back even while the ring has no reason to look at their slots). */
+static inline void bus_holds_reclaim(bus_holds *h, bus_done_fn done, void *ctx)
+{
+    for (int i = 0; i < h->slots; i++)
+        if (h->slot[i].releasing)
+            (void)bus_holds_busy(h, i, done, ctx);
+}
+
 /* The ring starts writing frame seq into slot (not busy). */
 static inline void bus_holds_write(bus_holds *h, int slot, uint64_t seq)
 {

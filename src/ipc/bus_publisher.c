@@ -198,7 +198,9 @@ int bus_pub_slot_busy(bus_pub *p, int camera, int slot)
 
 void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq)
 {
+    done_ctx ctx = {p, camera};
     pthread_mutex_lock(&p->lock);
+    bus_holds_reclaim(&p->cams[camera].holds, done_query, &ctx);
     bus_holds_write(&p->cams[camera].holds, slot, seq);
     pthread_mutex_unlock(&p->lock);
 }

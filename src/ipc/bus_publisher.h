@@ -73,7 +73,8 @@ omma_status bus_pub_start(bus_pub *p);
  * done event has not run). */
 int bus_pub_slot_busy(bus_pub *p, int camera, int slot);
 
-/* Producer: frame seq starts being written into slot. */
+/* Producer: frame seq starts being written into slot (the done events of
+ * the camera's released frames that completed are given back first). */
 void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq);
 
 /* Producer: frame seq's copy into slot and its ready event are enqueued on
