@@ -4,18 +4,22 @@
 # (testdata/astronaut.png and, when scripts/fetch-testdata.sh made it,
 # testdata/astronaut_pan.mp4 as a second camera), annotated pictures and
 # video in $TMPDIR/omma-run-sample (/tmp when TMPDIR is unset), JSON Lines
-# in faces.jsonl there. omma run never falls back to the CPU by itself; on a
-# machine without a GPU this script passes --backend cpu and says so.
+# in faces.jsonl there. On a machine without an NVIDIA GPU or driver (omma
+# info exit code 3) it says so first, as information, and passes --backend
+# cpu.
 omma=${1:-build/omma}
-"$omma" info
+info_err=$(mktemp "${TMPDIR:-/tmp}/omma-info-XXXXXX") || exit 1
+"$omma" info 2>"$info_err"
 rc=$?
 backend=gpu
 if [ "$rc" -eq 3 ]; then
-    echo "make run: no GPU on this machine (omma info exit code 3); running the face pipeline with --backend cpu"
+    echo "make run: no NVIDIA GPU or driver found; using the CPU backend (slower; 'omma info' says why)"
     backend=cpu
-elif [ "$rc" -ne 0 ]; then
-    exit "$rc"
+else
+    cat "$info_err" >&2
 fi
+rm -f "$info_err"
+[ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || exit "$rc"
 dir=${TMPDIR:-/tmp}/omma-run-sample
 mkdir -p "$dir" || exit 1
 out=$dir/faces.jsonl

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/commands.h"
 
@@ -24,21 +25,41 @@ int cli_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+} families[] = {
+    {"context", cli_bench_context, "cost of context scopes, of an extra context, of a sync"},
+    {"engine", cli_bench_engine, "one model on the CPU or the GPU: latency, images/s per batch"},
+    {"pipeline", cli_bench_pipeline, "the GPU face pipeline on N synthetic cameras"},
+    {"runtime", cli_bench_runtime, "the runtime: how many cameras keep their frame rate"},
+};
+enum { N_FAMILIES = sizeof families / sizeof families[0] };
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: omma bench FAMILY [OPTIONS]\n\nfamilies:\n");
+    for (int i = 0; i < N_FAMILIES; i++)
+        fprintf(to, "  %-9s %s\n", families[i].name, families[i].help);
+    fprintf(to, "\n'omma bench FAMILY --help' tells more. All but engine --backend cpu need\n"
+                "a GPU (exit 3 without one).\n");
+}
+
 int cli_bench(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "context") == 0)
-        return cli_bench_context(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "engine") == 0)
-        return cli_bench_engine(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "pipeline") == 0)
-        return cli_bench_pipeline(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "runtime") == 0)
-        return cli_bench_runtime(argc - 1, argv + 1);
-    fprintf(stderr,
-            "usage: omma bench context [--json]\n"
-            "       omma bench engine --backend cpu --model FILE [--batch 1,8] [--json]\n"
-            "       omma bench pipeline [--cameras N] [--resolution WxH] [--faces F] [--json]\n"
-            "       omma bench runtime [--cameras N,...] [--fps F] [--pool device|pinned] "
-            "[--json]\n");
-    return CLI_EXIT_USAGE;
+    if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (argc < 2)
+        return cli_usage_error("bench", "no benchmark given (context, engine, pipeline or "
+                                        "runtime)");
+    const char *names[N_FAMILIES];
+    for (int i = 0; i < N_FAMILIES; i++) {
+        if (strcmp(argv[1], families[i].name) == 0)
+            return families[i].run(argc - 1, argv + 1);
+        names[i] = families[i].name;
+    }
+    return cli_unknown("bench", "benchmark", argv[1], names, N_FAMILIES);
 }

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/commands.h"
 #include "core/clock.h"
@@ -299,31 +300,53 @@ static omma_status measure_extra_context(omma_device *dev, stat2 *bytes, CUconte
 
 /* ---- report --------------------------------------------------------------- */
 
+enum { OPT_JSON, OPT_DEVICE, OPT_CHILD_SYNC };
+
+static const cli_option options[] = {
+    [OPT_JSON] = {"--json", NULL, "one JSON line on stdout instead of the table"},
+    [OPT_DEVICE] = {"--device", "N", "the GPU to measure (default 0)"},
+    [OPT_CHILD_SYNC] = {"--child-sync", "POLICY", NULL}, /* internal: one policy's child */
+    {NULL, NULL, NULL},
+};
+
 static void usage(FILE *to)
 {
     fprintf(to, "usage: omma bench context [--json] [--device N]\n"
                 "  enter/leave cost (ns per pair), device memory of one extra context, and\n"
                 "  CPU time per synchronization per scheduling policy (median and p99).\n");
+    cli_print_options(to, options);
 }
 
 int cli_bench_context(int argc, char **argv)
 {
     int json = 0, ordinal = 0;
     const char *child = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-            ordinal = atoi(argv[++i]);
-        } else if (strcmp(argv[i], "--child-sync") == 0 && i + 1 < argc) {
-            child = argv[++i];
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+    cli_args args;
+    cli_args_init(&args, "bench context", options, argc, argv);
+    const cli_option *opt;
+    const char *v;
+    long device_arg;
+    for (cli_arg_kind k; (k = cli_next(&args, &opt, &v)) != CLI_ARG_END;) {
+        if (k == CLI_ARG_HELP) {
             usage(stdout);
             return CLI_EXIT_OK;
-        } else {
-            fprintf(stderr, "omma: error: bench context: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
+        }
+        if (k == CLI_ARG_ERROR)
             return CLI_EXIT_USAGE;
+        if (k == CLI_ARG_POSITIONAL)
+            return cli_usage_error("bench context", "unexpected argument '%s'", v);
+        switch (opt - options) {
+        case OPT_JSON:
+            json = 1;
+            break;
+        case OPT_DEVICE:
+            if (!cli_arg_long(opt->name, v, 0, 1024, &device_arg))
+                return cli_see_help("bench context");
+            ordinal = (int)device_arg;
+            break;
+        case OPT_CHILD_SYNC:
+            child = v;
+            break;
         }
     }
     if (child)

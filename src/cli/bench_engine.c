@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/commands.h"
 #include "cli/json.h"
@@ -34,16 +35,40 @@ typedef struct result {
     size_t device_bytes, arena_bytes;
 } result;
 
-static int usage(void)
+enum {
+    OPT_BACKEND,
+    OPT_MODEL,
+    OPT_BATCH,
+    OPT_ITERS,
+    OPT_WARMUP,
+    OPT_PRECISION,
+    OPT_GRAPHS,
+    OPT_DEVICE,
+    OPT_JSON
+};
+
+static const cli_option options[] = {
+    [OPT_BACKEND] = {"--backend", "cpu|gpu", "where the model runs (required)"},
+    [OPT_MODEL] = {"--model", "FILE", "a .tflite model (required)"},
+    [OPT_BATCH] = {"--batch", "LIST", "batch sizes, 1..4096 each (default 1,8)"},
+    [OPT_ITERS] = {"--iters", "N", "timed runs per batch size (default 20)"},
+    [OPT_WARMUP] = {"--warmup", "N", "untimed runs first (default 3)"},
+    [OPT_PRECISION] = {"--precision", "fp32|fp16", "GPU engine's precision (default fp32)"},
+    [OPT_GRAPHS] = {"--graphs", "on|off", "GPU: runs as CUDA graphs (default on)"},
+    [OPT_DEVICE] = {"--device", "N", "the GPU (default 0)"},
+    [OPT_JSON] = {"--json", NULL, "the table on stderr, one JSON line on stdout"},
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *to)
 {
-    fprintf(stderr,
+    fprintf(to,
             "usage: omma bench engine --backend cpu|gpu --model FILE [--batch 1,8] [--iters N]\n"
             "                         [--warmup N] [--precision fp32|fp16] [--graphs on|off]\n"
             "                         [--device N] [--json]\n"
             "  times omma_exec_run per batch size: median and p99 latency, images/s;\n"
-            "  gpu: CUDA-event time per run, launches per run, exec device bytes;\n"
-            "  --json prints the table to stderr and one JSON line to stdout\n");
-    return CLI_EXIT_USAGE;
+            "  gpu: CUDA-event time per run, launches per run, exec device bytes.\n");
+    cli_print_options(to, options);
 }
 
 static int parse_batches(const char *s, int *out, int *n)
@@ -189,54 +214,69 @@ int cli_bench_engine(int argc, char **argv)
     const char *backend = NULL, *model = NULL, *precision = "fp32", *graphs = "on";
     int batches[MAX_BATCHES] = {1, 8}, n_batches = 2, iters = 20, warmup = 3, ordinal = 0;
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_value = i + 1 < argc;
-        if (strcmp(a, "--json") == 0) {
-            json = true;
-        } else if (strcmp(a, "--backend") == 0 && has_value) {
-            backend = argv[++i];
-        } else if (strcmp(a, "--model") == 0 && has_value) {
-            model = argv[++i];
-        } else if (strcmp(a, "--batch") == 0 && has_value) {
-            if (parse_batches(argv[++i], batches, &n_batches) != 0) {
-                cli_fail(OMMA_OK, "--batch wants sizes 1..4096 like 1,8 (got '%s')", argv[i]);
-                return CLI_EXIT_USAGE;
-            }
-        } else if (strcmp(a, "--iters") == 0 && has_value) {
-            if (cli_parse_int(argv[++i], 1, 1000000, &iters) != 0)
-                return usage();
-        } else if (strcmp(a, "--precision") == 0 && has_value) {
-            precision = argv[++i];
-        } else if (strcmp(a, "--graphs") == 0 && has_value) {
-            graphs = argv[++i];
-        } else if (strcmp(a, "--device") == 0 && has_value) {
-            if (cli_parse_int(argv[++i], 0, 1024, &ordinal) != 0)
-                return usage();
-        } else if (strcmp(a, "--warmup") == 0 && has_value) {
-            if (cli_parse_int(argv[++i], 0, 1000000, &warmup) != 0)
-                return usage();
-        } else {
-            return usage();
+    cli_args args;
+    cli_args_init(&args, "bench engine", options, argc, argv);
+    const cli_option *o;
+    const char *v;
+    for (cli_arg_kind k; (k = cli_next(&args, &o, &v)) != CLI_ARG_END;) {
+        if (k == CLI_ARG_HELP) {
+            usage(stdout);
+            return CLI_EXIT_OK;
         }
+        if (k == CLI_ARG_ERROR)
+            return CLI_EXIT_USAGE;
+        if (k == CLI_ARG_POSITIONAL)
+            return cli_usage_error("bench engine", "unexpected argument '%s'", v);
+        long n = 0;
+        int bad = 0;
+        switch (o - options) {
+        case OPT_JSON:
+            json = true;
+            break;
+        case OPT_BACKEND:
+            backend = v;
+            break;
+        case OPT_MODEL:
+            model = v;
+            break;
+        case OPT_BATCH:
+            if (parse_batches(v, batches, &n_batches) != 0)
+                return cli_usage_error("bench engine",
+                                       "--batch %s: expected sizes 1..4096 like 1,8", v);
+            break;
+        case OPT_ITERS:
+            bad = !cli_arg_long(o->name, v, 1, 1000000, &n);
+            iters = (int)n;
+            break;
+        case OPT_PRECISION:
+            precision = v;
+            break;
+        case OPT_GRAPHS:
+            graphs = v;
+            break;
+        case OPT_DEVICE:
+            bad = !cli_arg_long(o->name, v, 0, 1024, &n);
+            ordinal = (int)n;
+            break;
+        case OPT_WARMUP:
+            bad = !cli_arg_long(o->name, v, 0, 1000000, &n);
+            warmup = (int)n;
+            break;
+        }
+        if (bad)
+            return cli_see_help("bench engine");
     }
     if (!backend || !model)
-        return usage();
+        return cli_usage_error("bench engine", "--backend and --model are required");
     omma_engine_options opt;
     omma_engine_options_init(&opt);
     bool gpu = strcmp(backend, "gpu") == 0 || strcmp(backend, "cuda") == 0;
-    if (!gpu && strcmp(backend, "cpu") != 0) {
-        cli_fail(OMMA_OK, "unknown backend '%s' (cpu or gpu)", backend);
-        return CLI_EXIT_USAGE;
-    }
-    if (strcmp(precision, "fp32") != 0 && strcmp(precision, "fp16") != 0) {
-        cli_fail(OMMA_OK, "unknown precision '%s' (fp32 or fp16)", precision);
-        return CLI_EXIT_USAGE;
-    }
-    if (strcmp(graphs, "on") != 0 && strcmp(graphs, "off") != 0) {
-        cli_fail(OMMA_OK, "--graphs wants on or off (got '%s')", graphs);
-        return CLI_EXIT_USAGE;
-    }
+    if (!gpu && strcmp(backend, "cpu") != 0)
+        return cli_usage_error("bench engine", "--backend %s: expected cpu or gpu", backend);
+    if (strcmp(precision, "fp32") != 0 && strcmp(precision, "fp16") != 0)
+        return cli_usage_error("bench engine", "--precision %s: expected fp32 or fp16", precision);
+    if (strcmp(graphs, "on") != 0 && strcmp(graphs, "off") != 0)
+        return cli_usage_error("bench engine", "--graphs %s: expected on or off", graphs);
     opt.precision = strcmp(precision, "fp16") == 0 ? OMMA_PRECISION_FP16 : OMMA_PRECISION_FP32;
     omma_exec_options xo;
     omma_exec_options_init(&xo);

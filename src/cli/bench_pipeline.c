@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/commands.h"
 #include "cli/json.h"
@@ -21,6 +22,8 @@
 #include "omma/pipeline.h"
 #include "io/image_file.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define PHOTO "testdata/astronaut.png"
 
 typedef struct bench_opts {
@@ -38,23 +41,48 @@ typedef struct figures {
     double h2d_per_frame, d2h_per_frame, detector_share, faces_per_frame;
 } figures;
 
-static int usage(void)
+enum {
+    OPT_CAMERAS,
+    OPT_RESOLUTION,
+    OPT_FACES,
+    OPT_MEMORY,
+    OPT_STEPS,
+    OPT_WARMUP,
+    OPT_DETECT_EVERY,
+    OPT_PRECISION,
+    OPT_MODEL,
+    OPT_JSON
+};
+
+static const cli_option options[] = {
+    [OPT_CAMERAS] = {"--cameras", "N",
+                     "cameras, one batch per step, 1.." STR(OMMA_PIPELINE_MAX_BATCH) " (16)"},
+    [OPT_RESOLUTION] = {"--resolution", "WxH", "frames' size, 64..8192 (1920x1080)"},
+    [OPT_FACES] = {"--faces", "F", "the sample face F times per frame, 1..6 (1); max_faces = F"},
+    [OPT_MEMORY] = {"--memory", "device|pinned|both", "where the frames are (both)"},
+    [OPT_STEPS] = {"--steps", "N", "timed steps (200)"},
+    [OPT_WARMUP] = {"--warmup", "N", "untimed steps first (20)"},
+    [OPT_DETECT_EVERY] = {"--detect-every", "K", "detector every K frames (10)"},
+    [OPT_PRECISION] = {"--precision", "fp16|fp32", "engines' precision (fp16)"},
+    [OPT_MODEL] = {"--model", "short|full", "detector (short)"},
+    [OPT_JSON] = {"--json", NULL, "the table on stderr, one JSON line on stdout"},
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *to)
 {
-    fprintf(stderr,
+    fprintf(to,
             "usage: omma bench pipeline [--cameras N] [--resolution WxH] [--faces F]\n"
             "                           [--memory device|pinned|both] [--steps N] [--warmup N]\n"
             "                           [--detect-every K] [--precision fp16|fp32]\n"
             "                           [--model short|full] [--json]\n"
-            "  the GPU face pipeline on N cameras (default 16) of WxH NV12 frames\n"
-            "  (1920x1080) showing the sample face F times (1, at most 6; large faces:\n"
-            "  the short-range detector's range), all cameras\n"
-            "  one batch per step (N <= %d), max_faces = F, detector every K frames\n"
-            "  (10); frames in device memory and/or pinned host memory (both);\n"
-            "  --json prints the table to stderr and one JSON line to stdout\n",
-            OMMA_PIPELINE_MAX_BATCH);
-    return CLI_EXIT_USAGE;
+            "  The GPU face pipeline on N cameras of WxH NV12 frames showing the sample\n"
+            "  face F times (large faces: the short-range detector's range), all cameras\n"
+            "  one batch per step; frames in device memory and/or pinned host memory.\n");
+    cli_print_options(to, options);
 }
 
+/* -1 to go on, else the exit code (0 after --help). */
 static int parse_args(int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -62,49 +90,63 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->steps = 200, o->warmup = 20, o->detect_every = 10;
     o->precision = OMMA_PRECISION_FP16;
     o->device_frames = o->pinned_frames = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-            continue;
+    cli_args args;
+    cli_args_init(&args, "bench pipeline", options, argc, argv);
+    const cli_option *opt;
+    const char *v;
+    for (cli_arg_kind k; (k = cli_next(&args, &opt, &v)) != CLI_ARG_END;) {
+        if (k == CLI_ARG_HELP) {
+            usage(stdout);
+            return CLI_EXIT_OK;
         }
-        if (!v)
-            return -1;
-        if (strcmp(a, "--cameras") == 0)
+        if (k == CLI_ARG_ERROR)
+            return CLI_EXIT_USAGE;
+        if (k == CLI_ARG_POSITIONAL)
+            return cli_usage_error("bench pipeline", "unexpected argument '%s'", v);
+        int bad = 0;
+        switch (opt - options) {
+        case OPT_JSON:
+            o->json = 1;
+            break;
+        case OPT_CAMERAS:
             bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_BATCH, &o->cameras);
-        else if (strcmp(a, "--faces") == 0)
+            break;
+        case OPT_FACES:
             bad = cli_parse_int(v, 1, 6, &o->faces);
-        else if (strcmp(a, "--steps") == 0)
+            break;
+        case OPT_STEPS:
             bad = cli_parse_int(v, 1, 1000000, &o->steps);
-        else if (strcmp(a, "--warmup") == 0)
+            break;
+        case OPT_WARMUP:
             bad = cli_parse_int(v, 0, 1000000, &o->warmup);
-        else if (strcmp(a, "--detect-every") == 0)
+            break;
+        case OPT_DETECT_EVERY:
             bad = cli_parse_int(v, 0, 1000000, &o->detect_every);
-        else if (strcmp(a, "--resolution") == 0)
+            break;
+        case OPT_RESOLUTION:
             bad = sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 64 ||
                   o->height < 64 || o->width > 8192 || o->height > 8192;
-        else if (strcmp(a, "--precision") == 0)
+            break;
+        case OPT_PRECISION:
             bad = strcmp(v, "fp16") == 0   ? (o->precision = OMMA_PRECISION_FP16, 0)
                   : strcmp(v, "fp32") == 0 ? (o->precision = OMMA_PRECISION_FP32, 0)
                                            : 1;
-        else if (strcmp(a, "--model") == 0)
+            break;
+        case OPT_MODEL:
             bad = strcmp(v, "short") == 0  ? (o->full_range = 0, 0)
                   : strcmp(v, "full") == 0 ? (o->full_range = 1, 0)
                                            : 1;
-        else if (strcmp(a, "--memory") == 0) {
+            break;
+        case OPT_MEMORY:
             o->device_frames = strcmp(v, "device") == 0 || strcmp(v, "both") == 0;
             o->pinned_frames = strcmp(v, "pinned") == 0 || strcmp(v, "both") == 0;
             bad = !o->device_frames && !o->pinned_frames;
-        } else
-            bad = 1;
-        if (bad) {
-            fprintf(stderr, "omma: bench pipeline: bad %s %s\n", a, v);
-            return -1;
+            break;
         }
-        i++;
+        if (bad)
+            return cli_usage_error("bench pipeline", "%s %s: not a valid value", opt->name, v);
     }
-    return 0;
+    return -1;
 }
 
 /* BT.601 limited range, the inverse of the pipeline's conversion. */
@@ -307,8 +349,9 @@ static int run_one(omma_device *dev, const bench_opts *o, const char *data, cons
 int cli_bench_pipeline(int argc, char **argv)
 {
     bench_opts o;
-    if (parse_args(argc, argv, &o) != 0)
-        return usage();
+    int parsed = parse_args(argc, argv, &o);
+    if (parsed >= 0)
+        return parsed;
     o.width &= ~1, o.height &= ~1;
     const char *data = getenv("OMMA_DATA");
     data = data && *data ? data : OMMA_DEFAULT_DATA_DIR;

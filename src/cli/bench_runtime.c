@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/commands.h"
 #include "core/clock.h"
@@ -50,24 +51,58 @@ typedef struct figures {
     int pass;
 } figures;
 
-static int usage(void)
+enum {
+    OPT_CAMERAS,
+    OPT_FPS,
+    OPT_RESOLUTION,
+    OPT_POOL,
+    OPT_WARMUP,
+    OPT_DURATION,
+    OPT_GPUS,
+    OPT_MAX_BATCH,
+    OPT_MAX_WAIT_MS,
+    OPT_LANES,
+    OPT_GRAPHS,
+    OPT_MAX_FACES,
+    OPT_DETECT_EVERY,
+    OPT_PER_THREAD,
+    OPT_REPORT_EVERY,
+    OPT_JSON
+};
+
+static const cli_option options[] = {
+    [OPT_CAMERAS] = {"--cameras", "N[,N...]", "camera counts to try (64)"},
+    [OPT_FPS] = {"--fps", "F", "each camera's rate, 0..1000 (30)"},
+    [OPT_RESOLUTION] = {"--resolution", "WxH", "NV12 frames, even, 64..8192 (1920x1080)"},
+    [OPT_POOL] = {"--pool", "device|pinned", "frames in device (default) or pinned host memory"},
+    [OPT_WARMUP] = {"--warmup", "S", "seconds before the window (3)"},
+    [OPT_DURATION] = {"--duration", "S", "the measured window, seconds (10)"},
+    [OPT_GPUS] = {"--gpus", "LIST", "GPU ordinals, e.g. 0,1 (0)"},
+    [OPT_MAX_BATCH] = {"--max-batch", "N", "frames per batch (256)"},
+    [OPT_MAX_WAIT_MS] = {"--max-wait-ms", "MS", "a batch's longest wait (8)"},
+    [OPT_LANES] = {"--lanes", "N", "batches in flight per GPU (3)"},
+    [OPT_GRAPHS] = {"--graphs", "on|off", "batches as CUDA graphs (on)"},
+    [OPT_MAX_FACES] = {"--max-faces", "N", "faces tracked per camera (1)"},
+    [OPT_DETECT_EVERY] = {"--detect-every", "K", "detector every K frames (10)"},
+    [OPT_PER_THREAD] = {"--cameras-per-thread", "K", "one thread drives K cameras (1)"},
+    [OPT_REPORT_EVERY] = {"--report-every", "S",
+                          "every S s of the window (a soak): frames, drops, device\n"
+                          "memory (omma's pool and NVML's), host RSS, threads"},
+    [OPT_JSON] = {"--json", NULL, "one JSON line per count on stdout"},
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *to)
 {
-    fprintf(stderr,
-            "usage: omma bench runtime [--cameras N[,N...]] [--fps F] [--resolution WxH]\n"
-            "                          [--pool device|pinned] [--warmup S] [--duration S]\n"
-            "                          [--gpus LIST] [--max-batch N] [--max-wait-ms MS]\n"
-            "                          [--lanes N] [--graphs on|off] [--max-faces N]\n"
-            "                          [--detect-every K] [--cameras-per-thread K]\n"
-            "                          [--report-every S] [--json]\n"
-            "  the runtime with N synthetic cameras (default 64) at F fps (30) of WxH NV12\n"
-            "  frames (1920x1080) from a pool in device memory (default) or pinned host\n"
-            "  memory; 3 s warm-up, 10 s window; a count passes when every camera kept F\n"
-            "  fps with nothing dropped and p99 latency under 1/F s. Batch 256, wait 8 ms,\n"
-            "  3 lanes, graphs on, 1 face, detector every 10 frames, a thread per camera\n"
-            "  (--cameras-per-thread: one thread drives K cameras) by default.\n"
-            "  --report-every S prints, every S s of the window (a soak), frames, drops,\n"
-            "  device memory (omma's pool and NVML's for the process), host RSS, threads.\n");
-    return CLI_EXIT_USAGE;
+    fprintf(to, "usage: omma bench runtime [--cameras N[,N...]] [--fps F] [--resolution WxH]\n"
+                "                          [--pool device|pinned] [--warmup S] [--duration S]\n"
+                "                          [--gpus LIST] [--max-batch N] [--max-wait-ms MS]\n"
+                "                          [--lanes N] [--graphs on|off] [--max-faces N]\n"
+                "                          [--detect-every K] [--cameras-per-thread K]\n"
+                "                          [--report-every S] [--json]\n"
+                "  The runtime with N synthetic cameras at F fps; a count passes when every\n"
+                "  camera kept F fps with nothing dropped and p99 latency under 1/F s.\n");
+    cli_print_options(to, options);
 }
 
 static int parse_list(const char *s, int lo, int hi, int *out, int max, int *n)
@@ -93,55 +128,76 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->n_gpus = 1;
     o->max_batch = 256, o->max_wait_ms = 8, o->lanes = 3, o->graphs = 1;
     o->max_faces = 1, o->detect_every = 10, o->per_thread = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-            continue;
+    cli_args args;
+    cli_args_init(&args, "bench runtime", options, argc, argv);
+    const cli_option *opt;
+    const char *v;
+    for (cli_arg_kind k; (k = cli_next(&args, &opt, &v)) != CLI_ARG_END;) {
+        if (k == CLI_ARG_HELP) {
+            usage(stdout);
+            return CLI_EXIT_OK;
         }
-        if (!v)
-            return usage();
-        i++;
-        if (strcmp(a, "--cameras") == 0)
+        if (k == CLI_ARG_ERROR)
+            return CLI_EXIT_USAGE;
+        if (k == CLI_ARG_POSITIONAL)
+            return cli_usage_error("bench runtime", "unexpected argument '%s'", v);
+        int bad = 0;
+        switch (opt - options) {
+        case OPT_JSON:
+            o->json = 1;
+            break;
+        case OPT_CAMERAS:
             bad = parse_list(v, 1, OMMA_PIPELINE_MAX_CAMERAS, o->counts, MAX_COUNTS, &o->n_counts);
-        else if (strcmp(a, "--gpus") == 0)
+            break;
+        case OPT_GPUS:
             bad = parse_list(v, 0, 63, o->gpus, RT_MAX_GPUS, &o->n_gpus);
-        else if (strcmp(a, "--fps") == 0)
+            break;
+        case OPT_FPS:
             bad = sscanf(v, "%lf", &o->fps) != 1 || !(o->fps > 0 && o->fps <= 1000);
-        else if (strcmp(a, "--warmup") == 0)
+            break;
+        case OPT_WARMUP:
             bad = sscanf(v, "%lf", &o->warmup_s) != 1 || !(o->warmup_s >= 0);
-        else if (strcmp(a, "--report-every") == 0)
+            break;
+        case OPT_REPORT_EVERY:
             bad = sscanf(v, "%lf", &o->report_s) != 1 || !(o->report_s > 0);
-        else if (strcmp(a, "--duration") == 0)
+            break;
+        case OPT_DURATION:
             bad = sscanf(v, "%lf", &o->duration_s) != 1 || !(o->duration_s > 0);
-        else if (strcmp(a, "--resolution") == 0)
+            break;
+        case OPT_RESOLUTION:
             bad = sscanf(v, "%dx%d", &o->width, &o->height) != 2 || o->width < 64 ||
                   o->height < 64 || o->width > 8192 || o->height > 8192 || o->width % 2 ||
                   o->height % 2;
-        else if (strcmp(a, "--pool") == 0)
-            bad = strcmp(v, "device") && strcmp(v, "pinned"),
+            break;
+        case OPT_POOL:
+            bad = strcmp(v, "device") && strcmp(v, "pinned");
             o->pool = strcmp(v, "pinned") == 0 ? OMMA_MEMORY_HOST : OMMA_MEMORY_DEVICE;
-        else if (strcmp(a, "--max-batch") == 0)
+            break;
+        case OPT_MAX_BATCH:
             bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_BATCH, &o->max_batch);
-        else if (strcmp(a, "--max-wait-ms") == 0)
+            break;
+        case OPT_MAX_WAIT_MS:
             bad = cli_parse_int(v, 0, 10000, &o->max_wait_ms);
-        else if (strcmp(a, "--lanes") == 0)
+            break;
+        case OPT_LANES:
             bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_LANES, &o->lanes);
-        else if (strcmp(a, "--graphs") == 0)
-            bad = strcmp(v, "on") && strcmp(v, "off"), o->graphs = strcmp(v, "on") == 0;
-        else if (strcmp(a, "--max-faces") == 0)
+            break;
+        case OPT_GRAPHS:
+            bad = strcmp(v, "on") && strcmp(v, "off");
+            o->graphs = strcmp(v, "on") == 0;
+            break;
+        case OPT_MAX_FACES:
             bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_FACES, &o->max_faces);
-        else if (strcmp(a, "--detect-every") == 0)
+            break;
+        case OPT_DETECT_EVERY:
             bad = cli_parse_int(v, 0, 1000000, &o->detect_every);
-        else if (strcmp(a, "--cameras-per-thread") == 0)
+            break;
+        case OPT_PER_THREAD:
             bad = cli_parse_int(v, 1, 4096, &o->per_thread);
-        else
-            bad = 1;
-        if (bad) {
-            fprintf(stderr, "omma: error: bench runtime: bad %s %s\n", a, v);
-            return usage();
+            break;
         }
+        if (bad)
+            return cli_usage_error("bench runtime", "%s %s: not a valid value", opt->name, v);
     }
     return -1;
 }

@@ -5,8 +5,8 @@
 /* Exit codes shared by every subcommand (documented in the README). */
 enum {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_ERROR = 1,     /* the command failed; the message says why */
-    CLI_EXIT_USAGE = 2,     /* wrong arguments */
+    CLI_EXIT_ERROR = 1, /* the command failed; the message says why */
+    CLI_EXIT_USAGE = 2, /* wrong arguments */
     CLI_EXIT_NO_DEVICE = 3, /* no NVIDIA driver or no GPU */
 };
 

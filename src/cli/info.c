@@ -2,21 +2,34 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "omma/device.h"
+
+static const cli_option options[] = {
+    {"--json", NULL, "one JSON object instead of the text listing"},
+    {NULL, NULL, NULL},
+};
 
 static void usage(FILE *to)
 {
     fprintf(to, "usage: omma info [--json]\n"
                 "  Lists each GPU: name, PCI bus id, compute capability, SMs, L2, memory,\n"
                 "  scheduling policy, and NVML readings (utilization, temperature, power,\n"
-                "  PCIe throughput, clocks, this process's memory) when NVML is present.\n"
-                "  Exit code 3 when there is no NVIDIA driver or GPU.\n");
+                "  PCIe throughput, clocks, this process's memory) when NVML is present.\n");
+    cli_print_options(to, options);
+    fprintf(to, "  Exit code 3 when there is no NVIDIA driver or GPU.\n");
 }
 
-static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
-static double gib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+static double mib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+static double gib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0 * 1024.0);
+}
 
 static void print_text(const omma_device_info *in, const omma_device_metrics *m)
 {
@@ -51,8 +64,8 @@ static void print_text(const omma_device_info *in, const omma_device_metrics *m)
         printf("  pcie                tx %.1f MB/s, rx %.1f MB/s\n", m->pcie_tx_kbps / 1000.0,
                m->pcie_rx_kbps / 1000.0);
     if (m->valid & OMMA_METRIC_CLOCKS)
-        printf("  clocks              sm %u MHz, memory %u MHz, graphics %u MHz\n",
-               m->clock_sm_mhz, m->clock_mem_mhz, m->clock_graphics_mhz);
+        printf("  clocks              sm %u MHz, memory %u MHz, graphics %u MHz\n", m->clock_sm_mhz,
+               m->clock_mem_mhz, m->clock_graphics_mhz);
     if (m->valid & OMMA_METRIC_PROCESS_MEMORY)
         printf("  this process        %.1f MiB on the device\n", mib(m->process_mem_used));
     else
@@ -68,7 +81,8 @@ static void print_json(const omma_device_info *in, const omma_device_metrics *m)
     printf(",\"uuid\":");
     cli_json_string(in->uuid);
     printf(",\"compute_capability\":\"%d.%d\",\"sm_count\":%d,\"l2_bytes\":%d,"
-           "\"memory_total\":%llu,\"memory_free\":%llu,\"schedule\":\"%s\",\"driver_version\":%d,\"nvml\":",
+           "\"memory_total\":%llu,\"memory_free\":%llu,\"schedule\":\"%s\",\"driver_version\":%d,"
+           "\"nvml\":",
            in->cc_major, in->cc_minor, in->sm_count, in->l2_bytes,
            (unsigned long long)in->memory_total, (unsigned long long)in->memory_free,
            omma_schedule_name(in->schedule), in->driver_version);
@@ -103,17 +117,20 @@ static void print_json(const omma_device_info *in, const omma_device_metrics *m)
 int cli_info(int argc, char **argv)
 {
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+    cli_args args;
+    cli_args_init(&args, "info", options, argc, argv);
+    const cli_option *opt;
+    const char *v;
+    for (cli_arg_kind k; (k = cli_next(&args, &opt, &v)) != CLI_ARG_END;) {
+        if (k == CLI_ARG_HELP) {
             usage(stdout);
             return CLI_EXIT_OK;
-        } else {
-            fprintf(stderr, "omma: error: info: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            return CLI_EXIT_USAGE;
         }
+        if (k == CLI_ARG_ERROR)
+            return CLI_EXIT_USAGE;
+        if (k == CLI_ARG_POSITIONAL)
+            return cli_usage_error("info", "unexpected argument '%s'", v);
+        json = 1; /* --json, the only option */
     }
     int n = 0;
     omma_status st = omma_device_count(&n);
@@ -136,7 +153,7 @@ int cli_info(int argc, char **argv)
             st = omma_device_read_metrics(dev, &metrics);
         omma_device_close(dev);
         if (st != OMMA_OK) {
-            fprintf(stderr, "omma: error: GPU %d: %s\n", i, omma_last_error());
+            cli_error("GPU %d: %s", i, omma_last_error());
             failed = 1;
             continue;
         }

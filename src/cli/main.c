@@ -1,30 +1,37 @@
-/* omma: the command-line entry point; dispatches to subcommands. */
+/* omma: the command-line entry point; dispatches to subcommands, and
+ * `omma help [COMMAND...]` to their --help. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "omma/status.h"
 
 static const struct {
     const char *name;
-    int (*run)(int argc, char **argv);
+    int (*run)(int argc, char **argv); /* NULL: handled before dispatch */
     const char *help;
 } commands[] = {
-    {"run", cli_run, "face pipeline on images, JSON Lines out (run [--backend cpu] FILE...)"},
-    {"stream", cli_stream, "multi-camera runtime: sources -> GPUs, live status (stream SOURCE...)"},
-    {"info", cli_info, "list GPUs with their facts and NVML readings (--json)"},
-    {"models", cli_models, "inspect model files (models inspect FILE [--json])"},
-    {"bench", cli_bench, "benchmarks (bench context | bench engine ...)"},
+    {"run", cli_run, "faces in images and videos: JSON Lines/CSV, annotated pictures"},
+    {"stream", cli_stream, "the multi-camera runtime: sources -> GPUs (or CPU), live status"},
+    {"info", cli_info, "GPUs with their facts and NVML readings"},
+    {"models", cli_models, "inspect model files (models inspect FILE)"},
+    {"bench", cli_bench, "benchmarks: bench context|engine|pipeline|runtime"},
+    {"help", NULL, "help of omma or of a command (help COMMAND)"},
+    {"version", NULL, "omma's version (also --version)"},
 };
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 
 static void usage(FILE *to)
 {
     fprintf(to, "usage: omma COMMAND [ARGS]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(to, "  %-8s %s\n", commands[i].name, commands[i].help);
-    fprintf(to, "\nexit codes: 0 ok, 1 error, 2 usage, 3 no GPU or driver\n"
-                "environment: OMMA_LOG=error|warn|info|debug\n");
+    fprintf(to, "\n'omma help COMMAND' or 'omma COMMAND --help' tells more.\n"
+                "exit codes: 0 ok, 1 error, 2 usage, 3 no GPU or driver\n"
+                "environment: OMMA_LOG=error|warn|info|debug (debug: errors name the source\n"
+                "line), OMMA_DATA (the folder with models/ and testdata/)\n");
 }
 
 int cli_fail(int st, const char *fmt, ...)
@@ -35,9 +42,9 @@ int cli_fail(int st, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (st != OMMA_OK)
-        fprintf(stderr, "omma: error: %s: %s\n", msg, omma_last_error());
+        cli_error("%s: %s", msg, omma_last_error());
     else
-        fprintf(stderr, "omma: error: %s\n", msg);
+        cli_error("%s", msg);
     if (st == OMMA_ERR_NO_DEVICE)
         return CLI_EXIT_NO_DEVICE;
     if (st == OMMA_ERR_INVALID_ARG)
@@ -45,16 +52,81 @@ int cli_fail(int st, const char *fmt, ...)
     return CLI_EXIT_ERROR;
 }
 
+static int is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+static int find_command(const char *name)
+{
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return i;
+    return -1;
+}
+
+static int unknown_command(const char *name)
+{
+    const char *names[N_COMMANDS];
+    for (int i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i].name;
+    return cli_unknown(NULL, "command", name, names, N_COMMANDS);
+}
+
+/* omma help [COMMAND [SUBCOMMAND]]: the command's --help. */
+static int help(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (is_help(argv[1])) /* omma help --help */
+        argv[1] = (char *)"help";
+    int c = find_command(argv[1]);
+    if (c < 0)
+        return unknown_command(argv[1]);
+    if (strcmp(argv[1], "help") == 0) {
+        printf("usage: omma help [COMMAND [SUBCOMMAND]]\n"
+               "  The help of omma, or of a command (as 'omma COMMAND --help').\n");
+        return CLI_EXIT_OK;
+    }
+    if (!commands[c].run) {
+        printf("usage: omma version (or omma --version)\n"
+               "  Prints omma's version.\n");
+        return CLI_EXIT_OK;
+    }
+    char help_flag[] = "--help";
+    char *args[4] = {argv[1], argc > 2 ? argv[2] : help_flag, help_flag, NULL};
+    return commands[c].run(argc > 2 ? 3 : 2, args);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "omma: error: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
-    return CLI_EXIT_USAGE;
+    if (is_help(argv[1])) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "help") == 0)
+        return help(argc - 1, argv + 1);
+    int c = find_command(argv[1]);
+    if (c >= 0 && commands[c].run)
+        return commands[c].run(argc - 1, argv + 1);
+    if (c >= 0 && argc > 2 && is_help(argv[2])) /* omma version --help */
+        return help(2, argv);
+    if (c >= 0)
+        return cli_usage_error(NULL, "omma %s is not in this build", argv[1]);
+    if (argv[1][0] == '-') {
+        const char *names[] = {"--help", "--version"};
+        const char *near = cli_nearest(argv[1], names, 2);
+        if (near)
+            cli_error("unknown option %s (did you mean %s?)", argv[1], near);
+        else
+            cli_error("unknown option %s", argv[1]);
+        return cli_see_help(NULL);
+    }
+    return unknown_command(argv[1]);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json.h"
 #include "model/graph.h"
@@ -14,8 +15,8 @@
 
 typedef struct report {
     const char *path;
-    gr_graph *g;      /* as read */
-    gr_graph *rw;     /* after the rewrites */
+    gr_graph *g; /* as read */
+    gr_graph *rw; /* after the rewrites */
     plan_layout *plan;
     rw_stats stats;
     int ops[GR_OP_COUNT];
@@ -119,33 +120,57 @@ static int inspect(const char *path, bool json)
     return rc;
 }
 
-static int usage(void)
+static const cli_option options[] = {
+    {"--json", NULL, "one JSON object instead of the text report"},
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *to)
 {
-    fprintf(stderr, "usage: omma models inspect FILE [--json]\n"
-                    "  prints a model's inputs, outputs, operator counts, parameter count,\n"
-                    "  node count before and after the load-time rewrites and the\n"
-                    "  activation arena size (batch 1 and per extra item)\n");
-    return CLI_EXIT_USAGE;
+    fprintf(to, "usage: omma models inspect FILE [--json]\n"
+                "  Prints a model's inputs, outputs, operator counts, parameter count,\n"
+                "  node count before and after the load-time rewrites and the\n"
+                "  activation arena size (batch 1 and per extra item).\n");
+    cli_print_options(to, options);
+}
+
+static int inspect_command(int argc, char **argv)
+{
+    const char *path = NULL;
+    bool json = false;
+    cli_args args;
+    cli_args_init(&args, "models inspect", options, argc, argv);
+    const cli_option *opt;
+    const char *v;
+    for (cli_arg_kind k; (k = cli_next(&args, &opt, &v)) != CLI_ARG_END;) {
+        if (k == CLI_ARG_HELP) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        if (k == CLI_ARG_ERROR)
+            return CLI_EXIT_USAGE;
+        if (k == CLI_ARG_OPTION)
+            json = true; /* --json, the only option */
+        else if (path)
+            return cli_usage_error("models inspect", "one FILE at a time ('%s' and '%s')", path, v);
+        else
+            path = v;
+    }
+    if (!path)
+        return cli_usage_error("models inspect", "no model FILE given");
+    return inspect(path, json);
 }
 
 int cli_models(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "inspect") != 0)
-        return usage();
-    const char *path = NULL;
-    bool json = false;
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage();
-            return CLI_EXIT_OK;
-        } else if (argv[i][0] == '-' || path)
-            return usage();
-        else
-            path = argv[i];
+    static const char *const subcommands[] = {"inspect"};
+    if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        usage(stdout);
+        return CLI_EXIT_OK;
     }
-    if (!path)
-        return usage();
-    return inspect(path, json);
+    if (argc < 2)
+        return cli_usage_error("models", "no models command given (models inspect FILE)");
+    if (strcmp(argv[1], "inspect") == 0)
+        return inspect_command(argc - 1, argv + 1);
+    return cli_unknown("models", "models command", argv[1], subcommands, 1);
 }

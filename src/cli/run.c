@@ -31,6 +31,77 @@
 #define DETECTOR_FULL "models/face_detection_full_range.tflite"
 #define MESH_MODEL "models/face_landmark.tflite"
 #define EXIT_INTERRUPTED 130
+/* The short-range detector's input side: a face much smaller than a fifth
+ * of a picture over twice this size in both directions is below what it
+ * sees, and the full-range model (192 px, trained on farther faces) may
+ * find it. */
+#define SHORT_RANGE_INPUT 128
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+enum {
+    OPT_BACKEND,
+    OPT_THREADS,
+    OPT_OUT,
+    OPT_CSV,
+    OPT_ANNOTATE,
+    OPT_ANNOTATE_VIDEO,
+    OPT_MAX_FACES,
+    OPT_MAX_BATCH,
+    OPT_DETECT_EVERY,
+    OPT_MIN_SCORE,
+    OPT_MIN_PRESENCE,
+    OPT_PRECISION,
+    OPT_MODEL,
+    OPT_MAX_FRAMES,
+    OPT_COUNT
+};
+
+static const cli_option options[] = {
+    [OPT_BACKEND] = {"--backend", "gpu|cpu",
+                     "gpu (default; never falls back to the CPU when an INPUT is\n"
+                     "given) or cpu"},
+    [OPT_THREADS] = {"--threads", "N",
+                     "CPU backend: threads the models run on, 1..256, or 0\n"
+                     "= one per CPU core (default 0); same faces for any N"},
+    [OPT_OUT] = {"--out", "FILE",
+                 "write there (complete records only; the file appears\n"
+                 "when the run ends) instead of stdout"},
+    [OPT_CSV] = {"--csv", NULL,
+                 "a flat table instead: a header row, then one row per face\n"
+                 "per frame (camera,source,frame,timestamp_ms,face_id,score,\n"
+                 "presence,x0,y0,x1,y1, kp0_x,kp0_y..kp5_y,\n"
+                 "lm0_x,lm0_y,lm0_z..lm467_z); a frame without faces gives\n"
+                 "one row whose face fields are empty"},
+    [OPT_ANNOTATE] = {"--annotate", "DIR",
+                      "annotated PNGs: DIR/cam<i>_<frame, 6 digits>.png (boxes,\n"
+                      "ids, keypoints, landmarks); DIR is created if missing"},
+    [OPT_ANNOTATE_VIDEO] = {"--annotate-video", "FILE",
+                            "an annotated video (.mp4, .mkv, .avi) of one camera at\n"
+                            "its frame rate: the first video input, else camera 0"},
+    [OPT_MAX_FACES] = {"--max-faces", "N",
+                       "faces tracked per camera, 1.." STR(OMMA_PIPELINE_MAX_FACES) " (default 4)"},
+    [OPT_MAX_BATCH] = {"--max-batch", "N",
+                       "frames per pipeline batch, 1.." STR(
+                           OMMA_PIPELINE_MAX_BATCH) " (default 16)"},
+    [OPT_DETECT_EVERY] = {"--detect-every", "K",
+                          "also run the detector every K frames while max-faces\n"
+                          "faces are tracked; 0 = only when fewer (default 0)"},
+    [OPT_MIN_SCORE] = {"--min-score", "S",
+                       "detector: keep detections scoring at least S, 0..1\n"
+                       "(default 0.5; lower finds more, and more false faces)"},
+    [OPT_MIN_PRESENCE] = {"--min-presence", "P",
+                          "FaceMesh: keep tracking a face while its presence is at\n"
+                          "least P, 0..1 (default 0.5)"},
+    [OPT_PRECISION] = {"--precision", "fp16|fp32",
+                       "GPU engines' precision (default fp16; CPU is fp32)"},
+    [OPT_MODEL] = {"--model", "short|full",
+                   "detector: short range (default; faces within ~2 m of\n"
+                   "the camera) or full range (within ~5 m: smaller faces)"},
+    [OPT_MAX_FRAMES] = {"--max-frames", "N", "at most N frames of each input"},
+    [OPT_COUNT] = {NULL, NULL, NULL},
+};
 
 static void usage(FILE *to)
 {
@@ -43,54 +114,93 @@ static void usage(FILE *to)
             "  and runs them as one batch (--max-batch frames per batch).\n"
             "  Writes one JSON line per frame per camera: camera, source, frame,\n"
             "  timestamp_ms, faces (id, score, box [x0,y0,x1,y1], 6 keypoints [x,y],\n"
-            "  468 landmarks [x,y,z], presence), in frame pixels.\n"
-            "  --backend gpu|cpu    gpu (default; never falls back to the CPU) or cpu\n"
-            "  --threads N          CPU backend: threads the models run on, 1..256, or 0\n"
-            "                       = one per CPU core (default 0); same faces for any N\n"
-            "  --out FILE           write there (complete records only; the file appears\n"
-            "                       when the run ends) instead of stdout\n"
-            "  --csv                a flat table instead: a header row, then one row per face\n"
-            "                       per frame (camera,source,frame,timestamp_ms,face_id,score,\n"
-            "                       presence,x0,y0,x1,y1, kp0_x,kp0_y..kp5_y,\n"
-            "                       lm0_x,lm0_y,lm0_z..lm467_z); a frame without faces gives\n"
-            "                       one row whose face fields are empty\n"
-            "  --annotate DIR       annotated PNGs: DIR/cam<i>_<frame, 6 digits>.png (boxes,\n"
-            "                       ids, keypoints, landmarks); DIR is created if missing\n"
-            "  --annotate-video FILE  an annotated video (.mp4, .mkv, .avi) of one camera at\n"
-            "                       its frame rate: the first video input, else camera 0\n"
-            "  --max-faces N        faces tracked per camera, 1..%d (default 4)\n"
-            "  --max-batch N        frames per pipeline batch, 1..%d (default 16)\n"
-            "  --detect-every K     also run the detector every K frames while max-faces\n"
-            "                       faces are tracked; 0 = only when fewer (default 0)\n"
-            "  --precision fp16|fp32  GPU engines' precision (default fp16; CPU is fp32)\n"
-            "  --model short|full   detector: short range (default; faces within ~2 m) or\n"
-            "                       full range\n"
-            "  --max-frames N       at most N frames of each input\n"
-            "  No INPUT: the sample, %s and %s (when fetched), with\n"
-            "  annotated output in $TMPDIR/%s (/tmp when TMPDIR is unset) unless\n"
-            "  --annotate says where.\n"
+            "  468 landmarks [x,y,z], presence), in frame pixels.\n");
+    cli_print_options(to, options);
+    fprintf(to,
+            "  No INPUT: the sample, %s and %s\n"
+            "  (when fetched), with annotated output in $TMPDIR/%s (/tmp when\n"
+            "  TMPDIR is unset) unless --annotate says where. Without --backend, on a\n"
+            "  machine without an NVIDIA GPU or driver, the sample runs on the CPU backend\n"
+            "  (it says so first).\n"
             "  Options may come before or after the inputs (\"--\" ends them).\n"
             "  Models and the sample come from $OMMA_DATA (a folder with models/ and\n"
             "  testdata/), else from the source tree omma was built from.\n"
             "  stderr: a progress bar when it is a terminal; always a summary line (frames,\n"
             "  faces, frames/s, mean latency per batch, bytes host->device and\n"
-            "  device->host per frame).\n"
+            "  device->host per frame), and a hint when the short-range detector found\n"
+            "  no face in a large picture (small faces need --model full).\n"
             "  Exit codes: 0 ok, 1 an input or the run failed (the other inputs are still\n"
             "  processed), 2 usage, 3 no GPU for --backend gpu, 130 interrupted (the output\n"
             "  then holds the frames done).\n",
-            OMMA_PIPELINE_MAX_FACES, OMMA_PIPELINE_MAX_BATCH, SAMPLE_PHOTO, SAMPLE_VIDEO,
-            SAMPLE_ANNOTATE_DIR);
+            SAMPLE_PHOTO, SAMPLE_VIDEO, SAMPLE_ANNOTATE_DIR);
 }
 
 typedef struct run_args {
     omma_backend backend;
+    int backend_given; /* --backend was on the command line */
     omma_precision precision;
     const char *out_path, *annotate_dir, *annotate_video;
     int csv, max_faces, max_batch, detect_every, full_range, threads;
+    double min_score, min_presence;
     long max_frames;
     const char **inputs; /* the arguments that are not options, in order */
     int n_inputs;
 } run_args;
+
+/* One option's value into a. Returns 1, or 0 after the message. */
+static int set_option(run_args *a, int id, const char *o, const char *v)
+{
+    static const char *const backends[] = {"gpu", "cpu"};
+    static const char *const precisions[] = {"fp16", "fp32"};
+    static const char *const models[] = {"short", "full"};
+    long n = 0;
+    int k = 0;
+    switch (id) {
+    case OPT_BACKEND:
+        if (!cli_arg_choice(o, strcmp(v, "cuda") == 0 ? "gpu" : v, backends, 2, &k))
+            return 0;
+        a->backend = k == 1 ? OMMA_BACKEND_CPU : OMMA_BACKEND_CUDA;
+        a->backend_given = 1;
+        return 1;
+    case OPT_PRECISION:
+        if (!cli_arg_choice(o, v, precisions, 2, &k))
+            return 0;
+        a->precision = k ? OMMA_PRECISION_FP32 : OMMA_PRECISION_FP16;
+        return 1;
+    case OPT_MODEL:
+        if (!cli_arg_choice(o, v, models, 2, &k))
+            return 0;
+        a->full_range = k;
+        return 1;
+    case OPT_OUT:
+        a->out_path = v;
+        return 1;
+    case OPT_CSV:
+        a->csv = 1;
+        return 1;
+    case OPT_ANNOTATE:
+        a->annotate_dir = v;
+        return 1;
+    case OPT_ANNOTATE_VIDEO:
+        a->annotate_video = v;
+        return 1;
+    case OPT_MAX_FACES:
+        return cli_arg_long(o, v, 1, OMMA_PIPELINE_MAX_FACES, &n) && (a->max_faces = (int)n, 1);
+    case OPT_MAX_BATCH:
+        return cli_arg_long(o, v, 1, OMMA_PIPELINE_MAX_BATCH, &n) && (a->max_batch = (int)n, 1);
+    case OPT_DETECT_EVERY:
+        return cli_arg_long(o, v, 0, 1000000, &n) && (a->detect_every = (int)n, 1);
+    case OPT_THREADS:
+        return cli_arg_long(o, v, 0, 256, &n) && (a->threads = (int)n, 1);
+    case OPT_MAX_FRAMES:
+        return cli_arg_long(o, v, 1, 1000000000L, &n) && (a->max_frames = n, 1);
+    case OPT_MIN_SCORE:
+        return cli_arg_double(o, v, 0.0, 1.0, &a->min_score);
+    case OPT_MIN_PRESENCE:
+        return cli_arg_double(o, v, 0.0, 1.0, &a->min_presence);
+    }
+    return 0;
+}
 
 /* CLI_EXIT_OK after --help, CLI_EXIT_USAGE on errors, -1 to go on.
  * Options may come before, between or after the inputs; after "--" every
@@ -104,92 +214,30 @@ static int parse_args(int argc, char **argv, run_args *a)
     a->precision = OMMA_PRECISION_FP16;
     a->max_faces = 4;
     a->max_batch = 16;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
+    a->min_score = 0.5;
+    a->min_presence = 0.5;
+    cli_args args;
+    cli_args_init(&args, "run", options, argc, argv);
+    const cli_option *opt;
+    const char *v;
+    for (;;) {
+        switch (cli_next(&args, &opt, &v)) {
+        case CLI_ARG_END:
+            return -1;
+        case CLI_ARG_HELP:
             usage(stdout);
             return CLI_EXIT_OK;
-        }
-        if (strcmp(o, "--") == 0) {
-            while (++i < argc)
-                a->inputs[a->n_inputs++] = argv[i];
-            return -1;
-        }
-        if (o[0] != '-' || o[1] == 0) {
-            a->inputs[a->n_inputs++] = o;
-            continue;
-        }
-        if (strcmp(o, "--csv") == 0) {
-            a->csv = 1;
-            continue;
-        }
-        const char *v = i + 1 < argc && argv[i + 1][0] ? argv[i + 1] : NULL;
-        long n = 0;
-        int ok = 1;
-        if (!v) {
-            ok = 0;
-        } else if (strcmp(o, "--backend") == 0) {
-            if (strcmp(v, "cpu") == 0)
-                a->backend = OMMA_BACKEND_CPU;
-            else if (strcmp(v, "gpu") == 0 || strcmp(v, "cuda") == 0)
-                a->backend = OMMA_BACKEND_CUDA;
-            else {
-                fprintf(stderr, "omma: error: --backend %s: expected gpu or cpu\n", v);
-                return CLI_EXIT_USAGE;
-            }
-        } else if (strcmp(o, "--precision") == 0) {
-            if (strcmp(v, "fp16") == 0)
-                a->precision = OMMA_PRECISION_FP16;
-            else if (strcmp(v, "fp32") == 0)
-                a->precision = OMMA_PRECISION_FP32;
-            else {
-                fprintf(stderr, "omma: error: --precision %s: expected fp16 or fp32\n", v);
-                return CLI_EXIT_USAGE;
-            }
-        } else if (strcmp(o, "--model") == 0) {
-            if (strcmp(v, "short") == 0 || strcmp(v, "full") == 0)
-                a->full_range = strcmp(v, "full") == 0;
-            else {
-                fprintf(stderr, "omma: error: --model %s: expected short or full\n", v);
-                return CLI_EXIT_USAGE;
-            }
-        } else if (strcmp(o, "--out") == 0) {
-            a->out_path = v;
-        } else if (strcmp(o, "--annotate") == 0) {
-            a->annotate_dir = v;
-        } else if (strcmp(o, "--annotate-video") == 0) {
-            a->annotate_video = v;
-        } else if (strcmp(o, "--max-faces") == 0) {
-            if (!cli_arg_long(o, v, 1, OMMA_PIPELINE_MAX_FACES, &n))
-                return CLI_EXIT_USAGE;
-            a->max_faces = (int)n;
-        } else if (strcmp(o, "--max-batch") == 0) {
-            if (!cli_arg_long(o, v, 1, OMMA_PIPELINE_MAX_BATCH, &n))
-                return CLI_EXIT_USAGE;
-            a->max_batch = (int)n;
-        } else if (strcmp(o, "--detect-every") == 0) {
-            if (!cli_arg_long(o, v, 0, 1000000, &n))
-                return CLI_EXIT_USAGE;
-            a->detect_every = (int)n;
-        } else if (strcmp(o, "--threads") == 0) {
-            if (!cli_arg_long(o, v, 0, 256, &n))
-                return CLI_EXIT_USAGE;
-            a->threads = (int)n;
-        } else if (strcmp(o, "--max-frames") == 0) {
-            if (!cli_arg_long(o, v, 1, 1000000000L, &n))
-                return CLI_EXIT_USAGE;
-            a->max_frames = n;
-        } else {
-            ok = 0;
-        }
-        if (!ok) {
-            fprintf(stderr, "omma: error: %s: unknown option or missing value\n\n", o);
-            usage(stderr);
+        case CLI_ARG_ERROR:
             return CLI_EXIT_USAGE;
+        case CLI_ARG_POSITIONAL:
+            a->inputs[a->n_inputs++] = v;
+            break;
+        case CLI_ARG_OPTION:
+            if (!set_option(a, (int)(opt - options), opt->name, v))
+                return cli_see_help("run");
+            break;
         }
-        i++;
     }
-    return -1;
 }
 
 static const char *data_dir(void)
@@ -205,10 +253,9 @@ static const char *backend_name(omma_backend b)
 
 static int no_gpu(const char *why)
 {
-    fprintf(stderr,
-            "omma: error: no GPU for the face pipeline (%s); omma run does not fall back to "
-            "the CPU on its own: use --backend cpu\n",
-            why);
+    cli_error("no GPU for the face pipeline (%s); omma run does not fall back to the CPU on "
+              "its own: use --backend cpu",
+              why);
     return CLI_EXIT_NO_DEVICE;
 }
 
@@ -230,6 +277,8 @@ typedef struct run_state {
     int max_faces;
     omma_face *faces; /* batch * max_faces */
     int *counts;
+    long *camera_faces; /* faces found per camera, over its frames */
+    unsigned char *camera_large; /* a frame of the camera was large (small_faces_hint) */
     long frames, faces_found, batches;
     double batch_ms;
     int output_failed;
@@ -241,6 +290,9 @@ static void emit(run_state *s, int camera, long index, double ts, const omma_fra
 {
     s->frames++;
     s->faces_found += n;
+    s->camera_faces[camera] += n;
+    if (frame->width > 2 * SHORT_RANGE_INPUT && frame->height > 2 * SHORT_RANGE_INPUT)
+        s->camera_large[camera] = 1;
     if (!cli_output_frame(&s->out, camera, s->inputs[camera].path, index, ts, faces, n))
         s->output_failed = 1;
     if (cli_annotator_wants(&s->ann, camera))
@@ -305,6 +357,24 @@ static int run_loop(run_state *s, int n_inputs, int batch_cap)
     return ok;
 }
 
+/* An input whose frames were large and held no face the short-range
+ * detector (at its default score or below) could see: say that far faces
+ * need the full-range model. */
+static void small_faces_hint(const run_state *s, int n_inputs, int full_range, double min_score)
+{
+    if (full_range || min_score > 0.5) /* a stricter detector was asked for */
+        return;
+    for (int c = 0; c < n_inputs; c++) {
+        const cli_input *in = &s->inputs[c];
+        if (in->state != CLI_INPUT_FAILED && in->frames_read > 0 && s->camera_faces[c] == 0 &&
+            s->camera_large[c])
+            fprintf(stderr,
+                    "omma run: no face found in %s; faces far from the camera may need "
+                    "--model full\n",
+                    in->path);
+    }
+}
+
 /* The sample inputs: the photo, and the video where it was made and this
  * build reads video. */
 static int sample_inputs(const char *data, char *photo, char *video, size_t size, const char **list)
@@ -339,16 +409,20 @@ static int run_parsed(run_args a)
 {
     const char *const *inputs = a.inputs;
     int n_inputs = a.n_inputs;
-    if (n_inputs > OMMA_PIPELINE_MAX_CAMERAS) {
-        fprintf(stderr, "omma: error: %d inputs, at most %d (one camera each)\n", n_inputs,
-                OMMA_PIPELINE_MAX_CAMERAS);
-        return CLI_EXIT_USAGE;
-    }
+    if (n_inputs > OMMA_PIPELINE_MAX_CAMERAS)
+        return cli_usage_error("run", "%d inputs, at most %d (one camera each)", n_inputs,
+                               OMMA_PIPELINE_MAX_CAMERAS);
     if (a.backend == OMMA_BACKEND_CUDA) {
         int n = 0;
         omma_status st = omma_device_count(&n);
-        if (st != OMMA_OK || n == 0)
+        if ((st != OMMA_OK || n == 0) && n_inputs == 0 && !a.backend_given) {
+            /* The sample without --backend: the first hour on a laptop. */
+            fprintf(stderr, "omma run: no NVIDIA GPU or driver found; using the CPU backend "
+                            "(slower; --backend gpu insists on a GPU)\n");
+            a.backend = OMMA_BACKEND_CPU;
+        } else if (st != OMMA_OK || n == 0) {
             return no_gpu(st == OMMA_OK ? "the driver sees no GPU" : omma_last_error());
+        }
     }
 
     const char *data = data_dir();
@@ -379,6 +453,8 @@ static int run_parsed(run_args a)
     opt.max_batch = a.max_batch;
     opt.detect_every = a.detect_every;
     opt.threads = a.threads;
+    opt.min_detection_score = (float)a.min_score;
+    opt.min_presence = (float)a.min_presence;
     run_state s;
     memset(&s, 0, sizeof s);
     s.max_faces = a.max_faces;
@@ -400,9 +476,12 @@ static int run_parsed(run_args a)
     s.inputs = calloc((size_t)n_inputs, sizeof *s.inputs);
     s.faces = malloc((size_t)batch_cap * (size_t)a.max_faces * sizeof *s.faces);
     s.counts = malloc((size_t)batch_cap * sizeof *s.counts);
-    if (!s.inputs || !s.faces || !s.counts) {
+    s.camera_faces = calloc((size_t)n_inputs, sizeof *s.camera_faces);
+    s.camera_large = calloc((size_t)n_inputs, sizeof *s.camera_large);
+    if (!s.inputs || !s.faces || !s.counts || !s.camera_faces || !s.camera_large) {
         fprintf(stderr, "omma: error: out of memory\n");
         free(s.inputs), free(s.faces), free(s.counts);
+        free(s.camera_faces), free(s.camera_large);
         omma_face_pipeline_destroy(s.p);
         return CLI_EXIT_ERROR;
     }
@@ -437,6 +516,7 @@ static int run_parsed(run_args a)
         for (int c = 0; c < n_inputs; c++)
             cli_input_close(&s.inputs[c]);
         free(s.inputs), free(s.faces), free(s.counts);
+        free(s.camera_faces), free(s.camera_large);
         omma_face_pipeline_destroy(s.p);
         return CLI_EXIT_ERROR;
     }
@@ -465,7 +545,7 @@ static int run_parsed(run_args a)
     memset(&stats, 0, sizeof stats);
     omma_face_pipeline_get_stats(s.p, &stats);
     omma_face_pipeline_destroy(s.p);
-    free(s.inputs), free(s.faces), free(s.counts);
+    free(s.faces), free(s.counts);
 
     double per = s.frames ? (double)s.frames : 1.0;
     char threads_note[32] = "";
@@ -480,8 +560,8 @@ static int run_parsed(run_args a)
             n_inputs, failed, s.frames, s.faces_found, secs > 0 ? (double)s.frames / secs : 0.0,
             s.batches ? s.batch_ms / (double)s.batches : 0.0, s.batches, batch_cap,
             (double)stats.h2d_bytes / per, (double)stats.d2h_bytes / per, backend_name(a.backend),
-            threads_note,
-            written && a.out_path ? ", written to " : "", written && a.out_path ? a.out_path : "");
+            threads_note, written && a.out_path ? ", written to " : "",
+            written && a.out_path ? a.out_path : "");
     if (sample)
         fprintf(stderr, "omma run: sample: %ld face(s) found in %ld frame(s);", s.faces_found,
                 s.frames);
@@ -494,6 +574,8 @@ static int run_parsed(run_args a)
                 annotate_video, s.ann.video_frames, annotated ? "" : ", failed");
     if (sample || a.annotate_dir || annotate_video)
         fputc('\n', stderr);
+    small_faces_hint(&s, n_inputs, a.full_range, a.min_score);
+    free(s.inputs), free(s.camera_faces), free(s.camera_large);
     if (interrupted) {
         fprintf(stderr, "omma run: interrupted; the output holds the %ld frame(s) done\n",
                 s.frames);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "core/clock.h"
 
 #define BAR_WIDTH 30
@@ -86,10 +87,10 @@ void cli_progress_finish(cli_progress *p)
 void cli_run_error(const char *fmt, ...)
 {
     wipe();
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("omma: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    cli_error("%s", msg); /* without the library's source locations */
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/run_output.h"
 #include "cli/stream_options.h"
@@ -60,7 +61,7 @@ static void on_camera(void *ctx, const rt_camera_event *e)
     pthread_mutex_lock(&s->lock);
     if (e->state == METRICS_CAMERA_FAILED) {
         s->failed_cameras++;
-        fprintf(stderr, "omma: error: camera %d (%s) failed: %s\n", e->camera, name, e->detail);
+        cli_error("camera %d (%s) failed: %s", e->camera, name, e->detail);
     } else {
         fprintf(stderr, "omma: camera %d (%s) ended: %s\n", e->camera, name, e->detail);
     }
@@ -74,8 +75,8 @@ static void print_status(metrics_registry *m, int table, int *lines_drawn)
     if (metrics_snapshot_take(m, &snap) != OMMA_OK)
         return;
     char *text = NULL;
-    omma_status st = table ? metrics_format_table(snap, &text, NULL)
-                           : metrics_format_json(snap, &text, NULL);
+    omma_status st =
+        table ? metrics_format_table(snap, &text, NULL) : metrics_format_json(snap, &text, NULL);
     metrics_snapshot_free(snap);
     if (st != OMMA_OK)
         return;
@@ -97,9 +98,8 @@ static int resolve_gpus(cli_stream_opts *o)
     int count = 0;
     omma_status st = omma_device_count(&count);
     if (st != OMMA_OK || count == 0) {
-        fprintf(stderr,
-                "omma: error: no NVIDIA GPU found (%s); use --backend cpu to run on the CPU\n",
-                st != OMMA_OK ? omma_last_error() : "the driver sees none");
+        cli_error("no NVIDIA GPU found (%s); use --backend cpu to run on the CPU",
+                  st != OMMA_OK ? omma_last_error() : "the driver sees none");
         return CLI_EXIT_NO_DEVICE;
     }
     if (o->all_gpus) {
@@ -159,10 +159,9 @@ static void summary(rt_runtime *rt, double secs, const cli_stream_opts *o)
                 "omma stream: %llu frames in, %llu processed (%.1f frames/s), %llu dropped, %llu "
                 "faces; %llu batches (%.1f frames/batch); CPU backend, %d thread%s\n",
                 (unsigned long long)s.frames_in, (unsigned long long)s.frames_done,
-                secs > 0 ? (double)s.frames_done / secs : 0.0,
-                (unsigned long long)s.frames_dropped, (unsigned long long)s.faces,
-                (unsigned long long)s.batches, s.batches ? frames / (double)s.batches : 0.0,
-                threads, threads == 1 ? "" : "s");
+                secs > 0 ? (double)s.frames_done / secs : 0.0, (unsigned long long)s.frames_dropped,
+                (unsigned long long)s.faces, (unsigned long long)s.batches,
+                s.batches ? frames / (double)s.batches : 0.0, threads, threads == 1 ? "" : "s");
         return;
     }
     fprintf(stderr,

@@ -10,6 +10,98 @@
 
 #define DEFAULT_PHOTO "testdata/astronaut.png"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+enum {
+    OPT_BACKEND,
+    OPT_THREADS,
+    OPT_GPUS,
+    OPT_PLACEMENT,
+    OPT_MAX_BATCH,
+    OPT_MAX_WAIT_MS,
+    OPT_LANES,
+    OPT_GRAPHS,
+    OPT_REALTIME,
+    OPT_LOOP,
+    OPT_FPS,
+    OPT_RESOLUTION,
+    OPT_PER_THREAD,
+    OPT_POOL,
+    OPT_MAX_FACES,
+    OPT_DETECT_EVERY,
+    OPT_MIN_SCORE,
+    OPT_MIN_PRESENCE,
+    OPT_PRECISION,
+    OPT_MODEL,
+    OPT_DURATION,
+    OPT_MAX_FRAMES,
+    OPT_OUT,
+    OPT_RESULTS,
+    OPT_STATUS,
+    OPT_STATUS_EVERY,
+    OPT_METRICS_PORT,
+    OPT_METRICS_BIND,
+    OPT_COUNT
+};
+
+static const cli_option options[] = {
+    [OPT_BACKEND] = {"--backend", "gpu|cpu",
+                     "gpu (default; no GPU: exit 3) or cpu: the CPU face\n"
+                     "pipeline, one worker taking the newest frame of each\n"
+                     "camera (live cameras drop what it cannot keep up with;\n"
+                     "files wait), results with gpu -1; the GPU options\n"
+                     "(--gpus, --placement, --lanes, --graphs, --pool,\n"
+                     "--precision, --max-wait-ms) do not apply"},
+    [OPT_THREADS] = {"--threads", "N",
+                     "CPU backend: threads the models run on, 1..256, or 0\n"
+                     "= one per CPU core (default 0)"},
+    [OPT_GPUS] = {"--gpus", "LIST|all", "GPUs to use, e.g. 0,1 (default 0)"},
+    [OPT_PLACEMENT] = {"--placement", "round-robin|least-loaded",
+                       "cameras to GPUs (default round-robin)"},
+    [OPT_MAX_BATCH] = {"--max-batch", "N",
+                       "frames per batch, 1.." STR(OMMA_PIPELINE_MAX_BATCH) " (default 64)"},
+    [OPT_MAX_WAIT_MS] = {"--max-wait-ms", "MS",
+                         "run a batch once its oldest frame waited this long (5)"},
+    [OPT_LANES] = {"--lanes", "N",
+                   "batches in flight per GPU, 1.." STR(OMMA_PIPELINE_MAX_LANES) " (default 3)"},
+    [OPT_GRAPHS] = {"--graphs", "on|off", "each batch as one CUDA graph (default on)"},
+    [OPT_REALTIME] = {"--realtime", "on|off", "files at their own rate (default on)"},
+    [OPT_LOOP] = {"--loop", NULL, "files start again at their end"},
+    [OPT_FPS] = {"--fps", "F", "image sequences' and synthetic cameras' rate (30)"},
+    [OPT_RESOLUTION] = {"--resolution", "WxH", "synthetic cameras' frames (1920x1080)"},
+    [OPT_PER_THREAD] = {"--cameras-per-thread", "K", "one thread drives K synthetic cameras (1)"},
+    [OPT_POOL] = {"--pool", "device|pinned",
+                  "synthetic frames in device memory (default: read in\n"
+                  "place) or pinned host memory (uploaded per frame)"},
+    [OPT_MAX_FACES] = {"--max-faces", "N",
+                       "faces tracked per camera, 1.." STR(OMMA_PIPELINE_MAX_FACES) " (default 4)"},
+    [OPT_DETECT_EVERY] = {"--detect-every", "K",
+                          "also run the detector every K frames while max-faces\n"
+                          "faces are tracked; 0 = only when fewer (default 0)"},
+    [OPT_MIN_SCORE] = {"--min-score", "S",
+                       "detector: keep detections scoring at least S, 0..1 (0.5)"},
+    [OPT_MIN_PRESENCE] = {"--min-presence", "P",
+                          "FaceMesh: keep tracking a face while its presence is at\n"
+                          "least P, 0..1 (default 0.5)"},
+    [OPT_PRECISION] = {"--precision", "fp16|fp32", "GPU engines' precision (default fp16)"},
+    [OPT_MODEL] = {"--model", "short|full",
+                   "detector: short range (default; faces within ~2 m of\n"
+                   "the camera) or full range (within ~5 m: smaller faces)"},
+    [OPT_DURATION] = {"--duration", "S", "stop after S seconds"},
+    [OPT_MAX_FRAMES] = {"--max-frames", "N", "at most N frames of each camera"},
+    [OPT_OUT] = {"--out", "FILE", "results there (complete when it ends) instead of stdout"},
+    [OPT_RESULTS] = {"--results", "on|off", "write results (default on)"},
+    [OPT_STATUS] = {"--status", "auto|table|json|off",
+                    "live status on stderr: a table redrawn on a\n"
+                    "terminal, a JSON line otherwise (auto)"},
+    [OPT_STATUS_EVERY] = {"--status-every", "S", "seconds between status reports (1)"},
+    [OPT_METRICS_PORT] = {"--metrics-port", "P",
+                          "serve OpenMetrics at http://HOST:P/metrics (0: any port)"},
+    [OPT_METRICS_BIND] = {"--metrics-bind", "ADDR", "the address it listens on (default all IPv4)"},
+    [OPT_COUNT] = {NULL, NULL, NULL},
+};
+
 void cli_stream_usage(FILE *to)
 {
     fprintf(to,
@@ -22,51 +114,10 @@ void cli_stream_usage(FILE *to)
             "  SOURCE: a video file (played at its rate; --realtime off: as fast as it\n"
             "  decodes), a directory of PNG/JPEG images or a pattern with %%d (--fps), a V4L2\n"
             "  camera /dev/videoN, or synthetic[:N]: N synthetic cameras (default 1) moving the\n"
-            "  photo's face over a frame at --fps (ground truth known; load tests).\n"
-            "  --backend gpu|cpu    gpu (default; no GPU: exit 3) or cpu: the CPU face\n"
-            "                       pipeline, one worker taking the newest frame of each\n"
-            "                       camera (live cameras drop what it cannot keep up with;\n"
-            "                       files wait), results with gpu -1; the GPU options\n"
-            "                       (--gpus, --placement, --lanes, --graphs, --pool,\n"
-            "                       --precision, --max-wait-ms) do not apply\n"
-            "  --threads N          CPU backend: threads the models run on, 1..256, or 0\n"
-            "                       = one per CPU core (default 0)\n"
-            "  --gpus LIST|all      GPUs to use, e.g. 0,1 (default 0)\n"
-            "  --placement round-robin|least-loaded   cameras to GPUs (default round-robin)\n"
-            "  --max-batch N        frames per batch, 1..%d (default 64)\n"
-            "  --max-wait-ms MS     run a batch once its oldest frame waited this long (5)\n"
-            "  --lanes N            batches in flight per GPU, 1..%d (default 3)\n"
-            "  --graphs on|off      each batch as one CUDA graph (default on)\n"
-            "  --realtime on|off    files at their own rate (default on)\n"
-            "  --loop               files start again at their end\n"
-            "  --fps F              image sequences' and synthetic cameras' rate (30)\n"
-            "  --resolution WxH     synthetic cameras' frames (1920x1080)\n"
-            "  --cameras-per-thread K  one thread drives K synthetic cameras (1)\n"
-            "  --pool device|pinned synthetic frames in device memory (default: read in\n"
-            "                       place) or pinned host memory (uploaded per frame)\n"
-            "  --max-faces N, --detect-every K, --precision fp16|fp32, --model short|full\n"
-            "                       as omma run (defaults 4, 0, fp16, short)\n"
-            "  --duration S         stop after S seconds\n"
-            "  --max-frames N       at most N frames of each camera\n"
-            "  --out FILE           results there (complete when it ends) instead of stdout\n"
-            "  --results on|off     write results (default on)\n"
-            "  --status auto|table|json|off  live status on stderr: a table redrawn on a\n"
-            "                       terminal, a JSON line otherwise (auto), every\n"
-            "  --status-every S     seconds (1)\n"
-            "  --metrics-port P     serve OpenMetrics at http://HOST:P/metrics (0: any port)\n"
-            "  --metrics-bind ADDR  the address it listens on (default all IPv4)\n"
-            "  Exit codes: 0 ok, 1 a source or the run failed, 2 usage, 3 no GPU (without\n"
-            "  --backend cpu), 130\n"
-            "  interrupted (outputs hold every result delivered).\n",
-            OMMA_PIPELINE_MAX_BATCH, OMMA_PIPELINE_MAX_LANES);
-}
-
-static int usage_error(const char *fmt, const char *a, const char *b)
-{
-    fprintf(stderr, "omma: error: ");
-    fprintf(stderr, fmt, a, b);
-    fprintf(stderr, " (omma stream --help)\n");
-    return CLI_EXIT_USAGE;
+            "  photo's face over a frame at --fps (ground truth known; load tests).\n");
+    cli_print_options(to, options);
+    fprintf(to, "  Exit codes: 0 ok, 1 a source or the run failed, 2 usage, 3 no GPU (without\n"
+                "  --backend cpu), 130 interrupted (outputs hold every result delivered).\n");
 }
 
 static int parse_onoff(const char *opt, const char *s, int *v)
@@ -139,52 +190,14 @@ static const char *data_dir(void)
     return d && *d ? d : OMMA_DEFAULT_DATA_DIR;
 }
 
-/* One option at argv[*i] (its value after it). Returns 1, or 0 on error. */
-static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_frames,
+/* One option's value into o. Returns 1, or 0 after the message. */
+static int option(int id, const char *a, const char *v, cli_stream_opts *o, long *max_frames,
                   int *full_range)
 {
-    const char *a = argv[*i];
-    static const char *const known[] = {"--backend",
-                                        "--threads",
-                                        "--gpus",
-                                        "--placement",
-                                        "--max-batch",
-                                        "--max-wait-ms",
-                                        "--lanes",
-                                        "--graphs",
-                                        "--realtime",
-                                        "--fps",
-                                        "--resolution",
-                                        "--pool",
-                                        "--max-faces",
-                                        "--detect-every",
-                                        "--precision",
-                                        "--model",
-                                        "--duration",
-                                        "--max-frames",
-                                        "--out",
-                                        "--results",
-                                        "--status",
-                                        "--status-every",
-                                        "--metrics-port",
-                                        "--metrics-bind",
-                                        "--cameras-per-thread"};
-    if (strcmp(a, "--loop") == 0) {
+    if (id == OPT_LOOP) {
         o->rt.source.loop = 1;
         return 1;
     }
-    int is_known = 0;
-    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
-        is_known |= strcmp(a, known[k]) == 0;
-    if (!is_known) {
-        fprintf(stderr, "omma: error: unknown option %s (omma stream --help)\n", a);
-        return 0;
-    }
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "omma: error: %s needs a value\n", a);
-        return 0;
-    }
-    const char *v = argv[++*i];
     long n;
     double d;
     rt_runtime_config *rt = &o->rt;
@@ -196,6 +209,10 @@ static int option(int argc, char **argv, int *i, cli_stream_opts *o, long *max_f
         rt->pipeline.backend = strcmp(v, "cpu") ? OMMA_BACKEND_CUDA : OMMA_BACKEND_CPU;
         return 1;
     }
+    if (id == OPT_MIN_SCORE && cli_arg_double(a, v, 0.0, 1.0, &d))
+        return rt->pipeline.min_detection_score = (float)d, 1;
+    if (id == OPT_MIN_PRESENCE && cli_arg_double(a, v, 0.0, 1.0, &d))
+        return rt->pipeline.min_presence = (float)d, 1;
     if (strcmp(a, "--threads") == 0 && cli_arg_long(a, v, 0, 256, &n))
         return rt->pipeline.threads = (int)n, 1;
     if (strcmp(a, "--gpus") == 0)
@@ -304,35 +321,39 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
         return CLI_EXIT_ERROR;
     }
     long max_frames = 0;
-    int full_range = 0, n_sources = 0, rest = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!rest && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+    int full_range = 0, n_sources = 0;
+    cli_args args;
+    cli_args_init(&args, "stream", options, argc, argv);
+    const cli_option *opt;
+    const char *v;
+    for (cli_arg_kind k; (k = cli_next(&args, &opt, &v)) != CLI_ARG_END;) {
+        int rc = -1;
+        if (k == CLI_ARG_HELP) {
             cli_stream_usage(stdout);
-            free(sources);
-            return CLI_EXIT_OK;
+            rc = CLI_EXIT_OK;
+        } else if (k == CLI_ARG_ERROR) {
+            rc = CLI_EXIT_USAGE;
+        } else if (k == CLI_ARG_POSITIONAL) {
+            sources[n_sources++] = v;
+        } else if (!option((int)(opt - options), opt->name, v, o, &max_frames, &full_range)) {
+            rc = cli_see_help("stream");
         }
-        if (!rest && strcmp(a, "--") == 0) {
-            rest = 1;
-        } else if (!rest && a[0] == '-' && a[1] == '-') {
-            if (!option(argc, argv, &i, o, &max_frames, &full_range)) {
-                free(sources);
-                return CLI_EXIT_USAGE;
-            }
-        } else {
-            sources[n_sources++] = a;
+        if (rc >= 0) {
+            free(sources);
+            return rc;
         }
     }
     if (n_sources == 0) {
         free(sources);
-        return usage_error("no SOURCE given%s%s", "", "");
+        return cli_usage_error("stream", "no SOURCE given (a video, images, /dev/videoN or "
+                                         "synthetic)");
     }
     int ok = 1;
     for (int i = 0; i < n_sources && ok; i++)
         ok = add_source(o, sources[i], max_frames);
     free(sources);
     if (!ok)
-        return CLI_EXIT_USAGE;
+        return cli_see_help("stream");
     const char *data = data_dir();
     snprintf(o->detector, sizeof o->detector, "%s/models/face_detection_%s_range.tflite", data,
              full_range ? "full" : "short");
