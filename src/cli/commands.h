@@ -12,6 +12,7 @@ enum {
 
 int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_bus(int argc, char **argv);
 int cli_models(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_stream(int argc, char **argv);

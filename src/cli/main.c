@@ -18,6 +18,7 @@ static const struct {
     {"info", cli_info, "GPUs with their facts and NVML readings"},
     {"models", cli_models, "inspect model files (models inspect FILE)"},
     {"bench", cli_bench, "benchmarks: bench context|engine|pipeline|runtime"},
+    {"bus", cli_bus, "frame buses between processes: bus ls | bus watch NAME"},
     {"help", NULL, "help of omma or of a command (help COMMAND)"},
     {"version", NULL, "omma's version (also --version)"},
 };

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* strdup */
 /* omma stream's command line: sources, GPUs, batching, models, outputs. */
 #include "cli/stream_options.h"
 
@@ -7,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "omma/bus.h"
 
 #define DEFAULT_PHOTO "testdata/astronaut.png"
 
@@ -42,6 +44,9 @@ enum {
     OPT_STATUS_EVERY,
     OPT_METRICS_PORT,
     OPT_METRICS_BIND,
+    OPT_PUBLISH,
+    OPT_PUBLISH_SUBSCRIBERS,
+    OPT_PUBLISH_WAIT,
     OPT_COUNT
 };
 
@@ -99,6 +104,16 @@ static const cli_option options[] = {
     [OPT_METRICS_PORT] = {"--metrics-port", "P",
                           "serve OpenMetrics at http://HOST:P/metrics (0: any port)"},
     [OPT_METRICS_BIND] = {"--metrics-bind", "ADDR", "the address it listens on (default all IPv4)"},
+    [OPT_PUBLISH] = {"--publish", "NAME",
+                     "share every camera's frames (GPU memory, no copy) and\n"
+                     "faces with other processes on the frame bus NAME\n"
+                     "(omma stream bus:NAME, omma bus ls|watch)"},
+    [OPT_PUBLISH_SUBSCRIBERS] = {"--publish-subscribers", "N",
+                                 "subscribers attached at once, 1..64 (16); each may\n"
+                                 "hold 2 frames per camera"},
+    [OPT_PUBLISH_WAIT] = {"--publish-wait", "S",
+                          "wait up to S seconds for a first subscriber before the\n"
+                          "sources start (a file then reaches it from frame 1)"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -113,8 +128,10 @@ void cli_stream_usage(FILE *to)
             "  source ends, --duration passes, or SIGINT/SIGTERM (a second one exits at once).\n"
             "  SOURCE: a video file (played at its rate; --realtime off: as fast as it\n"
             "  decodes), a directory of PNG/JPEG images or a pattern with %%d (--fps), a V4L2\n"
-            "  camera /dev/videoN, or synthetic[:N]: N synthetic cameras (default 1) moving the\n"
-            "  photo's face over a frame at --fps (ground truth known; load tests).\n");
+            "  camera /dev/videoN, synthetic[:N]: N synthetic cameras (default 1) moving the\n"
+            "  photo's face over a frame at --fps (ground truth known; load tests), or\n"
+            "  bus:NAME[/CAMERAS]: the cameras (all, or a list like 0,2) another omma\n"
+            "  process publishes with --publish NAME, read in GPU memory.\n");
     cli_print_options(to, options);
     fprintf(to, "  Exit codes: 0 ok, 1 a source or the run failed, 2 usage, 3 no GPU (without\n"
                 "  --backend cpu), 130 interrupted (outputs hold every result delivered).\n");
@@ -163,10 +180,85 @@ static int parse_gpus(const char *s, cli_stream_opts *o)
     return 1;
 }
 
-/* synthetic or synthetic:N adds N synthetic cameras; anything else is a
- * source. */
+/* A camera spec the options own (freed with them). */
+static const char *own_spec(cli_stream_opts *o, const char *spec)
+{
+    char **more = realloc(o->owned, (size_t)(o->n_owned + 1) * sizeof *more);
+    if (!more)
+        return NULL;
+    o->owned = more;
+    o->owned[o->n_owned] = strdup(spec);
+    return o->owned[o->n_owned] ? o->owned[o->n_owned++] : NULL;
+}
+
+/* bus:NAME (every camera the publisher has now) or bus:NAME/0,2: one
+ * camera "bus:NAME/I" each. */
+static int add_bus(cli_stream_opts *o, const char *arg, long max_frames)
+{
+    char name[64];
+    const char *rest = arg + 4, *slash = strchr(rest, '/');
+    size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (n == 0 || n >= sizeof name || (slash && !slash[1])) {
+        fprintf(stderr, "omma: error: %s: expected bus:NAME or bus:NAME/CAMERAS\n", arg);
+        return 0;
+    }
+    memcpy(name, rest, n);
+    name[n] = '\0';
+    int list[OMMA_PIPELINE_MAX_CAMERAS], count = 0;
+    if (slash) {
+        for (const char *p = slash + 1; *p;) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 0 || v > 1023 || (*end && *end != ',') ||
+                count == OMMA_PIPELINE_MAX_CAMERAS) {
+                fprintf(stderr, "omma: error: %s: expected camera indices like 0,2\n", arg);
+                return 0;
+            }
+            list[count++] = (int)v;
+            p = *end ? end + 1 : end;
+        }
+    } else {
+        omma_bus_options bo;
+        omma_bus_options_init(&bo);
+        bo.watch = 1;
+        omma_bus_subscriber *w = NULL;
+        omma_status st = omma_bus_subscribe(NULL, name, &bo, &w);
+        if (st != OMMA_OK) {
+            cli_error("%s: %s", arg, omma_last_error());
+            return 0;
+        }
+        count = omma_bus_camera_count(w);
+        for (int i = 0; i < count && i < OMMA_PIPELINE_MAX_CAMERAS; i++) {
+            omma_bus_camera_info ci;
+            list[i] = omma_bus_camera_info_get(w, i, &ci) == OMMA_OK ? ci.index : i;
+        }
+        omma_bus_close(w);
+    }
+    if (o->rt.n_cameras + count > OMMA_PIPELINE_MAX_CAMERAS) {
+        fprintf(stderr, "omma: error: more than %d cameras\n", OMMA_PIPELINE_MAX_CAMERAS);
+        return 0;
+    }
+    for (int i = 0; i < count; i++) {
+        char spec[96];
+        snprintf(spec, sizeof spec, "bus:%s/%d", name, list[i]);
+        rt_camera_config *c = &o->cameras[o->rt.n_cameras++];
+        c->spec = own_spec(o, spec);
+        c->name = NULL;
+        c->max_frames = max_frames;
+        if (!c->spec) {
+            fprintf(stderr, "omma: error: out of memory\n");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* synthetic or synthetic:N adds N synthetic cameras, bus:... the cameras of
+ * a frame bus; anything else is a source. */
 static int add_source(cli_stream_opts *o, const char *arg, long max_frames)
 {
+    if (strncmp(arg, "bus:", 4) == 0)
+        return add_bus(o, arg, max_frames);
     long n = 1;
     int synthetic = strcmp(arg, "synthetic") == 0 || strncmp(arg, "synthetic:", 10) == 0;
     if (synthetic && arg[9] == ':' && !cli_arg_long("synthetic:N", arg + 10, 1, 4096, &n))
@@ -301,6 +393,12 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return rt->synthetic_per_thread = (int)n, 1;
     if (strcmp(a, "--metrics-bind") == 0)
         return o->metrics_bind = v, 1;
+    if (id == OPT_PUBLISH)
+        return rt->publish = v, 1;
+    if (id == OPT_PUBLISH_SUBSCRIBERS && cli_arg_long(a, v, 1, 64, &n))
+        return rt->publish_subscribers = (int)n, 1;
+    if (id == OPT_PUBLISH_WAIT && cli_arg_double(a, v, 0.0, 3600.0, &d))
+        return rt->publish_wait_ms = (int)(d * 1000.0), 1;
     return 0; /* a value that did not parse: said so above */
 }
 
@@ -368,6 +466,11 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
 
 void cli_stream_opts_free(cli_stream_opts *o)
 {
+    for (int i = 0; i < o->n_owned; i++)
+        free(o->owned[i]);
+    free(o->owned);
+    o->owned = NULL;
+    o->n_owned = 0;
     free(o->cameras);
     o->cameras = NULL;
 }

@@ -26,6 +26,8 @@ typedef struct cli_stream_opts {
     double status_interval_s;
     int metrics_port; /* -1: none */
     const char *metrics_bind;
+    char **owned; /* camera specs made here (bus:NAME/I) */
+    int n_owned;
 } cli_stream_opts;
 
 void cli_stream_usage(FILE *to);

@@ -302,10 +302,12 @@ static int is_packed(const rt_ring *ring, const omma_frame *f)
     return 1;
 }
 
-/* Enqueues the upload of f into WRITING slot i (frame seq) on stream
- * (context current); a bus announces the frame once the copy has run. */
-static omma_status upload(rt_ring *ring, int i, uint64_t seq, uint64_t capture_ns, int after_done,
-                          const omma_frame *f, CUstream stream)
+/* Enqueues the copy of f (host memory: an upload; device memory: a
+ * device-to-device copy after `f_ready`) into WRITING slot i (frame seq)
+ * on stream (context current); a bus announces the frame once the copy has
+ * run. */
+static omma_status upload(rt_ring *ring, int i, uint64_t seq, uint64_t capture_ns,
+                          int after_done, const omma_frame *f, CUevent f_ready, CUstream stream)
 {
     /* The slot's previous upload may still be in flight (a frame dropped
      * before it was taken), maybe on another stream. */
@@ -313,7 +315,12 @@ static omma_status upload(rt_ring *ring, int i, uint64_t seq, uint64_t capture_n
     if (after_done)
         OMMA_TRY(OMMA_CK(gpu_cu.cuStreamWaitEvent(stream, ring->done[i], 0)));
     CUdeviceptr slot = ring->base + (CUdeviceptr)i * ring->slot_stride;
-    if (is_packed(ring, f)) {
+    if (f->memory == OMMA_MEMORY_DEVICE) {
+        if (f_ready)
+            OMMA_TRY(OMMA_CK(gpu_cu.cuStreamWaitEvent(stream, f_ready, 0)));
+        OMMA_TRY(gpu_copy_d2d_async(ring->dev, slot, (CUdeviceptr)(uintptr_t)f->planes[0],
+                                    ring->frame_bytes, stream));
+    } else if (is_packed(ring, f)) {
         OMMA_TRY(gpu_copy_h2d_async(ring->dev, slot, f->planes[0], ring->frame_bytes, stream));
     } else {
         for (int p = 0; p < ring->planes; p++)
@@ -393,15 +400,14 @@ static omma_status plan_put(rt_ring *ring, int timeout_ms, rt_put_plan *plan)
     return OMMA_OK;
 }
 
-omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream upload_stream,
-                        uint64_t capture_ns, int timeout_ms)
+/* rt_ring_put and rt_ring_put_copy: f in host or device memory. */
+static omma_status put_copy(rt_ring *ring, const char *fn, const omma_frame *f, CUevent f_ready,
+                            CUstream stream, uint64_t capture_ns, int timeout_ms)
 {
-    if (!ring || !host_frame)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_ring_put: %s is NULL", ring ? "frame" : "ring");
-    OMMA_TRY(check_frame(ring, host_frame, OMMA_MEMORY_HOST));
     if (atomic_exchange(&ring->in_put, 1))
-        return OMMA_FAIL(OMMA_ERR_BUSY, "rt_ring_put: another thread is putting into this ring "
-                                        "(one producer at a time)");
+        return OMMA_FAIL(OMMA_ERR_BUSY, "%s: another thread is putting into this ring (one "
+                                        "producer at a time)",
+                         fn);
     omma_scope scope;
     omma_status st = omma_device_enter(ring->dev, &scope);
     if (st != OMMA_OK) {
@@ -416,10 +422,10 @@ omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream up
         bus_pub_slot_write(ring->bus, ring->bus_camera, plan.slot, plan.seq);
     pthread_mutex_unlock(&ring->lock);
     if (st == OMMA_OK && plan.kind == RT_PUT_CLOSED)
-        st = OMMA_FAIL(OMMA_ERR_CLOSED, "rt_ring_put: the ring is closed");
+        st = OMMA_FAIL(OMMA_ERR_CLOSED, "%s: the ring is closed", fn);
     if (st == OMMA_OK && (plan.kind == RT_PUT_WRITE || plan.kind == RT_PUT_WRITE_AFTER_DONE)) {
         st = upload(ring, plan.slot, plan.seq, capture_ns, plan.kind == RT_PUT_WRITE_AFTER_DONE,
-                    host_frame, upload_stream);
+                    f, f_ready, stream);
         pthread_mutex_lock(&ring->lock);
         rt_slots_end_put(&ring->s, plan.slot, capture_ns, st == OMMA_OK);
         if (st == OMMA_OK)
@@ -430,6 +436,43 @@ omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream up
     st = leave_keep(&scope, st);
     atomic_store(&ring->in_put, 0);
     return st;
+}
+
+omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream upload_stream,
+                        uint64_t capture_ns, int timeout_ms)
+{
+    if (!ring || !host_frame)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_ring_put: %s is NULL", ring ? "frame" : "ring");
+    OMMA_TRY(check_frame(ring, host_frame, OMMA_MEMORY_HOST));
+    return put_copy(ring, "rt_ring_put", host_frame, NULL, upload_stream, capture_ns, timeout_ms);
+}
+
+omma_status rt_ring_put_copy(rt_ring *ring, const omma_frame *device_frame, CUevent ready,
+                             CUstream stream, uint64_t capture_ns, int timeout_ms)
+{
+    if (!ring || !device_frame)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_ring_put_copy: %s is NULL",
+                         ring ? "frame" : "ring");
+    if (ring->by_ref)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "rt_ring_put_copy: a reference ring takes frames by reference "
+                         "(rt_ring_put_device)");
+    if (device_frame->memory != OMMA_MEMORY_DEVICE)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "rt_ring_put_copy: the frame is in host memory");
+    if (device_frame->width != ring->fmt.width || device_frame->height != ring->fmt.height ||
+        device_frame->format != ring->fmt.format)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "rt_ring_put_copy: the frame is %dx%d %s but the ring holds %dx%d %s "
+                         "frames",
+                         device_frame->width, device_frame->height,
+                         format_name(device_frame->format), ring->fmt.width, ring->fmt.height,
+                         format_name(ring->fmt.format));
+    if (!is_packed(ring, device_frame))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "rt_ring_put_copy: the device frame's planes are not packed back to "
+                         "back");
+    return put_copy(ring, "rt_ring_put_copy", device_frame, ready, stream, capture_ns,
+                    timeout_ms);
 }
 
 omma_status rt_ring_put_device(rt_ring *ring, const omma_frame *device_frame, CUevent ready,

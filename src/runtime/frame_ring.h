@@ -165,6 +165,15 @@ omma_status rt_ring_create_bus(omma_device *dev, int slots, const rt_ring_format
 omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream upload_stream,
                         uint64_t capture_ns, int timeout_ms);
 
+/* Producer: as rt_ring_put, but *device_frame is in device memory on the
+ * ring's device (planes packed back to back, as in a slot: a frame-bus
+ * frame) and is copied device to device on stream after stream waits for
+ * `ready` (NULL: ready now). Counted as a device-to-device copy. Errors as
+ * rt_ring_put, and OMMA_ERR_UNSUPPORTED for a host frame, a reference ring
+ * or planes not packed. */
+omma_status rt_ring_put_copy(rt_ring *ring, const omma_frame *device_frame, CUevent ready,
+                             CUstream stream, uint64_t capture_ns, int timeout_ms);
+
 /* Producer of a reference ring: publishes *device_frame (device memory on
  * the ring's device, the ring's format, any pitch) with `ready`, the event
  * the consumer's stream waits for before reading it (NULL: the frame is

@@ -165,7 +165,7 @@ static omma_status start_threads(rt_gpu_runtime *rt)
         OMMA_TRY(start_thread(rt, &g->worker, rt_gpu_worker, g, &g->worker_started));
     }
     for (int i = 0; i < rt->n_cams; i++)
-        if (rt->cams[i].src)
+        if (!rt_cam_synthetic(&rt->cams[i]))
             OMMA_TRY(start_thread(rt, &rt->cams[i].thread, rt_cam_thread, &rt->cams[i],
                                   &rt->cams[i].started));
     for (int d = 0; d < rt->n_drivers; d++)
@@ -185,7 +185,7 @@ static omma_status make_drivers(rt_gpu_runtime *rt)
 {
     int synthetic = 0, per = rt->cfg.synthetic_per_thread;
     for (int i = 0; i < rt->n_cams; i++)
-        synthetic += !rt->cams[i].src;
+        synthetic += rt_cam_synthetic(&rt->cams[i]);
     if (!synthetic)
         return OMMA_OK;
     rt->n_drivers = (synthetic + per - 1) / per;
@@ -198,7 +198,7 @@ static omma_status make_drivers(rt_gpu_runtime *rt)
         period * (uint64_t)(rt->cfg.pipeline.detect_every > 1 ? rt->cfg.pipeline.detect_every : 1);
     int k = 0;
     for (int i = 0; i < rt->n_cams; i++) {
-        if (rt->cams[i].src)
+        if (!rt_cam_synthetic(&rt->cams[i]))
             continue;
         rt_driver *d = &rt->drivers[k / per];
         if (d->count == 0) {
@@ -210,6 +210,25 @@ static omma_status make_drivers(rt_gpu_runtime *rt)
         k++;
     }
     return OMMA_OK;
+}
+
+/* cfg.publish_wait_ms: the sources start once a subscriber is there (or
+ * the wait is over: said in the log). */
+static void wait_for_subscriber(rt_gpu_runtime *rt)
+{
+    if (!rt->bus || rt->cfg.publish_wait_ms <= 0)
+        return;
+    uint64_t end = core_now_ns() + (uint64_t)rt->cfg.publish_wait_ms * 1000000u;
+    bus_pub_stats st;
+    do {
+        bus_pub_get_stats(rt->bus, &st);
+        if (st.subscribers > 0)
+            return;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    } while (core_now_ns() < end && !rt_stopping(rt));
+    omma_log(OMMA_LOG_WARN, "bus %s: no subscriber within %d ms; starting the cameras",
+             rt->cfg.publish, rt->cfg.publish_wait_ms);
 }
 
 static omma_status open_all(rt_gpu_runtime *rt)
@@ -245,6 +264,7 @@ static omma_status open_all(rt_gpu_runtime *rt)
         OMMA_TRY(bus_pub_start(rt->bus));
     OMMA_TRY(register_metrics(rt));
     OMMA_TRY(make_drivers(rt));
+    wait_for_subscriber(rt);
     return start_threads(rt);
 }
 

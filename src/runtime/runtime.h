@@ -125,6 +125,8 @@ typedef struct rt_runtime_config {
     int publish_subscribers; /* subscribers at once, 1..64 (16) */
     int publish_holds; /* extra ring slots per subscriber (2): frames a
                         * subscriber holds are not overwritten */
+    int publish_wait_ms; /* wait up to this long for a first subscriber
+                          * before the cameras start (0: do not wait) */
     void (*on_result)(void *ctx, const rt_result *r);
     void (*on_camera)(void *ctx, const rt_camera_event *e);
     void *ctx;

@@ -26,6 +26,8 @@ omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam)
         cam->phase = (long)cam->index * 7919 % (cfg->pool_frames > 0 ? cfg->pool_frames : 1);
         return OMMA_OK;
     }
+    if (rt_bus_spec(cam->cfg.spec))
+        return rt_bus_cam_open(cam);
     OMMA_TRY(rt_source_open(cam->cfg.spec, &cfg->source, &cam->src));
     const rt_source_info *info = rt_source_get_info(cam->src);
     cam->fmt = (rt_ring_format){info->width, info->height, info->format};
@@ -39,7 +41,7 @@ omma_status rt_cam_prepare(rt_cam *cam)
     rt_gpu *g = cam->gpu;
     const rt_runtime_config *cfg = &cam->rt->cfg;
     rt_ring_policy policy = cam->live ? RT_RING_KEEP_NEWEST : RT_RING_BLOCK;
-    int by_ref = !cam->src && cfg->pool_memory == OMMA_MEMORY_DEVICE;
+    int by_ref = rt_cam_synthetic(cam) && cfg->pool_memory == OMMA_MEMORY_DEVICE;
     if (by_ref && cam->rt->bus)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                          "camera %d: synthetic frames from a device pool are referenced, not "
@@ -59,6 +61,8 @@ omma_status rt_cam_prepare(rt_cam *cam)
     }
     cam->frame_bytes = rt_ring_frame_bytes(cam->ring);
     OMMA_TRY(gpu_stream_acquire(g->dev, GPU_PRIORITY_NORMAL, &cam->upload));
+    if (cam->bus_name[0])
+        return rt_bus_cam_prepare(cam); /* copied on the GPU: no staging */
     if (!cam->src)
         return OMMA_OK; /* pool frames are pinned already */
     for (int i = 0; i < 2; i++) {
@@ -94,9 +98,10 @@ void rt_cam_close(rt_cam *cam)
     cam->upload = NULL;
     rt_source_close(cam->src);
     cam->src = NULL;
+    rt_bus_cam_close(cam);
 }
 
-static void report(rt_cam *cam, metrics_camera_state state, omma_status st, const char *detail)
+void rt_cam_report(rt_cam *cam, metrics_camera_state state, omma_status st, const char *detail)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
     metrics_camera_set_state(cfg->metrics, cam->index, state);
@@ -106,11 +111,11 @@ static void report(rt_cam *cam, metrics_camera_state state, omma_status st, cons
     }
 }
 
-static void failed(rt_cam *cam, omma_status st)
+void rt_cam_failed(rt_cam *cam, omma_status st)
 {
     char detail[512];
     snprintf(detail, sizeof detail, "%s", omma_last_error());
-    report(cam, METRICS_CAMERA_FAILED, st, detail);
+    rt_cam_report(cam, METRICS_CAMERA_FAILED, st, detail);
 }
 
 /* A source's frame, packed into staging buffer k (once its last upload
@@ -146,7 +151,7 @@ static void run_source(rt_cam *cam)
     const rt_runtime_config *cfg = &cam->rt->cfg;
     for (long k = 0;; k++) {
         if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
-            report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");
+            rt_cam_report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");
             return;
         }
         omma_frame f;
@@ -156,11 +161,11 @@ static void run_source(rt_cam *cam)
         if (st == OMMA_ERR_CLOSED || (st == OMMA_OK && rt_stopping(cam->rt)))
             return; /* stopped */
         if (st != OMMA_OK) {
-            failed(cam, st);
+            rt_cam_failed(cam, st);
             return;
         }
         if (eof) {
-            report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "end of stream");
+            rt_cam_report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "end of stream");
             return;
         }
         metrics_frame_in(cfg->metrics, cam->index);
@@ -169,7 +174,7 @@ static void run_source(rt_cam *cam)
         if (st == OMMA_ERR_CLOSED)
             return;
         if (st != OMMA_OK) {
-            failed(cam, st);
+            rt_cam_failed(cam, st);
             return;
         }
         rt_gpu_notify(cam->gpu, cam);
@@ -189,7 +194,7 @@ static int put_synthetic(rt_cam *cam, long k)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
     if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
-        report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");
+        rt_cam_report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");
         return 0;
     }
     rt_gpu *g = cam->gpu;
@@ -203,7 +208,7 @@ static int put_synthetic(rt_cam *cam, long k)
     if (st == OMMA_ERR_CLOSED)
         return 0;
     if (st != OMMA_OK) {
-        failed(cam, st);
+        rt_cam_failed(cam, st);
         return 0;
     }
     rt_gpu_notify(g, cam);
@@ -242,7 +247,10 @@ void *rt_synthetic_driver(void *arg)
 void *rt_cam_thread(void *arg)
 {
     rt_cam *cam = arg;
-    run_source(cam);
+    if (cam->bus_name[0])
+        rt_bus_cam_run(cam);
+    else
+        run_source(cam);
     end_camera(cam);
     rt_thread_ended(cam->rt);
     return NULL;

@@ -24,7 +24,11 @@ typedef struct rt_cam {
     rt_gpu *gpu;
     int index;
     rt_camera_config cfg;
-    rt_source *src; /* NULL: synthetic */
+    rt_source *src; /* a source's camera (NULL: synthetic or bus) */
+    struct omma_bus_subscriber *bus; /* a "bus:NAME/I" camera: frames of
+                                      * another process (runtime_bus_camera.c) */
+    char bus_name[64];
+    int bus_index;
     long phase; /* synthetic: its first pool frame */
     rt_ring *ring;
     rt_ring_format fmt;
@@ -127,6 +131,27 @@ omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam);
 omma_status rt_cam_prepare(rt_cam *cam);
 void rt_cam_close(rt_cam *cam);
 void *rt_cam_thread(void *arg); /* a source's camera */
+
+/* A camera's state change: metrics and the on_camera callback. */
+void rt_cam_report(rt_cam *cam, metrics_camera_state state, omma_status st, const char *detail);
+/* The camera failed with st (omma_last_error() as the detail). */
+void rt_cam_failed(rt_cam *cam, omma_status st);
+
+/* Synthetic cameras are those without a spec. */
+static inline int rt_cam_synthetic(const rt_cam *cam)
+{
+    return cam->cfg.spec == NULL;
+}
+
+/* "bus:NAME/I" cameras (runtime_bus_camera.c): 1 when spec is one. */
+int rt_bus_spec(const char *spec);
+/* Reads the camera's format from the bus (watching, no memory mapped). */
+omma_status rt_bus_cam_open(rt_cam *cam);
+/* Subscribes on the camera's GPU (after placement). */
+omma_status rt_bus_cam_prepare(rt_cam *cam);
+/* The camera thread's loop: each frame copied on the GPU into the ring. */
+void rt_bus_cam_run(rt_cam *cam);
+void rt_bus_cam_close(rt_cam *cam);
 void *rt_synthetic_driver(void *arg); /* an rt_driver */
 /* The pool frame (modulo the pool's size) a synthetic camera's frame seq
  * (from 1) showed. */
