@@ -246,29 +246,29 @@ static int check_against_model(const bus_holds *h, const model *m)
         bad += st->offered != m->offered[seat] || st->given != m->given[seat] ||
                st->missed != m->missed[seat];
         bad += st->offered != st->given + st->missed + m->watched[seat];
+        /* The done events in use: one frame each, within the seat's range. */
         uint32_t used = 0;
-        for (int d = 0; d < 2 * m->max_holds[seat]; d++)
-            if (model_done_used(m, seat, d))
-                used |= 1u << d;
+        for (int s = 0; s < m->slots; s++) {
+            if (m->state[s][seat] == MS_NONE)
+                continue;
+            int d = m->done_of[s][seat];
+            bad += d < 0 || d >= 2 * m->max_holds[seat] || (used & (1u << d)) != 0;
+            used |= 1u << d;
+        }
         bad += st->done_busy != used;
     }
     for (int s = 0; s < m->slots; s++) {
         bad += h->slot[s].seq != m->seq[s];
+        uint64_t held = 0, rel = 0;
         for (int seat = 0; seat < BUS_MAX_SEATS; seat++) {
-            uint64_t bit = 1ull << seat;
-            int held = (h->slot[s].held & bit) != 0, rel = (h->slot[s].releasing & bit) != 0;
-            bad += held != (m->state[s][seat] == MS_HELD);
-            bad += rel != (m->state[s][seat] == MS_PENDING);
-            if (held || rel)
-                bad += h->slot[s].done[seat] != m->done_of[s][seat];
+            if (m->state[s][seat] == MS_NONE)
+                continue;
+            held |= (uint64_t)(m->state[s][seat] == MS_HELD) << seat;
+            rel |= (uint64_t)(m->state[s][seat] == MS_PENDING) << seat;
+            bad += h->slot[s].done[seat] != m->done_of[s][seat];
         }
+        bad += h->slot[s].held != held || h->slot[s].releasing != rel;
     }
-    /* A done event is used by one frame at a time. */
-    for (int seat = 0; seat < BUS_MAX_SEATS; seat++)
-        for (int s = 0; s < m->slots; s++)
-            for (int t = s + 1; t < m->slots; t++)
-                bad += m->state[s][seat] != MS_NONE && m->state[t][seat] != MS_NONE &&
-                       m->done_of[s][seat] == m->done_of[t][seat];
     return bad;
 }
 
