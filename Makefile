@@ -40,6 +40,7 @@ fuzz: data
 	@mkdir -p $(BUILD)
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) tflite
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) image
+	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) bus
 
 clean:
 	rm -rf $(BUILD)

@@ -3,11 +3,13 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus]
 #     tflite: the TFLite reader, seeded from the three models and the small
 #             forged models in fuzz/seeds/
 #     image:  the PNG/JPEG decoders, seeded from small images written by
 #             fuzz/make_image_seeds.c
+#     bus:    the frame bus's control-message decoder, seeded from one
+#             message of each type written by fuzz/make_bus_seeds.c
 set -eu
 src=${1:?source dir}
 build=${2:?build dir}
@@ -52,8 +54,18 @@ image)
     sources="$sources $src/src/io/image_jpeg.c"
     libs="-DOMMA_HAVE_JPEG=1 $libs"
     ;;
+bus)
+    if ! "$cc" -std=c11 -O1 -Wall -Wextra -Werror -I"$src/include" -I"$src/src" \
+        "$src/fuzz/make_bus_seeds.c" "$src/src/ipc/bus_proto.c" "$src/src/core/status.c" \
+        -o "$out/make_bus_seeds" || ! "$out/make_bus_seeds" "$out/seeds"; then
+        echo "FAIL: could not make the bus message seeds"
+        exit 1
+    fi
+    sources="$src/fuzz/fuzz_bus_proto.c $src/src/ipc/bus_proto.c"
+    libs=""
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite or image)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image or bus)" >&2
     exit 2
     ;;
 esac

@@ -80,13 +80,16 @@ static inline int bus_holds_busy(bus_holds *h, int slot, bus_done_fn done, void 
     return (s->held | s->releasing) != 0;
 }
 
-/* Frees the done events of every slot that completed (a seat's done events
- * come back even while the ring has no reason to look at their slots). */
-static inline void bus_holds_reclaim(bus_holds *h, bus_done_fn done, void *ctx)
+/* Frees every completed done event of every slot. A seat's done event
+ * stays in use from its release until a bus_holds_busy or this sees it
+ * complete: call it before offering a frame, or a seat that releases
+ * promptly runs out of done events (2 x max_holds) and misses frames of a
+ * ring with more slots than that while its slots wait to be rewritten. */
+static inline void bus_holds_reap(bus_holds *h, bus_done_fn done, void *ctx)
 {
     for (int i = 0; i < h->slots; i++)
         if (h->slot[i].releasing)
-            (void)bus_holds_busy(h, i, done, ctx);
+            bus_holds_busy(h, i, done, ctx);
 }
 
 /* The ring starts writing frame seq into slot (not busy). */
@@ -99,13 +102,18 @@ static inline void bus_holds_write(bus_holds *h, int slot, uint64_t seq)
 static inline bus_offer_result bus_holds_offer(bus_holds *h, int slot, uint64_t seq, int seat,
                                                int *done)
 {
+    *done = -1;
+    if (seat < 0 || seat >= BUS_MAX_SEATS || !h->seat[seat].active)
+        return BUS_OFFER_NO_SEAT;
+    if (slot < 0 || slot >= h->slots || h->slot[slot].seq != seq)
+        return BUS_OFFER_STALE;
     bus_hold_seat *st = &h->seat[seat];
     bus_hold_slot *s = &h->slot[slot];
-    *done = -1;
-    if (!st->active)
-        return BUS_OFFER_NO_SEAT;
-    if (s->seq != seq)
-        return BUS_OFFER_STALE;
+    uint64_t bit = 1ull << seat;
+    /* Offered twice: the seat holds it, or its done event for it is
+     * pending (s->done[seat] in use). Not counted: it was offered once. */
+    if ((s->held | s->releasing) & bit)
+        return BUS_OFFER_MISSED;
     st->offered++;
     if (st->watch)
         return BUS_OFFER_WATCH;
@@ -115,14 +123,14 @@ static inline bus_offer_result bus_holds_offer(bus_holds *h, int slot, uint64_t 
             free_done = d;
             break;
         }
-    if (st->holds >= st->max_holds || free_done < 0 || (s->held & (1ull << seat))) {
+    if (st->holds >= st->max_holds || free_done < 0) {
         st->missed++;
         return BUS_OFFER_MISSED;
     }
     st->holds++;
     st->given++;
     st->done_busy |= 1u << free_done;
-    s->held |= 1ull << seat;
+    s->held |= bit;
     s->done[seat] = (uint8_t)free_done;
     *done = free_done;
     return BUS_OFFER_GIVEN;

@@ -71,10 +71,15 @@ static omma_status check_body(const bus_msg *m)
     case BUS_MSG_WELCOME: {
         const bus_welcome *w = &m->u.welcome;
         if (w->seat >= BUS_MAX_SEATS || w->n_cameras > BUS_MAX_CAMERAS || w->max_faces < 1 ||
-            w->max_faces > 64)
+            w->max_faces > BUS_MAX_FACES || w->subscribers < 1 || w->subscribers > BUS_MAX_SEATS)
             return OMMA_FAIL(OMMA_ERR_FORMAT,
-                             "bus message %s: seat %u, %u cameras or %u faces out of range", t,
-                             (unsigned)w->seat, (unsigned)w->n_cameras, (unsigned)w->max_faces);
+                             "bus message %s: seat %u, %u cameras, %u faces or %u subscribers "
+                             "out of range",
+                             t, (unsigned)w->seat, (unsigned)w->n_cameras, (unsigned)w->max_faces,
+                             (unsigned)w->subscribers);
+        if (w->reserved != 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%x, not 0", t,
+                             (unsigned)w->reserved);
         return OMMA_OK;
     }
     case BUS_MSG_CAMERA: {
@@ -116,6 +121,9 @@ static omma_status check_body(const bus_msg *m)
                              "bus message %s: camera %u, slot %u, done %u or seq %llu out of range",
                              t, (unsigned)f->camera, (unsigned)f->slot, (unsigned)f->done,
                              (unsigned long long)f->seq);
+        if (f->reserved != 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%x, not 0", t,
+                             (unsigned)f->reserved);
         return OMMA_OK;
     }
     case BUS_MSG_RELEASE: {
@@ -125,6 +133,9 @@ static omma_status check_body(const bus_msg *m)
                              "bus message %s: camera %u, slot %u, used %u or seq %llu out of range",
                              t, (unsigned)r->camera, (unsigned)r->slot, (unsigned)r->used,
                              (unsigned long long)r->seq);
+        if (r->reserved != 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%x, not 0", t,
+                             (unsigned)r->reserved);
         return OMMA_OK;
     }
     case BUS_MSG_BYE:
@@ -170,26 +181,34 @@ omma_status bus_msg_decode(const void *buf, size_t n, bus_msg *m)
                          (unsigned)h.version, BUS_VERSION);
     if (h.type == 0 || h.type >= BUS_MSG_TYPE_END)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message: unknown type %u", (unsigned)h.type);
-    if (h.length != n || h.reserved != 0)
+    if (h.length != n)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: length field %u, received %zu bytes",
                          bus_msg_type_name(h.type), (unsigned)h.length, n);
-    m->type = (bus_msg_type)h.type;
+    if (h.reserved != 0)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved header field is 0x%x, not 0",
+                         bus_msg_type_name(h.type), (unsigned)h.reserved);
+    bus_msg_type type = (bus_msg_type)h.type;
     size_t body = n - sizeof h;
-    if (m->type == BUS_MSG_HELLO) {
+    if (type == BUS_MSG_HELLO) {
         size_t fixed = offsetof(bus_hello, cameras);
         if (body < fixed || (body - fixed) % sizeof(uint16_t) != 0 ||
             (body - fixed) / sizeof(uint16_t) > BUS_MAX_CAMERAS)
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message HELLO: %zu body bytes", body);
-        memcpy(&m->u.hello, (const uint8_t *)buf + sizeof h, body);
-        if (m->u.hello.n_cameras != (body - fixed) / sizeof(uint16_t))
+        uint32_t count;
+        memcpy(&count, (const uint8_t *)buf + sizeof h + offsetof(bus_hello, n_cameras),
+               sizeof count);
+        if (count != (body - fixed) / sizeof(uint16_t))
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message HELLO: %u cameras in %zu bytes",
-                             (unsigned)m->u.hello.n_cameras, body - fixed);
+                             (unsigned)count, body - fixed);
     } else {
-        if (body != body_bytes(m))
+        bus_msg probe = {.type = type};
+        if (body != body_bytes(&probe))
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: %zu body bytes, expected %zu",
-                             bus_msg_type_name(m->type), body, body_bytes(m));
-        memcpy(&m->u, (const uint8_t *)buf + sizeof h, body);
+                             bus_msg_type_name(type), body, body_bytes(&probe));
     }
+    /* *m stays zeroed until the message passed every check. */
+    m->type = type;
+    memcpy(&m->u, (const uint8_t *)buf + sizeof h, body);
     omma_status st = check_body(m);
     if (st != OMMA_OK)
         memset(m, 0, sizeof *m);

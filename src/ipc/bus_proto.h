@@ -32,6 +32,7 @@
 #define BUS_MAX_HOLDS 8 /* frames of one camera a subscriber may hold */
 #define BUS_MAX_SEATS 64 /* subscribers attached at once */
 #define BUS_NAME_MAX 64 /* bus and camera names, with the NUL */
+#define BUS_MAX_FACES 64 /* faces per frame in the results memory */
 #define BUS_TEXT_MAX 256 /* BYE / ERROR reasons, with the NUL */
 #define BUS_EVENT_HANDLE_BYTES 64 /* CUipcEventHandle */
 
@@ -56,9 +57,9 @@ typedef struct bus_header {
 
 /* HELLO flags. */
 #define BUS_HELLO_EVERY_FRAME 1u /* ask for every frame (blocking publishers) */
-#define BUS_HELLO_WATCH                                                                            \
-    2u /* only watches: frames are announced but never                                             \
-        * held (bus watch); no memory is sent */
+/* Only watches: frames are announced but never held (bus watch); no
+ * memory is sent. */
+#define BUS_HELLO_WATCH 2u
 
 typedef struct bus_hello {
     uint32_t flags;
@@ -74,7 +75,7 @@ typedef struct bus_welcome {
     uint32_t n_cameras; /* CAMERA messages that follow */
     uint32_t max_faces; /* faces per record in the results memory */
     uint32_t subscribers; /* seats taken, this one included */
-    uint32_t reserved;
+    uint32_t reserved; /* 0 */
     uint64_t results_bytes; /* size of the results memfd (sent with this) */
 } bus_welcome;
 
@@ -103,7 +104,7 @@ typedef struct bus_frame {
     uint64_t announce_ns; /* when the publisher sent it (CLOCK_MONOTONIC) */
     uint64_t missed; /* frames of this camera this seat missed so far */
     uint32_t done; /* the done event to record on release */
-    uint32_t reserved;
+    uint32_t reserved; /* 0 */
 } bus_frame;
 
 typedef struct bus_release {
@@ -112,7 +113,7 @@ typedef struct bus_release {
     uint64_t seq;
     uint32_t used; /* 1: the done event was recorded after the last read;
                     * 0: the frame was not read (declined) */
-    uint32_t reserved;
+    uint32_t reserved; /* 0 */
 } bus_release;
 
 typedef struct bus_text {
@@ -143,7 +144,9 @@ size_t bus_msg_encode(const bus_msg *m, void *buf, size_t cap);
 
 /* Decodes n bytes into *m. Errors: OMMA_ERR_FORMAT naming what is wrong
  * (short header, magic, version, type, a length that does not match the
- * type, a count, index or enum out of range, a string without its NUL). */
+ * type, a count, index or enum out of range, a string without its NUL, a
+ * reserved field not 0); *m is left zeroed. A message that decodes
+ * re-encodes to the same bytes. */
 omma_status bus_msg_decode(const void *buf, size_t n, bus_msg *m);
 
 /* "HELLO", "FRAME", ...; "unknown" for others. */

@@ -200,7 +200,7 @@ void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq)
 {
     done_ctx ctx = {p, camera};
     pthread_mutex_lock(&p->lock);
-    bus_holds_reclaim(&p->cams[camera].holds, done_query, &ctx);
+    bus_holds_reap(&p->cams[camera].holds, done_query, &ctx);
     bus_holds_write(&p->cams[camera].holds, slot, seq);
     pthread_mutex_unlock(&p->lock);
 }

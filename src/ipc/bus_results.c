@@ -10,6 +10,14 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "ipc/bus_proto.h"
+
+/* Records start on a cache line and take whole lines: the seqlock word is
+ * aligned (an atomic split across lines is not atomic) and two records
+ * never share a line (sizeof(omma_face) is not a multiple of 8). The
+ * header fits in the first line. */
+#define RECORD_ALIGN 64
+_Static_assert(sizeof(bus_results_header) <= RECORD_ALIGN, "the header fits in a line");
 
 typedef struct record_head {
     _Atomic uint64_t lock; /* odd while being written */
@@ -19,43 +27,56 @@ typedef struct record_head {
     int32_t reserved;
 } record_head;
 
+/* Records per camera at most: the CAMERA message's results_records. */
+#define MAX_RECORDS (4 * BUS_MAX_SLOTS)
+/* What a subscriber insists on: the memory cannot shrink under its mapping
+ * (SIGBUS) and cannot be written through the fd it was sent. */
+#define REQUIRED_SEALS (F_SEAL_SHRINK | F_SEAL_FUTURE_WRITE)
+
+/* Within the limits, so that sizes cannot overflow. */
+static int valid_shape(uint32_t cameras, uint32_t records, uint32_t max_faces)
+{
+    return cameras <= BUS_MAX_CAMERAS && records <= MAX_RECORDS && max_faces <= BUS_MAX_FACES;
+}
+
 static size_t record_bytes(int max_faces)
 {
-    return sizeof(record_head) + (size_t)max_faces * sizeof(omma_face);
+    size_t n = sizeof(record_head) + (size_t)max_faces * sizeof(omma_face);
+    return (n + RECORD_ALIGN - 1) / RECORD_ALIGN * RECORD_ALIGN;
 }
 
 size_t bus_results_bytes(int cameras, int records, int max_faces)
 {
     size_t page = 4096;
-    size_t n =
-        sizeof(bus_results_header) + (size_t)cameras * (size_t)records * record_bytes(max_faces);
+    size_t n = RECORD_ALIGN + (size_t)cameras * (size_t)records * record_bytes(max_faces);
     return (n + page - 1) / page * page;
 }
 
 static record_head *record_at(const bus_results *r, int camera, uint64_t seq)
 {
     size_t i = (size_t)camera * r->h.records + (size_t)(seq % r->h.records);
-    return (record_head *)(r->base + sizeof(bus_results_header) + i * r->h.record_bytes);
+    return (record_head *)(r->base + RECORD_ALIGN + i * r->h.record_bytes);
 }
 
 uint64_t bus_results_camera_offset(const bus_results *r, int camera)
 {
-    return sizeof(bus_results_header) + (uint64_t)camera * r->h.records * r->h.record_bytes;
+    return RECORD_ALIGN + (uint64_t)camera * r->h.records * r->h.record_bytes;
 }
 
 omma_status bus_results_create(int cameras, int records, int max_faces, bus_results *r)
 {
     memset(r, 0, sizeof *r);
     r->fd = -1;
-    if (cameras < 1 || records < 1 || max_faces < 1 || max_faces > 64)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus results: %d cameras, %d records, %d faces",
-                         cameras, records, max_faces);
+    if (!valid_shape((uint32_t)cameras, (uint32_t)records, (uint32_t)max_faces) || cameras < 1 ||
+        records < 1 || max_faces < 1)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "bus results: %d cameras, %d records, %d faces (1..%d, 1..%d, 1..%d)",
+                         cameras, records, max_faces, BUS_MAX_CAMERAS, MAX_RECORDS, BUS_MAX_FACES);
     size_t bytes = bus_results_bytes(cameras, records, max_faces);
     int fd = memfd_create("omma-bus-results", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return OMMA_FAIL(OMMA_ERR_IO, "bus results: memfd_create: %s", strerror(errno));
-    if (ftruncate(fd, (off_t)bytes) != 0 ||
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    if (ftruncate(fd, (off_t)bytes) != 0) {
         int e = errno;
         close(fd);
         return OMMA_FAIL(OMMA_ERR_IO, "bus results: sizing the memfd: %s", strerror(e));
@@ -66,6 +87,15 @@ omma_status bus_results_create(int cameras, int records, int max_faces, bus_resu
         close(fd);
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus results: mmap %zu bytes: %s", bytes,
                          strerror(e));
+    }
+    /* Sealed after our writable mapping exists: F_SEAL_FUTURE_WRITE keeps
+     * it writable but refuses write() and writable mappings to everyone
+     * the fd is sent to, so no subscriber can change what others read. */
+    if (fcntl(fd, F_ADD_SEALS, REQUIRED_SEALS | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        int e = errno;
+        munmap(p, bytes);
+        close(fd);
+        return OMMA_FAIL(OMMA_ERR_IO, "bus results: sealing the memfd: %s", strerror(e));
     }
     r->fd = fd;
     r->base = p;
@@ -85,9 +115,11 @@ omma_status bus_results_map(int fd, size_t bytes, bus_results *r)
     if (fstat(fd, &st) != 0)
         return OMMA_FAIL(OMMA_ERR_IO, "bus results: fstat: %s", strerror(errno));
     int seals = fcntl(fd, F_GET_SEALS);
-    if (seals < 0 || !(seals & F_SEAL_SHRINK))
+    if (seals < 0 || (seals & REQUIRED_SEALS) != REQUIRED_SEALS)
         return OMMA_FAIL(OMMA_ERR_FORMAT,
-                         "bus results: the memory is not sealed against shrinking");
+                         "bus results: the memory is not sealed against shrinking and writing "
+                         "(seals 0x%x)",
+                         seals < 0 ? 0 : (unsigned)seals);
     if ((uint64_t)st.st_size != bytes || bytes < sizeof(bus_results_header))
         return OMMA_FAIL(OMMA_ERR_FORMAT, "bus results: %lld bytes, announced %zu",
                          (long long)st.st_size, bytes);
@@ -96,9 +128,9 @@ omma_status bus_results_map(int fd, size_t bytes, bus_results *r)
         return OMMA_FAIL(OMMA_ERR_IO, "bus results: mmap: %s", strerror(errno));
     bus_results_header h;
     memcpy(&h, p, sizeof h);
-    if (h.magic != BUS_RESULTS_MAGIC || h.total_bytes != bytes || h.max_faces < 1 ||
-        h.max_faces > 64 || h.records < 1 || h.cameras < 1 ||
-        h.record_bytes != record_bytes((int)h.max_faces) ||
+    if (h.magic != BUS_RESULTS_MAGIC || h.total_bytes != bytes ||
+        !valid_shape(h.cameras, h.records, h.max_faces) || h.max_faces < 1 || h.records < 1 ||
+        h.cameras < 1 || h.record_bytes != record_bytes((int)h.max_faces) ||
         bus_results_bytes((int)h.cameras, (int)h.records, (int)h.max_faces) != bytes) {
         munmap(p, bytes);
         return OMMA_FAIL(OMMA_ERR_FORMAT, "bus results: header does not match its memory");
@@ -148,6 +180,9 @@ omma_status bus_results_read(const bus_results *r, int camera, uint64_t seq, omm
     *n = 0;
     if (!r->base || camera < 0 || (uint32_t)camera >= r->h.cameras)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus results: camera %d out of range", camera);
+    if (seq == 0 || max < 0)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus results: frame %llu, room for %d faces",
+                         (unsigned long long)seq, max);
     record_head *rec = record_at(r, camera, seq);
     for (int tries = 0; tries < 64; tries++) {
         uint64_t l0 = atomic_load_explicit(&rec->lock, memory_order_acquire);

@@ -5,7 +5,9 @@
  * read-only. A record is a seqlock: the writer makes `lock` odd, writes,
  * makes it even; a reader copies and retries if `lock` changed or was odd,
  * so it never sees half a record and never blocks the writer. The memfd is
- * sealed against shrinking, so a mapping can never fault (SIGBUS). */
+ * sealed against shrinking, so a mapping can never fault (SIGBUS), and
+ * against future writes (F_SEAL_FUTURE_WRITE, after the publisher's own
+ * writable mapping), so no subscriber can write what the others read. */
 #ifndef OMMA_IPC_BUS_RESULTS_H
 #define OMMA_IPC_BUS_RESULTS_H
 
@@ -37,12 +39,14 @@ typedef struct bus_results {
 /* Bytes of the memory for cameras x records records of max_faces faces. */
 size_t bus_results_bytes(int cameras, int records, int max_faces);
 
-/* Publisher: creates the sealed memfd and maps it writable. */
+/* Publisher: creates the sealed memfd and maps it writable (1..
+ * BUS_MAX_CAMERAS cameras, 1..4 x BUS_MAX_SLOTS records, 1..BUS_MAX_FACES
+ * faces; else OMMA_ERR_INVALID_ARG). */
 omma_status bus_results_create(int cameras, int records, int max_faces, bus_results *r);
 
 /* Subscriber: maps fd (bytes long, as announced) read-only after checking
- * its seals, size and header. The fd is not kept (close it after). Errors:
- * OMMA_ERR_FORMAT naming what does not match, OMMA_ERR_IO. */
+ * its seals (shrink and future write), size and header. The fd is not kept (close it after).
+ * Errors: OMMA_ERR_FORMAT naming what does not match, OMMA_ERR_IO. */
 omma_status bus_results_map(int fd, size_t bytes, bus_results *r);
 
 void bus_results_close(bus_results *r);
@@ -51,13 +55,14 @@ void bus_results_close(bus_results *r);
 uint64_t bus_results_camera_offset(const bus_results *r, int camera);
 
 /* Publisher: the faces of frame seq of camera (n faces, at most
- * max_faces are kept). */
+ * max_faces are kept). One writer per camera. */
 void bus_results_write(bus_results *r, int camera, uint64_t seq, uint64_t capture_ns,
                        const omma_face *faces, int n);
 
-/* Subscriber: the faces of frame seq of camera into faces (max entries):
- * OMMA_OK with *n; OMMA_ERR_TIMEOUT when they are not there yet (or were
- * already replaced by a newer frame's: OMMA_ERR_CLOSED). */
+/* Subscriber: the faces of frame seq (>= 1) of camera into faces (max
+ * entries): OMMA_OK with *n; OMMA_ERR_TIMEOUT when they are not there yet
+ * (or being written), OMMA_ERR_CLOSED when a newer frame's replaced them,
+ * OMMA_ERR_INVALID_ARG for a camera out of range, seq 0 or max < 0. */
 omma_status bus_results_read(const bus_results *r, int camera, uint64_t seq, omma_face *faces,
                              int max, int *n);
 

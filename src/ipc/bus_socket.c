@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -110,10 +111,17 @@ omma_status bus_listen(const char *path, int *fd)
     if (!bound && errno == EADDRINUSE) {
         /* A live publisher answers a connect; a dead one's file refuses. */
         int probe = -1;
-        if (bus_connect(path, 200, &probe) == OMMA_OK) {
-            close(probe);
+        omma_status st = bus_connect(path, 200, &probe);
+        if (st != OMMA_ERR_CLOSED) {
+            /* Only a refusal proves the file stale: a publisher whose
+             * backlog is full (a timeout) is alive. */
+            if (probe >= 0)
+                close(probe);
             close(s);
-            return OMMA_FAIL(OMMA_ERR_BUSY, "bus %s is already published by a live process", path);
+            if (st == OMMA_OK || st == OMMA_ERR_TIMEOUT)
+                return OMMA_FAIL(OMMA_ERR_BUSY, "bus %s is already published by a live process",
+                                 path);
+            return st;
         }
         omma_clear_error();
         unlink(path);
@@ -164,20 +172,31 @@ omma_status bus_connect(const char *path, int timeout_ms, int *fd)
     int s = new_socket();
     if (s < 0)
         return OMMA_FAIL(OMMA_ERR_IO, "bus %s: socket: %s", path, strerror(errno));
-    if (connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
+    /* A Unix socket's non-blocking connect either completes or fails with
+     * EAGAIN when the listener's backlog is full; then the socket is still
+     * unconnected (poll says POLLHUP at once), so try again until the
+     * deadline, backing off from 1 to 16 ms. */
+    uint64_t end = timeout_ms >= 0 ? core_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+    int backoff_ms = 1;
+    while (connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
         int e = errno;
-        if (e == EINPROGRESS || e == EAGAIN) {
-            /* The listener's backlog is full: wait for room. */
-            int r = wait_fd(s, POLLOUT, timeout_ms);
-            if (r > 0 && !(r & (POLLERR | POLLHUP))) {
-                *fd = s;
-                return OMMA_OK;
-            }
-            close(s);
-            if (r == 0)
-                return OMMA_FAIL(OMMA_ERR_TIMEOUT, "bus %s: no answer within %d ms", path,
+        if (e == EINTR)
+            continue;
+        if (e == EAGAIN || e == EINPROGRESS) {
+            uint64_t now = core_now_ns();
+            if (timeout_ms >= 0 && now >= end) {
+                close(s);
+                return OMMA_FAIL(OMMA_ERR_TIMEOUT,
+                                 "bus %s: the publisher accepted no connection within %d ms", path,
                                  timeout_ms);
-            return OMMA_FAIL(OMMA_ERR_CLOSED, "bus %s: the publisher hung up", path);
+            }
+            int nap = backoff_ms;
+            if (timeout_ms >= 0 && (uint64_t)nap * 1000000u > end - now)
+                nap = (int)((end - now + 999999u) / 1000000u);
+            poll(NULL, 0, nap);
+            if (backoff_ms < 16)
+                backoff_ms *= 2;
+            continue;
         }
         close(s);
         if (e == ENOENT || e == ECONNREFUSED)
@@ -283,6 +302,10 @@ omma_status bus_send_wait(int fd, const void *msg, size_t n, int send_fd, int ti
     }
 }
 
+/* Room for this many fds in one message: more are an error (one is
+ * expected), and the kernel drops those beyond (MSG_CTRUNC). */
+#define MAX_RECV_FDS 4
+
 omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int timeout_ms)
 {
     *n = 0;
@@ -298,7 +321,7 @@ omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int
     struct iovec iov = {buf, cap};
     union {
         struct cmsghdr h;
-        char buf[CMSG_SPACE(4 * sizeof(int))];
+        char buf[CMSG_SPACE(MAX_RECV_FDS * sizeof(int))];
     } ctl;
     struct msghdr mh = {0};
     mh.msg_iov = &iov;
@@ -317,12 +340,12 @@ omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int
         return OMMA_FAIL(OMMA_ERR_IO, "bus receive: %s", strerror(errno));
     }
     /* Close whatever fds came, unless exactly one was expected. */
-    int fds[4], nfds = 0;
+    int fds[MAX_RECV_FDS], nfds = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
         size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < k && nfds < 4; i++)
+        for (size_t i = 0; i < k && nfds < MAX_RECV_FDS; i++)
             memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
     }
     omma_status st = OMMA_OK;
@@ -330,11 +353,17 @@ omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int
         st = OMMA_FAIL(OMMA_ERR_CLOSED, "bus peer hung up");
     else if (mh.msg_flags & MSG_TRUNC)
         st = OMMA_FAIL(OMMA_ERR_FORMAT, "bus message longer than %zu bytes", cap);
-    else if (mh.msg_flags & MSG_CTRUNC)
+    else if ((mh.msg_flags & MSG_CTRUNC) && nfds == MAX_RECV_FDS)
+        st = OMMA_FAIL(OMMA_ERR_FORMAT, "bus message carries more than %d file descriptors",
+                       MAX_RECV_FDS);
+    else if (mh.msg_flags & MSG_CTRUNC) {
+        struct rlimit rl;
+        unsigned long long lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 0;
         st = OMMA_FAIL(OMMA_ERR_IO,
-                       "bus receive: a file descriptor was dropped by the kernel (the open-file "
-                       "limit, ulimit -n, is reached?)");
-    else if (nfds > 1 || (nfds == 1 && !recv_fd))
+                       "bus receive: the kernel dropped a file descriptor sent with the message: "
+                       "the open-file limit (ulimit -n, %llu) is reached",
+                       lim);
+    } else if (nfds > 1 || (nfds == 1 && !recv_fd))
         st = OMMA_FAIL(OMMA_ERR_FORMAT, "bus message carries %d file descriptors, expected %d",
                        nfds, recv_fd ? 1 : 0);
     if (st != OMMA_OK) {

@@ -227,10 +227,9 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
             s->local_of[m.u.camera.index] >= 0 ||
             (!s->watch && m.u.camera.done_events != (uint32_t)(2 * s->max_holds)) ||
             m.u.camera.results_records != s->results.h.records ||
+            m.u.camera.index >= s->results.h.cameras ||
             m.u.camera.results_offset !=
-                sizeof(bus_results_header) +
-                    (uint64_t)m.u.camera.index * s->results.h.records * s->results.h.record_bytes ||
-            m.u.camera.index >= s->results.h.cameras) {
+                bus_results_camera_offset(&s->results, (int)m.u.camera.index)) {
             st = OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: bad %s message in the handshake", s->name,
                            bus_msg_type_name(m.type));
         } else {

@@ -1,0 +1,99 @@
+/* Writes one valid encoded message of every bus control message type (and
+ * a few variants) into a folder, as seeds for fuzz_bus_proto.
+ *   make_bus_seeds DIR */
+#include <stdio.h>
+#include <string.h>
+
+#include "ipc/bus_proto.h"
+#include "omma/face.h"
+
+static int write_seed(const char *dir, const char *name, const bus_msg *m)
+{
+    static unsigned char buf[BUS_MSG_MAX_BYTES];
+    size_t n = bus_msg_encode(m, buf, sizeof buf);
+    if (n == 0) {
+        fprintf(stderr, "make_bus_seeds: %s does not encode\n", name);
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.seed", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0) {
+        perror(path);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_bus_seeds DIR\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    static bus_msg m;
+    int bad = 0;
+
+    memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_HELLO;
+    m.u.hello = (bus_hello){.flags = BUS_HELLO_EVERY_FRAME, .max_holds = 2, .pid = 1234};
+    bad |= write_seed(dir, "hello_all", &m);
+    m.u.hello.n_cameras = 3;
+    m.u.hello.cameras[0] = 0;
+    m.u.hello.cameras[1] = 5;
+    m.u.hello.cameras[2] = 1023;
+    m.u.hello.flags = BUS_HELLO_WATCH;
+    bad |= write_seed(dir, "hello_three", &m);
+
+    memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_WELCOME;
+    m.u.welcome = (bus_welcome){
+        .seat = 3, .pid = 99, .n_cameras = 2, .max_faces = 4, .results_bytes = 1u << 16};
+    bad |= write_seed(dir, "welcome", &m);
+
+    memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_CAMERA;
+    bus_camera *c = &m.u.camera;
+    c->index = 1;
+    c->width = 1280;
+    c->height = 720;
+    c->format = OMMA_PIXEL_NV12;
+    c->slots = 4;
+    c->done_events = 4;
+    c->frame_bytes = 1280 * 720 * 3 / 2;
+    c->slot_bytes = 2u << 20;
+    c->alloc_bytes = 8u << 20;
+    c->results_offset = 64;
+    c->results_records = 8;
+    strcpy(c->name, "cam1");
+    for (int i = 0; i < 4; i++)
+        memset(c->ready[i], 0x10 + i, BUS_EVENT_HANDLE_BYTES);
+    bad |= write_seed(dir, "camera", &m);
+
+    memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_FRAME;
+    m.u.frame = (bus_frame){.camera = 1,
+                            .slot = 2,
+                            .seq = 77,
+                            .capture_ns = 1000000,
+                            .announce_ns = 1000500,
+                            .missed = 3,
+                            .done = 1};
+    bad |= write_seed(dir, "frame", &m);
+
+    memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_RELEASE;
+    m.u.release = (bus_release){.camera = 1, .slot = 2, .seq = 77, .used = 1};
+    bad |= write_seed(dir, "release", &m);
+
+    memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_BYE;
+    strcpy(m.u.text.text, "subscriber stopped");
+    bad |= write_seed(dir, "bye", &m);
+    m.type = BUS_MSG_ERROR;
+    m.u.text.status = OMMA_ERR_FORMAT;
+    strcpy(m.u.text.text, "bus message RELEASE: slot 70 out of range");
+    bad |= write_seed(dir, "error", &m);
+    return bad ? 1 : 0;
+}
