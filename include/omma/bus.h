@@ -56,6 +56,8 @@ typedef struct omma_bus_camera_info {
     int slots;
     int gpu; /* ordinal in the publisher */
     char gpu_uuid[48]; /* "GPU-..." */
+    int read_only; /* 1: mapped here without write access (a write by
+                    * this process faults instead of corrupting frames) */
 } omma_bus_camera_info;
 
 typedef struct omma_bus_frame {

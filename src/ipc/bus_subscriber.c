@@ -128,6 +128,7 @@ static omma_status attach_camera(omma_bus_subscriber *s, sub_camera *c, int fd)
                          omma_device_ordinal(s->dev), mine);
     }
     OMMA_TRY(bus_memory_import(s->dev, fd, c->desc.alloc_bytes, &c->mem));
+    c->info.read_only = c->mem.read_only;
     for (uint32_t i = 0; i < c->desc.slots; i++)
         OMMA_TRY(bus_event_open(c->desc.ready[i], &c->ready[i]));
     for (uint32_t i = 0; i < c->desc.done_events; i++) {

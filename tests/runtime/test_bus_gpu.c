@@ -196,6 +196,33 @@ static int victim_main(const char *name)
     }
 }
 
+/* ---- a subscriber that tries to write into a frame ---------------------- */
+
+/* Exit 0: the write into the read-only mapping failed (as it must);
+ * 1: it went through; 2, 3: no frame to try it on. */
+static int writer_main(const char *name)
+{
+    omma_device *dev = NULL;
+    if (omma_device_open(0, &dev) != OMMA_OK)
+        return 2;
+    omma_bus_subscriber *sub = NULL;
+    if (omma_bus_subscribe(dev, name, NULL, &sub) != OMMA_OK)
+        return 3;
+    omma_bus_camera_info ci;
+    omma_bus_camera_info_get(sub, 0, &ci);
+    omma_scope scope;
+    omma_device_enter(dev, &scope);
+    omma_bus_frame f;
+    if (omma_bus_next(sub, 2000, &f) != OMMA_OK)
+        return 3;
+    CUstream s;
+    gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0);
+    CUresult a = gpu_cu.cuMemsetD8Async((CUdeviceptr)(uintptr_t)f.frame.planes[0], 0, 4096, s);
+    CUresult b = gpu_cu.cuStreamSynchronize(s);
+    fprintf(stderr, "writer: read_only %d, memset %d, sync %d\n", ci.read_only, (int)a, (int)b);
+    _exit(a != CUDA_SUCCESS || b != CUDA_SUCCESS ? 0 : 1); /* the context may be broken */
+}
+
 /* ---- the test ------------------------------------------------------------ */
 
 static pid_t spawn(const char *role, const char *a, const char *b)
@@ -345,6 +372,18 @@ static void test_bus_across_processes(void)
     CHECK(bad == 0);
     CHECK(results_ok >= 380);
 
+    /* A subscriber that writes into a frame only breaks itself. */
+    printf("mapped read-only: %d\n", ci.read_only);
+    CHECK(ci.read_only == 1);
+    pid_t wr = spawn("--writer", "tbus", "");
+    int wstatus = 0;
+    waitpid(wr, &wstatus, 0);
+    printf("a subscriber writing into a frame: exit %d\n",
+           WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+    CHECK(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+    bad = read_and_check(sub, s, host, 100, &missed, &results_ok);
+    CHECK(bad == 0);
+
     /* Subscribers killed at random moments while this one goes on. */
     long long v0[6] = {0}, v1[6] = {0};
     int kills = getenv("OMMA_BUS_KILLS") ? atoi(getenv("OMMA_BUS_KILLS")) : 60;
@@ -449,6 +488,8 @@ int main(int argc, char **argv)
         return publisher_main(argv[2], argc > 3 ? argv[3] : NULL);
     if (argc >= 3 && strcmp(argv[1], "--victim") == 0)
         return victim_main(argv[2]);
+    if (argc >= 3 && strcmp(argv[1], "--writer") == 0)
+        return writer_main(argv[2]);
     gpu_test_require_device();
     ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
     if (n <= 0)
