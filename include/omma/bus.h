@@ -92,6 +92,10 @@ omma_status omma_bus_camera_info_get(const omma_bus_subscriber *sub, int i,
 int omma_bus_subscribers_at_attach(const omma_bus_subscriber *sub);
 int omma_bus_publisher_pid(const omma_bus_subscriber *sub);
 
+/* 1 once the publisher said it stops (a clean end, OMMA_ERR_CLOSED from
+ * then on); 0 while it runs or when it died without a word. */
+int omma_bus_publisher_stopped(const omma_bus_subscriber *sub);
+
 /* The next frame announced, waiting up to timeout_ms (< 0: without limit).
  * OMMA_OK with out->frame set, or OMMA_ERR_TIMEOUT when none came.
  * OMMA_ERR_CLOSED: the publisher stopped or died (the message names the

@@ -276,9 +276,12 @@ void bus_pub_get_stats(bus_pub *p, bus_pub_stats *out)
 {
     pthread_mutex_lock(&p->lock);
     *out = p->stats;
-    out->subscribers = 0;
-    for (int i = 0; i < BUS_MAX_SEATS; i++)
-        out->subscribers += p->seats[i].state == SEAT_ACTIVE;
+    out->subscribers = out->watchers = 0;
+    for (int i = 0; i < BUS_MAX_SEATS; i++) {
+        const seat *s = &p->seats[i];
+        out->subscribers += s->state == SEAT_ACTIVE && !s->watch;
+        out->watchers += s->state == SEAT_ACTIVE && s->watch;
+    }
     pthread_mutex_unlock(&p->lock);
 }
 

@@ -48,7 +48,8 @@ typedef struct bus_pub_slots {
 } bus_pub_slots;
 
 typedef struct bus_pub_stats {
-    int subscribers;
+    int subscribers; /* attached now, holding frames (not watchers) */
+    int watchers; /* attached now, watching only (omma bus ls|watch) */
     uint64_t announced; /* frames announced (all cameras) */
     uint64_t given; /* frame holds given to subscribers */
     uint64_t missed; /* frames subscribers missed (holding too much, or

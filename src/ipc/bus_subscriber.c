@@ -55,6 +55,7 @@ struct omma_bus_subscriber {
     hold *holds;
     int n_holds;
     int closed;
+    int stopped; /* the publisher said BYE (it stopped; it did not die) */
     atomic_int busy;
 };
 
@@ -89,8 +90,10 @@ static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, 
     if (st == OMMA_OK && m->type == BUS_MSG_ERROR)
         st = OMMA_FAIL(m->u.text.status ? (omma_status)m->u.text.status : OMMA_ERR_CLOSED,
                        "bus %s: the publisher says: %s", s->name, m->u.text.text);
-    else if (st == OMMA_OK && m->type == BUS_MSG_BYE)
+    else if (st == OMMA_OK && m->type == BUS_MSG_BYE) {
+        s->stopped = 1;
         st = closed_error(s, m->u.text.text[0] ? m->u.text.text : "the publisher said bye");
+    }
     if (st != OMMA_OK || !fd) {
         if (rfd >= 0)
             close(rfd);
@@ -349,6 +352,11 @@ int omma_bus_subscribers_at_attach(const omma_bus_subscriber *sub)
 int omma_bus_publisher_pid(const omma_bus_subscriber *sub)
 {
     return sub ? sub->publisher_pid : 0;
+}
+
+int omma_bus_publisher_stopped(const omma_bus_subscriber *sub)
+{
+    return sub ? sub->stopped : 0;
 }
 
 static omma_status enter_call(omma_bus_subscriber *sub, const char *fn)

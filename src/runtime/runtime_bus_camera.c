@@ -5,8 +5,9 @@
  * (no host copy, nothing over PCIe) and gives it back to the publisher
  * with a done event after the copy: the publisher's slot is free again as
  * soon as the copy has run, whatever the worker does with the ring's copy.
- * If the publisher goes away the camera reports it and attaches again when
- * a publisher of that name comes back, until the runtime stops. */
+ * A publisher that stops ends the camera; one that dies is reported and
+ * attached again when a publisher of that name comes back, until the
+ * runtime stops. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,10 @@ void rt_bus_cam_run(rt_cam *cam)
         omma_status st = omma_bus_next(cam->bus, 100, &f);
         if (st == OMMA_ERR_TIMEOUT)
             continue;
+        if (st == OMMA_ERR_CLOSED && omma_bus_publisher_stopped(cam->bus)) {
+            rt_cam_report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "the publisher stopped");
+            return;
+        }
         if (st == OMMA_ERR_CLOSED) {
             rt_cam_failed(cam, st); /* "bus NAME: the publisher hung up" */
             if (!reattach(cam))

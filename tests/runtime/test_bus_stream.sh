@@ -1,14 +1,14 @@
 #!/bin/sh
-# omma stream across processes on the GPU: one process plays a real video
-# and publishes it (--publish, waiting for its first subscriber), another
+# omma stream across processes on the GPU: one process runs a synthetic
+# camera (the real photo's face moving over the frame; pinned pool, so its
+# frames are uploaded into the published ring) and publishes it (--publish,
+# waiting for its first subscriber), another
 # runs the face pipeline on the published frames (bus:NAME). The faces of
 # every frame must be bitwise those the publisher found itself, no frame
 # dropped; omma bus ls lists the bus with its camera; omma bus watch sees
-# the frames; the subscriber, still running when the publisher ends, says
-# the publisher left. Exit 77 without a GPU.
-# usage: test_bus_stream.sh OMMA TESTDATA_DIR
+# the frames. Exit 77 without a GPU.
+# usage: test_bus_stream.sh OMMA
 omma=$1
-video=$2/astronaut_pan.mp4
 "$omma" info >/dev/null 2>&1
 [ $? -eq 3 ] && { echo "SKIP: no GPU"; exit 77; }
 fails=0
@@ -28,8 +28,8 @@ cleanup() {
 trap cleanup EXIT
 frames=120
 
-"$omma" stream "$video" --loop --max-frames $frames --publish tvid --publish-wait 60 \
-    --status off --out "$dir/pub.jsonl" 2>"$dir/pub.err" &
+"$omma" stream synthetic:1 --pool pinned --fps 15 --resolution 1280x720 --max-frames $frames \
+    --publish tvid --publish-wait 60 --status off --out "$dir/pub.jsonl" 2>"$dir/pub.err" &
 pub=$!
 i=0
 until "$omma" bus ls 2>/dev/null | grep -q "^tvid "; do
@@ -38,9 +38,9 @@ until "$omma" bus ls 2>/dev/null | grep -q "^tvid "; do
     sleep 0.1
 done
 "$omma" bus ls >"$dir/ls" 2>&1
-grep -q "camera 0 .*640x480 I420" "$dir/ls" || fail "bus ls: $(cat "$dir/ls")"
+grep -q "camera 0 .*1280x720 NV12" "$dir/ls" || fail "bus ls: $(cat "$dir/ls")"
 
-"$omma" stream bus:tvid --max-frames $frames --status off --out "$dir/sub.jsonl" \
+"$omma" stream bus:tvid --max-frames $frames --duration 90 --status off --out "$dir/sub.jsonl" \
     2>"$dir/sub.err" &
 sub=$!
 "$omma" bus watch tvid --duration 3 --json >"$dir/watch" 2>&1 || fail "bus watch: $(cat "$dir/watch")"
