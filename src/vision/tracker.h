@@ -73,7 +73,7 @@ typedef struct vis_track {
     int detected; /* a detection of this frame overlaps roi (overlap_iou),
                    * or the track started this frame */
     int cut; /* a scene cut replaced its face this frame: it ends */
-    int age; /* frames it ended kept (0: started this frame) */
+    int age; /* frames it ended kept, saturating (0: started this frame) */
 } vis_track;
 
 /* What the cut checks keep of a detection of the frame. */
@@ -303,7 +303,7 @@ VIS_HD void vis_tracker_end_frame(vis_tracker *t)
         vis_track *tr = &t->tracks[i];
         if (!tr->updated || !(tr->presence >= t->opt.min_presence) || tr->cut)
             continue;
-        tr->age++;
+        tr->age += tr->age < (1 << 30); /* saturates: only 0 vs more matters */
         /* Two tracks that converged on one face: the older (earlier) wins. */
         omma_box b = vis_roi_box(&tr->roi);
         if (vis_tracker_overlaps(t, kept, &b))
