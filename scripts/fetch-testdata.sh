@@ -39,6 +39,34 @@ if ! good astronaut.png "$astronaut_sha"; then
     echo "fetch-testdata: astronaut.png ok"
 fi
 
+# grace_hopper.jpg (512x600 JPEG, one frontal face of ~110x150 px at about
+# x 200..310, y 150..300) from Debian's python-matplotlib-data, pinned:
+# the second person of the scene-cut video below.
+hopper_sha=a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130
+hopper_pkg=python-matplotlib-data=3.6.3-1
+if ! good grace_hopper.jpg "$hopper_sha"; then
+    if ! (cd "$work" && apt-get download -qq "$hopper_pkg" 2>/dev/null); then
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        (cd "$work" && apt-get download -qq "$hopper_pkg")
+    fi
+    dpkg-deb -x "$work"/python-matplotlib-data_*.deb "$work/m"
+    src=$(find "$work/m" -path '*/mpl-data/sample_data/grace_hopper.jpg' | head -n 1)
+    if [ -z "$src" ]; then
+        echo "fetch-testdata: error: grace_hopper.jpg not found in $hopper_pkg" >&2
+        exit 1
+    fi
+    got=$(sha256sum "$src" | cut -d' ' -f1)
+    if [ "$got" != "$hopper_sha" ]; then
+        echo "fetch-testdata: error: grace_hopper.jpg has sha256 $got, expected $hopper_sha;" \
+            "not installed" >&2
+        exit 1
+    fi
+    mv -f "$src" "$dest/grace_hopper.jpg"
+    echo "fetch-testdata: grace_hopper.jpg ok"
+fi
+
 # Test videos made from astronaut.png (tests/io/test_video_file.c and
 # tests/pipeline/test_video_tracking.c rely on these exact parameters; change
 # both together). Both: 640x480, 24 frames
@@ -90,3 +118,26 @@ make_video() { # name filter
 make_video astronaut_pan.mp4 "scale=768:768:flags=bicubic,crop=640:480:x='16+4*n':y=60"
 make_video astronaut_rotate.mp4 \
     "scale=768:768:flags=bicubic,crop=640:480:x=19:y=0,rotate=a='n*0.625*PI/180':c=black"
+
+# faces_cut.mp4: a scene cut between two people (tests/pipeline/
+# scene_cut.c relies on these exact parameters; change both together).
+# 640x480, 24 frames at 15 fps, encoded as above. Frames 0..11 are the
+# window at x = 128, y = 60 of astronaut.png scaled 512 -> 768; frames
+# 12..23 are grace_hopper.jpg scaled 512x600 -> 358x420 (bicubic) on a grey
+# (128) canvas at x = 107, y = 9: the second face lies down and right of
+# the first, partly inside the region the tracker watched for the first.
+if ! video_ok faces_cut.mp4; then
+    ffmpeg -nostdin -hide_banner -loglevel error -y \
+        -loop 1 -framerate 15 -i "$dest/astronaut.png" \
+        -loop 1 -framerate 15 -i "$dest/grace_hopper.jpg" \
+        -filter_complex "[0:v]scale=768:768:flags=bicubic,crop=640:480:x=128:y=60,setsar=1,trim=end_frame=12,setpts=PTS-STARTPTS[a];[1:v]scale=358:420:flags=bicubic,pad=640:480:107:9:color=0x808080,setsar=1,trim=end_frame=12,setpts=PTS-STARTPTS[b];[a][b]concat=n=2:v=1,format=yuv420p" \
+        -frames:v "$video_frames" "${codec[@]}" -threads 1 -movflags +faststart -map_metadata -1 \
+        -fflags +bitexact -flags:v +bitexact "$work/faces_cut.mp4"
+    mv -f "$work/faces_cut.mp4" "$dest/faces_cut.mp4"
+    if ! video_ok faces_cut.mp4; then
+        echo "fetch-testdata: error: faces_cut.mp4 made by ffmpeg does not decode to" \
+            "$video_frames 640x480 frames" >&2
+        exit 1
+    fi
+    echo "fetch-testdata: faces_cut.mp4 ok (${codec[1]})"
+fi

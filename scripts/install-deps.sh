@@ -15,6 +15,7 @@ packages=(
     ffmpeg                             # the CLI: fetch-testdata.sh makes the test videos
     libmicrohttpd-dev                  # the OpenMetrics endpoint (omma run --metrics-port)
     libv4l-dev                         # V4L2 cameras (src/runtime/source_v4l2.c): libv4l2, libv4lconvert
+    python3-jsonschema                 # tests/pipeline/test_output_schema.sh: docs/omma-faces.schema.json
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.

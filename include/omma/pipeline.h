@@ -59,6 +59,20 @@ typedef struct omma_face_pipeline_options {
     float min_detection_score;  /* detections scoring below are dropped (0.5) */
     float min_presence;         /* a face whose FaceMesh presence falls below
                                  * is lost (0.5) */
+    /* Scene cuts: when another face takes a tracked face's place, its
+     * track ends on that frame (not reported) and the face there gets a
+     * new id. A tracked face is another face when: */
+    float cut_move;             /* its region moves more than this times its
+                                 * size from one frame to the next, or
+                                 * changes size by more than this fraction;
+                                 * 0..10, 0 = off (0.3) */
+    float cut_agree;            /* the detector runs on the frame and finds
+                                 * a face overlapping it but none whose eyes
+                                 * lie within this times its size of its
+                                 * landmarks' eyes; 0..1, 0 = off (0.15) */
+    float cut_presence;         /* its presence is below this on a frame
+                                 * where the detector finds a face elsewhere
+                                 * and none on it; 0..1, 0 = off (0.9) */
     int detect_every;           /* also run the detector every this many
                                  * frames while max_faces are tracked; 0 =
                                  * only when fewer are tracked (0) */

@@ -21,6 +21,9 @@ void omma_face_pipeline_options_init(omma_face_pipeline_options *opt)
     opt->max_batch = 16;
     opt->min_detection_score = 0.5f;
     opt->min_presence = 0.5f;
+    opt->cut_move = 0.3f;
+    opt->cut_agree = 0.15f;
+    opt->cut_presence = 0.9f;
     opt->detect_every = 0;
     opt->nms_threshold = 0.3f;
     opt->lanes = 1;
@@ -66,6 +69,12 @@ static omma_status check_options(const omma_face_pipeline_options *o)
                          "%g: each must be in [0, 1]",
                          (double)o->min_detection_score, (double)o->min_presence,
                          (double)o->nms_threshold);
+    if (!(o->cut_move >= 0.0f && o->cut_move <= 10.0f) || !in_unit(o->cut_agree) ||
+        !in_unit(o->cut_presence))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "face pipeline: cut_move %g (0..10), cut_agree %g (0..1), cut_presence %g "
+                         "(0..1)",
+                         (double)o->cut_move, (double)o->cut_agree, (double)o->cut_presence);
     return OMMA_OK;
 }
 

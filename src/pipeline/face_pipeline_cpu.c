@@ -37,6 +37,9 @@ static omma_status cpu_create(omma_face_pipeline *p, const char *detector, const
     b->topt.max_faces = p->opt.max_faces;
     b->topt.detect_every = p->opt.detect_every;
     b->topt.min_presence = p->opt.min_presence;
+    b->topt.cut_move = p->opt.cut_move;
+    b->topt.cut_agree = p->opt.cut_agree;
+    b->topt.cut_presence = p->opt.cut_presence;
     omma_engine_options eo;
     omma_engine_options_init(&eo);
     eo.threads = p->opt.threads;

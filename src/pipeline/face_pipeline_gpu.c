@@ -50,6 +50,9 @@ static omma_status gpu_open(omma_face_pipeline *p, fp_backend *b, const char *de
     b->topt.max_faces = p->opt.max_faces;
     b->topt.detect_every = p->opt.detect_every;
     b->topt.min_presence = p->opt.min_presence;
+    b->topt.cut_move = p->opt.cut_move;
+    b->topt.cut_agree = p->opt.cut_agree;
+    b->topt.cut_presence = p->opt.cut_presence;
     size_t anchors = (size_t)b->dspec.n_anchors * sizeof(vis_anchor);
     size_t trackers = OMMA_PIPELINE_MAX_CAMERAS * sizeof(vis_tracker);
     OMMA_TRY(gpu_mem_alloc(b->dev, anchors, &b->anchors));

@@ -5,14 +5,18 @@
  * same ids, box IoU >= 0.95, landmarks within 1.5 px at FaceMesh's 192-px
  * scale in fp16 (0.5 px in fp32). Bytes moved: host-to-device exactly the
  * host frames' bytes (nothing for device frames), one device-to-host copy
- * per batch holding only the results. Argument errors. */
+ * per batch holding only the results. Argument errors. A scene cut between
+ * two real photos (scene_cut.h): the track of the first face ends at the
+ * cut, the second gets a new id, as on the CPU, with the same ids. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu/gpu_testing.h"
+#include "io/video_file.h"
 #include "omma/pipeline.h"
+#include "pipeline/scene_cut.h"
 #include "support/face_inputs.h"
 #include "support/png_image.h"
 #include "testing.h"
@@ -243,6 +247,32 @@ static void test_errors(void)
     scene_free(&sc);
 }
 
+/* The scene cut on the GPU (fp16, detector every frame while a place is
+ * free, the CUDA tracker kernels): as on the CPU, and the same ids frame by
+ * frame as the CPU pipeline. */
+static void test_scene_cut(void)
+{
+    if (!io_video_available()) {
+        fprintf(stderr, "  skipped: omma was built without FFmpeg\n");
+        return;
+    }
+    static scene_cut_result gpu, cpu;
+    omma_face_pipeline_options o;
+    omma_face_pipeline_options_init(&o);
+    o.backend = OMMA_BACKEND_CUDA;
+    o.detector_model = FACE_MODEL_SHORT;
+    o.mesh_model = FACE_MODEL_MESH;
+    REQUIRE(scene_cut_run(&o, &gpu));
+    CHECK(scene_cut_ok(&gpu, 1));
+    o.backend = OMMA_BACKEND_CPU;
+    REQUIRE(scene_cut_run(&o, &cpu));
+    for (int i = 0; i < SCENE_CUT_FRAMES; i++) {
+        CHECK(gpu.count[i] == cpu.count[i]);
+        for (int k = 0; k < gpu.count[i] && k < cpu.count[i]; k++)
+            CHECK(gpu.id[i][k] == cpu.id[i][k]);
+    }
+}
+
 int main(void)
 {
     gpu_test_require_device();
@@ -255,6 +285,7 @@ int main(void)
     RUN(test_fp16_tracking_only);
     RUN(test_fp16_detect_every);
     RUN(test_fp32);
+    RUN(test_scene_cut);
     fprintf(stderr, "worst box IoU %.4f, worst landmark error %.3f px at 192\n", worst_iou,
             worst_lm);
     rgb_image_free(&photo);

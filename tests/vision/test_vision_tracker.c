@@ -1,7 +1,9 @@
 /* The tracking loop on synthetic faces: ids stay stable while faces move
  * smoothly, the detector is asked for per the rules (fewer faces than the
  * maximum, every K frames), detections overlapping tracked faces are
- * dropped, lost faces go and their ids are not reused. */
+ * dropped, lost faces go and their ids are not reused; scene cuts (the ROI
+ * jumps or changes size, or presence drops while a face appears elsewhere)
+ * end a track, fast motion does not. */
 #include <math.h>
 #include <string.h>
 
@@ -9,7 +11,8 @@
 #include "vision/tracker.h"
 
 /* A face of side s centred on (cx, cy): landmarks spread over the square,
- * outer eye corners 33 and 263 level at a quarter from the centre. */
+ * outer eye corners 33 and 263 level at a quarter from the centre, inner
+ * ones 133 and 362 so that the eyes' centres are face_detection's eyes. */
 static void face_landmarks(float cx, float cy, float s, float *lm)
 {
     for (int i = 0; i < OMMA_FACE_LANDMARKS; i++) {
@@ -19,6 +22,8 @@ static void face_landmarks(float cx, float cy, float s, float *lm)
     }
     lm[3 * 33] = cx - s / 4, lm[3 * 33 + 1] = cy - s / 8;
     lm[3 * 263] = cx + s / 4, lm[3 * 263 + 1] = cy - s / 8;
+    lm[3 * 133] = cx - 3 * s / 20, lm[3 * 133 + 1] = cy - s / 8;
+    lm[3 * 362] = cx + 3 * s / 20, lm[3 * 362 + 1] = cy - s / 8;
 }
 
 static omma_detection face_detection(float cx, float cy, float s)
@@ -182,10 +187,127 @@ static void test_overlaps_and_limits(void)
     CHECK_FAILS(vis_tracker_init(NULL, NULL), OMMA_ERR_INVALID_ARG, "NULL tracker");
 }
 
+/* One frame: the detector (when asked) finds dets; FaceMesh sees a face of
+ * side s at (x, y) in track 0 with the given presence. Returns the ids
+ * kept at the frame's end in ids[0..count). */
+static int cut_frame(vis_tracker *t, const omma_detection *dets, int n, float x, float y, float s,
+                     float presence, int ids[4])
+{
+    static float lm[OMMA_FACE_LANDMARKS * 3];
+    if (vis_tracker_begin_frame(t))
+        vis_tracker_add_detections(t, dets, n);
+    for (int i = 0; i < t->count; i++) {
+        const omma_box b = vis_roi_box(&t->tracks[i].roi);
+        if (i == 0)
+            face_landmarks(x, y, s, lm);
+        else /* the others: a face centred in their ROI */
+            face_landmarks((b.xmin + b.xmax) / 2, (b.ymin + b.ymax) / 2, (b.xmax - b.xmin) / 1.5f,
+                           lm);
+        vis_tracker_update(t, i, lm, i == 0 ? presence : 0.99f);
+    }
+    vis_tracker_end_frame(t);
+    for (int i = 0; i < t->count; i++)
+        ids[i] = t->tracks[i].id;
+    return t->count;
+}
+
+/* A tracked at (200, 200), side 60 (ROI side 90), for two frames. */
+static void cut_start(vis_tracker *t, float cut_move, float cut_presence)
+{
+    vis_tracker_options o;
+    vis_tracker_options_init(&o);
+    CHECK(o.cut_agree == 0.15f);
+    o.cut_move = cut_move;
+    o.cut_presence = cut_presence;
+    REQUIRE_OK(vis_tracker_init(t, &o));
+    omma_detection a = face_detection(200, 200, 60);
+    int ids[4];
+    CHECK(cut_frame(t, &a, 1, 200, 200, 60, 0.99f, ids) == 1 && ids[0] == 1);
+    CHECK(cut_frame(t, &a, 1, 200, 200, 60, 0.99f, ids) == 1 && ids[0] == 1);
+}
+
+static void test_scene_cuts(void)
+{
+    vis_tracker t;
+    int ids[4];
+    omma_detection a = face_detection(200, 200, 60), far = face_detection(450, 350, 60);
+    vis_tracker_options o;
+    vis_tracker_options_init(&o);
+    CHECK(o.cut_move == 0.3f && o.cut_presence == 0.9f);
+
+    /* Fast motion: 25 px a frame (0.28 of the ROI's side), growing 10%:
+     * one id. */
+    cut_start(&t, 0.3f, 0.9f);
+    float x = 200, s = 60;
+    for (int f = 0; f < 6; f++) {
+        x += 25, s *= 1.1f;
+        omma_detection d = face_detection(x, 200, s);
+        CHECK(cut_frame(&t, &d, 1, x, 200, s, 0.99f, ids) == 1 && ids[0] == 1);
+    }
+
+    /* The ROI jumps 40 px (0.44 of its side): the track ends on that frame,
+     * reported nowhere; the face there is found again with a new id. With
+     * cut_move 0 (MediaPipe's loop) the id follows it. */
+    cut_start(&t, 0.3f, 0.9f);
+    CHECK(cut_frame(&t, NULL, 0, 240, 200, 60, 0.99f, ids) == 0);
+    omma_detection moved = face_detection(240, 200, 60);
+    CHECK(cut_frame(&t, &moved, 1, 240, 200, 60, 0.99f, ids) == 1 && ids[0] == 2);
+    cut_start(&t, 0.0f, 0.9f);
+    CHECK(cut_frame(&t, NULL, 0, 240, 200, 60, 0.99f, ids) == 1 && ids[0] == 1);
+
+    /* The same place, half the size (another, smaller face): a cut. */
+    cut_start(&t, 0.3f, 0.9f);
+    CHECK(cut_frame(&t, NULL, 0, 200, 200, 30, 0.99f, ids) == 0);
+
+    /* Presence drops to 0.7 while the detector finds a face elsewhere and
+     * none on the track: a cut (the new face gets id 2 that frame). With a
+     * detection on the track, or presence 0.95, or cut_presence 0, not. */
+    cut_start(&t, 0.3f, 0.9f);
+    CHECK(cut_frame(&t, &far, 1, 200, 200, 60, 0.7f, ids) == 1 && ids[0] == 2);
+    cut_start(&t, 0.3f, 0.9f);
+    omma_detection both[2] = {a, far};
+    CHECK(cut_frame(&t, both, 2, 200, 200, 60, 0.7f, ids) == 2 && ids[0] == 1 && ids[1] == 2);
+    cut_start(&t, 0.3f, 0.9f);
+    CHECK(cut_frame(&t, &far, 1, 200, 200, 60, 0.95f, ids) == 2 && ids[0] == 1 && ids[1] == 2);
+    cut_start(&t, 0.3f, 0.0f);
+    CHECK(cut_frame(&t, &far, 1, 200, 200, 60, 0.7f, ids) == 2 && ids[0] == 1 && ids[1] == 2);
+    /* Nothing detected anywhere: presence 0.7 alone is no cut. */
+    cut_start(&t, 0.3f, 0.9f);
+    CHECK(cut_frame(&t, NULL, 0, 200, 200, 60, 0.7f, ids) == 1 && ids[0] == 1);
+
+    /* FaceMesh still sees a face in the old ROI, a little moved, with full
+     * presence, but the detector finds another face overlapping it whose
+     * eyes are 16 px (0.26 of the face) off the landmarks': a cut (the
+     * other face's detection overlapped the track's ROI and was dropped:
+     * no face this frame). Eyes 3 px off (0.05): the same face. cut_agree
+     * 0: not checked. */
+    omma_detection other = face_detection(215, 212, 60);
+    cut_start(&t, 0.3f, 0.9f);
+    CHECK(cut_frame(&t, &other, 1, 205, 200, 60, 0.99f, ids) == 0);
+    omma_detection near = face_detection(200, 203, 60);
+    cut_start(&t, 0.3f, 0.9f);
+    CHECK(cut_frame(&t, &near, 1, 200, 200, 60, 0.99f, ids) == 1 && ids[0] == 1);
+    cut_start(&t, 0.3f, 0.9f);
+    t.opt.cut_agree = 0.0f;
+    CHECK(cut_frame(&t, &other, 1, 205, 200, 60, 0.99f, ids) == 1 && ids[0] == 1);
+
+    /* Bad cut options. */
+    vis_tracker_options_init(&o);
+    o.cut_move = -1.0f;
+    CHECK_FAILS(vis_tracker_init(&t, &o), OMMA_ERR_INVALID_ARG, "cut move -1");
+    vis_tracker_options_init(&o);
+    o.cut_agree = 1.5f;
+    CHECK_FAILS(vis_tracker_init(&t, &o), OMMA_ERR_INVALID_ARG, "cut agree 1.5");
+    vis_tracker_options_init(&o);
+    o.cut_presence = 2.0f;
+    CHECK_FAILS(vis_tracker_init(&t, &o), OMMA_ERR_INVALID_ARG, "cut presence 2");
+}
+
 int main(void)
 {
     RUN(test_ids_and_detector_gating);
     RUN(test_detect_every_k);
     RUN(test_overlaps_and_limits);
+    RUN(test_scene_cuts);
     return testing_finish();
 }
