@@ -44,6 +44,20 @@ started=$(date +%s)
         echo "nvidia-smi: not available"
 } | tee -a "$SUMMARY"
 
+# ---- FFmpeg (the GPU machine has none) ------------------------------------------
+# With the files of scripts/fetch-device-ffmpeg.sh carried in .cache/device-
+# ffmpeg, a minimal FFmpeg with NVDEC is built first, so that omma is built
+# with video support and the tests on videos run here too.
+FFMPEG_FILES=${DEVICE_FFMPEG:-$ROOT/.cache/device-ffmpeg}
+if ! pkg-config --exists libavcodec 2>/dev/null && [ -d "$FFMPEG_FILES" ]; then
+    if env_line=$("$ROOT/scripts/device-ffmpeg.sh" "$FFMPEG_FILES" 2>"$OUT/ffmpeg.log"); then
+        eval "$env_line"
+        step "FFmpeg with NVDEC (device-ffmpeg.sh)" PASS "$(ffmpeg -version 2>/dev/null | head -n 1)"
+    else
+        step "FFmpeg with NVDEC (device-ffmpeg.sh)" FAIL "see ffmpeg.log"
+    fi
+fi
+
 # ---- build ------------------------------------------------------------------
 BUILD_LOG=$OUT/build.log
 if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -112,8 +126,11 @@ sanitize() { # TOOL NAME EXTRA-ARGS...
     # it exists to fault. API errors are provoked on purpose (out of memory,
     # bad handles) and checked by the tests themselves. OMMA_TEST_SANITIZER
     # tells tests that compare device memory use that the tool adds its own.
-    OMMA_TEST_SANITIZER=1 OMMA_TEST_NO_FAULT_CHILD=1 timeout 900 "$CS" --tool "$tool" --error-exitcode 99 \
-        --report-api-errors no "$@" "$exe" >>"$SAN_LOG" 2>&1
+    # Tests that start processes of their own (the frame bus) have them
+    # checked too, with fewer of them killed.
+    OMMA_TEST_SANITIZER=1 OMMA_TEST_NO_FAULT_CHILD=1 OMMA_BUS_KILLS=10 timeout 900 "$CS" \
+        --tool "$tool" --error-exitcode 99 --report-api-errors no --target-processes all "$@" \
+        "$exe" >>"$SAN_LOG" 2>&1
     local rc=$?
     local errors
     errors=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$SAN_LOG" | tail -n 1)
