@@ -34,6 +34,7 @@ static const struct {
     {"engine", cli_bench_engine, "one model on the CPU or the GPU: latency, images/s per batch"},
     {"pipeline", cli_bench_pipeline, "the GPU face pipeline on N synthetic cameras"},
     {"runtime", cli_bench_runtime, "the runtime: how many cameras keep their frame rate"},
+    {"bus", cli_bench_bus, "the frame bus: frames to K subscriber processes, vs pipes"},
 };
 enum { N_FAMILIES = sizeof families / sizeof families[0] };
 
@@ -53,8 +54,8 @@ int cli_bench(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (argc < 2)
-        return cli_usage_error("bench", "no benchmark given (context, engine, pipeline or "
-                                        "runtime)");
+        return cli_usage_error("bench", "no benchmark given (context, engine, pipeline, "
+                                        "runtime or bus)");
     const char *names[N_FAMILIES];
     for (int i = 0; i < N_FAMILIES; i++) {
         if (strcmp(argv[1], families[i].name) == 0)

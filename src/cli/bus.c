@@ -14,8 +14,9 @@
 #include "omma/bus.h"
 
 static const cli_option ls_options[] = {
-    {"--dir", "DIR", "the bus directory (default: $OMMA_BUS_DIR, else\n"
-                     "$XDG_RUNTIME_DIR/omma-bus, else /tmp/omma-bus-UID)"},
+    {"--dir", "DIR",
+     "the bus directory (default: $OMMA_BUS_DIR, else\n"
+     "$XDG_RUNTIME_DIR/omma-bus, else /tmp/omma-bus-UID)"},
     {"--json", NULL, "one JSON line per bus"},
     {NULL, NULL, NULL},
 };
@@ -238,8 +239,8 @@ static int bus_watch(int argc, char **argv)
                     printf("{\"bus\":\"%s\",\"camera\":%d,\"name\":\"%s\",\"fps\":%.2f,"
                            "\"announce_ms_p50\":%.3f,\"announce_ms_p99\":%.3f,"
                            "\"arrive_ms_p50\":%.3f,\"arrive_ms_p99\":%.3f,\"skipped\":%llu}\n",
-                           name, info[i].index, info[i].name, (double)c->frames / s, a50, a99,
-                           r50, r99, (unsigned long long)c->skipped);
+                           name, info[i].index, info[i].name, (double)c->frames / s, a50, a99, r50,
+                           r99, (unsigned long long)c->skipped);
                 else
                     printf("%-4d %-24s %8.2f %6.2f/%-7.2f %6.2f/%-7.2f %8llu\n", info[i].index,
                            info[i].name, (double)c->frames / s, a50, a99, r50, r99,
