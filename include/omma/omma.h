@@ -8,5 +8,6 @@
 #include "omma/engine.h"
 #include "omma/face.h"
 #include "omma/pipeline.h"
+#include "omma/version.h"
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "omma/status.h"
+#include "omma/version.h"
 
 static const struct {
     const char *name;
@@ -47,6 +48,11 @@ int cli_fail(int st, const char *fmt, ...)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)) {
+        printf("omma %s (commit %s) features: %s\n", omma_version(), omma_build_commit(),
+               omma_build_features());
+        return CLI_EXIT_OK;
+    }
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
