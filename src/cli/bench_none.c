@@ -8,8 +8,10 @@
 
 static int no_gpu(const char *family)
 {
-    fprintf(stderr, "omma: error: omma bench %s needs a GPU: omma was built without CUDA "
-                    "(OMMA_CUDA=OFF)\n", family);
+    fprintf(stderr,
+            "omma: error: omma bench %s needs a GPU: omma was built without CUDA "
+            "(OMMA_CUDA=OFF)\n",
+            family);
     return CLI_EXIT_NO_DEVICE;
 }
 

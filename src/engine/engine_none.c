@@ -5,8 +5,8 @@
 #include "engine/engine_private.h"
 #include "gpu/none.h"
 
-omma_status eng_cuda_engine_load(omma_device *dev, const char *path,
-                                 const omma_engine_options *opt, omma_engine **out)
+omma_status eng_cuda_engine_load(omma_device *dev, const char *path, const omma_engine_options *opt,
+                                 omma_engine **out)
 {
     (void)dev, (void)path, (void)opt;
     *out = NULL;
@@ -25,7 +25,10 @@ omma_status eng_cuda_engine_init(omma_engine *e)
     return GPU_NONE_FAIL("the CUDA backend");
 }
 
-void eng_cuda_engine_uncache(omma_engine *e) { (void)e; }
+void eng_cuda_engine_uncache(omma_engine *e)
+{
+    (void)e;
+}
 
 static omma_status exec_init(omma_exec *x)
 {
@@ -33,7 +36,10 @@ static omma_status exec_init(omma_exec *x)
     return GPU_NONE_FAIL("the CUDA backend");
 }
 
-static void exec_fini(omma_exec *x) { (void)x; }
+static void exec_fini(omma_exec *x)
+{
+    (void)x;
+}
 
 static omma_status run(omma_exec *x, int batch)
 {
@@ -41,5 +47,5 @@ static omma_status run(omma_exec *x, int batch)
     return GPU_NONE_FAIL("the CUDA backend");
 }
 
-const eng_backend eng_cuda_backend = {"cuda (not built)", exec_init, exec_fini, run,
-                                      NULL, NULL, NULL};
+const eng_backend eng_cuda_backend = {
+    "cuda (not built)", exec_init, exec_fini, run, NULL, NULL, NULL};

@@ -34,7 +34,10 @@ omma_status omma_device_adopt(void *cu_context, omma_device **out)
     return GPU_NONE_FAIL("omma_device_adopt");
 }
 
-void omma_device_close(omma_device *dev) { (void)dev; }
+void omma_device_close(omma_device *dev)
+{
+    (void)dev;
+}
 
 int omma_device_ordinal(const omma_device *dev)
 {
@@ -76,7 +79,10 @@ omma_status omma_device_call(omma_device *dev, omma_status (*fn)(void *arg), voi
     return GPU_NONE_FAIL("omma_device_call");
 }
 
-unsigned omma_scope_depth(void) { return 0; }
+unsigned omma_scope_depth(void)
+{
+    return 0;
+}
 
 omma_status omma_device_set_schedule(int ordinal, omma_schedule policy)
 {
@@ -88,11 +94,11 @@ omma_status omma_device_set_schedule(int ordinal, omma_schedule policy)
 }
 
 /* The calls on an open device: there is none, so dev is NULL or invalid. */
-#define NEED_DEVICE(dev, out, fn)                                                  \
-    do {                                                                           \
-        if (!(dev) || !(out))                                                      \
-            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, fn ": NULL argument");          \
-        return GPU_NONE_FAIL(fn);                                                  \
+#define NEED_DEVICE(dev, out, fn)                                                                  \
+    do {                                                                                           \
+        if (!(dev) || !(out))                                                                      \
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, fn ": NULL argument");                          \
+        return GPU_NONE_FAIL(fn);                                                                  \
     } while (0)
 
 omma_status omma_device_get_schedule(omma_device *dev, omma_schedule *out)

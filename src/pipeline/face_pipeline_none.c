@@ -10,7 +10,10 @@ static omma_status none_create(omma_face_pipeline *p, const char *detector, cons
     return GPU_NONE_FAIL("omma_face_pipeline_create: the GPU backend");
 }
 
-static void none_destroy(omma_face_pipeline *p) { (void)p; }
+static void none_destroy(omma_face_pipeline *p)
+{
+    (void)p;
+}
 
 static omma_status none_run_batch(omma_face_pipeline *p, int n, const int *cameras,
                                   const omma_frame *frames, omma_face *faces, int *counts)

@@ -13,7 +13,10 @@ static omma_status none_start(const rt_runtime_config *cfg, void **out)
     return GPU_NONE_FAIL("the GPU runtime (use the CPU backend)");
 }
 
-static void none_stop(void *impl) { (void)impl; }
+static void none_stop(void *impl)
+{
+    (void)impl;
+}
 
 static omma_status none_wait(void *impl, int timeout_ms)
 {
@@ -21,7 +24,10 @@ static omma_status none_wait(void *impl, int timeout_ms)
     return GPU_NONE_FAIL("the GPU runtime");
 }
 
-static void none_destroy(void *impl) { (void)impl; }
+static void none_destroy(void *impl)
+{
+    (void)impl;
+}
 
 static void none_get_stats(void *impl, rt_runtime_stats *out)
 {
@@ -29,5 +35,5 @@ static void none_get_stats(void *impl, rt_runtime_stats *out)
     memset(out, 0, sizeof *out);
 }
 
-const rt_backend rt_gpu_backend = {"gpu (not built)", none_start, none_stop, none_wait,
-                                   none_destroy, none_get_stats};
+const rt_backend rt_gpu_backend = {"gpu (not built)", none_start,   none_stop,
+                                   none_wait,         none_destroy, none_get_stats};
