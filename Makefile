@@ -1,12 +1,18 @@
 # The README's two commands. Each does all set-up on a fresh Debian machine:
 # missing packages, models, test data, configure, build.
-#   make run    run omma on its built-in default
-#   make test   build and run the whole test suite (CTest)
+#   make run    run omma on its built-in default (optimized build, build-release)
+#   make test   build and run the whole test suite (CTest; sanitizers, build)
+# Without the CUDA toolkit both build the CPU backend only; OMMA_CUDA=OFF in
+# the flags forces that (make test-nocuda: the suite of that build).
 BUILD ?= build
+RUN_BUILD ?= build-release
 JOBS ?= $(shell nproc)
-CMAKE_FLAGS ?= -DOMMA_WERROR=ON -DOMMA_SANITIZE=ON
+CMAKE_FLAGS ?= -DOMMA_WERROR=ON -DOMMA_SANITIZE=ON -DOMMA_FAULT_INJECTION=ON
+RUN_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+NOCUDA_BUILD ?= build-nocuda
+PREFIX ?= /usr/local
 
-.PHONY: all setup deps data configure build run test fuzz clean
+.PHONY: all setup deps data configure build run test test-nocuda install fuzz clean
 
 all: build
 
@@ -27,11 +33,28 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: setup build
-	@scripts/run-default.sh $(BUILD)/omma
+# make run: an optimized build of its own (no sanitizers).
+$(RUN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(RUN_BUILD) $(RUN_CMAKE_FLAGS)
 
+run: setup $(RUN_BUILD)/CMakeCache.txt
+	cmake --build $(RUN_BUILD) -j $(JOBS)
+	@scripts/run-default.sh $(RUN_BUILD)/omma
+
+# make test: CTest's exit status, after one line per skipped test and why.
 test: setup build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --output-junit ctest-junit.xml; rc=$$?; \
+	    cd $(CURDIR) && scripts/test-skips.sh $(BUILD)/ctest-junit.xml; exit $$rc
+
+# The suite of the build without CUDA (CPU backend only; GPU tests skip).
+test-nocuda:
+	$(MAKE) test BUILD=$(NOCUDA_BUILD) CMAKE_FLAGS="$(CMAKE_FLAGS) -DOMMA_CUDA=OFF"
+
+# Installs the libraries, headers, omma, omma.pc and the CMake package
+# under PREFIX, from the optimized build.
+install: deps $(RUN_BUILD)/CMakeCache.txt
+	cmake --build $(RUN_BUILD) -j $(JOBS)
+	cmake --install $(RUN_BUILD) --prefix $(PREFIX)
 
 # Fuzz the TFLite reader and the image decoders with libFuzzer (clang),
 # FUZZ_SECONDS each.
@@ -43,4 +66,4 @@ fuzz: data
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) bus
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(RUN_BUILD) $(NOCUDA_BUILD)

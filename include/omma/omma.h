@@ -9,5 +9,6 @@
 #include "omma/face.h"
 #include "omma/pipeline.h"
 #include "omma/bus.h"
+#include "omma/version.h"
 
 #endif

@@ -22,7 +22,9 @@
 #include "omma/device.h"
 #include "omma/engine.h"
 
+#if OMMA_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#endif
 
 #define MAX_BATCHES 16
 
@@ -95,6 +97,7 @@ static void fill(float *p, size_t n, unsigned seed)
     }
 }
 
+#if OMMA_HAVE_CUDA
 static omma_status cuda_fail(cudaError_t rc, const char *what)
 {
     if (rc == cudaSuccess)
@@ -122,7 +125,7 @@ static omma_status gpu_fill(omma_device *dev, omma_exec *x, int i, size_t n, uns
     return st;
 }
 
-static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, cudaEvent_t ev[2],
+static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, void *ev[2],
                                  double *ms)
 {
     omma_scope sc;
@@ -130,27 +133,75 @@ static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, cuda
     omma_status st = omma_device_enter(dev, &sc);
     if (st != OMMA_OK)
         return st;
-    st = cuda_fail(cudaEventRecord(ev[0], s), "cudaEventRecord");
+    st = cuda_fail(cudaEventRecord((cudaEvent_t)ev[0], s), "cudaEventRecord");
     if (st == OMMA_OK)
         st = omma_exec_run(x, batch);
     if (st == OMMA_OK)
-        st = cuda_fail(cudaEventRecord(ev[1], s), "cudaEventRecord");
+        st = cuda_fail(cudaEventRecord((cudaEvent_t)ev[1], s), "cudaEventRecord");
     if (st == OMMA_OK)
         st = omma_exec_wait(x);
     float f = 0;
     if (st == OMMA_OK)
-        st = cuda_fail(cudaEventElapsedTime(&f, ev[0], ev[1]), "cudaEventElapsedTime");
+        st = cuda_fail(cudaEventElapsedTime(&f, (cudaEvent_t)ev[0], (cudaEvent_t)ev[1]), "cudaEventElapsedTime");
     *ms = f;
     omma_device_leave(&sc);
     return st;
 }
 
+/* The two timing events of a batch size (ev[1] may stay NULL on failure). */
+static omma_status gpu_events_create(omma_device *dev, void *ev[2])
+{
+    omma_scope sc;
+    omma_status st = omma_device_enter(dev, &sc);
+    if (st != OMMA_OK)
+        return st;
+    st = cuda_fail(cudaEventCreate((cudaEvent_t *)&ev[0]), "cudaEventCreate");
+    if (st == OMMA_OK)
+        st = cuda_fail(cudaEventCreate((cudaEvent_t *)&ev[1]), "cudaEventCreate");
+    omma_device_leave(&sc);
+    return st;
+}
+
+static void gpu_events_destroy(omma_device *dev, void *ev[2])
+{
+    omma_scope sc;
+    if (ev[0] && omma_device_enter(dev, &sc) == OMMA_OK) {
+        cudaEventDestroy((cudaEvent_t)ev[0]);
+        if (ev[1])
+            cudaEventDestroy((cudaEvent_t)ev[1]);
+        omma_device_leave(&sc);
+    }
+}
+#else
+/* Built without CUDA: omma_device_open fails, so dev is always NULL and the
+ * GPU path is never taken. */
+static omma_status gpu_fill(omma_device *dev, omma_exec *x, int i, size_t n, unsigned seed)
+{
+    (void)dev, (void)x, (void)i, (void)n, (void)seed;
+    return OMMA_ERR_NO_DEVICE;
+}
+
+static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, void *ev[2],
+                                 double *ms)
+{
+    (void)dev, (void)x, (void)batch, (void)ev, (void)ms;
+    return OMMA_ERR_NO_DEVICE;
+}
+
+static omma_status gpu_events_create(omma_device *dev, void *ev[2])
+{
+    (void)dev, (void)ev;
+    return OMMA_ERR_NO_DEVICE;
+}
+
+static void gpu_events_destroy(omma_device *dev, void *ev[2]) { (void)dev, (void)ev; }
+#endif
+
 static omma_status bench_batch(omma_device *dev, omma_engine *e, const omma_exec_options *xo,
                                int batch, int warmup, int iters, result *r)
 {
     omma_exec *x = NULL;
-    cudaEvent_t ev[2] = {0};
-    omma_scope sc;
+    void *ev[2] = {NULL, NULL};
     double *ms = malloc((size_t)iters * sizeof *ms);
     omma_status st = ms ? omma_exec_create_with(e, batch, xo, &x) : OMMA_ERR_OUT_OF_MEMORY;
     for (int i = 0; st == OMMA_OK && i < omma_engine_input_count(e); i++) {
@@ -163,12 +214,8 @@ static omma_status bench_batch(omma_device *dev, omma_engine *e, const omma_exec
         else if ((st = omma_exec_input(x, i, &p)) == OMMA_OK)
             fill(p, (size_t)batch * info.item_elems, (unsigned)i + 1);
     }
-    if (st == OMMA_OK && dev && (st = omma_device_enter(dev, &sc)) == OMMA_OK) {
-        st = cuda_fail(cudaEventCreate(&ev[0]), "cudaEventCreate");
-        if (st == OMMA_OK)
-            st = cuda_fail(cudaEventCreate(&ev[1]), "cudaEventCreate");
-        omma_device_leave(&sc);
-    }
+    if (st == OMMA_OK && dev)
+        st = gpu_events_create(dev, ev);
     for (int i = 0; st == OMMA_OK && i < warmup; i++)
         st = omma_exec_run(x, batch);
     if (st == OMMA_OK)
@@ -198,12 +245,8 @@ static omma_status bench_batch(omma_device *dev, omma_engine *e, const omma_exec
         r->p99_ms = ms[k < 0 ? 0 : k];
         r->images_per_s = batch / (r->median_ms / 1e3);
     }
-    if (dev && ev[0] && omma_device_enter(dev, &sc) == OMMA_OK) {
-        cudaEventDestroy(ev[0]);
-        if (ev[1])
-            cudaEventDestroy(ev[1]);
-        omma_device_leave(&sc);
-    }
+    if (dev)
+        gpu_events_destroy(dev, ev);
     omma_exec_destroy(x);
     free(ms);
     return st;

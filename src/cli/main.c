@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "omma/status.h"
+#include "omma/version.h"
 
 static const struct {
     const char *name;
@@ -106,6 +107,14 @@ int main(int argc, char **argv)
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--version") == 0 ||
+        (strcmp(argv[1], "version") == 0 && !(argc > 2 && is_help(argv[2])))) {
+        if (argc > 2)
+            return cli_usage_error("version", "unexpected argument '%s'", argv[2]);
+        printf("omma %s (commit %s) features: %s\n", omma_version(), omma_build_commit(),
+               omma_build_features());
+        return CLI_EXIT_OK;
     }
     if (is_help(argv[1])) {
         usage(stdout);

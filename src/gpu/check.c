@@ -1,4 +1,7 @@
-/* Turning CUDA, cuBLAS and cuDNN results into omma_status plus a message. */
+/* Turning CUDA, cuBLAS and cuDNN results into omma_status plus a message.
+ * omma calls no cuBLAS or cuDNN function and links neither library: the
+ * check macro accepts their status types (header only) for callers that use
+ * them in the same context, and names cuBLAS codes from the table below. */
 #include "gpu/check.h"
 
 #include <stdio.h>
@@ -129,12 +132,44 @@ omma_status gpu_status_of_blas(cublasStatus_t rc)
     }
 }
 
+/* cublasGetStatusName/String without linking cuBLAS (the strings are
+ * cuBLAS's own, from its documentation of cublasStatus_t). */
+static void blas_names(cublasStatus_t rc, const char **name, const char **text)
+{
+    switch (rc) {
+#define BLAS_CASE(code, what) \
+    case code:                \
+        *name = #code;        \
+        *text = what;         \
+        return;
+        BLAS_CASE(CUBLAS_STATUS_SUCCESS, "the operation completed successfully")
+        BLAS_CASE(CUBLAS_STATUS_NOT_INITIALIZED, "the cuBLAS library was not initialized")
+        BLAS_CASE(CUBLAS_STATUS_ALLOC_FAILED, "resource allocation failed inside cuBLAS")
+        BLAS_CASE(CUBLAS_STATUS_INVALID_VALUE, "an unsupported value or parameter was passed")
+        BLAS_CASE(CUBLAS_STATUS_ARCH_MISMATCH, "the device does not support the feature")
+        BLAS_CASE(CUBLAS_STATUS_MAPPING_ERROR, "access to GPU memory space failed")
+        BLAS_CASE(CUBLAS_STATUS_EXECUTION_FAILED, "the GPU program failed to execute")
+        BLAS_CASE(CUBLAS_STATUS_INTERNAL_ERROR, "an internal cuBLAS operation failed")
+        BLAS_CASE(CUBLAS_STATUS_NOT_SUPPORTED, "the functionality requested is not supported")
+        BLAS_CASE(CUBLAS_STATUS_LICENSE_ERROR, "the functionality requested requires a license")
+#undef BLAS_CASE
+    }
+    *name = "CUBLAS_STATUS_UNKNOWN";
+    *text = "unknown cuBLAS status";
+}
+
 omma_status gpu_check_blas(cublasStatus_t rc, const char *call, const char *file, int line)
 {
     if (rc == CUBLAS_STATUS_SUCCESS)
         return OMMA_OK;
-    return report(gpu_status_of_blas(rc), call, cublasGetStatusName(rc), cublasGetStatusString(rc),
-                  file, line);
+    const char *name, *text;
+    blas_names(rc, &name, &text);
+    char unknown[48];
+    if (strcmp(name, "CUBLAS_STATUS_UNKNOWN") == 0) {
+        snprintf(unknown, sizeof unknown, "cublasStatus_t %d", (int)rc);
+        name = unknown;
+    }
+    return report(gpu_status_of_blas(rc), call, name, text, file, line);
 }
 
 #ifdef OMMA_HAVE_CUDNN
@@ -162,6 +197,10 @@ omma_status gpu_check_dnn(cudnnStatus_t rc, const char *call, const char *file, 
         return OMMA_OK;
     char name[32];
     snprintf(name, sizeof name, "cudnnStatus_t %d", (int)rc);
-    return report(gpu_status_of_dnn(rc), call, name, cudnnGetErrorString(rc), file, line);
+    static const char *const kinds[] = {"", "", "bad parameter", "not supported",
+                                        "internal error", "execution failed"};
+    int kind = (int)rc / 1000;
+    return report(gpu_status_of_dnn(rc), call, name,
+                  kind >= 2 && kind <= 5 ? kinds[kind] : "cuDNN error", file, line);
 }
 #endif

@@ -8,8 +8,10 @@
 #include <strings.h>
 
 #include "core/error.h"
-#include "gpu/driver.h"
 #include "omma/log.h"
+#if OMMA_HAVE_CUDA
+#include "gpu/driver.h"
+#endif
 
 static const char *const names[] = {
     [OMMA_SCHEDULE_DEFAULT] = "default", [OMMA_SCHEDULE_AUTO] = "auto",
@@ -52,6 +54,7 @@ omma_schedule gpu_schedule_default(void)
     return policy == OMMA_SCHEDULE_DEFAULT ? OMMA_SCHEDULE_BLOCKING : policy;
 }
 
+#if OMMA_HAVE_CUDA
 unsigned gpu_schedule_flags(omma_schedule policy)
 {
     switch (policy) {
@@ -79,3 +82,4 @@ omma_schedule gpu_schedule_of_flags(unsigned flags)
         return OMMA_SCHEDULE_AUTO;
     }
 }
+#endif

@@ -12,6 +12,16 @@ fail() {
     echo "FAIL: $*"
     fails=$((fails + 1))
 }
+if ! "$omma" --version | grep -q " cuda"; then
+    # Built without CUDA: the bus shares GPU memory, so it says so.
+    "$omma" bus ls >/dev/null 2>"${TMPDIR:-/tmp}/omma-cli-bus.$$"
+    rc=$?
+    grep -q "built without CUDA" "${TMPDIR:-/tmp}/omma-cli-bus.$$" || rc=99
+    rm -f "${TMPDIR:-/tmp}/omma-cli-bus.$$"
+    [ $rc -eq 3 ] || { echo "FAIL: bus ls without CUDA: exit $rc"; exit 1; }
+    echo "SKIP: built without CUDA (bus ls says so, exit 3)"
+    exit 77
+fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/omma-cli-bus-XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 export OMMA_BUS_DIR="$dir/bus"

@@ -12,7 +12,9 @@ echo "$out"
 case $rc in
 3)
     echo "$out" | grep -q "omma: error: no NVIDIA GPU available" || fail "exit 3 without the message"
-    if ! ldconfig -p 2>/dev/null | grep -q "libcuda.so.1"; then
+    if echo "$out" | grep -q "omma was built without CUDA (OMMA_CUDA=OFF)"; then
+        echo "(a build without CUDA)"
+    elif ! ldconfig -p 2>/dev/null | grep -q "libcuda.so.1"; then
         echo "$out" | grep -q "libcuda.so.1" || fail "the message does not name libcuda.so.1"
     fi
     json_out=$("$omma" info --json 2>/dev/null)
