@@ -4,10 +4,13 @@
  * A publisher (`omma stream SOURCES... --publish NAME`) shares every
  * camera's frame ring under NAME. A subscriber attaches to NAME and gets,
  * per frame, a device pointer in its own address space (mapped read-only
- * where the driver allows it), an event to make its stream wait on, the
- * frame's sequence number and capture time, and later the frame's faces.
- * It gives each frame back with omma_bus_release after its last read, on
- * the stream that read it: nothing waits on the host on either side.
+ * where the driver allows it), the frame's sequence number and capture
+ * time, and later the frame's faces. A frame is announced only once it is
+ * in its slot, so a reading stream has nothing to wait for. The subscriber
+ * gives each frame back with omma_bus_release on the stream that read it:
+ * the publisher gets it back from a host function once those reads have
+ * run, and may then overwrite it. Nothing waits on the host on either
+ * side, and no process ever waits for another's GPU work.
  *
  * A subscriber holds at most max_holds frames per camera; frames published
  * while it holds that many are missed (counted in omma_bus_frame.missed):
@@ -68,7 +71,6 @@ typedef struct omma_bus_frame {
     uint64_t capture_ns; /* CLOCK_MONOTONIC, as omma's clocks */
     uint64_t announce_ns; /* when the publisher announced it */
     uint64_t missed; /* frames of this camera this subscriber missed so far */
-    void *ready_event; /* CUevent: make the reading stream wait for it */
     int token_; /* private */
 } omma_bus_frame;
 
@@ -102,12 +104,15 @@ int omma_bus_publisher_stopped(const omma_bus_subscriber *sub);
  * bus); OMMA_ERR_FORMAT: it sent something malformed (the session ends). */
 omma_status omma_bus_next(omma_bus_subscriber *sub, int timeout_ms, omma_bus_frame *out);
 
-/* Makes stream (a CUstream; NULL: the legacy default stream) wait for the
- * frame to be ready. Enqueues only. */
+/* Orders stream (a CUstream) after the frame's arrival: checks that f is a
+ * frame this subscriber holds. The frame is complete when announced, so
+ * nothing is enqueued on one GPU (kept for frames that will need it). */
 omma_status omma_bus_wait(omma_bus_subscriber *sub, const omma_bus_frame *f, void *stream);
 
-/* Gives the frame back after the last read enqueued on stream (its done
- * event is recorded there; NULL stream: the frame was not read). */
+/* Gives the frame back once the reads enqueued on stream so far have run
+ * (a host function there tells the publisher; nothing waits); NULL stream:
+ * the frame was not read and goes back now. The frame may not be read
+ * after this call. */
 omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *stream);
 
 /* The faces the publisher found in frame f: OMMA_OK with *n (up to max),

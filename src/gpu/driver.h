@@ -87,9 +87,7 @@
     X(cuMemUnmap)                     \
     X(cuMemSetAccess)                 \
     X(cuMemExportToShareableHandle)   \
-    X(cuMemImportFromShareableHandle) \
-    X(cuIpcGetEventHandle)            \
-    X(cuIpcOpenEventHandle)
+    X(cuMemImportFromShareableHandle)
 
 typedef struct gpu_driver {
 #define GPU_DRIVER_MEMBER(name) __typeof__(&name) name;

@@ -129,30 +129,3 @@ void bus_memory_destroy(bus_memory *m)
     gpu_cu.cuMemRelease(m->handle);
     memset(m, 0, sizeof *m);
 }
-
-omma_status bus_event_create(CUevent *ev, unsigned char handle[64])
-{
-    *ev = NULL;
-    OMMA_TRY(GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuEventCreate (interprocess)"));
-    OMMA_TRY(OMMA_CK(gpu_cu.cuEventCreate(ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING)));
-    CUipcEventHandle h;
-    omma_status st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuIpcGetEventHandle");
-    if (st == OMMA_OK)
-        st = OMMA_CK(gpu_cu.cuIpcGetEventHandle(&h, *ev));
-    if (st != OMMA_OK) {
-        gpu_cu.cuEventDestroy(*ev);
-        *ev = NULL;
-        return st;
-    }
-    memcpy(handle, h.reserved, 64);
-    return OMMA_OK;
-}
-
-omma_status bus_event_open(const unsigned char handle[64], CUevent *ev)
-{
-    *ev = NULL;
-    CUipcEventHandle h;
-    memcpy(h.reserved, handle, 64);
-    OMMA_TRY(GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuIpcOpenEventHandle"));
-    return OMMA_CK(gpu_cu.cuIpcOpenEventHandle(ev, h));
-}

@@ -9,9 +9,7 @@
  * either side's death until the last mapping goes. Legacy cudaIpc memory
  * handles are not used: they name a cudaMalloc base (sub-allocations lose
  * their offset), fail across PID namespaces, and stream-ordered pools
- * reject them. Events for cross-process ordering are created with
- * CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING and passed as
- * CUipcEventHandle bytes. Every call site passes a fault point. */
+ * reject them. Every call site passes a fault point. */
 #ifndef OMMA_IPC_BUS_MEMORY_H
 #define OMMA_IPC_BUS_MEMORY_H
 
@@ -44,11 +42,5 @@ omma_status bus_memory_import(omma_device *dev, int fd, size_t bytes, bus_memory
 /* Unmaps and releases (both sides). All GPU work on it must be done.
  * Accepts a zeroed m. */
 void bus_memory_destroy(bus_memory *m);
-
-/* An interprocess event (disable-timing) and its handle bytes (64). */
-omma_status bus_event_create(CUevent *ev, unsigned char handle[64]);
-
-/* Opens an interprocess event from handle bytes. */
-omma_status bus_event_open(const unsigned char handle[64], CUevent *ev);
 
 #endif

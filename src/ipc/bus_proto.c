@@ -92,9 +92,12 @@ static omma_status check_body(const bus_msg *m)
             return OMMA_FAIL(
                 OMMA_ERR_FORMAT, "bus message %s: camera %u has a bad size %ux%u or format %u", t,
                 (unsigned)c->index, (unsigned)c->width, (unsigned)c->height, (unsigned)c->format);
-        if (c->slots < 1 || c->slots > BUS_MAX_SLOTS || c->done_events > BUS_MAX_HOLDS * 2)
-            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera %u: %u slots, %u done events",
-                             t, (unsigned)c->index, (unsigned)c->slots, (unsigned)c->done_events);
+        if (c->slots < 1 || c->slots > BUS_MAX_SLOTS)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: camera %u: %u slots", t,
+                             (unsigned)c->index, (unsigned)c->slots);
+        if (c->reserved != 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%x, not 0", t,
+                             (unsigned)c->reserved);
         if (c->frame_bytes == 0 || c->slot_bytes < c->frame_bytes ||
             c->slot_bytes > c->alloc_bytes / c->slots)
             return OMMA_FAIL(OMMA_ERR_FORMAT,
@@ -115,15 +118,13 @@ static omma_status check_body(const bus_msg *m)
     }
     case BUS_MSG_FRAME: {
         const bus_frame *f = &m->u.frame;
-        if (f->camera >= BUS_MAX_CAMERAS || f->slot >= BUS_MAX_SLOTS ||
-            f->done >= BUS_MAX_HOLDS * 2 || f->seq == 0)
+        if (f->camera >= BUS_MAX_CAMERAS || f->slot >= BUS_MAX_SLOTS || f->seq == 0)
             return OMMA_FAIL(OMMA_ERR_FORMAT,
-                             "bus message %s: camera %u, slot %u, done %u or seq %llu out of range",
-                             t, (unsigned)f->camera, (unsigned)f->slot, (unsigned)f->done,
-                             (unsigned long long)f->seq);
+                             "bus message %s: camera %u, slot %u or seq %llu out of range", t,
+                             (unsigned)f->camera, (unsigned)f->slot, (unsigned long long)f->seq);
         if (f->reserved != 0)
-            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%x, not 0", t,
-                             (unsigned)f->reserved);
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%llx, not 0", t,
+                             (unsigned long long)f->reserved);
         return OMMA_OK;
     }
     case BUS_MSG_RELEASE: {

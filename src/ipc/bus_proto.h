@@ -8,8 +8,8 @@
  *
  *   subscriber -> publisher      publisher -> subscriber
  *   HELLO (cameras wanted)       WELCOME (seat, cameras; the results memfd)
- *                                CAMERA x n (format, slots, event handles;
- *                                           the ring's memory fd)
+ *                                CAMERA x n (format, slots; the ring's
+ *                                           memory fd)
  *   RELEASE (camera, slot, seq)  FRAME (camera, slot, seq, capture time, ...)
  *   BYE (reason)                 BYE / ERROR (status, reason)
  *
@@ -34,7 +34,6 @@
 #define BUS_NAME_MAX 64 /* bus and camera names, with the NUL */
 #define BUS_MAX_FACES 64 /* faces per frame in the results memory */
 #define BUS_TEXT_MAX 256 /* BYE / ERROR reasons, with the NUL */
-#define BUS_EVENT_HANDLE_BYTES 64 /* CUipcEventHandle */
 
 typedef enum bus_msg_type {
     BUS_MSG_HELLO = 1,
@@ -83,7 +82,7 @@ typedef struct bus_camera {
     uint32_t index; /* the camera's index on the bus */
     uint32_t width, height, format; /* format: an omma_pixel_format */
     uint32_t slots; /* 1..BUS_MAX_SLOTS */
-    uint32_t done_events; /* this seat's done events for this camera */
+    uint32_t reserved; /* 0 */
     uint64_t slot_bytes; /* distance between slots in the allocation */
     uint64_t frame_bytes; /* bytes of one frame (planes back to back) */
     uint64_t alloc_bytes; /* size of the shareable allocation (the fd) */
@@ -92,8 +91,6 @@ typedef struct bus_camera {
     int32_t gpu; /* device ordinal in the publisher */
     uint8_t gpu_uuid[16];
     char name[BUS_NAME_MAX];
-    uint8_t ready[BUS_MAX_SLOTS][BUS_EVENT_HANDLE_BYTES]; /* per slot */
-    uint8_t done[BUS_MAX_HOLDS * 2][BUS_EVENT_HANDLE_BYTES]; /* this seat's */
 } bus_camera;
 
 typedef struct bus_frame {
@@ -103,16 +100,15 @@ typedef struct bus_frame {
     uint64_t capture_ns; /* CLOCK_MONOTONIC */
     uint64_t announce_ns; /* when the publisher sent it (CLOCK_MONOTONIC) */
     uint64_t missed; /* frames of this camera this seat missed so far */
-    uint32_t done; /* the done event to record on release */
-    uint32_t reserved; /* 0 */
+    uint64_t reserved; /* 0 */
 } bus_frame;
 
 typedef struct bus_release {
     uint32_t camera;
     uint32_t slot;
     uint64_t seq;
-    uint32_t used; /* 1: the done event was recorded after the last read;
-                    * 0: the frame was not read (declined) */
+    uint32_t used; /* 1: read, and the reads have run on the GPU (sent
+                    * from a host function after them); 0: not read */
     uint32_t reserved; /* 0 */
 } bus_release;
 

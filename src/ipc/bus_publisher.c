@@ -43,8 +43,6 @@ typedef struct pub_camera {
     int slots, width, height, format;
     size_t frame_bytes, slot_bytes;
     bus_memory mem;
-    CUevent ready[BUS_MAX_SLOTS];
-    unsigned char ready_handle[BUS_MAX_SLOTS][BUS_EVENT_HANDLE_BYTES];
     bus_holds holds; /* under the publisher's lock */
     pending pend[PENDING]; /* producer's */
     unsigned pend_next;
@@ -59,7 +57,6 @@ typedef struct seat {
     uint64_t hello_deadline;
     int max_holds, watch;
     uint8_t *wants; /* per camera */
-    CUevent *done; /* per camera: 2 * max_holds (NULL for watchers) */
 } seat;
 
 struct bus_pub {
@@ -77,23 +74,6 @@ struct bus_pub {
     seat seats[BUS_MAX_SEATS];
     bus_pub_stats stats; /* under lock */
 };
-
-typedef struct done_ctx {
-    bus_pub *p;
-    int camera;
-} done_ctx;
-
-static int done_query(void *ctx, int seat_i, int d)
-{
-    done_ctx *c = ctx;
-    seat *s = &c->p->seats[seat_i];
-    if (!s->done)
-        return 1;
-    CUevent ev = s->done[(size_t)c->camera * bus_holds_done_events(s->max_holds) + d];
-    /* Any answer but NOT_READY ends the wait: a broken context is reported
-     * by the next enqueue, not by hanging a slot forever. */
-    return gpu_cu.cuEventQuery(ev) != CUDA_ERROR_NOT_READY;
-}
 
 omma_status bus_pub_create(const bus_pub_options *opt, bus_pub **out)
 {
@@ -166,22 +146,14 @@ omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_dev
     c->format = (int)format;
     c->frame_bytes = frame_bytes;
     c->slot_bytes = slot_bytes;
-    OMMA_TRY(bus_memory_create(dev, slot_bytes * (size_t)slots, &c->mem));
-    omma_status st = OMMA_OK;
-    for (int i = 0; i < slots && st == OMMA_OK; i++)
-        st = bus_event_create(&c->ready[i], c->ready_handle[i]);
+    omma_status st = bus_memory_create(dev, slot_bytes * (size_t)slots, &c->mem);
     if (st != OMMA_OK) {
-        for (int i = 0; i < slots; i++)
-            if (c->ready[i])
-                gpu_cu.cuEventDestroy(c->ready[i]);
-        bus_memory_destroy(&c->mem);
         memset(c, 0, sizeof *c);
         return st;
     }
     bus_holds_init(&c->holds, slots);
     c->added = 1;
     out->base = c->mem.base;
-    memcpy(out->ready, c->ready, sizeof c->ready);
     return OMMA_OK;
 }
 
@@ -189,18 +161,15 @@ omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_dev
 
 int bus_pub_slot_busy(bus_pub *p, int camera, int slot)
 {
-    done_ctx ctx = {p, camera};
     pthread_mutex_lock(&p->lock);
-    int busy = bus_holds_busy(&p->cams[camera].holds, slot, done_query, &ctx);
+    int busy = bus_holds_busy(&p->cams[camera].holds, slot);
     pthread_mutex_unlock(&p->lock);
     return busy;
 }
 
 void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq)
 {
-    done_ctx ctx = {p, camera};
     pthread_mutex_lock(&p->lock);
-    bus_holds_reap(&p->cams[camera].holds, done_query, &ctx);
     bus_holds_write(&p->cams[camera].holds, slot, seq);
     pthread_mutex_unlock(&p->lock);
 }
@@ -209,8 +178,7 @@ void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq)
 static void offer(bus_pub *p, int si, pub_camera *c, int camera, const pending *pd, uint64_t now)
 {
     seat *s = &p->seats[si];
-    int done = -1;
-    bus_offer_result r = bus_holds_offer(&c->holds, pd->slot, pd->seq, si, &done);
+    bus_offer_result r = bus_holds_offer(&c->holds, pd->slot, pd->seq, si);
     if (r != BUS_OFFER_GIVEN && r != BUS_OFFER_WATCH) {
         p->stats.missed += r == BUS_OFFER_MISSED;
         return;
@@ -222,7 +190,6 @@ static void offer(bus_pub *p, int si, pub_camera *c, int camera, const pending *
                             pd->capture_ns,
                             now,
                             c->holds.seat[si].missed,
-                            (uint32_t)(done < 0 ? 0 : done),
                             0};
     unsigned char buf[sizeof(bus_header) + sizeof(bus_frame)];
     size_t n = bus_msg_encode(&m, buf, sizeof buf);
@@ -234,7 +201,7 @@ static void offer(bus_pub *p, int si, pub_camera *c, int camera, const pending *
     /* Not delivered (queue full: the subscriber is not reading; or it hung
      * up: the socket thread will notice): the frame is missed. */
     if (r == BUS_OFFER_GIVEN)
-        bus_holds_release(&c->holds, si, pd->slot, pd->seq, 0);
+        bus_holds_release(&c->holds, si, pd->slot, pd->seq);
     c->holds.seat[si].missed++;
     p->stats.missed++;
     omma_clear_error();
@@ -287,23 +254,6 @@ void bus_pub_get_stats(bus_pub *p, bus_pub_stats *out)
 
 /* ---- the socket thread -------------------------------------------------- */
 
-static void destroy_done_events(bus_pub *p, CUevent *done, int max_holds)
-{
-    if (!done)
-        return;
-    int per = bus_holds_done_events(max_holds);
-    for (int c = 0; c < p->opt.cameras; c++) {
-        omma_scope scope;
-        if (omma_device_enter(p->cams[c].dev, &scope) != OMMA_OK)
-            continue;
-        for (int d = 0; d < per; d++)
-            if (done[c * per + d])
-                gpu_cu.cuEventDestroy(done[c * per + d]);
-        omma_device_leave(&scope);
-    }
-    free(done);
-}
-
 /* Ends seat si's session (reason logged; sent as BYE/ERROR when st). */
 static void end_seat(bus_pub *p, int si, omma_status st, const char *reason)
 {
@@ -332,7 +282,6 @@ static void end_seat(bus_pub *p, int si, omma_status st, const char *reason)
     pthread_mutex_unlock(&p->lock);
     close(old.fd);
     free(old.wants);
-    destroy_done_events(p, old.done, old.max_holds);
 }
 
 static omma_status send_msg(int fd, const bus_msg *m, int send_fd)
@@ -344,8 +293,8 @@ static omma_status send_msg(int fd, const bus_msg *m, int send_fd)
     return bus_send_wait(fd, buf, n, send_fd, CONTROL_MS);
 }
 
-/* HELLO from seat si: check it, make its done events, send WELCOME and
- * one CAMERA per camera wanted, then activate the seat. */
+/* HELLO from seat si: check it, send WELCOME and one CAMERA (with the
+ * ring's memory fd) per camera wanted, then activate the seat. */
 static void welcome(bus_pub *p, int si, const bus_hello *h)
 {
     seat *s = &p->seats[si];
@@ -376,27 +325,7 @@ static void welcome(bus_pub *p, int si, const bus_hello *h)
     }
     s->watch = (h->flags & BUS_HELLO_WATCH) != 0;
     s->max_holds = (int)h->max_holds;
-    int per = bus_holds_done_events(s->max_holds);
     omma_status st = OMMA_OK;
-    unsigned char(*handles)[BUS_EVENT_HANDLE_BYTES] = NULL;
-    if (!s->watch) {
-        s->done = calloc((size_t)p->opt.cameras * (size_t)per, sizeof *s->done);
-        handles = calloc((size_t)p->opt.cameras * (size_t)per, BUS_EVENT_HANDLE_BYTES);
-        if (!s->done || !handles)
-            st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "done events");
-        for (int c = 0; c < p->opt.cameras && st == OMMA_OK; c++) {
-            if (!s->wants[c])
-                continue;
-            omma_scope scope;
-            st = omma_device_enter(p->cams[c].dev, &scope);
-            for (int d = 0; d < per && st == OMMA_OK; d++)
-                st = bus_event_create(&s->done[c * per + d], handles[c * per + d]);
-            if (st == OMMA_OK)
-                st = omma_device_leave(&scope);
-            else
-                omma_device_leave(&scope);
-        }
-    }
     int subscribers = 1;
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < BUS_MAX_SEATS; i++)
@@ -420,7 +349,6 @@ static void welcome(bus_pub *p, int si, const bus_hello *h)
         bc->height = (uint32_t)pc->height;
         bc->format = (uint32_t)pc->format;
         bc->slots = (uint32_t)pc->slots;
-        bc->done_events = s->watch ? 0 : (uint32_t)per;
         bc->slot_bytes = pc->slot_bytes;
         bc->frame_bytes = pc->frame_bytes;
         bc->alloc_bytes = pc->mem.bytes;
@@ -429,9 +357,6 @@ static void welcome(bus_pub *p, int si, const bus_hello *h)
         bc->gpu = pc->gpu;
         memcpy(bc->gpu_uuid, pc->uuid, 16);
         snprintf(bc->name, sizeof bc->name, "%s", pc->name);
-        memcpy(bc->ready, pc->ready_handle, sizeof pc->ready_handle);
-        if (!s->watch)
-            memcpy(bc->done, handles[c * per], (size_t)per * BUS_EVENT_HANDLE_BYTES);
         int fd = -1;
         if (!s->watch) {
             omma_scope scope;
@@ -446,7 +371,6 @@ static void welcome(bus_pub *p, int si, const bus_hello *h)
         if (fd >= 0)
             close(fd); /* the subscriber has its own copy now */
     }
-    free(handles);
     if (st != OMMA_OK) {
         snprintf(why, sizeof why, "handshake failed: %s", omma_last_error());
         end_seat(p, si, st, why);
@@ -497,8 +421,7 @@ static void serve_seat(bus_pub *p, int si)
             const bus_release *r = &m.u.release;
             pthread_mutex_lock(&p->lock);
             int bad = (int)r->camera >= p->opt.cameras ||
-                      bus_holds_release(&p->cams[r->camera].holds, si, (int)r->slot, r->seq,
-                                        (int)r->used) != 0;
+                      bus_holds_release(&p->cams[r->camera].holds, si, (int)r->slot, r->seq) != 0;
             pthread_mutex_unlock(&p->lock);
             if (bad) {
                 char why[200];
@@ -642,8 +565,6 @@ void bus_pub_destroy(bus_pub *p)
             continue;
         omma_scope scope;
         if (omma_device_enter(pc->dev, &scope) == OMMA_OK) {
-            for (int i = 0; i < pc->slots; i++)
-                gpu_cu.cuEventDestroy(pc->ready[i]);
             bus_memory_destroy(&pc->mem);
             omma_device_leave(&scope);
         }

@@ -1,12 +1,14 @@
 /* Private: the publishing side of a frame bus (one per published runtime).
  *
  * The publisher owns, per camera, the ring's slot memory (one shareable
- * allocation, bus_memory.h) and one interprocess `ready` event per slot;
- * the runtime's frame ring uses both in place of its own (rt_ring_create_bus)
- * and tells the publisher when it starts writing a slot and when a frame
- * is enqueued. A frame is announced to subscribers from a host function on
- * the producer's stream, so it is announced only once it is really in the
- * slot: a subscriber never waits on work of a process that may die.
+ * allocation, bus_memory.h); the runtime's frame ring uses it in place of
+ * its own (rt_ring_create_bus) and tells the publisher when it starts
+ * writing a slot and when a frame is enqueued. A frame is announced to
+ * subscribers from a host function on the producer's stream, so it is
+ * announced only once it is really in the slot: a subscriber has nothing
+ * to wait for on the GPU, and never waits on work of a process that may
+ * die. Subscribers give frames back once their reads have run (bus_holds.h),
+ * so no interprocess event is needed either way.
  *
  * One thread serves the socket: it accepts subscribers (uid checked with
  * SO_PEERCRED), sends each its seat, the results memfd and per camera the
@@ -41,10 +43,9 @@ typedef struct bus_pub_options {
     long allow_gid; /* also admit this group's members (-1: the user only) */
 } bus_pub_options;
 
-/* A camera's slot memory and ready events, owned by the publisher. */
+/* A camera's slot memory, owned by the publisher. */
 typedef struct bus_pub_slots {
     CUdeviceptr base; /* slot i at base + i * slot_bytes */
-    CUevent ready[64];
 } bus_pub_slots;
 
 typedef struct bus_pub_stats {
@@ -62,7 +63,7 @@ typedef struct bus_pub_stats {
 omma_status bus_pub_create(const bus_pub_options *opt, bus_pub **out);
 
 /* Camera `index` (0..cameras-1): allocates its slots on dev (the device's
- * context current) and gives their memory and ready events. */
+ * context current) and gives their memory. */
 omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_device *dev, int slots,
                                int width, int height, omma_pixel_format format, size_t frame_bytes,
                                size_t slot_bytes, bus_pub_slots *out);
@@ -70,12 +71,10 @@ omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_dev
 /* Starts serving subscribers (every camera added). */
 omma_status bus_pub_start(bus_pub *p);
 
-/* Producer: 1 when slot may not be written (a subscriber holds it or its
- * done event has not run). */
+/* Producer: 1 when slot may not be written (a subscriber holds it). */
 int bus_pub_slot_busy(bus_pub *p, int camera, int slot);
 
-/* Producer: frame seq starts being written into slot (the done events of
- * the camera's released frames that completed are given back first). */
+/* Producer: frame seq starts being written into slot. */
 void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq);
 
 /* Producer: frame seq's copy into slot and its ready event are enqueued on

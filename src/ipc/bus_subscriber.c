@@ -19,26 +19,28 @@
 #include "omma/log.h"
 #include "vision/frame.h"
 
-#define DONE_MAX (BUS_MAX_HOLDS * 2)
-
 typedef struct sub_camera {
     bus_camera desc;
     omma_bus_camera_info info;
     bus_memory mem;
-    CUevent ready[BUS_MAX_SLOTS];
-    CUevent done[DONE_MAX]; /* the publisher's, recorded on release */
-    CUevent local[DONE_MAX]; /* ours, recorded beside them: close waits on these */
-    int local_used[DONE_MAX];
     int planes;
     size_t plane_offset[3];
     int row_bytes[3];
 } sub_camera;
 
+enum { HOLD_FREE = 0, HOLD_HELD, HOLD_RELEASING };
+
+/* A frame held, and what its release sends once the reads have run. */
 typedef struct hold {
-    int used;
+    atomic_int state; /* HOLD_*: RELEASING until the host function ran */
     int cam; /* local index */
-    uint32_t slot, done;
+    uint32_t slot;
     uint64_t seq;
+    struct omma_bus_subscriber *sub; /* for the host function */
+    unsigned char msg[sizeof(bus_header) + sizeof(bus_release)];
+    size_t msg_bytes;
+    CUevent after; /* recorded after the host function: close waits on it */
+    int after_used;
 } hold;
 
 struct omma_bus_subscriber {
@@ -132,12 +134,6 @@ static omma_status attach_camera(omma_bus_subscriber *s, sub_camera *c, int fd)
     }
     OMMA_TRY(bus_memory_import(s->dev, fd, c->desc.alloc_bytes, &c->mem));
     c->info.read_only = c->mem.read_only;
-    for (uint32_t i = 0; i < c->desc.slots; i++)
-        OMMA_TRY(bus_event_open(c->desc.ready[i], &c->ready[i]));
-    for (uint32_t i = 0; i < c->desc.done_events; i++) {
-        OMMA_TRY(bus_event_open(c->desc.done[i], &c->done[i]));
-        OMMA_TRY(OMMA_CK(gpu_cu.cuEventCreate(&c->local[i], CU_EVENT_DISABLE_TIMING)));
-    }
     return OMMA_OK;
 }
 
@@ -147,23 +143,18 @@ static void detach_cameras(omma_bus_subscriber *s)
         return;
     omma_scope scope;
     int entered = s->dev && omma_device_enter(s->dev, &scope) == OMMA_OK;
-    for (int i = 0; i < s->n && entered; i++) {
-        sub_camera *c = &s->cams[i];
-        /* Our reads of the frames end before the memory goes. */
-        for (int d = 0; d < DONE_MAX; d++)
-            if (c->local[d]) {
-                if (c->local_used[d])
-                    gpu_cu.cuEventSynchronize(c->local[d]);
-                gpu_cu.cuEventDestroy(c->local[d]);
-            }
-        for (int d = 0; d < DONE_MAX; d++)
-            if (c->done[d])
-                gpu_cu.cuEventDestroy(c->done[d]);
-        for (int k = 0; k < BUS_MAX_SLOTS; k++)
-            if (c->ready[k])
-                gpu_cu.cuEventDestroy(c->ready[k]);
-        bus_memory_destroy(&c->mem);
+    /* Our reads of the frames, and the host functions that give them back,
+     * have run before the memory goes. */
+    for (int i = 0; i < s->n_holds && entered; i++) {
+        hold *h = &s->holds[i];
+        if (h->after) {
+            if (h->after_used)
+                gpu_cu.cuEventSynchronize(h->after);
+            gpu_cu.cuEventDestroy(h->after);
+        }
     }
+    for (int i = 0; i < s->n && entered; i++)
+        bus_memory_destroy(&s->cams[i].mem);
     if (entered)
         omma_device_leave(&scope);
     free(s->cams);
@@ -210,8 +201,10 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
     s->subscribers = (int)m.u.welcome.subscribers;
     s->n = (int)m.u.welcome.n_cameras;
     s->cams = calloc(s->n ? (size_t)s->n : 1, sizeof *s->cams);
-    s->holds = calloc((size_t)(s->n ? s->n : 1) * (size_t)s->max_holds, sizeof *s->holds);
     s->n_holds = (s->n ? s->n : 1) * s->max_holds;
+    s->holds = calloc((size_t)s->n_holds, sizeof *s->holds);
+    for (int i = 0; s->holds && i < s->n_holds; i++)
+        s->holds[i].sub = s;
     if (!s->cams || !s->holds)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: camera state", s->name);
     omma_scope scope;
@@ -229,7 +222,6 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
             break;
         if (m.type != BUS_MSG_CAMERA || (fd < 0) != (s->watch != 0) ||
             s->local_of[m.u.camera.index] >= 0 ||
-            (!s->watch && m.u.camera.done_events != (uint32_t)(2 * s->max_holds)) ||
             m.u.camera.results_records != s->results.h.records ||
             m.u.camera.index >= s->results.h.cameras ||
             m.u.camera.results_offset !=
@@ -391,20 +383,23 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
                          bus_msg_type_name(m.type));
     const bus_frame *f = &m.u.frame;
     int li = s->local_of[f->camera];
-    if (li < 0 || f->slot >= s->cams[li].desc.slots ||
-        (!s->watch && f->done >= s->cams[li].desc.done_events))
+    if (li < 0 || f->slot >= s->cams[li].desc.slots)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: frame of camera %u slot %u out of range",
                          s->name, (unsigned)f->camera, (unsigned)f->slot);
     sub_camera *c = &s->cams[li];
     int token = -1;
     if (!s->watch) {
         for (int i = 0; i < s->n_holds && token < 0; i++)
-            if (!s->holds[i].used)
+            if (atomic_load(&s->holds[i].state) == HOLD_FREE)
                 token = i;
         if (token < 0)
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: the publisher gave more frames than held",
                              s->name);
-        s->holds[token] = (hold){1, li, f->slot, f->done, f->seq};
+        hold *h = &s->holds[token];
+        h->cam = li;
+        h->slot = f->slot;
+        h->seq = f->seq;
+        atomic_store(&h->state, HOLD_HELD);
     }
     memset(out, 0, sizeof *out);
     out->camera = (int)f->camera;
@@ -423,7 +418,6 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
             out->frame.planes[p] = (const uint8_t *)(uintptr_t)(slot + c->plane_offset[p]);
             out->frame.pitch[p] = c->row_bytes[p];
         }
-        out->ready_event = c->ready[f->slot];
     }
     return OMMA_OK;
 }
@@ -441,26 +435,37 @@ static hold *held(omma_bus_subscriber *s, const omma_bus_frame *f)
     if (s->watch || !f || f->token_ < 0 || f->token_ >= s->n_holds)
         return NULL;
     hold *h = &s->holds[f->token_];
-    if (!h->used || h->seq != f->seq || s->cams[h->cam].info.index != f->camera)
+    if (atomic_load(&h->state) != HOLD_HELD || h->seq != f->seq ||
+        s->cams[h->cam].info.index != f->camera)
         return NULL;
     return h;
 }
 
 omma_status omma_bus_wait(omma_bus_subscriber *sub, const omma_bus_frame *f, void *stream)
 {
+    (void)stream; /* a frame is announced once it is in its slot: the
+                   * stream has nothing to wait for (on this GPU) */
     OMMA_TRY(enter_call(sub, "omma_bus_wait"));
-    hold *h = held(sub, f);
-    if (!h)
+    if (!held(sub, f))
         return leave_call(sub, OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                                          "omma_bus_wait: not a frame this subscriber holds"));
-    omma_scope scope;
-    omma_status st = omma_device_enter(sub->dev, &scope);
-    if (st == OMMA_OK) {
-        st = OMMA_CK(
-            gpu_cu.cuStreamWaitEvent((CUstream)stream, sub->cams[h->cam].ready[h->slot], 0));
-        st = gpu_leave_keep(&scope, st);
-    }
-    return leave_call(sub, st);
+    return leave_call(sub, OMMA_OK);
+}
+
+/* A host function on the reading stream: the reads have run, so the
+ * publisher may have the frame back. The hold is free for the next frame
+ * before the message goes, as the publisher gives no new frame before it. */
+static void CUDA_CB send_release(void *arg)
+{
+    hold *h = arg;
+    unsigned char msg[sizeof h->msg];
+    size_t n = h->msg_bytes;
+    int fd = h->sub->fd;
+    memcpy(msg, h->msg, n);
+    atomic_store(&h->state, HOLD_FREE);
+    /* A publisher that does not read for a second, or is gone, loses the
+     * release with its session. */
+    bus_send_wait(fd, msg, n, -1, 1000);
 }
 
 omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *stream)
@@ -470,33 +475,39 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
     if (!h)
         return leave_call(sub, OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                                          "omma_bus_release: not a frame this subscriber holds"));
-    sub_camera *c = &sub->cams[h->cam];
-    omma_status st = OMMA_OK;
     int used = stream != NULL;
-    if (used) {
+    bus_msg m = {.type = BUS_MSG_RELEASE};
+    m.u.release = (bus_release){(uint32_t)f->camera, h->slot, h->seq, (uint32_t)used, 0};
+    h->msg_bytes = bus_msg_encode(&m, h->msg, sizeof h->msg);
+    omma_status st = OMMA_OK;
+    if (sub->closed) {
+        atomic_store(&h->state, HOLD_FREE); /* nobody to tell */
+    } else if (used) {
         omma_scope scope;
         st = omma_device_enter(sub->dev, &scope);
         if (st == OMMA_OK) {
-            st = OMMA_CK(gpu_cu.cuEventRecord(c->local[h->done], (CUstream)stream));
+            if (!h->after)
+                st = OMMA_CK(gpu_cu.cuEventCreate(&h->after, CU_EVENT_DISABLE_TIMING));
+            atomic_store(&h->state, HOLD_RELEASING);
             if (st == OMMA_OK)
-                st = OMMA_CK(gpu_cu.cuEventRecord(c->done[h->done], (CUstream)stream));
-            c->local_used[h->done] = 1;
+                st = OMMA_CK(gpu_cu.cuLaunchHostFunc((CUstream)stream, send_release, h));
+            if (st == OMMA_OK) {
+                st = OMMA_CK(gpu_cu.cuEventRecord(h->after, (CUstream)stream));
+                h->after_used = 1;
+            } else {
+                atomic_store(&h->state, HOLD_HELD); /* still ours: release again */
+            }
             st = gpu_leave_keep(&scope, st);
         }
-    }
-    if (st == OMMA_OK && !sub->closed) {
-        bus_msg m = {.type = BUS_MSG_RELEASE};
-        m.u.release = (bus_release){(uint32_t)f->camera, h->slot, h->seq, (uint32_t)used, 0};
-        unsigned char buf[sizeof(bus_header) + sizeof(bus_release)];
-        size_t n = bus_msg_encode(&m, buf, sizeof buf);
-        st = bus_send_wait(sub->fd, buf, n, -1, 1000);
+    } else {
+        st = bus_send_wait(sub->fd, h->msg, h->msg_bytes, -1, 1000);
         if (st == OMMA_ERR_CLOSED)
             st = closed_error(sub, "the publisher hung up");
+        if (st == OMMA_OK || sub->closed)
+            atomic_store(&h->state, HOLD_FREE);
     }
-    if (st == OMMA_OK || sub->closed) {
-        h->used = 0;
+    if (atomic_load(&h->state) != HOLD_HELD)
         f->token_ = -1;
-    }
     return leave_call(sub, st);
 }
 

@@ -41,8 +41,8 @@ struct rt_ring {
     CUevent ref_ready[RT_RING_MAX_SLOTS]; /* by_ref: its event (may be NULL) */
     CUevent ready[RT_RING_MAX_SLOTS];
     CUevent done[RT_RING_MAX_SLOTS];
-    bus_pub *bus; /* rt_ring_create_bus: the slots and ready events are the
-                   * bus's, shared with its subscribers */
+    bus_pub *bus; /* rt_ring_create_bus: the slots' memory is the bus's,
+                   * shared with its subscribers */
     int bus_camera;
 
     pthread_mutex_t lock;
@@ -109,8 +109,7 @@ static omma_frame slot_frame(const rt_ring *ring, int i)
 static void free_ring(rt_ring *ring)
 {
     for (int i = 0; i < RT_RING_MAX_SLOTS; i++) {
-        if (!ring->bus)
-            gpu_event_release(ring->dev, ring->ready[i]);
+        gpu_event_release(ring->dev, ring->ready[i]);
         gpu_event_release(ring->dev, ring->done[i]);
     }
     if (!ring->bus)
@@ -199,8 +198,7 @@ static omma_status create(omma_device *dev, int slots, const rt_ring_format *fmt
         return st;
     }
     if (bus) {
-        /* The bus owns the slots' memory and ready events: its subscribers
-         * map the one and wait on the others. */
+        /* The bus owns the slots' memory: its subscribers map it. */
         bus_pub_slots shared;
         omma_scope scope;
         st = omma_device_enter(dev, &scope);
@@ -213,8 +211,6 @@ static omma_status create(omma_device *dev, int slots, const rt_ring_format *fmt
             ring->bus = bus;
             ring->bus_camera = bus_camera;
             ring->base = shared.base;
-            for (int i = 0; i < slots; i++)
-                ring->ready[i] = shared.ready[i];
             ring->s.busy = bus_busy;
             ring->s.busy_ctx = ring;
         }
@@ -222,8 +218,7 @@ static omma_status create(omma_device *dev, int slots, const rt_ring_format *fmt
         st = gpu_mem_alloc(dev, ring->slot_stride * (size_t)slots, &ring->base);
     }
     for (int i = 0; i < slots && st == OMMA_OK; i++) {
-        if (!ring->bus)
-            st = gpu_event_acquire(dev, GPU_EVENT_SYNC, &ring->ready[i]);
+        st = gpu_event_acquire(dev, GPU_EVENT_SYNC, &ring->ready[i]);
         if (st == OMMA_OK)
             st = gpu_event_acquire(dev, GPU_EVENT_SYNC, &ring->done[i]);
     }
@@ -306,8 +301,8 @@ static int is_packed(const rt_ring *ring, const omma_frame *f)
  * device-to-device copy after `f_ready`) into WRITING slot i (frame seq)
  * on stream (context current); a bus announces the frame once the copy has
  * run. */
-static omma_status upload(rt_ring *ring, int i, uint64_t seq, uint64_t capture_ns,
-                          int after_done, const omma_frame *f, CUevent f_ready, CUstream stream)
+static omma_status upload(rt_ring *ring, int i, uint64_t seq, uint64_t capture_ns, int after_done,
+                          const omma_frame *f, CUevent f_ready, CUstream stream)
 {
     /* The slot's previous upload may still be in flight (a frame dropped
      * before it was taken), maybe on another stream. */
@@ -405,8 +400,9 @@ static omma_status put_copy(rt_ring *ring, const char *fn, const omma_frame *f, 
                             CUstream stream, uint64_t capture_ns, int timeout_ms)
 {
     if (atomic_exchange(&ring->in_put, 1))
-        return OMMA_FAIL(OMMA_ERR_BUSY, "%s: another thread is putting into this ring (one "
-                                        "producer at a time)",
+        return OMMA_FAIL(OMMA_ERR_BUSY,
+                         "%s: another thread is putting into this ring (one "
+                         "producer at a time)",
                          fn);
     omma_scope scope;
     omma_status st = omma_device_enter(ring->dev, &scope);
@@ -424,8 +420,8 @@ static omma_status put_copy(rt_ring *ring, const char *fn, const omma_frame *f, 
     if (st == OMMA_OK && plan.kind == RT_PUT_CLOSED)
         st = OMMA_FAIL(OMMA_ERR_CLOSED, "%s: the ring is closed", fn);
     if (st == OMMA_OK && (plan.kind == RT_PUT_WRITE || plan.kind == RT_PUT_WRITE_AFTER_DONE)) {
-        st = upload(ring, plan.slot, plan.seq, capture_ns, plan.kind == RT_PUT_WRITE_AFTER_DONE,
-                    f, f_ready, stream);
+        st = upload(ring, plan.slot, plan.seq, capture_ns, plan.kind == RT_PUT_WRITE_AFTER_DONE, f,
+                    f_ready, stream);
         pthread_mutex_lock(&ring->lock);
         rt_slots_end_put(&ring->s, plan.slot, capture_ns, st == OMMA_OK);
         if (st == OMMA_OK)
@@ -471,8 +467,7 @@ omma_status rt_ring_put_copy(rt_ring *ring, const omma_frame *device_frame, CUev
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                          "rt_ring_put_copy: the device frame's planes are not packed back to "
                          "back");
-    return put_copy(ring, "rt_ring_put_copy", device_frame, ready, stream, capture_ns,
-                    timeout_ms);
+    return put_copy(ring, "rt_ring_put_copy", device_frame, ready, stream, capture_ns, timeout_ms);
 }
 
 omma_status rt_ring_put_device(rt_ring *ring, const omma_frame *device_frame, CUevent ready,

@@ -137,9 +137,9 @@ omma_status rt_ring_create_ref(omma_device *dev, int slots, const rt_ring_format
 
 struct bus_pub; /* ipc/bus_publisher.h */
 
-/* A published ring: as rt_ring_create, but its slots' memory and ready
- * events are made by the frame bus `bus` as its camera `camera` (named
- * `name`), so that other processes map them; a slot a subscriber holds is
+/* A published ring: as rt_ring_create, but its slots' memory is made by
+ * the frame bus `bus` as its camera `camera` (named `name`), so that other
+ * processes map it; a slot a subscriber holds is
  * not written (KEEP_NEWEST drops the new frame when every writable slot is
  * taken; BLOCK waits), and each frame is announced on the bus once its
  * upload has run. Destroy the ring before the bus. */

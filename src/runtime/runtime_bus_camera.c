@@ -1,10 +1,10 @@
 /* The runtime's "bus:NAME/I" cameras: camera I of the frame bus NAME,
  * published by another omma process (ipc/, omma/bus.h). The camera thread
- * takes each frame the bus announces, makes its upload stream wait for the
- * frame's ready event, copies it device to device into the camera's ring
- * (no host copy, nothing over PCIe) and gives it back to the publisher
- * with a done event after the copy: the publisher's slot is free again as
- * soon as the copy has run, whatever the worker does with the ring's copy.
+ * takes each frame the bus announces (complete in its slot), copies it
+ * device to device into the camera's ring (no host copy, nothing over
+ * PCIe) and gives it back on the copy's stream: the publisher's slot is
+ * free again as soon as the copy has run, whatever the worker does with
+ * the ring's copy.
  * A publisher that stops ends the camera; one that dies is reported and
  * attached again when a publisher of that name comes back, until the
  * runtime stops. */
@@ -135,7 +135,7 @@ void rt_bus_cam_run(rt_cam *cam)
         }
         metrics_frame_in(cfg->metrics, cam->index);
         atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
-        st = rt_ring_put_copy(cam->ring, &f.frame, f.ready_event, cam->upload, f.capture_ns, 0);
+        st = rt_ring_put_copy(cam->ring, &f.frame, NULL, cam->upload, f.capture_ns, 0);
         /* Given back after the copy (or untouched if nothing was enqueued). */
         omma_status rel = omma_bus_release(cam->bus, &f, st == OMMA_OK ? cam->upload : NULL);
         if (st == OMMA_ERR_CLOSED)

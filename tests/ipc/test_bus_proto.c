@@ -42,9 +42,12 @@ static bus_msg welcome(void)
     bus_msg m;
     memset(&m, 0, sizeof m);
     m.type = BUS_MSG_WELCOME;
-    m.u.welcome = (bus_welcome){
-        .seat = 63, .pid = 77, .n_cameras = 5, .max_faces = 64, .subscribers = 3,
-        .results_bytes = 1u << 20};
+    m.u.welcome = (bus_welcome){.seat = 63,
+                                .pid = 77,
+                                .n_cameras = 5,
+                                .max_faces = 64,
+                                .subscribers = 3,
+                                .results_bytes = 1u << 20};
     return m;
 }
 
@@ -59,7 +62,6 @@ static bus_msg camera(void)
     c->height = 1080;
     c->format = OMMA_PIXEL_NV12;
     c->slots = BUS_MAX_SLOTS;
-    c->done_events = BUS_MAX_HOLDS * 2;
     c->frame_bytes = 1920 * 1080 * 3 / 2;
     c->slot_bytes = 3u << 20;
     c->alloc_bytes = c->slot_bytes * c->slots;
@@ -69,12 +71,6 @@ static bus_msg camera(void)
     for (int i = 0; i < 16; i++)
         c->gpu_uuid[i] = (uint8_t)(i * 13);
     strcpy(c->name, "cam-01.front_door");
-    for (int s = 0; s < BUS_MAX_SLOTS; s++)
-        for (int b = 0; b < BUS_EVENT_HANDLE_BYTES; b++)
-            c->ready[s][b] = (uint8_t)(s * 31 + b);
-    for (int s = 0; s < BUS_MAX_HOLDS * 2; s++)
-        for (int b = 0; b < BUS_EVENT_HANDLE_BYTES; b++)
-            c->done[s][b] = (uint8_t)(s * 17 + b + 1);
     return m;
 }
 
@@ -88,8 +84,7 @@ static bus_msg frame(void)
                             .seq = 1ull << 40,
                             .capture_ns = 123456789,
                             .announce_ns = 123456999,
-                            .missed = 12,
-                            .done = 15};
+                            .missed = 12};
     return m;
 }
 
@@ -130,7 +125,25 @@ static int samples(bus_msg *out)
     return n;
 }
 
-static uint8_t buf[BUS_MSG_MAX_BYTES + 64];
+/* Room for a CAMERA of the older layout that carried CUDA event handles
+ * (5264 body bytes), which must be refused. */
+#define OLD_CAMERA_BODY 5264
+static uint8_t buf[sizeof(bus_header) + OLD_CAMERA_BODY + 64];
+
+/* The wire layout: both ends are one build, but a size that changes by
+ * accident would still break a bus across builds. */
+static void layout(void)
+{
+    CHECK(sizeof(bus_header) == 16);
+    CHECK(sizeof(bus_welcome) == 32);
+    CHECK(sizeof(bus_camera) == 144);
+    CHECK(sizeof(bus_frame) == 48);
+    CHECK(offsetof(bus_frame, reserved) == 40);
+    CHECK(sizeof(bus_release) == 24);
+    CHECK(sizeof(bus_text) == 260);
+    CHECK(offsetof(bus_hello, cameras) == 16);
+    CHECK(BUS_MSG_MAX_BYTES == 160);
+}
 
 static void every_type_round_trips(void)
 {
@@ -237,7 +250,14 @@ static void header_checks(void)
     DECODE_FAILS(raw(BUS_MSG_RELEASE, big, sizeof(bus_release) + 8),
                  "RELEASE: 32 body bytes, expected 24");
     DECODE_FAILS(raw(BUS_MSG_WELCOME, big, 0), "WELCOME: 0 body bytes, expected 32");
-    DECODE_FAILS(raw(BUS_MSG_CAMERA, big, sizeof(bus_camera) + 8), "CAMERA: 5272 body bytes");
+    DECODE_FAILS(raw(BUS_MSG_CAMERA, big, sizeof(bus_camera) + 8),
+                 "CAMERA: 152 body bytes, expected 144");
+    DECODE_FAILS(raw(BUS_MSG_CAMERA, big, sizeof(bus_camera) - 1), "CAMERA: 143 body bytes");
+    /* A CAMERA of the older layout, with its event handles. */
+    static uint8_t old[OLD_CAMERA_BODY];
+    bus_camera oc = camera().u.camera;
+    memcpy(old, &oc, sizeof oc);
+    DECODE_FAILS(raw(BUS_MSG_CAMERA, old, sizeof old), "CAMERA: 5264 body bytes, expected 144");
     DECODE_FAILS(raw(BUS_MSG_BYE, big, 10), "BYE: 10 body bytes, expected 260");
     DECODE_FAILS(raw(BUS_MSG_ERROR, big, 261), "ERROR: 261 body bytes");
 }
@@ -290,7 +310,8 @@ static void welcome_checks(void)
 {
     bus_welcome w = welcome().u.welcome;
     w.seat = BUS_MAX_SEATS;
-    DECODE_FAILS(raw(BUS_MSG_WELCOME, &w, sizeof w), "WELCOME: seat 64, 5 cameras, 64 faces or 3 subscribers");
+    DECODE_FAILS(raw(BUS_MSG_WELCOME, &w, sizeof w),
+                 "WELCOME: seat 64, 5 cameras, 64 faces or 3 subscribers");
     w = welcome().u.welcome;
     w.n_cameras = BUS_MAX_CAMERAS + 1;
     DECODE_FAILS(raw(BUS_MSG_WELCOME, &w, sizeof w), "1025 cameras");
@@ -322,9 +343,10 @@ static void camera_checks(void)
     CAMERA_FAILS(c.height = 0, "bad size 1920x0");
     CAMERA_FAILS(c.height = 40000, "bad size 1920x40000");
     CAMERA_FAILS(c.format = OMMA_PIXEL_FORMAT_COUNT, "or format 6");
-    CAMERA_FAILS(c.slots = 0, "camera 1023: 0 slots, 16 done events");
-    CAMERA_FAILS(c.slots = BUS_MAX_SLOTS + 1, "65 slots");
-    CAMERA_FAILS(c.done_events = BUS_MAX_HOLDS * 2 + 1, "17 done events");
+    CAMERA_FAILS(c.slots = 0, "CAMERA: camera 1023: 0 slots");
+    CAMERA_FAILS(c.slots = BUS_MAX_SLOTS + 1, "camera 1023: 65 slots");
+    CAMERA_FAILS(c.reserved = 16, "CAMERA: reserved field is 0x10, not 0");
+    CAMERA_FAILS(c.reserved = 0xFFFFFFFFu, "reserved field is 0xffffffff, not 0");
     CAMERA_FAILS(c.frame_bytes = 0, "frame 0, slot 3145728 and allocation 201326592 bytes");
     CAMERA_FAILS(c.slot_bytes = c.frame_bytes - 1, "slot 3110399 and allocation");
     CAMERA_FAILS(c.alloc_bytes = c.slot_bytes * c.slots - 1, "do not fit");
@@ -352,19 +374,27 @@ static void frame_release_text_checks(void)
 {
     bus_frame f = frame().u.frame;
     f.camera = BUS_MAX_CAMERAS;
-    DECODE_FAILS(raw(BUS_MSG_FRAME, &f, sizeof f), "FRAME: camera 1024, slot 63, done 15");
+    DECODE_FAILS(raw(BUS_MSG_FRAME, &f, sizeof f),
+                 "FRAME: camera 1024, slot 63 or seq 1099511627776 out of range");
     f = frame().u.frame;
     f.slot = BUS_MAX_SLOTS;
     DECODE_FAILS(raw(BUS_MSG_FRAME, &f, sizeof f), "slot 64");
-    f = frame().u.frame;
-    f.done = BUS_MAX_HOLDS * 2;
-    DECODE_FAILS(raw(BUS_MSG_FRAME, &f, sizeof f), "done 16");
     f = frame().u.frame;
     f.seq = 0;
     DECODE_FAILS(raw(BUS_MSG_FRAME, &f, sizeof f), "seq 0 out of range");
     f = frame().u.frame;
     f.reserved = 7;
     DECODE_FAILS(raw(BUS_MSG_FRAME, &f, sizeof f), "FRAME: reserved field is 0x7, not 0");
+    f.reserved = 1ull << 40; /* its upper half is checked too */
+    DECODE_FAILS(raw(BUS_MSG_FRAME, &f, sizeof f), "FRAME: reserved field is 0x10000000000, not 0");
+    f = frame().u.frame;
+    f.camera = BUS_MAX_CAMERAS - 1;
+    f.slot = 0;
+    f.seq = UINT64_MAX;
+    f.missed = UINT64_MAX;
+    bus_msg fd;
+    REQUIRE_OK(bus_msg_decode(buf, raw(BUS_MSG_FRAME, &f, sizeof f), &fd));
+    CHECK(fd.type == BUS_MSG_FRAME && memcmp(&fd.u.frame, &f, sizeof f) == 0);
 
     bus_release r = release().u.release;
     r.camera = BUS_MAX_CAMERAS;
@@ -431,6 +461,20 @@ static void encode_refuses_bad_messages_and_small_buffers(void)
     CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
     m = frame();
     m.u.frame.reserved = 1;
+    CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
+    m.u.frame.reserved = 1ull << 63;
+    CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
+    m = camera();
+    m.u.camera.reserved = 1;
+    CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
+    m = camera();
+    m.u.camera.slots = 0;
+    CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
+    m = welcome();
+    m.u.welcome.reserved = 1;
+    CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
+    m = release();
+    m.u.release.reserved = 1;
     CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
     m = release();
     m.u.release.used = 3;
@@ -510,6 +554,7 @@ static void random_mutations_decode_or_fail_cleanly(void)
 
 int main(void)
 {
+    RUN(layout);
     RUN(every_type_round_trips);
     RUN(header_checks);
     RUN(hello_checks);
