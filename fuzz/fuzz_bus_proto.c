@@ -39,6 +39,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     if (bus_msg_decode(buf, n, &again) != OMMA_OK || memcmp(&again, &m, sizeof m) != 0)
         __builtin_trap();
+    /* Reserved fields of what decoded are 0. */
+    if ((m.type == BUS_MSG_CAMERA && m.u.camera.reserved != 0) ||
+        (m.type == BUS_MSG_FRAME && m.u.frame.reserved != 0) ||
+        (m.type == BUS_MSG_WELCOME && m.u.welcome.reserved != 0) ||
+        (m.type == BUS_MSG_RELEASE && m.u.release.reserved != 0))
+        __builtin_trap();
     /* Strings the peer sent are terminated within their fields. */
     if (m.type == BUS_MSG_CAMERA && !memchr(m.u.camera.name, 0, sizeof m.u.camera.name))
         __builtin_trap();

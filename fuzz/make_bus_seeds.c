@@ -48,8 +48,12 @@ int main(int argc, char **argv)
 
     memset(&m, 0, sizeof m);
     m.type = BUS_MSG_WELCOME;
-    m.u.welcome = (bus_welcome){
-        .seat = 3, .pid = 99, .n_cameras = 2, .max_faces = 4, .results_bytes = 1u << 16};
+    m.u.welcome = (bus_welcome){.seat = 3,
+                                .pid = 99,
+                                .n_cameras = 2,
+                                .max_faces = 4,
+                                .subscribers = 2,
+                                .results_bytes = 1u << 16};
     bad |= write_seed(dir, "welcome", &m);
 
     memset(&m, 0, sizeof m);
@@ -60,16 +64,25 @@ int main(int argc, char **argv)
     c->height = 720;
     c->format = OMMA_PIXEL_NV12;
     c->slots = 4;
-    c->done_events = 4;
     c->frame_bytes = 1280 * 720 * 3 / 2;
     c->slot_bytes = 2u << 20;
     c->alloc_bytes = 8u << 20;
     c->results_offset = 64;
     c->results_records = 8;
+    c->gpu = 0;
+    for (int i = 0; i < 16; i++)
+        c->gpu_uuid[i] = (unsigned char)(0x10 + i);
     strcpy(c->name, "cam1");
-    for (int i = 0; i < 4; i++)
-        memset(c->ready[i], 0x10 + i, BUS_EVENT_HANDLE_BYTES);
     bad |= write_seed(dir, "camera", &m);
+    /* One slot filling its allocation exactly, a full-length name. */
+    c->index = 1023;
+    c->slots = 1;
+    c->slot_bytes = c->frame_bytes;
+    c->alloc_bytes = c->frame_bytes;
+    c->results_records = 1;
+    c->gpu = 3;
+    memset(c->name, 'n', sizeof c->name - 1);
+    bad |= write_seed(dir, "camera_edge", &m);
 
     memset(&m, 0, sizeof m);
     m.type = BUS_MSG_FRAME;
@@ -78,14 +91,15 @@ int main(int argc, char **argv)
                             .seq = 77,
                             .capture_ns = 1000000,
                             .announce_ns = 1000500,
-                            .missed = 3,
-                            .done = 1};
+                            .missed = 3};
     bad |= write_seed(dir, "frame", &m);
 
     memset(&m, 0, sizeof m);
     m.type = BUS_MSG_RELEASE;
     m.u.release = (bus_release){.camera = 1, .slot = 2, .seq = 77, .used = 1};
     bad |= write_seed(dir, "release", &m);
+    m.u.release.used = 0; /* declined: not read */
+    bad |= write_seed(dir, "release_unused", &m);
 
     memset(&m, 0, sizeof m);
     m.type = BUS_MSG_BYE;

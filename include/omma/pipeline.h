@@ -69,7 +69,7 @@ typedef struct omma_face_pipeline_options {
     float cut_agree;            /* the detector runs on the frame and finds
                                  * a face overlapping it but none whose eyes
                                  * lie within this times its size of its
-                                 * landmarks' eyes; 0..1, 0 = off (0.15) */
+                                 * landmarks' eyes; 0..1, 0 = off (0.22) */
     float cut_presence;         /* its presence is below this on a frame
                                  * where the detector finds a face elsewhere
                                  * and none on it; 0..1, 0 = off (0.9) */

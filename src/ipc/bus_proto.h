@@ -130,8 +130,8 @@ typedef struct bus_msg {
     } u;
 } bus_msg;
 
-/* Largest encoded message (a CAMERA), for receive buffers. */
-#define BUS_MSG_MAX_BYTES (sizeof(bus_header) + sizeof(bus_camera))
+/* Largest encoded message, for receive buffers. */
+#define BUS_MSG_MAX_BYTES (sizeof(bus_header) + sizeof(bus_hello)) /* a HELLO naming every camera */
 
 /* Encodes *m into buf (cap bytes); returns the length, or 0 when cap is too
  * small or *m would not decode (a count out of range). HELLO is sent with

@@ -22,7 +22,7 @@ void omma_face_pipeline_options_init(omma_face_pipeline_options *opt)
     opt->min_detection_score = 0.5f;
     opt->min_presence = 0.5f;
     opt->cut_move = 0.3f;
-    opt->cut_agree = 0.15f;
+    opt->cut_agree = 0.22f;
     opt->cut_presence = 0.9f;
     opt->detect_every = 0;
     opt->nms_threshold = 0.3f;

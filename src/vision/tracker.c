@@ -15,7 +15,7 @@ void vis_tracker_options_init(vis_tracker_options *opt)
     opt->overlap_iou = 0.5f;
     opt->min_presence = 0.5f;
     opt->cut_move = 0.3f;
-    opt->cut_agree = 0.15f;
+    opt->cut_agree = 0.22f;
     opt->cut_presence = 0.9f;
 }
 

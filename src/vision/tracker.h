@@ -56,8 +56,10 @@ typedef struct vis_tracker_options {
                       * landmarks when each of its eyes lies within this
                       * times the landmarks' box side of theirs; a track
                       * that detections overlap (VIS_CUT_OVERLAP) but none
-                      * agrees with ends; 0 = never (0.15: the same
-                      * face's eyes differ by ~0.03) */
+                      * agrees with ends; 0 = never (0.22: the same
+                      * face's eyes differ by ~0.03, up to ~0.17 seen on
+                      * a photo panned over a canvas; the cut of
+                      * testdata/faces_cut.mp4 is missed from ~0.3) */
     float cut_presence; /* scene cut: a track whose presence falls below
                          * this on a frame where the detector found a face
                          * elsewhere and none on the track ends; 0 = never

@@ -45,7 +45,7 @@ static void test_cut_options(void)
     omma_face_pipeline_options o;
     omma_face_pipeline *p = NULL;
     options(&o);
-    CHECK(o.cut_move == 0.3f && o.cut_agree == 0.15f && o.cut_presence == 0.9f);
+    CHECK(o.cut_move == 0.3f && o.cut_agree == 0.22f && o.cut_presence == 0.9f);
     o.cut_move = -0.1f;
     CHECK_FAILS(omma_face_pipeline_create(&o, &p), OMMA_ERR_INVALID_ARG, "cut_move");
     CHECK(p == NULL);

@@ -216,7 +216,7 @@ static void cut_start(vis_tracker *t, float cut_move, float cut_presence)
 {
     vis_tracker_options o;
     vis_tracker_options_init(&o);
-    CHECK(o.cut_agree == 0.15f);
+    CHECK(o.cut_agree == 0.22f);
     o.cut_move = cut_move;
     o.cut_presence = cut_presence;
     REQUIRE_OK(vis_tracker_init(t, &o));
