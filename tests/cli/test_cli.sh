@@ -67,7 +67,7 @@ usage_error "unknown option --bogus" "run " run --bogus "$photo"
 usage_error "unknown command 'rn' (did you mean run?)" "" rn
 usage_error "unknown command 'strem' (did you mean stream?)" "" strem synthetic
 usage_error "unknown command 'frobnicate'" "" frobnicate
-usage_error "unknown command 'bogus'" "" help bogus
+usage_error "unknown command 'frobnicate'" "" help frobnicate
 usage_error "unknown option --lane (did you mean --lanes?)" "stream " stream --lane 3 synthetic
 usage_error "--lanes needs a value" "stream " stream synthetic --lanes
 usage_error "no SOURCE given (a video, images, /dev/videoN or synthetic)" "stream " stream
