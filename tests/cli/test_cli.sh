@@ -78,9 +78,18 @@ usage_error "unknown models command 'inspct' (did you mean inspect?)" "models " 
 usage_error "no model FILE given" "models inspect " models inspect
 usage_error "--model needs a value" "bench engine " bench engine --backend cpu --model
 usage_error "--backend and --model are required" "bench engine " bench engine --json
-usage_error "unknown option --camera (did you mean --cameras?)" "bench runtime " bench runtime --camera 4
-usage_error "--faces 7: not a valid value" "bench pipeline " bench pipeline --faces 7
-usage_error "--device x: expected an integer in 0..1024" "bench context " bench context --device x
+# The GPU benchmarks parse their options only in a build with CUDA (without
+# it they say so and exit 3, --help aside).
+if "$omma" --version | grep -q " cuda"; then
+    usage_error "unknown option --camera (did you mean --cameras?)" "bench runtime " bench runtime --camera 4
+    usage_error "--faces 7: not a valid value" "bench pipeline " bench pipeline --faces 7
+    usage_error "--device x: expected an integer in 0..1024" "bench context " bench context --device x
+else
+    "$omma" bench runtime --camera 4 >/dev/null 2>"$dir/err"
+    rc=$?
+    [ $rc -eq 3 ] && grep -q "built without CUDA" "$dir/err" ||
+        fail "bench runtime without CUDA: exit $rc, $(cat "$dir/err")"
+fi
 
 # --- Detector options: validated in 0..1, on run and stream.
 usage_error "--min-score 2: expected a number in 0..1" "run " run --backend cpu --min-score 2 "$photo"
