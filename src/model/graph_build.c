@@ -74,7 +74,7 @@ static omma_status const_i32(const tfl_model *m, int op_index, const char *op, i
 
 static int32_t read_i32(const int32_t *p, size_t i)
 {
-    int32_t v;
+    int32_t v = 0; /* gcc 12 at -O3 does not see memcpy fill it */
     memcpy(&v, (const unsigned char *)p + 4 * i, 4); /* file data may be unaligned */
     return v;
 }
