@@ -74,7 +74,7 @@ static omma_status const_i32(const tfl_model *m, int op_index, const char *op, i
 
 static int32_t read_i32(const int32_t *p, size_t i)
 {
-    int32_t v = 0; /* gcc 12 at -O3 does not see memcpy fill it */
+    int32_t v;
     memcpy(&v, (const unsigned char *)p + 4 * i, 4); /* file data may be unaligned */
     return v;
 }
@@ -181,7 +181,7 @@ static omma_status build_node(const tfl_model *m, const gr_graph *g, int idx, gr
         n->op = GR_PAD;
         int pt;
         OMMA_TRY(operand(m, idx, o, true, 1, false, &pt));
-        const int32_t *v;
+        const int32_t *v = NULL; /* set by const_i32 when it succeeds */
         OMMA_TRY(const_i32(m, idx, name, pt, (size_t)x->rank * 2, &v));
         for (int d = 0; d < x->rank; d++) {
             n->p.pad.before[d] = read_i32(v, 2 * (size_t)d);
@@ -221,7 +221,7 @@ static omma_status build_node(const tfl_model *m, const gr_graph *g, int idx, gr
         n->p.resize.half_pixel_centers = o->opt.resize.half_pixel_centers != 0;
         int st;
         OMMA_TRY(operand(m, idx, o, true, 1, false, &st));
-        const int32_t *v;
+        const int32_t *v = NULL; /* set by const_i32 when it succeeds */
         OMMA_TRY(const_i32(m, idx, name, st, 2, &v));
         const gr_tensor *y = &g->tensors[n->out];
         if (y->rank != 4 || read_i32(v, 0) != y->dims[1] || read_i32(v, 1) != y->dims[2])
