@@ -277,7 +277,9 @@ static void test_truncated(void)
     }
 
     /* Damage inside the frame data (64 junk bytes two thirds in): concealed,
-     * every frame handed out, the damage counted. */
+     * every frame handed out (whether the decoder notices, and counts, such
+     * small damage varies with its threads: test_video_damaged checks the
+     * counts over many copies). */
     size_t size;
     unsigned char *data = read_bytes(ROTATE_VIDEO, &size);
     REQUIRE(data);
@@ -296,7 +298,6 @@ static void test_truncated(void)
             last_stats.damaged_frames, last_stats.dropped_packets, omma_status_str(dst));
     CHECK(dst == OMMA_OK);
     CHECK(dn >= VIDEO_FRAMES - 1 && dn <= VIDEO_FRAMES);
-    CHECK(last_stats.damaged_frames + last_stats.dropped_packets > 0);
 
     /* The error is sticky. */
     io_video *v = NULL;
