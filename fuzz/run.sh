@@ -3,13 +3,16 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video]
 #     tflite: the TFLite reader, seeded from the three models and the small
 #             forged models in fuzz/seeds/
 #     image:  the PNG/JPEG decoders, seeded from small images written by
 #             fuzz/make_image_seeds.c
 #     bus:    the frame bus's control-message decoder, seeded from one
 #             message of each type written by fuzz/make_bus_seeds.c
+#     video:  the video reader (FFmpeg's demuxers and decoders, CPU), seeded
+#             from tiny clips of testdata/astronaut.png made here with ffmpeg
+#             (MPEG-4 AVI, H.264 MP4 and MPEG-TS, HEVC MKV, MJPEG AVI)
 set -eu
 src=${1:?source dir}
 build=${2:?build dir}
@@ -64,8 +67,41 @@ bus)
     sources="$src/fuzz/fuzz_bus_proto.c $src/src/ipc/bus_proto.c"
     libs=""
     ;;
+video)
+    if ! pkg-config --exists libavformat libavcodec libavutil libswscale; then
+        echo "SKIP: FFmpeg's libraries not found by pkg-config"
+        exit 77
+    fi
+    if ! command -v ffmpeg >/dev/null 2>&1; then
+        echo "SKIP: ffmpeg not found (scripts/install-deps.sh installs it)"
+        exit 77
+    fi
+    photo=$src/testdata/astronaut.png
+    if [ ! -f "$photo" ]; then
+        echo "SKIP: $photo missing (scripts/fetch-testdata.sh)"
+        exit 77
+    fi
+    # 64x48, 6 frames, a key frame every 3: small inputs, many runs a second.
+    for clip in "mpeg4.avi:-c:v mpeg4 -g 3" \
+        "h264.mp4:-c:v libx264 -preset veryfast -g 3 -pix_fmt yuv420p" \
+        "h264.ts:-c:v libx264 -preset veryfast -g 3 -pix_fmt yuv420p -f mpegts" \
+        "hevc.mkv:-c:v libx265 -x265-params log-level=error:keyint=3 -pix_fmt yuv420p" \
+        "mjpeg.avi:-c:v mjpeg -pix_fmt yuvj420p"; do
+        name=${clip%%:*}
+        [ -s "$out/seeds/$name" ] && continue
+        # shellcheck disable=SC2086
+        if ! ffmpeg -nostdin -hide_banner -loglevel error -y -loop 1 -framerate 15 -i "$photo" \
+            -vf "scale=96:72,crop=64:48:x='4*n':y=12" -frames:v 6 ${clip#*:} \
+            "$out/seeds/$name"; then
+            echo "FAIL: ffmpeg could not make the seed $name"
+            exit 1
+        fi
+    done
+    sources="$src/fuzz/fuzz_video.c $src/src/io/video_file.c"
+    libs="-DOMMA_HAVE_LIBAV=1 $(pkg-config --cflags --libs libavformat libavcodec libavutil libswscale)"
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image or bus)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus or video)" >&2
     exit 2
     ;;
 esac

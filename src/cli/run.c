@@ -574,6 +574,14 @@ static int run_parsed(run_args a)
                 annotate_video, s.ann.video_frames, annotated ? "" : ", failed");
     if (sample || a.annotate_dir || annotate_video)
         fputc('\n', stderr);
+    for (int c = 0; c < n_inputs; c++) {
+        const io_video_stats *vs = &s.inputs[c].video_stats;
+        if (vs->damaged_frames || vs->dropped_packets)
+            fprintf(stderr,
+                    "omma run: %s: damaged video: %ld damaged frame(s) concealed, %ld "
+                    "packet(s) dropped\n",
+                    s.inputs[c].path, vs->damaged_frames, vs->dropped_packets);
+    }
     small_faces_hint(&s, n_inputs, a.full_range, a.min_score);
     free(s.inputs), free(s.camera_faces), free(s.camera_large);
     if (interrupted) {

@@ -135,6 +135,8 @@ int cli_input_next(cli_input *in, omma_frame *frame, long *index, double *timest
 void cli_input_close(cli_input *in)
 {
     io_image_free(&in->image);
+    if (in->video)
+        io_video_get_stats(in->video, &in->video_stats);
     io_video_close(in->video);
     in->video = NULL;
 }

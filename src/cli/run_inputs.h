@@ -23,6 +23,7 @@ typedef struct cli_input {
     io_video *video;
     long frames_read;
     long max_frames; /* 0: all */
+    io_video_stats video_stats; /* a video's damage, kept when it closes */
 } cli_input;
 
 /* Opens path as an image or a video. Returns 1, or 0 after printing

@@ -1,9 +1,13 @@
 #define _POSIX_C_SOURCE 200809L /* stat */
-/* Video files through libavformat (demuxing) and libavcodec (decoding),
- * strictly: the decoder explodes on damage instead of concealing it, a
- * packet the demuxer could only read in part is an error, and frames are
- * checked against the stream's size and omma's pixel cap. Only the file
- * protocol is allowed, so a path never reaches the network.
+/* Video files through libavformat (demuxing) and libavcodec (decoding).
+ * Damage is concealed and counted, like a camera's lost packets: a frame
+ * the decoder repaired is handed out and counted (io_video_stats), a packet
+ * the decoder refuses or the demuxer cannot read is counted and skipped.
+ * A file ends early only on what cannot be recovered: a read error, no
+ * memory, IO_VIDEO_MAX_FAILURES failures in a row without a frame between,
+ * or a stream that gave no frame at all. Frames are checked against the
+ * stream's size and omma's pixel cap. Only the file protocol is allowed, so
+ * a path never reaches the network.
  *
  * FFmpeg's log goes to a callback installed once per process that prints
  * nothing and keeps the calling thread's last error line, which the next
@@ -46,6 +50,9 @@ struct io_video {
     int64_t start_pts; /* the stream's start in ticks (0 when unknown) */
     long index; /* frames handed out so far */
     long packets; /* packets of the stream sent to the decoder */
+    io_video_stats stats;
+    int failures; /* decoder and demuxer failures since the last frame */
+    char last_failure[512]; /* the latest of them, for the message that gives up */
     int draining; /* the demuxer is at its end: the decoder is flushed */
     /* Damage the demuxer met (a packet cut short, unreadable data): the
      * frames decoded from the packets before it are handed out first, then
@@ -192,9 +199,15 @@ static omma_status open_stream(io_video *v)
     if (err < 0)
         return OMMA_FAIL(read_status(err), "%s: %s decoder parameters: %s", path, codec->name,
                          io_libav_why(err, why, sizeof why));
-    /* Strict: damage is an error, never concealed. */
-    v->dec->err_recognition = AV_EF_CRCCHECK | AV_EF_BITSTREAM | AV_EF_BUFFER | AV_EF_EXPLODE;
-    v->dec->error_concealment = 0;
+    /* Damage is detected (checksums, bitstream and buffer checks: they only
+     * make a decoder notice more, and flag the frame or fail the packet) and
+     * concealed. Never AV_EF_EXPLODE: it turns every concealable error into a
+     * failed decode call, and FFmpeg 5.1's frame-threaded mpeg4 decoder then
+     * trips its own assertion (frame->buf[0] in decode.c) and aborts the
+     * process; nor AV_EF_AGGRESSIVE / AV_EF_CAREFUL (no extra safety, only
+     * more refused frames). */
+    v->dec->err_recognition = AV_EF_CRCCHECK | AV_EF_BITSTREAM | AV_EF_BUFFER;
+    v->dec->error_concealment = FF_EC_GUESS_MVS | FF_EC_DEBLOCK;
     v->dec->pkt_timebase = st->time_base;
     v->dec->thread_count = 0; /* FFmpeg's choice */
     io_libav_clear_log();
@@ -256,6 +269,14 @@ long io_video_frame_count(const io_video *v)
 {
     return v ? v->frame_count : 0;
 }
+void io_video_get_stats(const io_video *v, io_video_stats *stats)
+{
+    if (!stats)
+        return;
+    memset(stats, 0, sizeof *stats);
+    if (v)
+        *stats = v->stats;
+}
 
 /* Records the failure just reported so later calls replay it. */
 static omma_status sticky(io_video *v, omma_status st)
@@ -276,8 +297,7 @@ static omma_status hand_over(io_video *v, omma_frame *f)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is %dx%d in a %dx%d video", path, v->index,
                          fr->width, fr->height, v->width, v->height);
     if ((fr->flags & AV_FRAME_FLAG_CORRUPT) || fr->decode_error_flags)
-        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is damaged (decode error flags 0x%x)",
-                         path, v->index, (unsigned)fr->decode_error_flags);
+        v->stats.damaged_frames++; /* concealed by the decoder */
     int w = fr->width, h = fr->height;
     memset(f, 0, sizeof *f);
     f->width = w;
@@ -329,6 +349,30 @@ static omma_status hand_over(io_video *v, omma_frame *f)
     return OMMA_OK;
 }
 
+/* A failure that can be recovered from (a damaged packet, data the demuxer
+ * skips): counted, remembered for the message, and 1 while fewer than
+ * IO_VIDEO_MAX_FAILURES happened in a row; 0 when it is time to give up. */
+static int recoverable(io_video *v, int err, const char *what)
+{
+    char why[256];
+    snprintf(v->last_failure, sizeof v->last_failure, "%s: %s", what,
+             io_libav_why(err, why, sizeof why));
+    return ++v->failures < IO_VIDEO_MAX_FAILURES;
+}
+
+/* Ends the input at damage it cannot get past: the frames still in the
+ * decoder come out first, then this error instead of the end. */
+static void give_up(io_video *v, omma_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->pending_why, sizeof v->pending_why, fmt, ap);
+    va_end(ap);
+    v->pending = st;
+    v->draining = 1;
+    avcodec_send_packet(v->dec, NULL);
+}
+
 /* Runs the demuxer and decoder until a frame is in v->frame (1), the stream
  * ended (0) or a failure (< 0, the message set; *st its status). */
 static int decode_next(io_video *v, omma_status *st)
@@ -338,20 +382,39 @@ static int decode_next(io_video *v, omma_status *st)
     for (;;) {
         io_libav_clear_log();
         int err = avcodec_receive_frame(v->dec, v->frame);
-        if (err == 0)
+        if (err == 0) {
+            v->failures = 0;
             return 1;
+        }
+        if (err == AVERROR(ENOMEM)) {
+            *st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame %ld: decoding: %s", path, v->index,
+                            io_libav_why(err, why, sizeof why));
+            return -1;
+        }
         if (err == AVERROR_EOF && v->pending) {
             *st = OMMA_FAIL(v->pending, "%s: frame %ld: %s", path, v->index, v->pending_why);
             return -1;
         }
+        if (err == AVERROR_EOF && v->index == 0 && v->last_failure[0]) {
+            *st = OMMA_FAIL(OMMA_ERR_FORMAT,
+                            "%s: no frame could be decoded (%ld packet(s) "
+                            "dropped; the last: %s)",
+                            path, v->stats.dropped_packets, v->last_failure);
+            return -1;
+        }
         if (err == AVERROR_EOF)
             return 0;
-        if (err != AVERROR(EAGAIN)) {
-            *st = OMMA_FAIL(read_status(err) == OMMA_ERR_OUT_OF_MEMORY ? OMMA_ERR_OUT_OF_MEMORY
-                                                                       : OMMA_ERR_FORMAT,
-                            "%s: frame %ld: damaged video data: %s", path, v->index,
-                            io_libav_why(err, why, sizeof why));
-            return -1;
+        if (err != AVERROR(EAGAIN)) { /* a frame the decoder could not repair */
+            v->stats.dropped_packets++;
+            if (!recoverable(v, err, "the decoder refused a frame") && !v->draining)
+                give_up(v, OMMA_ERR_FORMAT, "%d damaged packets in a row, the last: %s",
+                        v->failures, v->last_failure);
+            if (v->failures > 4 * IO_VIDEO_MAX_FAILURES) { /* a decoder that never drains */
+                *st = OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld: the decoder keeps failing: %s",
+                                path, v->index, v->last_failure);
+                return -1;
+            }
+            continue;
         }
         if (v->draining) { /* the flushed decoder wants no more input */
             *st = OMMA_FAIL(OMMA_ERR_INTERNAL, "%s: frame %ld: the decoder stalled at the end",
@@ -365,44 +428,49 @@ static int decode_next(io_video *v, omma_status *st)
         if (err == AVERROR_EOF) {
             v->draining = 1;
             err = avcodec_send_packet(v->dec, NULL);
-            if (err < 0 && err != AVERROR_EOF) {
-                *st = OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld: flushing the decoder: %s", path,
-                                v->index, io_libav_why(err, why, sizeof why));
+            if (err == AVERROR(ENOMEM)) {
+                *st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame %ld: flushing the decoder: %s",
+                                path, v->index, io_libav_why(err, why, sizeof why));
                 return -1;
+            }
+            if (err < 0 && err != AVERROR_EOF) { /* the last packet was bad; still draining */
+                v->stats.dropped_packets++;
+                recoverable(v, err, "the decoder refused the last packet");
             }
             continue;
         }
-        int corrupt =
-            err >= 0 && v->pkt->stream_index == v->stream && (v->pkt->flags & AV_PKT_FLAG_CORRUPT);
-        if (err < 0 || corrupt) {
-            omma_status s = err < 0 ? read_status(err) : OMMA_ERR_FORMAT;
-            v->pending = s == OMMA_ERR_IO || s == OMMA_ERR_OUT_OF_MEMORY ? s : OMMA_ERR_FORMAT;
-            if (corrupt)
-                snprintf(v->pending_why, sizeof v->pending_why,
-                         "packet %ld is cut short or damaged (truncated file?)", v->packets);
-            else
-                snprintf(v->pending_why, sizeof v->pending_why,
-                         "cannot read packet %ld (truncated or damaged file?): %s", v->packets,
-                         io_libav_why(err, why, sizeof why));
-            av_packet_unref(v->pkt);
-            v->draining = 1;
-            avcodec_send_packet(v->dec, NULL); /* the frames decoded so far come out */
+        if (err < 0) {
+            omma_status s = read_status(err);
+            if (s == OMMA_ERR_IO || s == OMMA_ERR_OUT_OF_MEMORY) /* nothing more to read */
+                give_up(v, s, "cannot read packet %ld: %s", v->packets,
+                        io_libav_why(err, why, sizeof why));
+            else if (!recoverable(v, err, "unreadable data")) /* the demuxer resyncs */
+                give_up(v, OMMA_ERR_FORMAT, "%d unreadable stretches in a row, the last: %s",
+                        v->failures, v->last_failure);
             continue;
         }
         if (v->pkt->stream_index != v->stream) {
             av_packet_unref(v->pkt);
             continue;
         }
+        /* A packet the demuxer flags (cut short, a gap before it) still goes
+         * to the decoder, which conceals what is missing. */
+        if (v->pkt->flags & AV_PKT_FLAG_CORRUPT)
+            v->stats.corrupt_packets++;
         v->packets++;
         io_libav_clear_log();
         err = avcodec_send_packet(v->dec, v->pkt);
         av_packet_unref(v->pkt);
-        if (err < 0 && err != AVERROR(EAGAIN)) {
-            *st = OMMA_FAIL(read_status(err) == OMMA_ERR_OUT_OF_MEMORY ? OMMA_ERR_OUT_OF_MEMORY
-                                                                       : OMMA_ERR_FORMAT,
-                            "%s: frame %ld: damaged video data: %s", path, v->index,
+        if (err == AVERROR(ENOMEM)) {
+            *st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame %ld: decoding: %s", path, v->index,
                             io_libav_why(err, why, sizeof why));
             return -1;
+        }
+        if (err < 0 && err != AVERROR(EAGAIN)) { /* consumed, and refused */
+            v->stats.dropped_packets++;
+            if (!recoverable(v, err, "the decoder refused a packet"))
+                give_up(v, OMMA_ERR_FORMAT, "%d damaged packets in a row, the last: %s",
+                        v->failures, v->last_failure);
         }
     }
 }
@@ -460,6 +528,7 @@ omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, 
     else
         *timestamp_ms = 1000.0 * (double)v->index / v->fps;
     v->index++;
+    v->stats.frames = v->index;
 out:
     atomic_store(&v->busy, 0);
     return st;
@@ -523,6 +592,13 @@ long io_video_frame_count(const io_video *v)
 {
     (void)v;
     return 0;
+}
+
+void io_video_get_stats(const io_video *v, io_video_stats *stats)
+{
+    (void)v;
+    if (stats)
+        memset(stats, 0, sizeof *stats);
 }
 
 omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, int *eof)

@@ -14,6 +14,20 @@
 
 typedef struct io_video io_video;
 
+/* Failures in a row (without a frame between) after which a file is given
+ * up as unrecoverable. */
+#define IO_VIDEO_MAX_FAILURES 64
+
+/* What the reader met so far. Damage is concealed, not an error: a frame
+ * the decoder repaired (its corrupt or decode-error flags) is handed out
+ * and counted; a packet the decoder refused gives no frame and is counted. */
+typedef struct io_video_stats {
+    long frames; /* frames handed out */
+    long damaged_frames; /* of those, concealed by the decoder */
+    long dropped_packets; /* packets (or frames) the decoder refused */
+    long corrupt_packets; /* packets the demuxer flagged (cut short, a gap), decoded anyway */
+} io_video_stats;
+
 /* Nonzero when this build can read and write video files. */
 int io_video_available(void);
 
@@ -35,16 +49,22 @@ int io_video_height(const io_video *v);
 double io_video_fps(const io_video *v);
 long io_video_frame_count(const io_video *v);
 
+/* Fills *stats with the counts so far (zeros for NULL v). */
+void io_video_get_stats(const io_video *v, io_video_stats *stats);
+
 /* Decodes the next frame: *frame points into the reader's buffers, valid
  * until the next call on v (host memory). *timestamp_ms is its
  * presentation time from the stream's start. At the end of the stream
- * returns OMMA_OK with *eof = 1 and an empty *frame. Errors (naming the
- * file and the frame index): OMMA_ERR_FORMAT for corrupt or truncated data
- * (the decoder's error, not concealed: a damaged frame is an error), a
- * frame whose size changes mid-stream; OMMA_ERR_IO for a read error. Where
- * the file stops short or the demuxer meets damage, the frames decoded from
- * the data before it come first, then the error. After an error the reader
- * only reports it again. */
+ * returns OMMA_OK with *eof = 1 and an empty *frame. Damaged data is
+ * concealed and counted (io_video_get_stats), as a camera survives lost
+ * packets; a file cut short ends after the frames its data gives. Errors
+ * (naming the file and the frame index), each after the frames decoded
+ * before it: OMMA_ERR_FORMAT for a frame whose size changes mid-stream,
+ * IO_VIDEO_MAX_FAILURES damaged packets or unreadable stretches in a row,
+ * or a stream that gave no frame at all; OMMA_ERR_IO for a read error;
+ * OMMA_ERR_OUT_OF_MEMORY. After an error the reader only reports it again.
+ * Never calls abort: the decoder runs without the options that make
+ * FFmpeg's own assertions fire on damage (video_file.c says which). */
 omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, int *eof);
 
 /* Closes the file and frees everything; accepts NULL. */

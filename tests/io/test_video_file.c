@@ -1,8 +1,8 @@
 /* Video files: the reader over the test videos that scripts/fetch-testdata.sh
  * makes from astronaut.png (640x480, 24 frames at 15 fps, H.264 yuv420p or
- * MPEG-4; astronaut_pan.mp4 moves the picture 4 px per frame left), bad and
- * truncated inputs made here, and the writer: a round trip through the
- * reader, abort, a missing folder. Skipped (77) in a build without FFmpeg. */
+ * MPEG-4; astronaut_pan.mp4 moves the picture 4 px per frame left), bad,
+ * truncated and damaged inputs made here (concealed and counted), and the writer: a round trip
+ * through the reader, abort, a missing folder. Skipped (77) in a build without FFmpeg. */
 #define _POSIX_C_SOURCE 200809L /* mkdir */
 #include <dirent.h>
 #include <math.h>
@@ -43,13 +43,17 @@ static int scratch_entries(void)
     return n;
 }
 
+/* The reader's counts after the last read_all (zeros when it did not open). */
+static io_video_stats last_stats;
+
 /* Reads the whole video: frames read, *status the status that ended it
- * (OMMA_OK at the end of the stream). Checks every frame's layout and that
- * timestamps increase. Keeps a copy of luma planes 0 and `keep` in y0 / yk
- * (w x h each) when those are not NULL. */
+ * (OMMA_OK at the end of the stream), the counts in last_stats. Checks every frame's layout and
+ * that timestamps increase. Keeps a copy of luma planes 0 and `keep` in y0 / yk (w x h each) when
+ * those are not NULL. */
 static long read_all(const char *path, omma_status *status, int keep, uint8_t *y0, uint8_t *yk)
 {
     io_video *v = NULL;
+    memset(&last_stats, 0, sizeof last_stats);
     *status = io_video_open(path, &v);
     if (*status != OMMA_OK) {
         CHECK(v == NULL);
@@ -87,6 +91,8 @@ static long read_all(const char *path, omma_status *status, int keep, uint8_t *y
         }
         n++;
     }
+    io_video_get_stats(v, &last_stats);
+    CHECK(last_stats.frames == n);
     io_video_close(v);
     return n;
 }
@@ -230,10 +236,10 @@ static const char *truncated_copy(const char *path, double keep, const char *nam
     return ok ? out : NULL;
 }
 
-/* Truncated and damaged files: the videos keep their index first (+faststart), so they
- * open and fail where the data stops, after the frames whose data is whole;
- * an MP4 whose index was at the end fails to open. FORMAT each time, naming
- * the file and the frame, and the error stays. */
+/* Truncated and damaged files: the videos keep their index first
+ * (+faststart), so they open; damage is concealed and counted, a file cut
+ * short ends after the frames its data gives (OMMA_OK), and a file whose
+ * data gives no frame at all is FORMAT naming the file, an error that stays. */
 static void test_truncated(void)
 {
     require_testdata(PAN_VIDEO);
@@ -243,11 +249,11 @@ static void test_truncated(void)
         const char *src;
         double keep;
         const char *name;
-        long min_frames; /* good frames expected before the error */
+        long min_frames, max_frames; /* frames expected */
     } cuts[] = {
-        {PAN_VIDEO, 0.5, "pan_half.mp4", 0}, /* inside frame 0 (the big key frame) */
-        {ROTATE_VIDEO, 0.67, "rotate_cut.mp4", 1}, /* a third of the frames missing */
-        {ROTATE_VIDEO, 0.995, "rotate_tail.mp4", 1}, /* the last frame cut */
+        {PAN_VIDEO, 0.5, "pan_half.mp4", 0, 0}, /* inside frame 0 (the big key frame) */
+        {ROTATE_VIDEO, 0.67, "rotate_cut.mp4", 8, VIDEO_FRAMES - 1}, /* a third missing */
+        {ROTATE_VIDEO, 0.995, "rotate_tail.mp4", VIDEO_FRAMES - 1, VIDEO_FRAMES}, /* the last cut */
     };
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         const char *p = truncated_copy(cuts[i].src, cuts[i].keep, cuts[i].name);
@@ -255,17 +261,25 @@ static void test_truncated(void)
         omma_status st;
         long n = read_all(p, &st, -1, NULL, NULL);
         char msg[1024];
-        snprintf(msg, sizeof msg, "%s", omma_last_error());
-        fprintf(stderr, "  %s: %ld frames, then %s: %s\n", cuts[i].name, n, omma_status_str(st),
-                msg);
-        CHECK(st == OMMA_ERR_FORMAT);
-        CHECK(strstr(msg, cuts[i].name) != NULL);
-        CHECK(strstr(msg, "frame ") != NULL);
-        CHECK(n >= cuts[i].min_frames && n < VIDEO_FRAMES);
+        snprintf(msg, sizeof msg, "%s", st == OMMA_OK ? "" : omma_last_error());
+        fprintf(stderr, "  %s: %ld frames (%ld damaged, %ld corrupt packets), then %s %s\n",
+                cuts[i].name, n, last_stats.damaged_frames, last_stats.corrupt_packets,
+                omma_status_str(st), msg);
+        CHECK(n >= cuts[i].min_frames && n <= cuts[i].max_frames);
+        if (n == 0) {
+            CHECK(st == OMMA_ERR_FORMAT);
+            CHECK(strstr(msg, cuts[i].name) != NULL);
+            CHECK(strstr(msg, "no frame could be decoded") != NULL);
+        } else {
+            CHECK(st == OMMA_OK);
+            CHECK(last_stats.corrupt_packets + last_stats.dropped_packets > 0);
+        }
     }
 
-    /* Damage inside the frame data (64 junk bytes two thirds in): the
-     * decoder's error is not concealed. */
+    /* Damage inside the frame data (64 junk bytes two thirds in): concealed,
+     * every frame handed out (whether the decoder notices, and counts, such
+     * small damage varies with its threads: test_video_damaged checks the
+     * counts over many copies). */
     size_t size;
     unsigned char *data = read_bytes(ROTATE_VIDEO, &size);
     REQUIRE(data);
@@ -280,15 +294,14 @@ static void test_truncated(void)
     REQUIRE(wrote);
     omma_status dst;
     long dn = read_all(damaged, &dst, -1, NULL, NULL);
-    fprintf(stderr, "  damaged.mp4: %ld frames, then %s: %s\n", dn, omma_status_str(dst),
-            omma_last_error());
-    CHECK(dst == OMMA_ERR_FORMAT);
-    CHECK(strstr(omma_last_error(), "damaged.mp4") && strstr(omma_last_error(), "frame "));
-    CHECK(dn < VIDEO_FRAMES);
+    fprintf(stderr, "  damaged.mp4: %ld frames (%ld damaged, %ld dropped packets), then %s\n", dn,
+            last_stats.damaged_frames, last_stats.dropped_packets, omma_status_str(dst));
+    CHECK(dst == OMMA_OK);
+    CHECK(dn >= VIDEO_FRAMES - 1 && dn <= VIDEO_FRAMES);
 
     /* The error is sticky. */
     io_video *v = NULL;
-    const char *p = scratch_path("rotate_cut.mp4");
+    const char *p = scratch_path("pan_half.mp4");
     REQUIRE_OK(io_video_open(p, &v));
     omma_frame f;
     double ts;

@@ -211,16 +211,17 @@ PY
     fi
     no_tmp_left
 
-    # A truncated and a damaged copy next to the photo: named, exit 1, the
-    # photo's line there.
+    # A truncated copy (no frame decodes: named, the camera stops, exit 1), a
+    # damaged copy (concealed: its 12 frames; tests/io/test_video_damaged.c
+    # checks the line that counts the damage) and the photo's line there.
     head -c 20000 "$video" >"$dir/cut.mp4"
     python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[len(d) // 3:len(d) // 3 + 4000] = bytes(4000); open(sys.argv[2], "wb").write(d)' \
         "$video" "$dir/damaged.mp4" 2>/dev/null || head -c 20000 "$video" >"$dir/damaged.mp4"
     run --backend cpu --max-frames 12 --out "$dir/badvid.jsonl" "$dir/cut.mp4" "$dir/damaged.mp4" "$photo"
     [ $rc -eq 1 ] || fail "corrupt videos: exit $rc, expected 1"
     grep -q "^omma: error: $dir/cut.mp4: .*the camera stops" "$dir/err" || fail "no error naming the truncated video"
-    grep -q "^omma: error: $dir/damaged.mp4: " "$dir/err" || fail "no error naming the damaged video"
-    grep -q "3 input(s), 2 failed" "$dir/err" || fail "corrupt videos: summary"
+    ! grep -q "^omma: error: $dir/damaged.mp4" "$dir/err" || fail "the damaged video failed"
+    grep -q "3 input(s), 1 failed, 13 frame(s)" "$dir/err" || fail "corrupt videos: summary"
     grep -q "\"camera\":2,\"source\":\"$photo\",\"frame\":0," "$dir/badvid.jsonl" || fail "corrupt videos: the photo's line is missing"
     python3 -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$dir/badvid.jsonl" 2>/dev/null ||
         [ $have_python -eq 0 ] || fail "corrupt videos: output not whole JSON lines"
