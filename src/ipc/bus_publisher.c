@@ -159,19 +159,24 @@ omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_dev
 
 /* ---- producer side ------------------------------------------------------ */
 
-int bus_pub_slot_busy(bus_pub *p, int camera, int slot)
+void bus_pub_lock(bus_pub *p)
 {
     pthread_mutex_lock(&p->lock);
-    int busy = bus_holds_busy(&p->cams[camera].holds, slot);
+}
+
+void bus_pub_unlock(bus_pub *p)
+{
     pthread_mutex_unlock(&p->lock);
-    return busy;
+}
+
+int bus_pub_slot_busy(bus_pub *p, int camera, int slot)
+{
+    return bus_holds_busy(&p->cams[camera].holds, slot);
 }
 
 void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq)
 {
-    pthread_mutex_lock(&p->lock);
     bus_holds_write(&p->cams[camera].holds, slot, seq);
-    pthread_mutex_unlock(&p->lock);
 }
 
 /* Under the lock: tells one seat about a frame; a full queue is a miss. */

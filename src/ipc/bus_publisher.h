@@ -71,10 +71,19 @@ omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_dev
 /* Starts serving subscribers (every camera added). */
 omma_status bus_pub_start(bus_pub *p);
 
-/* Producer: 1 when slot may not be written (a subscriber holds it). */
+/* Producer: the publisher's lock, held from the busy checks of a put to
+ * the claim of the slot it chose (bus_pub_slot_write), so that no
+ * subscriber is given the slot's old frame in between. Taken after the
+ * ring's own lock; never held while waiting. */
+void bus_pub_lock(bus_pub *p);
+void bus_pub_unlock(bus_pub *p);
+
+/* Producer, bus_pub_lock held: 1 when slot may not be written (a
+ * subscriber holds it). */
 int bus_pub_slot_busy(bus_pub *p, int camera, int slot);
 
-/* Producer: frame seq starts being written into slot. */
+/* Producer, bus_pub_lock held: frame seq starts being written into slot
+ * (an announcement of its old frame still pending is then stale). */
 void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq);
 
 /* Producer: frame seq's copy into slot and its ready event are enqueued on

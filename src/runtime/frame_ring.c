@@ -352,13 +352,27 @@ static int upload_behind(const rt_ring *ring)
            gpu_cu.cuEventQuery(ring->ready[ring->last_written]) == CUDA_ERROR_NOT_READY;
 }
 
+/* Under the lock: the slots' plan for one frame. A published ring holds
+ * the bus's lock from the busy checks to the claim of the chosen slot. */
+static rt_put_plan begin_put(rt_ring *ring)
+{
+    if (!ring->bus)
+        return rt_slots_begin_put(&ring->s, done_query, ring);
+    bus_pub_lock(ring->bus);
+    rt_put_plan p = rt_slots_begin_put(&ring->s, done_query, ring);
+    if (p.kind == RT_PUT_WRITE || p.kind == RT_PUT_WRITE_AFTER_DONE)
+        bus_pub_slot_write(ring->bus, ring->bus_camera, p.slot, p.seq);
+    bus_pub_unlock(ring->bus);
+    return p;
+}
+
 static omma_status plan_put(rt_ring *ring, int timeout_ms, rt_put_plan *plan)
 {
     if (upload_behind(ring)) {
         *plan = rt_slots_reject(&ring->s);
         return OMMA_OK;
     }
-    *plan = rt_slots_begin_put(&ring->s, done_query, ring);
+    *plan = begin_put(ring);
     if (plan->kind != RT_PUT_WAIT)
         return OMMA_OK;
     uint64_t t0 = core_now_ns();
@@ -382,7 +396,7 @@ static omma_status plan_put(rt_ring *ring, int timeout_ms, rt_put_plan *plan)
                                 : pthread_cond_timedwait(&ring->freed, &ring->lock, &deadline);
         }
         timed_out = rc == ETIMEDOUT;
-        *plan = rt_slots_begin_put(&ring->s, done_query, ring);
+        *plan = begin_put(ring);
     }
     ring->blocked_ns += core_now_ns() - t0;
     if (plan->kind == RT_PUT_WAIT) {
@@ -413,9 +427,6 @@ static omma_status put_copy(rt_ring *ring, const char *fn, const omma_frame *f, 
     rt_put_plan plan;
     pthread_mutex_lock(&ring->lock);
     st = plan_put(ring, timeout_ms, &plan);
-    if (st == OMMA_OK && ring->bus &&
-        (plan.kind == RT_PUT_WRITE || plan.kind == RT_PUT_WRITE_AFTER_DONE))
-        bus_pub_slot_write(ring->bus, ring->bus_camera, plan.slot, plan.seq);
     pthread_mutex_unlock(&ring->lock);
     if (st == OMMA_OK && plan.kind == RT_PUT_CLOSED)
         st = OMMA_FAIL(OMMA_ERR_CLOSED, "%s: the ring is closed", fn);
