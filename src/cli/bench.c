@@ -25,6 +25,14 @@ int cli_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double cli_percentile(double *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof *v, cli_cmp_double);
+    return v[(size_t)(p * (double)(n - 1) + 0.5)];
+}
+
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);

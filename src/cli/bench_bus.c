@@ -86,19 +86,6 @@ typedef struct sub_figures {
     double frames, missed, p50_ms, p99_ms, cpu_us_per_frame, seconds;
 } sub_figures;
 
-static int cmp_double(const void *a, const void *b)
-{
-    return cli_cmp_double(a, b);
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    if (!n)
-        return 0;
-    qsort(v, n, sizeof *v, cmp_double);
-    return v[(size_t)(p * (double)(n - 1) + 0.5)];
-}
-
 /* ---- the subscriber processes ------------------------------------------- */
 
 /* --child bus:NAME:SECONDS:OUTFILE or pipe:FD:SECONDS:OUTFILE:W:H */
@@ -152,8 +139,9 @@ static int child_bus(const char *name, double seconds, const char *out_path)
     uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns();
     FILE *o = fopen(out_path, "w");
     if (o) {
-        fprintf(o, "%.0f %.0f %.4f %.4f %.3f %.3f\n", (double)frames, 0.0, pct(lat, n, 0.5),
-                pct(lat, n, 0.99), frames ? (double)(cpu1 - cpu0) / 1e3 / (double)frames : 0.0,
+        fprintf(o, "%.0f %.0f %.4f %.4f %.3f %.3f\n", (double)frames, 0.0,
+                cli_percentile(lat, n, 0.5), cli_percentile(lat, n, 0.99),
+                frames ? (double)(cpu1 - cpu0) / 1e3 / (double)frames : 0.0,
                 (double)(t1 - t0) / 1e9);
         fclose(o);
     }
@@ -235,8 +223,9 @@ static int child_pipe(int fd, const char *out_path, size_t frame_bytes)
     uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns();
     FILE *o = fopen(out_path, "w");
     if (o) {
-        fprintf(o, "%.0f 0 %.4f %.4f %.3f %.3f\n", (double)frames, pct(lat, n, 0.5),
-                pct(lat, n, 0.99), frames ? (double)(cpu1 - cpu0) / 1e3 / (double)frames : 0.0,
+        fprintf(o, "%.0f 0 %.4f %.4f %.3f %.3f\n", (double)frames, cli_percentile(lat, n, 0.5),
+                cli_percentile(lat, n, 0.99),
+                frames ? (double)(cpu1 - cpu0) / 1e3 / (double)frames : 0.0,
                 (double)(t1 - t0) / 1e9);
         fclose(o);
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/bench.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "omma/bus.h"
@@ -126,21 +127,6 @@ typedef struct cam_stats {
     int n_lat;
 } cam_stats;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct(double *v, int n, double p)
-{
-    if (n == 0)
-        return 0.0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int i = (int)(p * (n - 1) + 0.5);
-    return v[i];
-}
-
 static int bus_watch(int argc, char **argv)
 {
     const char *dir = NULL, *name = NULL;
@@ -231,10 +217,10 @@ static int bus_watch(int argc, char **argv)
                        "arrive p50/99", "skipped");
             for (int i = 0; i < n; i++) {
                 cam_stats *c = &cs[i];
-                double a50 = pct(c->announce_ms, c->n_lat, 0.5),
-                       a99 = pct(c->announce_ms, c->n_lat, 0.99);
-                double r50 = pct(c->arrive_ms, c->n_lat, 0.5),
-                       r99 = pct(c->arrive_ms, c->n_lat, 0.99);
+                double a50 = cli_percentile(c->announce_ms, (size_t)c->n_lat, 0.5),
+                       a99 = cli_percentile(c->announce_ms, (size_t)c->n_lat, 0.99);
+                double r50 = cli_percentile(c->arrive_ms, (size_t)c->n_lat, 0.5),
+                       r99 = cli_percentile(c->arrive_ms, (size_t)c->n_lat, 0.99);
                 if (json)
                     printf("{\"bus\":\"%s\",\"camera\":%d,\"name\":\"%s\",\"fps\":%.2f,"
                            "\"announce_ms_p50\":%.3f,\"announce_ms_p99\":%.3f,"
