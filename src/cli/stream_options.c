@@ -47,6 +47,8 @@ enum {
     OPT_PUBLISH,
     OPT_PUBLISH_SUBSCRIBERS,
     OPT_PUBLISH_WAIT,
+    OPT_DECODE,
+    OPT_DECODE_GPU_STREAMS,
     OPT_COUNT
 };
 
@@ -114,6 +116,14 @@ static const cli_option options[] = {
     [OPT_PUBLISH_WAIT] = {"--publish-wait", "S",
                           "wait up to S seconds for a first subscriber before the\n"
                           "sources start (a file then reaches it from frame 1)"},
+    [OPT_DECODE] = {"--decode", "auto|gpu|cpu",
+                    "where videos are decoded: auto (default) the GPU's\n"
+                    "NVDEC engines when they can decode the stream and have\n"
+                    "room, else the CPU; gpu: NVDEC or an error; cpu:\n"
+                    "libavcodec in software (the CPU backend always)"},
+    [OPT_DECODE_GPU_STREAMS] = {"--decode-gpu-streams", "N",
+                                "auto: 1080p30-equivalent streams each GPU decodes\n"
+                                "before more go to the CPU (56; 0: no limit)"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -399,6 +409,16 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return rt->publish_subscribers = (int)n, 1;
     if (id == OPT_PUBLISH_WAIT && cli_arg_double(a, v, 0.0, 3600.0, &d))
         return rt->publish_wait_ms = (int)(d * 1000.0), 1;
+    if (id == OPT_DECODE) {
+        int m = io_decode_parse(v);
+        if (m < 0) {
+            fprintf(stderr, "omma: error: --decode %s: expected auto, gpu or cpu\n", v);
+            return 0;
+        }
+        return rt->source.decode = (io_decode)m, 1;
+    }
+    if (id == OPT_DECODE_GPU_STREAMS && cli_arg_long(a, v, 0, 100000, &n))
+        return rt->decode_gpu_streams = (int)n, 1;
     return 0; /* a value that did not parse: said so above */
 }
 
@@ -411,6 +431,7 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     o->metrics_port = -1;
     o->rt.n_gpus = 1;
     o->gpus[0] = 0;
+    o->rt.source.decode = IO_DECODE_AUTO;
     o->cameras = calloc(OMMA_PIPELINE_MAX_CAMERAS, sizeof *o->cameras);
     const char **sources = calloc((size_t)argc + 1, sizeof *sources);
     if (!o->cameras || !sources) {
@@ -440,6 +461,10 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
             free(sources);
             return rc;
         }
+    }
+    if (o->rt.pipeline.backend == OMMA_BACKEND_CPU && o->rt.source.decode == IO_DECODE_GPU) {
+        free(sources);
+        return cli_usage_error("stream", "--decode gpu needs the GPU backend (--backend gpu)");
     }
     if (n_sources == 0) {
         free(sources);

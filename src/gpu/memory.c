@@ -34,8 +34,8 @@ static omma_status create_memory(omma_device *dev, struct gpu_memory **out)
     if (st != OMMA_OK)
         goto fail;
     m->threshold = UINT64_MAX;
-    st = OMMA_CK(gpu_cu.cuMemPoolSetAttribute(m->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                                              &m->threshold));
+    st = OMMA_CK(
+        gpu_cu.cuMemPoolSetAttribute(m->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &m->threshold));
     if (st == OMMA_OK)
         st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuStreamCreateWithPriority");
     if (st == OMMA_OK)
@@ -89,8 +89,9 @@ static omma_status alloc_async(omma_device *dev, size_t bytes, CUstream stream, 
     if (st != OMMA_OK) {
         *out = 0;
         char detail[1024];
-        snprintf(detail, sizeof detail, "device %d: allocating %zu bytes (%.1f MiB) of device "
-                                        "memory from omma's pool: %s",
+        snprintf(detail, sizeof detail,
+                 "device %d: allocating %zu bytes (%.1f MiB) of device "
+                 "memory from omma's pool: %s",
                  dev->ordinal, bytes, (double)bytes / (1 << 20), omma_last_error());
         return core_fail_text(st, detail);
     }
@@ -98,8 +99,7 @@ static omma_status alloc_async(omma_device *dev, size_t bytes, CUstream stream, 
     return OMMA_OK;
 }
 
-omma_status gpu_mem_alloc_async(omma_device *dev, size_t bytes, CUstream stream,
-                                CUdeviceptr *out)
+omma_status gpu_mem_alloc_async(omma_device *dev, size_t bytes, CUstream stream, CUdeviceptr *out)
 {
     if (!out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "gpu_mem_alloc_async: out is NULL");
@@ -267,8 +267,8 @@ omma_status gpu_copy_h2d_async(omma_device *dev, CUdeviceptr dst, const void *sr
 }
 
 omma_status gpu_copy_h2d_2d_async(omma_device *dev, CUdeviceptr dst, size_t dst_pitch,
-                                  const void *src, size_t src_pitch, size_t row_bytes,
-                                  size_t rows, CUstream stream)
+                                  const void *src, size_t src_pitch, size_t row_bytes, size_t rows,
+                                  CUstream stream)
 {
     if (!dev)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "gpu copy: device is NULL");
@@ -302,6 +302,38 @@ omma_status gpu_copy_d2d_async(omma_device *dev, CUdeviceptr dst, CUdeviceptr sr
                                CUstream stream)
 {
     return copy(dev, D2D, NULL, dst, NULL, src, bytes, stream);
+}
+
+omma_status gpu_copy_d2d_2d_async(omma_device *dev, CUdeviceptr dst, size_t dst_pitch,
+                                  CUdeviceptr src, size_t src_pitch, size_t row_bytes, size_t rows,
+                                  CUstream stream)
+{
+    if (!dev)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "gpu copy: device is NULL");
+    if (row_bytes == 0 || rows == 0)
+        return OMMA_OK;
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = src;
+    c.srcPitch = src_pitch;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = dst;
+    c.dstPitch = dst_pitch;
+    c.WidthInBytes = row_bytes;
+    c.Height = rows;
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(dev, &scope));
+    omma_status st = OMMA_CK(gpu_cu.cuMemcpy2DAsync(&c, stream));
+    if (st == OMMA_OK)
+        count(dev, D2D, row_bytes * rows);
+    return gpu_leave_keep(&scope, st);
+}
+
+void gpu_count_h2d(omma_device *dev, size_t bytes)
+{
+    if (dev && bytes)
+        count(dev, H2D, bytes);
 }
 
 static omma_status pool_attr(struct gpu_memory *m, CUmemPool_attribute attr, uint64_t *out)

@@ -49,5 +49,15 @@ omma_status gpu_copy_d2h_async(omma_device *dev, void *dst, CUdeviceptr src, siz
                                CUstream stream);
 omma_status gpu_copy_d2d_async(omma_device *dev, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                                CUstream stream);
+/* A pitched device image to a pitched device image (a decoder's surface
+ * into a ring slot), as one counted device-to-device copy. */
+omma_status gpu_copy_d2d_2d_async(omma_device *dev, CUdeviceptr dst, size_t dst_pitch,
+                                  CUdeviceptr src, size_t src_pitch, size_t row_bytes, size_t rows,
+                                  CUstream stream);
+
+/* Counts bytes a library moved to the device on omma's behalf, outside the
+ * wrappers above (the compressed video a GPU decoder reads): host-to-device
+ * bytes and one copy. */
+void gpu_count_h2d(omma_device *dev, size_t bytes);
 
 #endif

@@ -24,6 +24,21 @@
 #include "core/error.h"
 #include "io/image_file.h"
 
+static const char *const decode_names[IO_DECODE_COUNT] = {"cpu", "gpu", "auto"};
+
+const char *io_decode_name(io_decode d)
+{
+    return (unsigned)d < IO_DECODE_COUNT ? decode_names[d] : "unknown";
+}
+
+int io_decode_parse(const char *name)
+{
+    for (int i = 0; name && i < IO_DECODE_COUNT; i++)
+        if (strcmp(name, decode_names[i]) == 0)
+            return i;
+    return -1;
+}
+
 #ifdef OMMA_HAVE_LIBAV
 
 #include <libavcodec/avcodec.h>
@@ -34,10 +49,14 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 
+#include "io/video_gpu.h"
 #include "io/video_libav.h"
 
 struct io_video {
     char *path;
+    io_video_options opt;
+    io_video_gpu *gpu; /* decoding on the GPU (NULL: the CPU) */
+    char decoder[384]; /* io_video_decoder's text */
     AVFormatContext *fmt;
     AVCodecContext *dec;
     AVFrame *frame;
@@ -127,6 +146,36 @@ int io_video_available(void)
     return 1;
 }
 
+/* Sets the decoder up for the GPU when the options ask and it can be, and
+ * says how the video is decoded. */
+static omma_status choose_decoder(io_video *v, const AVCodec *codec, const AVCodecParameters *par)
+{
+    io_decode mode = v->opt.decode;
+    snprintf(v->decoder, sizeof v->decoder, "cpu (%s)", codec->name);
+    if (mode == IO_DECODE_CPU)
+        return OMMA_OK;
+    char why[256];
+    int can = v->opt.device && io_gpu_can_decode(codec, par, why, sizeof why);
+    if (!v->opt.device)
+        snprintf(why, sizeof why, "no GPU");
+    omma_status st = OMMA_OK;
+    if (can) {
+        st = io_gpu_attach(v->dec, v->opt.device, mode == IO_DECODE_GPU, &v->gpu);
+        if (st == OMMA_OK) {
+            snprintf(v->decoder, sizeof v->decoder, "gpu (nvdec %s)", codec->name);
+            return OMMA_OK;
+        }
+        snprintf(why, sizeof why, "%s", omma_last_error());
+    }
+    if (mode == IO_DECODE_GPU)
+        return st != OMMA_OK ? OMMA_FAIL(st, "%s: cannot decode on the GPU: %s", v->path, why)
+                             : OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                                         "%s: cannot decode its %s video on the GPU: %s", v->path,
+                                         codec->name, why);
+    snprintf(v->decoder, sizeof v->decoder, "cpu (%s; not on the GPU: %s)", codec->name, why);
+    return OMMA_OK;
+}
+
 static omma_status open_stream(io_video *v)
 {
     char why[512];
@@ -210,6 +259,7 @@ static omma_status open_stream(io_video *v)
     v->dec->error_concealment = FF_EC_GUESS_MVS | FF_EC_DEBLOCK;
     v->dec->pkt_timebase = st->time_base;
     v->dec->thread_count = 0; /* FFmpeg's choice */
+    OMMA_TRY(choose_decoder(v, codec, par));
     io_libav_clear_log();
     err = avcodec_open2(v->dec, codec, NULL);
     if (err < 0)
@@ -224,10 +274,20 @@ static omma_status open_stream(io_video *v)
 
 omma_status io_video_open(const char *path, io_video **out)
 {
+    return io_video_open_with(path, NULL, out);
+}
+
+omma_status io_video_open_with(const char *path, const io_video_options *opt, io_video **out)
+{
     if (out)
         *out = NULL;
     if (!path || !out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "io_video_open: NULL %s", path ? "out" : "path");
+    if (opt && ((unsigned)opt->decode >= IO_DECODE_COUNT ||
+                (opt->decode == IO_DECODE_GPU && !opt->device)))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: %s", path,
+                         (unsigned)opt->decode >= IO_DECODE_COUNT ? "bad decode mode"
+                                                                  : "GPU decoding without a GPU");
     struct stat sb;
     if (stat(path, &sb) != 0)
         return OMMA_FAIL(OMMA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -239,6 +299,8 @@ omma_status io_video_open(const char *path, io_video **out)
     io_video *v = calloc(1, sizeof *v);
     if (!v)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video reader", path);
+    if (opt)
+        v->opt = *opt;
     v->path = strdup(path);
     if (!v->path) {
         free(v);
@@ -269,6 +331,19 @@ long io_video_frame_count(const io_video *v)
 {
     return v ? v->frame_count : 0;
 }
+int io_video_on_gpu(const io_video *v)
+{
+    char why[8];
+    return v && v->gpu && !io_gpu_refused(v->gpu, why, sizeof why);
+}
+void *io_video_stream(const io_video *v)
+{
+    return io_video_on_gpu(v) ? io_gpu_stream(v->gpu) : NULL;
+}
+const char *io_video_decoder(const io_video *v)
+{
+    return v ? v->decoder : "";
+}
 void io_video_get_stats(const io_video *v, io_video_stats *stats)
 {
     if (!stats)
@@ -298,6 +373,12 @@ static omma_status hand_over(io_video *v, omma_frame *f)
                          fr->width, fr->height, v->width, v->height);
     if ((fr->flags & AV_FRAME_FLAG_CORRUPT) || fr->decode_error_flags)
         v->stats.damaged_frames++; /* concealed by the decoder */
+    if (fr->format == AV_PIX_FMT_CUDA) {
+        omma_status st = io_gpu_hand_over(v->gpu, fr, f);
+        return st == OMMA_OK
+                   ? OMMA_OK
+                   : OMMA_FAIL(st, "%s: frame %ld: %s", path, v->index, omma_last_error());
+    }
     int w = fr->width, h = fr->height;
     memset(f, 0, sizeof *f);
     f->width = w;
@@ -380,6 +461,11 @@ static int decode_next(io_video *v, omma_status *st)
     char why[512];
     const char *path = v->path;
     for (;;) {
+        if (v->gpu && v->opt.decode == IO_DECODE_GPU && io_gpu_refused(v->gpu, why, sizeof why)) {
+            *st = OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: frame %ld: cannot decode on the GPU: %s",
+                            path, v->index, why);
+            return -1;
+        }
         io_libav_clear_log();
         int err = avcodec_receive_frame(v->dec, v->frame);
         if (err == 0) {
@@ -458,6 +544,7 @@ static int decode_next(io_video *v, omma_status *st)
         if (v->pkt->flags & AV_PKT_FLAG_CORRUPT)
             v->stats.corrupt_packets++;
         v->packets++;
+        io_gpu_count_packet(v->gpu, (size_t)v->pkt->size);
         io_libav_clear_log();
         err = avcodec_send_packet(v->dec, v->pkt);
         av_packet_unref(v->pkt);
@@ -503,6 +590,14 @@ omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, 
         *eof = 1;
         goto out;
     }
+    if (v->frame->format == AV_PIX_FMT_CUDA) { /* unmapped once the stream passed here */
+        st = io_gpu_give_back(v->gpu, v->frame);
+        if (st != OMMA_OK) {
+            st =
+                sticky(v, OMMA_FAIL(st, "%s: frame %ld: %s", v->path, v->index, omma_last_error()));
+            goto out;
+        }
+    }
     av_frame_unref(v->frame);
     int got = decode_next(v, &st);
     if (got < 0) {
@@ -534,13 +629,38 @@ out:
     return st;
 }
 
+omma_status io_video_rewind(io_video *v)
+{
+    if (!v || !v->done)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "io_video_rewind: %s",
+                         v ? "the video is not at its end" : "NULL reader");
+    if (v->error)
+        return core_fail_text(v->error,
+                              v->error_text ? v->error_text : "video reader failed before");
+    char why[512];
+    io_libav_clear_log();
+    int err = av_seek_frame(v->fmt, v->stream, v->start_pts, AVSEEK_FLAG_BACKWARD);
+    if (err < 0)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: cannot seek back to the start: %s", v->path,
+                         io_libav_why(err, why, sizeof why));
+    avcodec_flush_buffers(v->dec);
+    v->done = 0;
+    v->draining = 0;
+    v->failures = 0;
+    v->pending = OMMA_OK;
+    return OMMA_OK;
+}
+
 void io_video_close(io_video *v)
 {
     if (!v)
         return;
+    if (v->frame && v->frame->format == AV_PIX_FMT_CUDA)
+        (void)io_gpu_give_back(v->gpu, v->frame); /* the consumer may still read it */
     av_frame_free(&v->frame);
     av_packet_free(&v->pkt);
     avcodec_free_context(&v->dec);
+    io_gpu_detach(v->gpu); /* after the decoder: its pending frames hold it */
     avformat_close_input(&v->fmt);
     sws_freeContext(v->sws);
     free(v->rgb);
@@ -562,6 +682,12 @@ int io_video_available(void)
 
 omma_status io_video_open(const char *path, io_video **out)
 {
+    return io_video_open_with(path, NULL, out);
+}
+
+omma_status io_video_open_with(const char *path, const io_video_options *opt, io_video **out)
+{
+    (void)opt;
     if (out)
         *out = NULL;
     return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
@@ -594,6 +720,24 @@ long io_video_frame_count(const io_video *v)
     return 0;
 }
 
+int io_video_on_gpu(const io_video *v)
+{
+    (void)v;
+    return 0;
+}
+
+void *io_video_stream(const io_video *v)
+{
+    (void)v;
+    return NULL;
+}
+
+const char *io_video_decoder(const io_video *v)
+{
+    (void)v;
+    return "";
+}
+
 void io_video_get_stats(const io_video *v, io_video_stats *stats)
 {
     (void)v;
@@ -613,6 +757,12 @@ omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, 
     return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                      "omma was built without FFmpeg (libavformat/libavcodec): video files are "
                      "not supported");
+}
+
+omma_status io_video_rewind(io_video *v)
+{
+    (void)v;
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "omma was built without FFmpeg");
 }
 
 void io_video_close(io_video *v)

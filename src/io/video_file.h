@@ -9,10 +9,31 @@
 #ifndef OMMA_IO_VIDEO_FILE_H
 #define OMMA_IO_VIDEO_FILE_H
 
+#include "omma/device.h"
 #include "omma/face.h"
 #include "omma/status.h"
 
 typedef struct io_video io_video;
+
+/* Where frames are decoded. */
+typedef enum io_decode {
+    IO_DECODE_CPU = 0, /* libavcodec in software: frames in host memory */
+    IO_DECODE_GPU, /* the GPU's NVDEC engines: frames in device memory; a
+                    * stream the GPU cannot decode is an error */
+    IO_DECODE_AUTO, /* the GPU when it can decode the stream, else the CPU */
+    IO_DECODE_COUNT
+} io_decode;
+
+typedef struct io_video_options {
+    io_decode decode; /* IO_DECODE_CPU */
+    omma_device *device; /* GPU and AUTO: the GPU whose decoders are used,
+                          * through its context (never one of FFmpeg's);
+                          * AUTO without one decodes on the CPU */
+} io_video_options;
+
+/* "cpu", "gpu", "auto"; and back (-1 for an unknown name). */
+const char *io_decode_name(io_decode d);
+int io_decode_parse(const char *name);
 
 /* Failures in a row (without a frame between) after which a file is given
  * up as unrecoverable. */
@@ -42,6 +63,29 @@ int io_video_available(void);
  * On failure *out is NULL. */
 omma_status io_video_open(const char *path, io_video **out);
 
+/* As io_video_open, with options (NULL: the defaults). With decode GPU,
+ * also OMMA_ERR_UNSUPPORTED when the stream cannot be decoded on the GPU
+ * (this FFmpeg has no NVDEC decoding for the codec, a pixel format other
+ * than 8-bit 4:2:0: the message says which) and OMMA_ERR_NO_DEVICE in a
+ * build without CUDA; with AUTO such a stream is decoded on the CPU and
+ * io_video_decoder says why. */
+omma_status io_video_open_with(const char *path, const io_video_options *opt, io_video **out);
+
+/* 1 when frames come in device memory (decoded on the GPU): read a frame
+ * on io_video_stream's stream (in its order: the frame is ready there),
+ * before the next read; 0 for host frames. Known for sure once a frame was
+ * read (NVDEC may refuse the stream at its first picture: decode AUTO then
+ * goes on on the CPU). */
+int io_video_on_gpu(const io_video *v);
+
+/* The CUstream (as void *) GPU-decoded frames are produced on; NULL when
+ * decoding on the CPU. */
+void *io_video_stream(const io_video *v);
+
+/* How the video is decoded, for logs and status: "gpu (nvdec h264)",
+ * "cpu (h264)" or "cpu (hevc; not on the GPU: why)". */
+const char *io_video_decoder(const io_video *v);
+
 /* The stream's size, its frame rate (frames per second, > 0; 25 when the
  * file does not say) and its frame count when the container tells (else 0). */
 int io_video_width(const io_video *v);
@@ -53,7 +97,8 @@ long io_video_frame_count(const io_video *v);
 void io_video_get_stats(const io_video *v, io_video_stats *stats);
 
 /* Decodes the next frame: *frame points into the reader's buffers, valid
- * until the next call on v (host memory). *timestamp_ms is its
+ * until the next call on v (host memory, or device memory when decoded on
+ * the GPU: see io_video_on_gpu). *timestamp_ms is its
  * presentation time from the stream's start. At the end of the stream
  * returns OMMA_OK with *eof = 1 and an empty *frame. Damaged data is
  * concealed and counted (io_video_get_stats), as a camera survives lost
@@ -66,6 +111,14 @@ void io_video_get_stats(const io_video *v, io_video_stats *stats);
  * Never calls abort: the decoder runs without the options that make
  * FFmpeg's own assertions fire on damage (video_file.c says which). */
 omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, int *eof);
+
+/* Goes back to the stream's start after its end (io_video_read gave
+ * *eof = 1), keeping the decoder (a GPU decoder is expensive to create):
+ * the next read gives the first frame again, with its timestamp from the
+ * start as the first time. Errors: OMMA_ERR_UNSUPPORTED (the container
+ * cannot seek: reopen instead), OMMA_ERR_INVALID_ARG (NULL, or not at the
+ * end), or the reader's sticky error. */
+omma_status io_video_rewind(io_video *v);
 
 /* Closes the file and frees everything; accepts NULL. */
 void io_video_close(io_video *v);

@@ -310,11 +310,17 @@ static omma_status upload(rt_ring *ring, int i, uint64_t seq, uint64_t capture_n
     if (after_done)
         OMMA_TRY(OMMA_CK(gpu_cu.cuStreamWaitEvent(stream, ring->done[i], 0)));
     CUdeviceptr slot = ring->base + (CUdeviceptr)i * ring->slot_stride;
-    if (f->memory == OMMA_MEMORY_DEVICE) {
-        if (f_ready)
-            OMMA_TRY(OMMA_CK(gpu_cu.cuStreamWaitEvent(stream, f_ready, 0)));
+    if (f->memory == OMMA_MEMORY_DEVICE && f_ready)
+        OMMA_TRY(OMMA_CK(gpu_cu.cuStreamWaitEvent(stream, f_ready, 0)));
+    if (f->memory == OMMA_MEMORY_DEVICE && is_packed(ring, f)) {
         OMMA_TRY(gpu_copy_d2d_async(ring->dev, slot, (CUdeviceptr)(uintptr_t)f->planes[0],
                                     ring->frame_bytes, stream));
+    } else if (f->memory == OMMA_MEMORY_DEVICE) { /* a decoder's pitched surface */
+        for (int p = 0; p < ring->planes; p++)
+            OMMA_TRY(gpu_copy_d2d_2d_async(ring->dev, slot + ring->plane_offset[p],
+                                           ring->row_bytes[p], (CUdeviceptr)(uintptr_t)f->planes[p],
+                                           (size_t)f->pitch[p], ring->row_bytes[p], ring->rows[p],
+                                           stream));
     } else if (is_packed(ring, f)) {
         OMMA_TRY(gpu_copy_h2d_async(ring->dev, slot, f->planes[0], ring->frame_bytes, stream));
     } else {
@@ -474,10 +480,11 @@ omma_status rt_ring_put_copy(rt_ring *ring, const omma_frame *device_frame, CUev
                          device_frame->width, device_frame->height,
                          format_name(device_frame->format), ring->fmt.width, ring->fmt.height,
                          format_name(ring->fmt.format));
-    if (!is_packed(ring, device_frame))
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "rt_ring_put_copy: the device frame's planes are not packed back to "
-                         "back");
+    for (int p = 0; p < ring->planes; p++)
+        if (!device_frame->planes[p] || (size_t)device_frame->pitch[p] < ring->row_bytes[p])
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                             "rt_ring_put_copy: plane %d of the device frame is %s", p,
+                             device_frame->planes[p] ? "narrower than its rows" : "NULL");
     return put_copy(ring, "rt_ring_put_copy", device_frame, ready, stream, capture_ns, timeout_ms);
 }
 

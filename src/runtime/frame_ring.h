@@ -166,11 +166,12 @@ omma_status rt_ring_put(rt_ring *ring, const omma_frame *host_frame, CUstream up
                         uint64_t capture_ns, int timeout_ms);
 
 /* Producer: as rt_ring_put, but *device_frame is in device memory on the
- * ring's device (planes packed back to back, as in a slot: a frame-bus
- * frame) and is copied device to device on stream after stream waits for
- * `ready` (NULL: ready now). Counted as a device-to-device copy. Errors as
- * rt_ring_put, and OMMA_ERR_UNSUPPORTED for a host frame, a reference ring
- * or planes not packed. */
+ * ring's device and is copied device to device on stream after stream waits
+ * for `ready` (NULL: ready now): one copy when its planes are packed back
+ * to back as in a slot (a frame-bus frame), one 2D copy per plane otherwise
+ * (a decoder's pitched surface). Counted as device-to-device copies. Errors
+ * as rt_ring_put, and OMMA_ERR_UNSUPPORTED for a host frame or a reference
+ * ring, OMMA_ERR_INVALID_ARG for a NULL plane or a pitch below the row. */
 omma_status rt_ring_put_copy(rt_ring *ring, const omma_frame *device_frame, CUevent ready,
                              CUstream stream, uint64_t capture_ns, int timeout_ms);
 

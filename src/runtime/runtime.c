@@ -75,8 +75,15 @@ static omma_status check_config(const rt_runtime_config *c)
 static void place(rt_gpu_runtime *rt)
 {
     double load[RT_MAX_GPUS] = {0};
+    for (int i = 0; i < rt->n_cams; i++)
+        if (rt->cams[i].gpu) {
+            load[rt->cams[i].gpu->index] += rt->cams[i].pixels_per_s;
+            rt->cams[i].gpu->n_cams++;
+        }
     for (int i = 0; i < rt->n_cams; i++) {
         rt_cam *cam = &rt->cams[i];
+        if (cam->gpu) /* decoded on its GPU: placed when opened */
+            continue;
         int best = i % rt->n_gpus;
         if (rt->cfg.placement == RT_PLACE_LEAST_LOADED)
             for (int k = 0; k < rt->n_gpus; k++)
@@ -233,6 +240,12 @@ static void wait_for_subscriber(rt_gpu_runtime *rt)
 
 static omma_status open_all(rt_gpu_runtime *rt)
 {
+    for (int k = 0; k < rt->n_gpus; k++) {
+        rt->gpus[k].index = k;
+        rt->gpus[k].ordinal = rt->cfg.gpus[k];
+        if (rt->cfg.source.decode != IO_DECODE_CPU) /* the sources need them */
+            OMMA_TRY(omma_device_open(rt->gpus[k].ordinal, &rt->gpus[k].dev));
+    }
     for (int i = 0; i < rt->n_cams; i++) {
         rt_cam *cam = &rt->cams[i];
         cam->rt = rt;

@@ -107,7 +107,15 @@ typedef struct rt_runtime_config {
                                           * set per GPU */
     int max_wait_ms; /* batching deadline, 0..10000 */
     int ring_slots; /* per camera, 2..RT_RING_MAX_SLOTS (4) */
-    rt_source_options source; /* for the sources' cameras */
+    rt_source_options source; /* for the sources' cameras (its device is
+                               * set per camera); decode GPU or AUTO puts
+                               * a video camera on the GPU whose decoders
+                               * decode it (round robin) */
+    int decode_gpu_streams; /* decode AUTO: 1080p30-equivalent streams
+                             * (in pixels per second) each GPU's decoders
+                             * take before further cameras decode on the
+                             * CPU; 0: no limit (56, the H.264 limit of an
+                             * H100's NVDEC engines measured with FFmpeg) */
     /* Synthetic cameras. */
     const io_image *photo; /* NULL when there is none */
     rt_synthetic_options synthetic; /* size, fps, face box */

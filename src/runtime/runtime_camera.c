@@ -13,8 +13,50 @@
 #include "gpu/check.h"
 #include "gpu/memory.h"
 #include "gpu/stream_pool.h"
+#include "omma/log.h"
 #include "runtime/runtime_private.h"
 #include "vision/frame.h"
+
+static double pixel_rate(const rt_source_info *info)
+{
+    return (double)info->width * info->height * (info->fps > 0 ? info->fps : 30.0);
+}
+
+/* Opens the camera's source. Videos decoded on a GPU (decode GPU, or AUTO
+ * within the GPU's decoding budget) are placed on that GPU now, round
+ * robin; an AUTO camera past the budget is opened again on the CPU. */
+static omma_status open_source(rt_gpu_runtime *rt, rt_cam *cam)
+{
+    const rt_runtime_config *cfg = &rt->cfg;
+    rt_source_options so = cfg->source;
+    rt_gpu *g = NULL;
+    if (so.decode != IO_DECODE_CPU) {
+        g = &rt->gpus[cam->index % rt->n_gpus];
+        so.device = g->dev;
+    }
+    OMMA_TRY(rt_source_open(cam->cfg.spec, &so, &cam->src));
+    const rt_source_info *info = rt_source_get_info(cam->src);
+    cam->pixels_per_s = pixel_rate(info);
+    if (info->memory != OMMA_MEMORY_DEVICE)
+        return OMMA_OK;
+    double budget = (double)cfg->decode_gpu_streams * 1920.0 * 1080.0 * 30.0;
+    if (so.decode == IO_DECODE_AUTO && cfg->decode_gpu_streams > 0 &&
+        g->decode_px_per_s + cam->pixels_per_s > budget) {
+        omma_log(OMMA_LOG_INFO,
+                 "camera %d (%s): GPU %d's decoders are full (%d 1080p30 streams): decoding on "
+                 "the CPU",
+                 cam->index, cam->cfg.spec, g->ordinal, cfg->decode_gpu_streams);
+        rt_source_close(cam->src);
+        cam->src = NULL;
+        so.decode = IO_DECODE_CPU;
+        so.device = NULL;
+        OMMA_TRY(rt_source_open(cam->cfg.spec, &so, &cam->src));
+        return OMMA_OK;
+    }
+    g->decode_px_per_s += cam->pixels_per_s;
+    cam->gpu = g;
+    return OMMA_OK;
+}
 
 omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam)
 {
@@ -28,11 +70,13 @@ omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam)
     }
     if (rt_bus_spec(cam->cfg.spec))
         return rt_bus_cam_open(cam);
-    OMMA_TRY(rt_source_open(cam->cfg.spec, &cfg->source, &cam->src));
+    OMMA_TRY(open_source(rt, cam));
     const rt_source_info *info = rt_source_get_info(cam->src);
     cam->fmt = (rt_ring_format){info->width, info->height, info->format};
     cam->live = info->live;
-    cam->pixels_per_s = (double)info->width * info->height * (info->fps > 0 ? info->fps : 30.0);
+    if (info->decoder[0])
+        omma_log(OMMA_LOG_INFO, "camera %d (%s): decoder %s", cam->index, cam->cfg.spec,
+                 info->decoder);
     return OMMA_OK;
 }
 
@@ -63,8 +107,8 @@ omma_status rt_cam_prepare(rt_cam *cam)
     OMMA_TRY(gpu_stream_acquire(g->dev, GPU_PRIORITY_NORMAL, &cam->upload));
     if (cam->bus_name[0])
         return rt_bus_cam_prepare(cam); /* copied on the GPU: no staging */
-    if (!cam->src)
-        return OMMA_OK; /* pool frames are pinned already */
+    if (!cam->src || rt_source_get_info(cam->src)->memory == OMMA_MEMORY_DEVICE)
+        return OMMA_OK; /* pool frames are pinned already; decoded frames are on the GPU */
     for (int i = 0; i < 2; i++) {
         OMMA_TRY(gpu_host_alloc(g->dev, cam->frame_bytes, &cam->staging[i]));
         OMMA_TRY(gpu_event_acquire(g->dev, GPU_EVENT_SYNC, &cam->staged[i]));
@@ -170,7 +214,11 @@ static void run_source(rt_cam *cam)
         }
         metrics_frame_in(cfg->metrics, cam->index);
         atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
-        st = put_staged(cam, &f, capture_ns, (int)(k & 1));
+        if (f.memory == OMMA_MEMORY_DEVICE) /* one copy on the decoder's stream */
+            st = rt_ring_put_copy(cam->ring, &f, NULL, (CUstream)rt_source_stream(cam->src),
+                                  capture_ns, cam->live ? 0 : -1);
+        else
+            st = put_staged(cam, &f, capture_ns, (int)(k & 1));
         if (st == OMMA_ERR_CLOSED)
             return;
         if (st != OMMA_OK) {

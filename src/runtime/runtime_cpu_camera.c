@@ -37,7 +37,14 @@ omma_status rt_cpu_cam_open(rt_cpu_runtime *rt, rt_cpu_cam *cam)
         long turn = (long)(cfg->synthetic.period_s * cfg->synthetic.fps);
         cam->phase = (long)cam->index * 7919 % (turn > 0 ? turn : 1);
     } else {
-        OMMA_TRY(rt_source_open(cam->cfg.spec, &cfg->source, &cam->src));
+        rt_source_options so = cfg->source;
+        if (so.decode == IO_DECODE_GPU)
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                             "camera %d (%s): decoding on the GPU needs the CUDA backend",
+                             cam->index, cam->cfg.spec);
+        so.decode = IO_DECODE_CPU; /* auto: the CPU runtime has no GPU */
+        so.device = NULL;
+        OMMA_TRY(rt_source_open(cam->cfg.spec, &so, &cam->src));
         const rt_source_info *info = rt_source_get_info(cam->src);
         shape.width = info->width;
         shape.height = info->height;

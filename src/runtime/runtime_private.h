@@ -74,6 +74,7 @@ struct rt_gpu {
     omma_face_pipeline *pipe;
     rt_synthetic_pool *pool;
     int n_cams; /* placed here */
+    double decode_px_per_s; /* pixels per second its decoders take */
     pthread_mutex_t lock;
     pthread_cond_t wake; /* worker: frames ready, a lane freed, stop */
     pthread_cond_t sink_wake; /* sink: a batch submitted, the worker ended */

@@ -36,7 +36,8 @@ omma_status rt_gpu_prepare(rt_gpu *g)
     if (!g->ready || !g->batches || !g->pending || !g->faces || !g->counts)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: GPU %d buffers", g->ordinal);
     g->free_lanes = lanes;
-    OMMA_TRY(omma_device_open(g->ordinal, &g->dev));
+    if (!g->dev) /* opened early when sources decode on the GPUs */
+        OMMA_TRY(omma_device_open(g->ordinal, &g->dev));
     omma_face_pipeline_options po = cfg->pipeline;
     po.backend = OMMA_BACKEND_CUDA;
     po.device = g->dev;

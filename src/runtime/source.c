@@ -25,6 +25,11 @@ void rt_source_options_init(rt_source_options *opt)
     opt->fps = 30.0;
 }
 
+void *rt_source_stream(const rt_source *s)
+{
+    return s && s->ops && s->ops->stream ? s->ops->stream(s) : NULL;
+}
+
 const char *rt_source_kind_name(rt_source_kind kind)
 {
     switch (kind) {
@@ -49,6 +54,11 @@ static omma_status check_options(const char *spec, const rt_source_options *o)
                          "%s: requested size %dx%d: both 0 (the camera's current) or both in "
                          "1..%d",
                          spec, o->width, o->height, IO_IMAGE_MAX_SIDE);
+    if ((unsigned)o->decode >= IO_DECODE_COUNT)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: decode mode %d is not cpu, gpu or auto", spec,
+                         (int)o->decode);
+    if (o->decode == IO_DECODE_GPU && !o->device)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: decoding on the GPU needs a device", spec);
     return OMMA_OK;
 }
 

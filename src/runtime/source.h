@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "io/video_file.h"
+#include "omma/device.h"
 #include "omma/face.h"
 #include "omma/status.h"
 
@@ -35,6 +37,8 @@ typedef struct rt_source_options {
                * timestamps keep increasing across loops */
     int width, height; /* V4L2: requested size, both 0 (the driver's current)
                         * or both in 1..IO_IMAGE_MAX_SIDE (0) */
+    io_decode decode; /* videos: where they are decoded (IO_DECODE_CPU) */
+    omma_device *device; /* videos decoded on the GPU: its device (NULL) */
 } rt_source_options;
 
 /* The defaults above. */
@@ -48,6 +52,10 @@ typedef struct rt_source_info {
     omma_pixel_format format; /* every frame's format: a video's as io_video_read
                                * gives it (I420, NV12, or RGB for other pixel
                                * formats), images RGB, V4L2 I420 */
+    omma_memory memory; /* where frames are handed out: the device for a
+                         * video decoded on the GPU (read them on
+                         * rt_source_stream's stream), else the host */
+    char decoder[384]; /* videos: how they are decoded (io_video_decoder) */
     double fps; /* nominal rate, 0 when unknown */
     long frames; /* frames in a file when known (a video whose container
                   * says, a directory), -1 otherwise */
@@ -81,8 +89,13 @@ omma_status rt_source_open(const char *spec, const rt_source_options *opt, rt_so
 /* The info filled at open (NULL for a NULL source). */
 const rt_source_info *rt_source_get_info(const rt_source *s);
 
+/* The CUstream (as void *) on which a GPU-decoded video's frames are
+ * ready, in its order; NULL for frames in host memory. */
+void *rt_source_stream(const rt_source *s);
+
 /* Blocks until the next frame (paced when realtime) and returns it: *frame
- * in host memory (any pitch), valid until the next read or close;
+ * in host memory (any pitch), or device memory (info.memory: read it on
+ * rt_source_stream's stream), valid until the next read or close;
  * *capture_ns = core_now_ns() when the frame was captured (cameras) or
  * delivered (files); *eof = 1 (and an empty frame) at the end of a file
  * that does not loop. Errors, naming the spec and the frame index:

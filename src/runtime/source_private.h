@@ -18,6 +18,7 @@ typedef struct src_ops {
     omma_status (*read)(rt_source *s, omma_frame *frame, double *ts_ms, uint64_t *capture_ns,
                         int *eof);
     void (*close)(rt_source *s);
+    void *(*stream)(const rt_source *s); /* NULL: frames in host memory */
 } src_ops;
 
 struct rt_source {

@@ -2,6 +2,7 @@
  * loop reopens the file; each pass's timestamps are shifted to follow the
  * last pass's last frame by one frame time. Every frame must keep the first
  * frame's size and pixel format. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,12 @@ static const char *format_name(omma_pixel_format f)
     return "?";
 }
 
+static omma_status open_video(rt_source *s, video_src *vs)
+{
+    io_video_options o = {s->opt.decode, s->opt.device};
+    return io_video_open_with(s->spec, &o, &vs->v);
+}
+
 /* Reads the next frame of this pass: 1 a frame, 0 the end, < 0 failed. */
 static int read_pass(rt_source *s, video_src *vs, omma_frame *frame, double *ts_ms, omma_status *st)
 {
@@ -47,7 +54,7 @@ static int read_pass(rt_source *s, video_src *vs, omma_frame *frame, double *ts_
     if (eof)
         return 0;
     if (frame->width != s->info.width || frame->height != s->info.height ||
-        frame->format != s->info.format) {
+        frame->format != s->info.format || frame->memory != s->info.memory) {
         *st = OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is %s %dx%d; the video started as %s %dx%d",
                         s->spec, s->index, format_name(frame->format), frame->width, frame->height,
                         format_name(s->info.format), s->info.width, s->info.height);
@@ -73,9 +80,13 @@ static omma_status video_read(rt_source *s, omma_frame *frame, double *ts_ms, ui
         *eof = 1;
         return OMMA_OK;
     }
-    io_video_close(vs->v);
-    vs->v = NULL;
-    OMMA_TRY(io_video_open(s->spec, &vs->v));
+    /* Back to the start with the same decoder; reopened when the container
+     * cannot seek. */
+    if (io_video_rewind(vs->v) != OMMA_OK) {
+        io_video_close(vs->v);
+        vs->v = NULL;
+        OMMA_TRY(open_video(s, vs));
+    }
     vs->offset_ms = vs->last_ms + 1000.0 / s->info.fps;
     got = read_pass(s, vs, frame, ts_ms, &st);
     if (got < 0)
@@ -96,7 +107,13 @@ static void video_close(rt_source *s)
     s->impl = NULL;
 }
 
-static const src_ops video_ops = {video_read, video_close};
+static void *video_stream(const rt_source *s)
+{
+    const video_src *vs = s->impl;
+    return vs ? io_video_stream(vs->v) : NULL;
+}
+
+static const src_ops video_ops = {video_read, video_close, video_stream};
 
 omma_status src_video_open(rt_source *s)
 {
@@ -105,7 +122,7 @@ omma_status src_video_open(rt_source *s)
     if (!vs)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video source", s->spec);
     s->impl = vs;
-    OMMA_TRY(io_video_open(s->spec, &vs->v));
+    OMMA_TRY(open_video(s, vs));
     s->info.width = io_video_width(vs->v);
     s->info.height = io_video_height(vs->v);
     s->info.fps = io_video_fps(vs->v);
@@ -119,6 +136,8 @@ omma_status src_video_open(rt_source *s)
     if (eof)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: the video stream has no frames", s->spec);
     s->info.format = s->first.format;
+    s->info.memory = s->first.memory;
+    snprintf(s->info.decoder, sizeof s->info.decoder, "%s", io_video_decoder(vs->v));
     s->first_ts_ms = ts;
     s->have_first = 1;
     vs->last_ms = ts;

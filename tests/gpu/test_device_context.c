@@ -19,14 +19,6 @@ static CUcontext current(void)
     return c;
 }
 
-/* An application's own context (cuCtxCreate v4 wants a params struct). */
-static CUresult create_context(CUcontext *out, CUdevice cu)
-{
-    CUctxCreateParams params;
-    memset(&params, 0, sizeof params);
-    return gpu_cu.cuCtxCreate(out, &params, 0, cu);
-}
-
 static size_t free_memory(omma_device *dev)
 {
     omma_scope scope;
@@ -182,28 +174,6 @@ static void *worker_main(void *arg)
         snprintf(w->error, sizeof w->error, "%s: %s", omma_status_str(st), omma_last_error());
     /* The device stays open: the main thread closes after comparing. */
     return NULL;
-}
-
-/* Device memory one cuCtxCreate context takes (it is used once). */
-static size_t extra_context_cost(omma_device *dev)
-{
-    omma_scope scope;
-    if (omma_device_enter(dev, &scope) != OMMA_OK)
-        return 0;
-    CUdevice cu;
-    size_t before = 0, after = 0, total = 0;
-    CUcontext extra = NULL;
-    CUdeviceptr p = 0;
-    gpu_cu.cuCtxGetDevice(&cu);
-    gpu_cu.cuMemGetInfo(&before, &total);
-    if (create_context(&extra, cu) == CUDA_SUCCESS) {
-        if (gpu_cu.cuMemAlloc(&p, 1 << 20) == CUDA_SUCCESS)
-            gpu_cu.cuMemFree(p);
-        gpu_cu.cuMemGetInfo(&after, &total);
-        gpu_cu.cuCtxDestroy(extra);
-    }
-    omma_device_leave(&scope);
-    return before > after ? before - after : 0;
 }
 
 static void sixteen_threads_share_one_context(void)
