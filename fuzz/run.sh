@@ -97,7 +97,8 @@ video)
             exit 1
         fi
     done
-    sources="$src/fuzz/fuzz_video.c $src/src/io/video_file.c"
+    # CPU decoding only: the GPU part is video_gpu_none.c here.
+    sources="$src/fuzz/fuzz_video.c $src/src/io/video_file.c $src/src/io/video_gpu_none.c"
     libs="-DOMMA_HAVE_LIBAV=1 $(pkg-config --cflags --libs libavformat libavcodec libavutil libswscale)"
     ;;
 *)
