@@ -207,6 +207,7 @@ enum {
     OMMA_METRIC_PCIE = 1u << 5,
     OMMA_METRIC_CLOCKS = 1u << 6,
     OMMA_METRIC_PROCESS_MEMORY = 1u << 7,
+    OMMA_METRIC_DECODER = 1u << 8,
 };
 
 typedef struct omma_device_metrics {
@@ -221,6 +222,7 @@ typedef struct omma_device_metrics {
     unsigned pcie_tx_kbps, pcie_rx_kbps; /* KB/s over the last ~20 ms */
     unsigned clock_sm_mhz, clock_mem_mhz, clock_graphics_mhz;
     uint64_t process_mem_used;   /* bytes this process holds on the device */
+    unsigned decoder_util_pct;   /* % of time the video decoders (NVDEC) were busy */
 } omma_device_metrics;
 
 /* Reads NVML (loaded with dlopen("libnvidia-ml.so.1") on first use). Without

@@ -43,6 +43,7 @@ static const struct {
     {"pipeline", cli_bench_pipeline, "the GPU face pipeline on N synthetic cameras"},
     {"runtime", cli_bench_runtime, "the runtime: how many cameras keep their frame rate"},
     {"bus", cli_bench_bus, "the frame bus: frames to K subscriber processes, vs pipes"},
+    {"decode", cli_bench_decode, "compressed cameras to faces: how many the decoders keep"},
 };
 enum { N_FAMILIES = sizeof families / sizeof families[0] };
 
@@ -63,7 +64,7 @@ int cli_bench(int argc, char **argv)
     }
     if (argc < 2)
         return cli_usage_error("bench", "no benchmark given (context, engine, pipeline, "
-                                        "runtime or bus)");
+                                        "runtime, bus or decode)");
     const char *names[N_FAMILIES];
     for (int i = 0; i < N_FAMILIES; i++) {
         if (strcmp(argv[1], families[i].name) == 0)

@@ -1,4 +1,4 @@
-/* omma bench context|pipeline|runtime|bus in a build without CUDA
+/* omma bench context|pipeline|runtime|bus|decode in a build without CUDA
  * (OMMA_CUDA=OFF): they measure the GPU only, so they exit 3 and say why.
  * omma bench engine --backend cpu works in both builds (bench_engine.c). */
 #include <stdio.h>
@@ -48,4 +48,9 @@ int cli_bench_runtime(int argc, char **argv)
 int cli_bench_bus(int argc, char **argv)
 {
     return no_gpu_or_help("bus", argc, argv);
+}
+
+int cli_bench_decode(int argc, char **argv)
+{
+    return no_gpu_or_help("decode", argc, argv);
 }

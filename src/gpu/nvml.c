@@ -11,15 +11,15 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef int nvml_return;      /* nvmlReturn_t */
-typedef void *nvml_device;    /* nvmlDevice_t */
+typedef int nvml_return; /* nvmlReturn_t */
+typedef void *nvml_device; /* nvmlDevice_t */
 enum {
     NVML_SUCCESS = 0,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_TEMPERATURE_GPU = 0, /* nvmlTemperatureSensors_t */
     NVML_PCIE_UTIL_TX_BYTES = 0, /* nvmlPcieUtilCounter_t */
     NVML_PCIE_UTIL_RX_BYTES = 1,
-    NVML_CLOCK_GRAPHICS = 0,  /* nvmlClockType_t */
+    NVML_CLOCK_GRAPHICS = 0, /* nvmlClockType_t */
     NVML_CLOCK_SM = 1,
     NVML_CLOCK_MEM = 2,
 };
@@ -51,6 +51,7 @@ static struct {
     nvml_return (*pcie)(nvml_device, int, unsigned int *);
     nvml_return (*clock)(nvml_device, int, unsigned int *);
     nvml_return (*processes)(nvml_device, unsigned int *, nvml_process_info_v2 *);
+    nvml_return (*decoder)(nvml_device, unsigned int *, unsigned int *);
 } nv;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -78,6 +79,7 @@ static void load(void)
     *(void **)&nv.by_uuid = sym(lib, "nvmlDeviceGetHandleByUUID", 0);
     *(void **)&nv.utilization = sym(lib, "nvmlDeviceGetUtilizationRates", 0);
     *(void **)&nv.memory = sym(lib, "nvmlDeviceGetMemoryInfo", 0);
+    *(void **)&nv.decoder = sym(lib, "nvmlDeviceGetDecoderUtilization", 0);
     *(void **)&nv.temperature = sym(lib, "nvmlDeviceGetTemperature", 0);
     *(void **)&nv.power = sym(lib, "nvmlDeviceGetPowerUsage", 0);
     *(void **)&nv.power_limit = sym(lib, "nvmlDeviceGetEnforcedPowerLimit", 0);
@@ -141,8 +143,8 @@ void gpu_nvml_read(const char *pci_bus_id, const char *uuid, omma_device_metrics
         out->mem_free = m.free;
         out->valid |= OMMA_METRIC_MEMORY;
     }
-    if (nv.temperature && nv.temperature(d, NVML_TEMPERATURE_GPU, &out->temperature_c) ==
-                              NVML_SUCCESS)
+    if (nv.temperature &&
+        nv.temperature(d, NVML_TEMPERATURE_GPU, &out->temperature_c) == NVML_SUCCESS)
         out->valid |= OMMA_METRIC_TEMPERATURE;
     if (nv.power && nv.power(d, &out->power_mw) == NVML_SUCCESS)
         out->valid |= OMMA_METRIC_POWER;
@@ -155,5 +157,8 @@ void gpu_nvml_read(const char *pci_bus_id, const char *uuid, omma_device_metrics
         nv.clock(d, NVML_CLOCK_MEM, &out->clock_mem_mhz) == NVML_SUCCESS &&
         nv.clock(d, NVML_CLOCK_GRAPHICS, &out->clock_graphics_mhz) == NVML_SUCCESS)
         out->valid |= OMMA_METRIC_CLOCKS;
+    unsigned int period_us = 0;
+    if (nv.decoder && nv.decoder(d, &out->decoder_util_pct, &period_us) == NVML_SUCCESS)
+        out->valid |= OMMA_METRIC_DECODER;
     read_process_memory(d, out);
 }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# omma bench decode and its peers on one GPU, for each clip of CODECS:
+#   1. FFmpeg's NVDEC decode-only limit: P parallel `ffmpeg -hwaccel cuda
+#      -hwaccel_output_format cuda -i FILE -f null -` (each decoding the clip
+#      LOOPS times), for P in 4 8 16 32 48: frames/s over the wall time; the
+#      largest is the GPU's decode limit (frames stay on the GPU, as omma's);
+#   2. omma bench decode --decode gpu --streams max;
+#   3. omma bench decode --decode cpu --streams max (the CPU decodes);
+#   4. omma bench decode --decode auto --streams max.
+# Logs and JSON lines go to OUTDIR (bench-decode.log, bench-decode.jsonl).
+#   usage: scripts/bench-decode-peers.sh OMMA CLIPDIR OUTDIR
+#   environment: CODECS (h264 hevc), LOOPS (4), MODES (gpu cpu auto)
+set -u
+omma=${1:?usage: bench-decode-peers.sh OMMA CLIPDIR OUTDIR}
+clips=${2:?}
+out=${3:?}
+log=$out/bench-decode.log
+json=$out/bench-decode.jsonl
+loops=${LOOPS:-4}
+for codec in ${CODECS:-h264 hevc}; do
+    clip=$clips/pan1080_$codec.mp4
+    frames=$(( $(ffprobe -v error -count_packets -select_streams v:0 -show_entries \
+        stream=nb_read_packets -of csv=p=0 "$clip") * loops ))
+    best=0
+    for p in 4 8 16 32 48; do
+        t0=$(date +%s.%N)
+        for _ in $(seq "$p"); do
+            ffmpeg -nostdin -hide_banner -loglevel error -hwaccel cuda \
+                -hwaccel_output_format cuda -stream_loop $((loops - 1)) -i "$clip" -f null - &
+        done
+        wait
+        t1=$(date +%s.%N)
+        fps=$(echo "$p * $frames / ($t1 - $t0)" | bc -l)
+        printf 'ffmpeg nvdec %s: %2d processes x %d frames: %.0f frames/s\n' "$codec" "$p" \
+            "$frames" "$fps" | tee -a "$log"
+        printf '{"bench":"ffmpeg-nvdec","codec":"%s","processes":%d,"frames_per_s":%.1f}\n' \
+            "$codec" "$p" "$fps" >>"$json"
+        best=$(echo "if ($fps > $best) $fps else $best" | bc -l)
+    done
+    printf 'ffmpeg nvdec %s: decode-only limit %.0f frames/s (%.1f 1080p30 streams)\n' "$codec" \
+        "$best" "$(echo "$best / 30" | bc -l)" | tee -a "$log"
+    for mode in ${MODES:-gpu cpu auto}; do
+        echo "== omma bench decode --decode $mode --input $clip" | tee -a "$log"
+        "$omma" bench decode --decode "$mode" --input "$clip" --streams max --warmup 2 \
+            --duration 5 --json >>"$json" 2>>"$log"
+        tail -n 1 "$log"
+    done
+done
