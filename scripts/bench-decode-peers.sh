@@ -30,15 +30,15 @@ for codec in ${CODECS:-h264 hevc}; do
         done
         wait
         t1=$(date +%s.%N)
-        fps=$(echo "$p * $frames / ($t1 - $t0)" | bc -l)
+        fps=$(awk -v p="$p" -v f="$frames" -v a="$t0" -v b="$t1" 'BEGIN { print p * f / (b - a) }')
         printf 'ffmpeg nvdec %s: %2d processes x %d frames: %.0f frames/s\n' "$codec" "$p" \
             "$frames" "$fps" | tee -a "$log"
         printf '{"bench":"ffmpeg-nvdec","codec":"%s","processes":%d,"frames_per_s":%.1f}\n' \
             "$codec" "$p" "$fps" >>"$json"
-        best=$(echo "if ($fps > $best) $fps else $best" | bc -l)
+        best=$(awk -v a="$fps" -v b="$best" 'BEGIN { print (a > b ? a : b) }')
     done
     printf 'ffmpeg nvdec %s: decode-only limit %.0f frames/s (%.1f 1080p30 streams)\n' "$codec" \
-        "$best" "$(echo "$best / 30" | bc -l)" | tee -a "$log"
+        "$best" "$(awk -v b="$best" 'BEGIN { print b / 30 }')" | tee -a "$log"
     for mode in ${MODES:-gpu cpu auto}; do
         echo "== omma bench decode --decode $mode --input $clip" | tee -a "$log"
         "$omma" bench decode --decode "$mode" --input "$clip" --streams max --warmup 2 \
