@@ -8,8 +8,8 @@
 #     frames at 15 fps, the photo panning (as testdata/astronaut_pan.mp4)
 #   pan_hevc10.mkv: the same in 10-bit HEVC (GPU decoding refuses it)
 #   pan1080_h264.mp4, pan1080_hevc.mp4: 1920x1080, 10 s at 30 fps, the
-#     photo scaled to fill the frame width and panning down, a key frame
-#     every 2 s (as an IP camera sends)
+#     photo scaled to fill the frame width and panning down, with noise, a
+#     key frame every 2 s, no B-frames, 4 / 3 Mb/s (as an IP camera sends)
 #   usage: scripts/make-decode-clips.sh [DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,8 +34,12 @@ make_clip pan_vp9.webm 24 15 "$pan,format=yuv420p" -c:v libvpx-vp9 -b:v 1M -thre
 make_clip pan_mjpeg.avi 24 15 "$pan,format=yuvj420p" -c:v mjpeg -q:v 3
 make_clip pan_hevc10.mkv 24 15 "$pan,format=yuv420p10le" -c:v libx265 -preset fast -crf 20 \
     -x265-params log-level=error
-big="scale=1920:-2:flags=bicubic,crop=1920:1080:x=0:y='min(n*2\,ih-1080)'"
-make_clip pan1080_h264.mp4 300 30 "$big,format=yuv420p" -c:v libx264 -preset veryfast -crf 23 \
-    -g 60 -bf 0 -movflags +faststart
-make_clip pan1080_hevc.mp4 300 30 "$big,format=yuv420p" -c:v libx265 -preset fast -crf 26 \
-    -x265-params log-level=error:keyint=60:bframes=0 -tag:v hvc1 -movflags +faststart
+# Sensor-like noise keeps the bitrate of a real camera (4 Mb/s H.264,
+# 3 Mb/s HEVC, constant): a clean still photo would compress to a tenth
+# of that, and decoding cost grows with the bits.
+big="scale=1920:-2:flags=bicubic,crop=1920:1080:x=0:y='min(n*2\\,ih-1080)',noise=alls=12:allf=t"
+make_clip pan1080_h264.mp4 300 30 "$big,format=yuv420p" -c:v libx264 -preset veryfast \
+    -b:v 4M -maxrate 4M -bufsize 4M -g 60 -bf 0 -movflags +faststart
+make_clip pan1080_hevc.mp4 300 30 "$big,format=yuv420p" -c:v libx265 -preset fast \
+    -x265-params log-level=error:keyint=60:bframes=0:vbv-maxrate=3000:vbv-bufsize=3000:bitrate=3000 \
+    -tag:v hvc1 -movflags +faststart

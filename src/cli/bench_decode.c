@@ -1,4 +1,4 @@
-#define _DEFAULT_SOURCE /* nanosleep */
+#define _DEFAULT_SOURCE /* nanosleep, sysconf */
 /* omma bench decode: compressed cameras to faces. N cameras each play the
  * same video file (looped, at its own rate, like a camera) through the
  * runtime with the whole face pipeline, decoded on the GPU's NVDEC engines
@@ -11,11 +11,13 @@
  * latency under 100 ms. --streams max searches the largest passing count
  * (doubling, then halving the gap). A table on stderr, one JSON line per
  * count on stdout with --json. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/bench.h"
@@ -38,12 +40,56 @@ typedef struct bench_opts {
     int json;
 } bench_opts;
 
+/* Process CPU time by kind of thread (their names: omma-cam3, omma-gpu0,
+ * ...): the cameras' (read, decode, put), the workers', the sinks', the
+ * rest (FFmpeg's and the driver's threads, the monitor). */
+enum { T_CAM, T_WORKER, T_SINK, T_OTHER, T_KINDS };
+static const char *const thread_kinds[T_KINDS] = {"cameras", "workers", "sinks", "other"};
+
 typedef struct figures {
     int streams;
     double fps_total, min_camera_fps, p50_ms, p99_ms, cpu_us_per_frame, h2d_per_frame;
     double decoder_pct;
+    double kind_us_per_frame[T_KINDS];
     int pass;
 } figures;
+
+/* Adds each thread's CPU time (ns) to its kind's total. */
+static void thread_cpu(uint64_t *ns)
+{
+    memset(ns, 0, T_KINDS * sizeof *ns);
+    DIR *d = opendir("/proc/self/task");
+    long tick = sysconf(_SC_CLK_TCK);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], line[1024];
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(line, 1, sizeof line - 1, f);
+        fclose(f);
+        line[n] = '\0';
+        char *open = strchr(line, '('), *close = strrchr(line, ')');
+        if (!open || !close)
+            continue;
+        *close = '\0';
+        unsigned long long ut = 0, st = 0;
+        /* After the name: state, then fields 4..13; utime and stime are 14, 15. */
+        if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) !=
+            2)
+            continue;
+        const char *name = open + 1;
+        int k = strncmp(name, "omma-cam", 8) == 0    ? T_CAM
+                : strncmp(name, "omma-gpu", 8) == 0  ? T_WORKER
+                : strncmp(name, "omma-sink", 9) == 0 ? T_SINK
+                                                     : T_OTHER;
+        ns[k] += (uint64_t)((double)(ut + st) * (1e9 / (double)tick));
+    }
+    if (d)
+        closedir(d);
+}
 
 enum {
     OPT_INPUT,
@@ -164,13 +210,14 @@ static void sleep_s(double s)
 typedef struct window_start {
     metrics_snapshot *snap;
     rt_runtime_stats stats;
-    uint64_t cpu_ns, t_ns;
+    uint64_t cpu_ns, t_ns, kind_ns[T_KINDS];
 } window_start;
 
 static omma_status take_window(rt_runtime *rt, metrics_registry *m, window_start *w)
 {
     w->t_ns = core_now_ns();
     w->cpu_ns = core_process_cpu_ns();
+    thread_cpu(w->kind_ns);
     rt_runtime_get_stats(rt, &w->stats);
     return metrics_snapshot_take(m, &w->snap);
 }
@@ -198,6 +245,8 @@ static void window_figures(const bench_opts *o, const window_start *a, const win
     f->p99_ms = metrics_hist_quantile_ns(&lat, 0.99) / 1e6;
     f->cpu_us_per_frame = (double)(b->cpu_ns - a->cpu_ns) / fr / 1e3;
     f->h2d_per_frame = (double)(b->stats.h2d_bytes - a->stats.h2d_bytes) / fr;
+    for (int k = 0; k < T_KINDS; k++)
+        f->kind_us_per_frame[k] = (double)(b->kind_ns[k] - a->kind_ns[k]) / fr / 1e3;
     f->pass = f->min_camera_fps >= 0.97 * o->fps && f->p99_ms < 100.0;
 }
 
@@ -288,6 +337,10 @@ static void report(const bench_opts *o, const figures *f)
     fprintf(stderr, "%7d %9.1f %8.2f %7.2f %7.2f %8.1f %9.0f %6.0f %s\n", f->streams, f->fps_total,
             f->min_camera_fps, f->p50_ms, f->p99_ms, f->cpu_us_per_frame, f->h2d_per_frame,
             f->decoder_pct, f->pass ? "pass" : "FAIL");
+    fprintf(stderr, "        CPU us/frame by thread:");
+    for (int k = 0; k < T_KINDS; k++)
+        fprintf(stderr, " %s %.1f", thread_kinds[k], f->kind_us_per_frame[k]);
+    fprintf(stderr, "\n");
     if (!o->json)
         return;
     char dec[32] = "null";
@@ -296,10 +349,12 @@ static void report(const bench_opts *o, const figures *f)
     printf("{\"bench\":\"decode\",\"input\":\"%s\",\"decode\":\"%s\",\"streams\":%d,"
            "\"fps\":%.3f,\"frames_per_s\":%.1f,\"min_camera_fps\":%.3f,\"p50_ms\":%.3f,"
            "\"p99_ms\":%.3f,\"cpu_us_per_frame\":%.2f,\"h2d_bytes_per_frame\":%.1f,"
-           "\"decoder_util_pct\":%s,\"pass\":%s}\n",
+           "\"decoder_util_pct\":%s,\"cpu_us_per_frame_cameras\":%.2f,"
+           "\"cpu_us_per_frame_workers\":%.2f,\"cpu_us_per_frame_other\":%.2f,\"pass\":%s}\n",
            o->input, io_decode_name(o->decode), f->streams, o->fps, f->fps_total, f->min_camera_fps,
            f->p50_ms, f->p99_ms, f->cpu_us_per_frame, f->h2d_per_frame, dec,
-           f->pass ? "true" : "false");
+           f->kind_us_per_frame[T_CAM], f->kind_us_per_frame[T_WORKER],
+           f->kind_us_per_frame[T_OTHER], f->pass ? "true" : "false");
     fflush(stdout);
 }
 
