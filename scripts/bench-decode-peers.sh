@@ -27,8 +27,8 @@ for codec in ${CODECS:-h264 hevc}; do
     form=
     for f in "-f null -" "-pix_fmt cuda -f null -" "-vf hwdownload,format=nv12 -f null -"; do
         # shellcheck disable=SC2086
-        if ffmpeg -nostdin -hide_banner -loglevel error -xerror -hwaccel cuda \
-            -hwaccel_output_format cuda -i "$clip" -frames:v 30 $f 2>"$out/ffmpeg-probe.log"; then
+        if ffmpeg -nostdin -hide_banner -loglevel error -xerror -reinit_filter 0 -hwaccel cuda \
+            -hwaccel_output_format cuda -stream_loop 1 -i "$clip" $f 2>"$out/ffmpeg-probe.log"; then
             form=$f
             break
         fi
@@ -46,7 +46,7 @@ for codec in ${CODECS:-h264 hevc}; do
         pids=()
         for i in $(seq "$p"); do
             # shellcheck disable=SC2086
-            ffmpeg -nostdin -hide_banner -loglevel error -xerror -hwaccel cuda \
+            ffmpeg -nostdin -hide_banner -loglevel error -xerror -reinit_filter 0 -hwaccel cuda \
                 -hwaccel_output_format cuda -stream_loop $((loops - 1)) -i "$clip" $form \
                 2>"$out/ffmpeg-$i.log" &
             pids+=($!)

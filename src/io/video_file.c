@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "io/image_file.h"
 
@@ -467,7 +468,10 @@ static int decode_next(io_video *v, omma_status *st)
             return -1;
         }
         io_libav_clear_log();
+        uint64_t t0 = core_now_ns(), c0 = core_thread_cpu_ns();
         int err = avcodec_receive_frame(v->dec, v->frame);
+        v->stats.decode_ns += core_now_ns() - t0;
+        v->stats.decode_cpu_ns += core_thread_cpu_ns() - c0;
         if (err == 0) {
             v->failures = 0;
             return 1;
@@ -546,7 +550,10 @@ static int decode_next(io_video *v, omma_status *st)
         v->packets++;
         io_gpu_count_packet(v->gpu, (size_t)v->pkt->size);
         io_libav_clear_log();
+        t0 = core_now_ns(), c0 = core_thread_cpu_ns();
         err = avcodec_send_packet(v->dec, v->pkt);
+        v->stats.decode_ns += core_now_ns() - t0;
+        v->stats.decode_cpu_ns += core_thread_cpu_ns() - c0;
         av_packet_unref(v->pkt);
         if (err == AVERROR(ENOMEM)) {
             *st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame %ld: decoding: %s", path, v->index,

@@ -47,6 +47,10 @@ typedef struct io_video_stats {
     long damaged_frames; /* of those, concealed by the decoder */
     long dropped_packets; /* packets (or frames) the decoder refused */
     long corrupt_packets; /* packets the demuxer flagged (cut short, a gap), decoded anyway */
+    /* Time in the decoder's calls (sending packets, receiving frames; on
+     * the GPU they wait for NVDEC): elapsed, and the reading thread's CPU
+     * time (when close to elapsed, the thread spins while it waits). */
+    uint64_t decode_ns, decode_cpu_ns;
 } io_video_stats;
 
 /* Nonzero when this build can read and write video files. */

@@ -420,6 +420,10 @@ static void gpu_get_stats(void *impl, rt_runtime_stats *out)
     out->batches = atomic_load(&rt->batches);
     out->launches = atomic_load(&rt->launches);
     out->worker_cpu_ns = atomic_load(&rt->worker_cpu_ns);
+    for (int i = 0; i < rt->n_cams; i++) {
+        out->decode_ns += atomic_load(&rt->cams[i].decode_ns);
+        out->decode_cpu_ns += atomic_load(&rt->cams[i].decode_cpu_ns);
+    }
     for (int k = 0; k < rt->n_gpus; k++) {
         omma_transfer_counters t;
         if (rt->gpus[k].dev && omma_device_get_transfers(rt->gpus[k].dev, &t) == OMMA_OK) {

@@ -181,6 +181,9 @@ typedef struct rt_runtime_stats {
     /* The GPUs' transfer counters (omma_device_get_transfers, summed): the
      * rings' uploads and the results, plus set-up copies (the pools). */
     uint64_t h2d_bytes, h2d_copies, d2h_bytes, d2h_copies;
+    /* The video sources' time in their decoders' calls: elapsed and CPU
+     * (io_video_stats; GPU runtime). */
+    uint64_t decode_ns, decode_cpu_ns;
 } rt_runtime_stats;
 void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out);
 

@@ -190,6 +190,19 @@ static omma_status put_staged(rt_cam *cam, const omma_frame *f, uint64_t capture
     return st != OMMA_OK ? st : left;
 }
 
+/* Adds what the source's decoder took since the last frame. */
+static void count_decoding(rt_cam *cam)
+{
+    io_video_stats vs;
+    rt_source_get_video_stats(cam->src, &vs);
+    if (vs.decode_ns < cam->seen_decode_ns) /* reopened: counts from 0 */
+        cam->seen_decode_ns = cam->seen_decode_cpu_ns = 0;
+    atomic_fetch_add(&cam->decode_ns, vs.decode_ns - cam->seen_decode_ns);
+    atomic_fetch_add(&cam->decode_cpu_ns, vs.decode_cpu_ns - cam->seen_decode_cpu_ns);
+    cam->seen_decode_ns = vs.decode_ns;
+    cam->seen_decode_cpu_ns = vs.decode_cpu_ns;
+}
+
 static void run_source(rt_cam *cam)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
@@ -212,6 +225,7 @@ static void run_source(rt_cam *cam)
             rt_cam_report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "end of stream");
             return;
         }
+        count_decoding(cam);
         metrics_frame_in(cfg->metrics, cam->index);
         atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
         if (f.memory == OMMA_MEMORY_DEVICE) /* one copy on the decoder's stream */

@@ -45,6 +45,9 @@ typedef struct rt_cam {
     int drained; /* the worker saw its ring closed and empty */
     uint64_t last_seq; /* the last frame the worker took */
     int ended; /* synthetic: its driver is done with it */
+    /* Its source's time in the decoder (io_video_stats), for the stats. */
+    atomic_uint_fast64_t decode_ns, decode_cpu_ns;
+    uint64_t seen_decode_ns, seen_decode_cpu_ns; /* the reader's totals last read */
 } rt_cam;
 
 /* A thread driving synthetic cameras (rt_runtime_config.synthetic_per_thread

@@ -25,6 +25,13 @@ void rt_source_options_init(rt_source_options *opt)
     opt->fps = 30.0;
 }
 
+void rt_source_get_video_stats(const rt_source *s, io_video_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s && s->ops && s->ops->video_stats)
+        s->ops->video_stats(s, out);
+}
+
 void *rt_source_stream(const rt_source *s)
 {
     return s && s->ops && s->ops->stream ? s->ops->stream(s) : NULL;

@@ -89,6 +89,10 @@ omma_status rt_source_open(const char *spec, const rt_source_options *opt, rt_so
 /* The info filled at open (NULL for a NULL source). */
 const rt_source_info *rt_source_get_info(const rt_source *s);
 
+/* A video's reader counts (io_video_stats; zeros for other kinds and the
+ * pass before a loop reopened the file). The reading thread only. */
+void rt_source_get_video_stats(const rt_source *s, io_video_stats *out);
+
 /* The CUstream (as void *) on which a GPU-decoded video's frames are
  * ready, in its order; NULL for frames in host memory. */
 void *rt_source_stream(const rt_source *s);

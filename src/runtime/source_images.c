@@ -244,7 +244,7 @@ static void images_close(rt_source *s)
     s->impl = NULL;
 }
 
-static const src_ops images_ops = {images_read, images_close, NULL};
+static const src_ops images_ops = {images_read, images_close, NULL, NULL};
 
 omma_status src_images_open(rt_source *s)
 {

@@ -19,6 +19,7 @@ typedef struct src_ops {
                         int *eof);
     void (*close)(rt_source *s);
     void *(*stream)(const rt_source *s); /* NULL: frames in host memory */
+    void (*video_stats)(const rt_source *s, io_video_stats *out); /* NULL: not a video */
 } src_ops;
 
 struct rt_source {

@@ -188,7 +188,7 @@ static void cam_close(rt_source *s)
     s->impl = NULL;
 }
 
-static const src_ops cam_ops = {cam_read, cam_close, NULL};
+static const src_ops cam_ops = {cam_read, cam_close, NULL, NULL};
 
 /* Opens the device and checks it is a V4L2 camera that streams. */
 static omma_status open_device(rt_source *s, v4l2_src *c)

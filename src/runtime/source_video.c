@@ -113,7 +113,13 @@ static void *video_stream(const rt_source *s)
     return vs ? io_video_stream(vs->v) : NULL;
 }
 
-static const src_ops video_ops = {video_read, video_close, video_stream};
+static void video_stats(const rt_source *s, io_video_stats *out)
+{
+    const video_src *vs = s->impl;
+    io_video_get_stats(vs ? vs->v : NULL, out);
+}
+
+static const src_ops video_ops = {video_read, video_close, video_stream, video_stats};
 
 omma_status src_video_open(rt_source *s)
 {
