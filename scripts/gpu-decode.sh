@@ -3,7 +3,8 @@
 # builds FFmpeg with NVDEC (scripts/device-ffmpeg.sh, from the files of
 # scripts/fetch-device-ffmpeg.sh carried in .cache/device-ffmpeg), omma
 # against it (sm_90, Release), then runs the parts asked for:
-#   tests     ctest on the decoding tests (test_video_gpu, test_decode_gpu)
+#   tests     ctest on the decoding tests (test_video_gpu, test_decode_gpu,
+#             test_cli_decode_gpu)
 #             and TESTS (a ctest regex) when set
 #   sanitize  the decoding tests under compute-sanitizer memcheck
 #   bench     omma bench decode (H.264 and HEVC 1080p30) with its peers:
@@ -42,7 +43,7 @@ else
     tail -n 30 "$OUT/build.log"
     exit 1
 fi
-regex="test_video_gpu|test_decode_gpu${TESTS:+|$TESTS}"
+regex="test_video_gpu|test_decode_gpu|test_cli_decode_gpu${TESTS:+|$TESTS}"
 if has tests; then
     if (cd "$BUILD" && ctest -R "$regex" --output-on-failure --timeout 400) >"$OUT/tests.log" 2>&1; then
         step "ctest -R '$regex'" PASS "$(grep -E 'tests passed' "$OUT/tests.log")"

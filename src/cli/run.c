@@ -55,6 +55,7 @@ enum {
     OPT_PRECISION,
     OPT_MODEL,
     OPT_MAX_FRAMES,
+    OPT_DECODE,
     OPT_COUNT
 };
 
@@ -100,6 +101,11 @@ static const cli_option options[] = {
                    "detector: short range (default; faces within ~2 m of\n"
                    "the camera) or full range (within ~5 m: smaller faces)"},
     [OPT_MAX_FRAMES] = {"--max-frames", "N", "at most N frames of each input"},
+    [OPT_DECODE] = {"--decode", "auto|gpu|cpu",
+                    "where videos are decoded: auto (default) the GPU's NVDEC\n"
+                    "engines when they can decode the video, else the CPU;\n"
+                    "gpu: NVDEC or an error; cpu: libavcodec in software (the\n"
+                    "CPU backend always)"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -143,6 +149,7 @@ typedef struct run_args {
     int csv, max_faces, max_batch, detect_every, full_range, threads;
     double min_score, min_presence;
     long max_frames;
+    io_decode decode;
     const char **inputs; /* the arguments that are not options, in order */
     int n_inputs;
 } run_args;
@@ -198,6 +205,14 @@ static int set_option(run_args *a, int id, const char *o, const char *v)
         return cli_arg_double(o, v, 0.0, 1.0, &a->min_score);
     case OPT_MIN_PRESENCE:
         return cli_arg_double(o, v, 0.0, 1.0, &a->min_presence);
+    case OPT_DECODE:
+        k = io_decode_parse(v);
+        if (k < 0) {
+            fprintf(stderr, "omma: error: %s %s: expected auto, gpu or cpu\n", o, v);
+            return 0;
+        }
+        a->decode = (io_decode)k;
+        return 1;
     }
     return 0;
 }
@@ -211,6 +226,7 @@ static int parse_args(int argc, char **argv, run_args *a)
     memset(a, 0, sizeof *a);
     a->inputs = inputs;
     a->backend = OMMA_BACKEND_CUDA;
+    a->decode = IO_DECODE_AUTO;
     a->precision = OMMA_PRECISION_FP16;
     a->max_faces = 4;
     a->max_batch = 16;
@@ -282,6 +298,7 @@ typedef struct run_state {
     long frames, faces_found, batches;
     double batch_ms;
     int output_failed;
+    omma_device *decode_dev; /* videos decoded on the GPU: its device */
 } run_state;
 
 /* Results of frame i of a batch: the record, the pictures. */
@@ -295,8 +312,11 @@ static void emit(run_state *s, int camera, long index, double ts, const omma_fra
         s->camera_large[camera] = 1;
     if (!cli_output_frame(&s->out, camera, s->inputs[camera].path, index, ts, faces, n))
         s->output_failed = 1;
-    if (cli_annotator_wants(&s->ann, camera))
-        (void)cli_annotator_frame(&s->ann, camera, index, frame, faces, n); /* reported */
+    if (cli_annotator_wants(&s->ann, camera)) {
+        omma_frame host; /* a GPU-decoded frame is drawn on in host memory */
+        if (cli_input_host_frame(&s->inputs[camera], frame, &host))
+            (void)cli_annotator_frame(&s->ann, camera, index, &host, faces, n); /* reported */
+    }
 }
 
 /* One batch of k frames (distinct cameras). A batch that fails is run
@@ -487,8 +507,14 @@ static int run_parsed(run_args a)
     }
     long total = 0;
     int total_known = 1, video_camera = -1;
+    /* Videos decoded on the GPU the pipeline runs on (omma's context on
+     * device 0, shared), ready on the host when read. */
+    io_video_options vo = {a.backend == OMMA_BACKEND_CPU ? IO_DECODE_CPU : a.decode, NULL, 1};
+    if (vo.decode != IO_DECODE_CPU && omma_device_open(0, &s.decode_dev) != OMMA_OK)
+        vo.decode = IO_DECODE_CPU; /* the pipeline has its GPU: not reached in practice */
+    vo.device = s.decode_dev;
     for (int c = 0; c < n_inputs; c++) {
-        if (!cli_input_open(&s.inputs[c], inputs[c], a.max_frames))
+        if (!cli_input_open(&s.inputs[c], inputs[c], a.max_frames, &vo))
             continue;
         long n = cli_input_frame_count(&s.inputs[c]);
         total += n;
@@ -545,6 +571,7 @@ static int run_parsed(run_args a)
     memset(&stats, 0, sizeof stats);
     omma_face_pipeline_get_stats(s.p, &stats);
     omma_face_pipeline_destroy(s.p);
+    omma_device_close(s.decode_dev);
     free(s.faces), free(s.counts);
 
     double per = s.frames ? (double)s.frames : 1.0;

@@ -51,7 +51,7 @@ static int fail(cli_input *in)
     return 0;
 }
 
-int cli_input_open(cli_input *in, const char *path, long max_frames)
+int cli_input_open(cli_input *in, const char *path, long max_frames, const io_video_options *video)
 {
     memset(in, 0, sizeof *in);
     in->path = path;
@@ -70,7 +70,7 @@ int cli_input_open(cli_input *in, const char *path, long max_frames)
                       path);
         return fail(in);
     }
-    omma_status st = io_video_open(path, &in->video);
+    omma_status st = io_video_open_with(path, video, &in->video);
     if (st != OMMA_OK) {
         if (st == OMMA_ERR_FORMAT)
             cli_run_error("%s: not a PNG or JPEG image, nor a video omma can read: %s", path,
@@ -129,6 +129,19 @@ int cli_input_next(cli_input *in, omma_frame *frame, long *index, double *timest
         }
     }
     *index = in->frames_read++;
+    return 1;
+}
+
+int cli_input_host_frame(cli_input *in, const omma_frame *frame, omma_frame *host)
+{
+    if (frame->memory != OMMA_MEMORY_DEVICE || !in->video) {
+        *host = *frame;
+        return 1;
+    }
+    if (io_video_frame_to_host(in->video, frame, host) != OMMA_OK) {
+        cli_run_error("%s: %s", in->path, omma_last_error());
+        return 0;
+    }
     return 1;
 }
 

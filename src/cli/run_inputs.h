@@ -26,9 +26,15 @@ typedef struct cli_input {
     io_video_stats video_stats; /* a video's damage, kept when it closes */
 } cli_input;
 
-/* Opens path as an image or a video. Returns 1, or 0 after printing
+/* Opens path as an image or a video (with these options: where it is
+ * decoded). Returns 1, or 0 after printing
  * "omma: error: PATH: problem" (the input is then CLI_INPUT_FAILED). */
-int cli_input_open(cli_input *in, const char *path, long max_frames);
+int cli_input_open(cli_input *in, const char *path, long max_frames, const io_video_options *video);
+
+/* Frame (the last one read from in) in host memory: as it is, or copied
+ * from the GPU for a GPU-decoded video. Returns 1, or 0 after printing the
+ * error. */
+int cli_input_host_frame(cli_input *in, const omma_frame *frame, omma_frame *host);
 
 /* Frames this input will give: 1 for an image, the container's count for
  * a video (capped by max_frames), 0 when unknown. */

@@ -86,6 +86,8 @@ struct io_video {
     struct SwsContext *sws;
     uint8_t *rgb; /* the converted frame for pixel formats other than 4:2:0 */
     size_t rgb_bytes;
+    uint8_t *host; /* io_video_frame_to_host's copy */
+    size_t host_bytes;
 };
 
 static _Thread_local char av_last[256];
@@ -376,6 +378,8 @@ static omma_status hand_over(io_video *v, omma_frame *f)
         v->stats.damaged_frames++; /* concealed by the decoder */
     if (fr->format == AV_PIX_FMT_CUDA) {
         omma_status st = io_gpu_hand_over(v->gpu, fr, f);
+        if (st == OMMA_OK && v->opt.host_waits)
+            st = io_gpu_wait(v->gpu);
         return st == OMMA_OK
                    ? OMMA_OK
                    : OMMA_FAIL(st, "%s: frame %ld: %s", path, v->index, omma_last_error());
@@ -636,6 +640,39 @@ out:
     return st;
 }
 
+omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_frame *host)
+{
+    if (!v || !frame || !host)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "io_video_frame_to_host: NULL argument");
+    if (frame->memory != OMMA_MEMORY_DEVICE) {
+        *host = *frame;
+        return OMMA_OK;
+    }
+    if (!v->gpu || frame->format != OMMA_PIXEL_NV12)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: not a frame this reader decoded on the GPU",
+                         v->path);
+    size_t w = (size_t)frame->width, h = (size_t)frame->height;
+    size_t bytes = w * h + 2 * ((w + 1) / 2) * ((h + 1) / 2);
+    if (bytes > v->host_bytes) {
+        free(v->host);
+        v->host_bytes = 0;
+        if (!(v->host = malloc(bytes)))
+            return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %zu bytes for a frame", v->path, bytes);
+        v->host_bytes = bytes;
+    }
+    OMMA_TRY(io_gpu_download(v->gpu, frame, v->host));
+    memset(host, 0, sizeof *host);
+    host->width = frame->width;
+    host->height = frame->height;
+    host->format = OMMA_PIXEL_NV12;
+    host->memory = OMMA_MEMORY_HOST;
+    host->planes[0] = v->host;
+    host->pitch[0] = (int)w;
+    host->planes[1] = v->host + w * h;
+    host->pitch[1] = (int)(2 * ((w + 1) / 2));
+    return OMMA_OK;
+}
+
 omma_status io_video_rewind(io_video *v)
 {
     if (!v || !v->done)
@@ -671,6 +708,7 @@ void io_video_close(io_video *v)
     avformat_close_input(&v->fmt);
     sws_freeContext(v->sws);
     free(v->rgb);
+    free(v->host);
     free(v->error_text);
     free(v->path);
     free(v);
@@ -769,6 +807,14 @@ omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, 
 omma_status io_video_rewind(io_video *v)
 {
     (void)v;
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "omma was built without FFmpeg");
+}
+
+omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_frame *host)
+{
+    (void)v;
+    (void)frame;
+    (void)host;
     return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "omma was built without FFmpeg");
 }
 

@@ -29,6 +29,10 @@ typedef struct io_video_options {
     omma_device *device; /* GPU and AUTO: the GPU whose decoders are used,
                           * through its context (never one of FFmpeg's);
                           * AUTO without one decodes on the CPU */
+    int host_waits; /* GPU frames: read returns once the frame is decoded
+                     * (waits on the host), for consumers that cannot make
+                     * a stream wait (omma run); 0: ready in the stream's
+                     * order only */
 } io_video_options;
 
 /* "cpu", "gpu", "auto"; and back (-1 for an unknown name). */
@@ -85,6 +89,12 @@ int io_video_on_gpu(const io_video *v);
 /* The CUstream (as void *) GPU-decoded frames are produced on; NULL when
  * decoding on the CPU. */
 void *io_video_stream(const io_video *v);
+
+/* A copy in host memory of frame (the last one read from v, in device
+ * memory; packed planes), valid until the next call on v; a host frame is
+ * given as it is. For pictures drawn on the CPU. Errors: OMMA_ERR_CUDA,
+ * OMMA_ERR_OUT_OF_MEMORY, OMMA_ERR_INVALID_ARG. */
+omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_frame *host);
 
 /* How the video is decoded, for logs and status: "gpu (nvdec h264)",
  * "cpu (h264)" or "cpu (hevc; not on the GPU: why)". */

@@ -62,6 +62,15 @@ omma_status io_gpu_hand_over(io_video_gpu *g, const AVFrame *fr, omma_frame *f);
  * pending). Errors: OMMA_ERR_CUDA. fr is empty on return either way. */
 omma_status io_gpu_give_back(io_video_gpu *g, AVFrame *fr);
 
+/* Waits on the host until the stream has passed everything enqueued on
+ * it (the frame just handed out is decoded). Errors: OMMA_ERR_CUDA. */
+omma_status io_gpu_wait(io_video_gpu *g);
+
+/* Copies the NV12 device frame f into dst (packed: rows of f->width
+ * bytes, the chroma after the luma) and waits for the copy. Errors:
+ * OMMA_ERR_CUDA. */
+omma_status io_gpu_download(io_video_gpu *g, const omma_frame *f, uint8_t *dst);
+
 /* The stream the frames are decoded on, as a CUstream. */
 void *io_gpu_stream(const io_video_gpu *g);
 

@@ -54,6 +54,20 @@ omma_status io_gpu_give_back(io_video_gpu *g, AVFrame *fr)
     return OMMA_OK;
 }
 
+omma_status io_gpu_wait(io_video_gpu *g)
+{
+    (void)g;
+    return OMMA_FAIL(OMMA_ERR_NO_DEVICE, "GPU decoding: omma was built without CUDA");
+}
+
+omma_status io_gpu_download(io_video_gpu *g, const omma_frame *f, uint8_t *dst)
+{
+    (void)g;
+    (void)f;
+    (void)dst;
+    return OMMA_FAIL(OMMA_ERR_NO_DEVICE, "GPU decoding: omma was built without CUDA");
+}
+
 void *io_gpu_stream(const io_video_gpu *g)
 {
     (void)g;

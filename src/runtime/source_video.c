@@ -39,7 +39,7 @@ static const char *format_name(omma_pixel_format f)
 
 static omma_status open_video(rt_source *s, video_src *vs)
 {
-    io_video_options o = {s->opt.decode, s->opt.device};
+    io_video_options o = {s->opt.decode, s->opt.device, 0};
     return io_video_open_with(s->spec, &o, &vs->v);
 }
 

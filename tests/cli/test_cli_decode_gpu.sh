@@ -1,0 +1,62 @@
+#!/bin/sh
+# omma run --decode gpu (NVDEC on omma's context) against --decode cpu on
+# the clips of scripts/make-decode-clips.sh: the same records, faces and
+# landmarks (2-decimal output: equal within 0.05 px), annotated pictures
+# drawn from the GPU-decoded frames; 10-bit HEVC is refused with --decode
+# gpu (naming the file and why) and read on the CPU with --decode auto.
+# Skipped (77) without a GPU or the clips.
+# usage: test_cli_decode_gpu.sh PATH/TO/omma TESTDATA
+omma=$1
+clips=$2/decode
+fail() { echo "FAIL: $*" >&2; exit 1; }
+"$omma" info >/dev/null 2>&1 || { echo "SKIP: no GPU"; exit 77; }
+[ -f "$clips/pan_h264.mp4" ] || { echo "SKIP: no $clips (scripts/make-decode-clips.sh)"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT INT TERM
+for clip in pan_h264.mp4 pan_hevc.mp4; do
+    for mode in gpu cpu; do
+        "$omma" run --decode $mode --out "$work/$mode.jsonl" --annotate "$work/$mode" \
+            "$clips/$clip" 2>"$work/$mode.log" || { cat "$work/$mode.log"; fail "$clip --decode $mode"; }
+    done
+    python3 - "$work/gpu.jsonl" "$work/cpu.jsonl" <<'PY' || fail "$clip: GPU and CPU decoding differ"
+import json, sys
+g = [json.loads(l) for l in open(sys.argv[1])]
+c = [json.loads(l) for l in open(sys.argv[2])]
+assert len(g) == len(c) == 24, (len(g), len(c))
+worst, faces = 0.0, 0
+def walk(a, b, path):
+    global worst
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            if k not in ("latency_ms",):
+                walk(a[k], b[k], path + "." + k)
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            walk(x, y, "%s[%d]" % (path, i))
+    elif isinstance(a, (int, float)) and not isinstance(a, bool):
+        worst = max(worst, abs(a - b))
+    else:
+        assert a == b, (path, a, b)
+for x, y in zip(g, c):
+    faces += len(x["faces"])
+    walk(x["faces"], y["faces"], "frame %d" % x["frame"])
+print("%d faces, largest difference %.3f" % (faces, worst))
+assert faces >= 24 and worst <= 0.05
+PY
+    n_gpu=$(ls "$work/gpu" | wc -l)
+    [ "$n_gpu" -ge 24 ] && [ "$n_gpu" = "$(ls "$work/cpu" | wc -l)" ] ||
+        fail "$clip: $n_gpu annotated pictures from the GPU-decoded frames"
+    rm -rf "$work/gpu" "$work/cpu"
+done
+if "$omma" run --decode gpu --out "$work/x.jsonl" "$clips/pan_hevc10.mkv" 2>"$work/err.log"; then
+    fail "10-bit HEVC decoded with --decode gpu"
+fi
+grep -q "pan_hevc10.mkv" "$work/err.log" && grep -q "not 8-bit 4:2:0" "$work/err.log" ||
+    { cat "$work/err.log"; fail "the 10-bit refusal does not say which file and why"; }
+"$omma" run --decode auto --out "$work/x.jsonl" "$clips/pan_hevc10.mkv" 2>"$work/err.log" ||
+    { cat "$work/err.log"; fail "--decode auto on 10-bit HEVC"; }
+[ "$(wc -l <"$work/x.jsonl")" -eq 24 ] || fail "--decode auto on 10-bit HEVC: not 24 records"
+echo "ok"
