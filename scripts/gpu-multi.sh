@@ -4,7 +4,9 @@
 # there: the same frames give bitwise the same results whichever GPU ran
 # them), then throughput on GPU 0 alone and on GPUs 0 and 1 with more
 # synthetic cameras than one GPU keeps up with (frames processed per second;
-# the ratio is printed). NVLink multicast is not used. Logs in OUTDIR.
+# the ratio is printed), then the most GPU-decoded cameras on GPU 0 and on
+# both (omma bench decode). NVLink multicast is not used. Logs in OUTDIR.
+# Not yet scripted: the frame bus with cameras on both GPUs.
 #
 # usage: scripts/gpu-multi.sh OUTDIR
 #   BUILD_DIR  build folder (default build-gpu)
@@ -38,4 +40,23 @@ cat "$OUT/bench.txt"
 awk -F'"frames_per_s":' 'NF > 1 { split($2, v, ","); f[n++] = v[1] }
     END { if (n == 2 && f[0] > 0) printf "two GPUs / one: %.2fx (%.0f vs %.0f frames/s)\n",
           f[1] / f[0], f[1], f[0] }' "$OUT/bench.jsonl" | tee "$OUT/ratio.txt"
+# GPU decoding on both GPUs' decoders (issue 27): the most 1080p30 H.264
+# cameras decoded on the GPU and run through the pipeline, one GPU vs two
+# (needs FFmpeg: on the GPU machine, build it first with
+# scripts/device-ffmpeg.sh and the clips of scripts/make-decode-clips.sh).
+clip=$ROOT/testdata/decode/pan1080_h264.mp4
+if [ -f "$clip" ] && "$BUILD/omma" bench decode --help >/dev/null 2>&1; then
+    for gpus in 0 0,1; do
+        echo "== omma bench decode --decode gpu --gpus $gpus" >>"$OUT/decode.txt"
+        timeout 500 "$BUILD/omma" bench decode --decode gpu --input "$clip" --gpus "$gpus" \
+            --streams max --warmup 2 --duration 5 --json >>"$OUT/decode.jsonl" \
+            2>>"$OUT/decode.txt" || failed=1
+    done
+    cat "$OUT/decode.txt"
+    awk -F'"max_streams":' 'NF > 1 { split($2, v, "}"); m[n++] = v[1] }
+        END { if (n == 2 && m[0] > 0) printf "decode: two GPUs / one: %.2fx (%d vs %d cameras)\n",
+              m[1] / m[0], m[1], m[0] }' "$OUT/decode.jsonl" | tee -a "$OUT/ratio.txt"
+else
+    echo "decode: skipped (no $clip, or omma without FFmpeg)" | tee -a "$OUT/ratio.txt"
+fi
 exit $failed

@@ -36,7 +36,7 @@ typedef struct bench_opts {
     io_decode decode;
     int gpu_streams; /* auto's budget per GPU */
     double warmup_s, duration_s, fps;
-    int gpu, max_batch, max_faces, detect_every;
+    int gpus[RT_MAX_GPUS], n_gpus, max_batch, max_faces, detect_every;
     int json;
 } bench_opts;
 
@@ -99,7 +99,7 @@ enum {
     OPT_GPU_STREAMS,
     OPT_WARMUP,
     OPT_DURATION,
-    OPT_GPU,
+    OPT_GPUS,
     OPT_MAX_BATCH,
     OPT_MAX_FACES,
     OPT_DETECT_EVERY,
@@ -114,7 +114,7 @@ static const cli_option options[] = {
                          "auto: 1080p30 streams the GPU decodes before the CPU (56)"},
     [OPT_WARMUP] = {"--warmup", "S", "seconds before the window (3)"},
     [OPT_DURATION] = {"--duration", "S", "the measured window, seconds (6)"},
-    [OPT_GPU] = {"--gpu", "N", "the GPU's ordinal (0)"},
+    [OPT_GPUS] = {"--gpus", "LIST", "GPU ordinals, e.g. 0,1: cameras round robin (0)"},
     [OPT_MAX_BATCH] = {"--max-batch", "N", "frames per batch (256)"},
     [OPT_MAX_FACES] = {"--max-faces", "N", "faces per camera (1)"},
     [OPT_DETECT_EVERY] = {"--detect-every", "K", "the detector every K frames at least (10)"},
@@ -127,7 +127,7 @@ static void usage(FILE *to)
     fprintf(to,
             "usage: omma bench decode [--input FILE] [--streams N|max] [--decode gpu|cpu|auto]\n"
             "                         [--decode-gpu-streams N] [--warmup S] [--duration S]\n"
-            "                         [--gpu N] [--max-batch N] [--max-faces N]\n"
+            "                         [--gpus LIST] [--max-batch N] [--max-faces N]\n"
             "                         [--detect-every K] [--json]\n"
             "  N cameras playing FILE at its rate, decoded and run through the face\n"
             "  pipeline; a count passes when every camera kept 97%% of the rate with p99\n"
@@ -142,6 +142,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->gpu_streams = 56;
     o->warmup_s = 3.0, o->duration_s = 6.0;
     o->max_batch = 256, o->max_faces = 1, o->detect_every = 10;
+    o->n_gpus = 1;
     cli_args args;
     cli_args_init(&args, "bench decode", options, argc, argv);
     const cli_option *opt;
@@ -179,9 +180,16 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             bad = sscanf(v, "%lf", &o->duration_s) != 1 ||
                   !(o->duration_s >= 1 && o->duration_s < 1e5);
             break;
-        case OPT_GPU:
-            bad = cli_parse_int(v, 0, 63, &o->gpu);
+        case OPT_GPUS: {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", v);
+            o->n_gpus = 0;
+            for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && !bad;
+                 t = strtok_r(NULL, ",", &save))
+                bad = o->n_gpus == RT_MAX_GPUS || cli_parse_int(t, 0, 63, &o->gpus[o->n_gpus++]);
+            bad = bad || o->n_gpus == 0;
             break;
+        }
         case OPT_MAX_BATCH:
             bad = cli_parse_int(v, 1, OMMA_PIPELINE_MAX_BATCH, &o->max_batch);
             break;
@@ -256,23 +264,28 @@ static void window_figures(const bench_opts *o, const window_start *a, const win
     f->pass = f->min_camera_fps >= 0.97 * o->fps && f->p99_ms < 100.0;
 }
 
-/* The window, reading the decoders' utilization once a second. */
+/* The window, reading the decoders' utilization (mean over the GPUs)
+ * once a second. */
 static double measure(const bench_opts *o)
 {
-    omma_device *dev = NULL;
+    omma_device *dev[RT_MAX_GPUS] = {NULL};
     double sum = 0;
     int n = 0;
-    (void)omma_device_open(o->gpu, &dev);
+    for (int k = 0; k < o->n_gpus; k++)
+        (void)omma_device_open(o->gpus[k], &dev[k]);
     for (double t = 0; t < o->duration_s; t += 1.0) {
         sleep_s(fmin(1.0, o->duration_s - t));
-        omma_device_metrics m = {0};
-        if (dev && omma_device_read_metrics(dev, &m) == OMMA_OK &&
-            (m.valid & OMMA_METRIC_DECODER)) {
-            sum += m.decoder_util_pct;
-            n++;
+        for (int k = 0; k < o->n_gpus; k++) {
+            omma_device_metrics m = {0};
+            if (dev[k] && omma_device_read_metrics(dev[k], &m) == OMMA_OK &&
+                (m.valid & OMMA_METRIC_DECODER)) {
+                sum += m.decoder_util_pct;
+                n++;
+            }
         }
     }
-    omma_device_close(dev);
+    for (int k = 0; k < o->n_gpus; k++)
+        omma_device_close(dev[k]);
     return n ? sum / n : NAN;
 }
 
@@ -292,13 +305,12 @@ static int run_count(const bench_opts *o, int streams, const char *data, figures
     }
     for (int i = 0; i < streams; i++)
         cams[i] = (rt_camera_config){o->input, NULL, 0};
-    int gpus[1] = {o->gpu};
     rt_runtime_config c;
     rt_runtime_config_init(&c);
     c.n_cameras = streams;
     c.cameras = cams;
-    c.n_gpus = 1;
-    c.gpus = gpus;
+    c.n_gpus = o->n_gpus;
+    c.gpus = o->gpus;
     c.pipeline.detector_model = det;
     c.pipeline.mesh_model = mesh;
     c.pipeline.max_batch = o->max_batch;
@@ -388,10 +400,10 @@ int cli_bench_decode(int argc, char **argv)
                             "default)");
     o.fps = io_video_fps(v);
     fprintf(stderr,
-            "bench decode: %s (%dx%d at %g fps), decode %s, GPU %d, batch %d, max faces %d, "
-            "detector every %d\n",
-            o.input, io_video_width(v), io_video_height(v), o.fps, io_decode_name(o.decode), o.gpu,
-            o.max_batch, o.max_faces, o.detect_every);
+            "bench decode: %s (%dx%d at %g fps), decode %s, %d GPU(s) from %d, batch %d, max "
+            "faces %d, detector every %d\n",
+            o.input, io_video_width(v), io_video_height(v), o.fps, io_decode_name(o.decode),
+            o.n_gpus, o.gpus[0], o.max_batch, o.max_faces, o.detect_every);
     io_video_close(v);
     fprintf(stderr, "%7s %9s %8s %7s %7s %8s %9s %6s\n", "streams", "frames/s", "min fps", "p50 ms",
             "p99 ms", "CPU us/f", "h2d B/f", "NVDEC%");
