@@ -11,12 +11,18 @@
  * memory in use than one more context costs. 10-bit HEVC is refused with
  * decode gpu and decoded on the CPU with auto, which says why. Looping
  * (io_video_rewind) keeps the decoder and gives the same frames again.
- * Skipped (77) without a GPU, FFmpeg or the clips. */
+ * Damaged copies of the clips (bytes flipped, zeroed, swapped, the file
+ * cut short) decoded on the GPU, each in a child process with a time
+ * limit: no signal, no hang, the end either OMMA_OK or an error naming the
+ * file. Skipped (77) without a GPU, FFmpeg or the clips. */
 #define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gpu/check.h"
 #include "gpu/driver.h"
@@ -279,8 +285,128 @@ static void no_context_of_its_own(void)
     CHECK(kept < 8.0);
 }
 
-int main(void)
+/* Child mode: decodes path on the GPU to its end; exit 0 when it ended
+ * with OMMA_OK or an error naming the file, 2 otherwise. */
+static int read_damaged(const char *path)
 {
+    omma_device *d = NULL;
+    if (omma_device_open(0, &d) != OMMA_OK)
+        return 3;
+    io_video *v = NULL;
+    io_video_options go = {IO_DECODE_GPU, d, 0};
+    omma_status st = io_video_open_with(path, &go, &v);
+    long frames = 0;
+    while (st == OMMA_OK) {
+        omma_frame f;
+        double t;
+        int eof = 0;
+        st = io_video_read(v, &f, &t, &eof);
+        if (st != OMMA_OK || eof)
+            break;
+        frames++;
+    }
+    io_video_stats vs;
+    io_video_get_stats(v, &vs);
+    printf("%s: %ld frames (%ld concealed, %ld packets refused): %s %s\n", path, frames,
+           vs.damaged_frames, vs.dropped_packets, omma_status_str(st),
+           st == OMMA_OK ? "" : omma_last_error());
+    int named = st == OMMA_OK || strstr(omma_last_error(), path) != NULL;
+    io_video_close(v);
+    omma_device_close(d);
+    return named ? 0 : 2;
+}
+
+/* A damaged copy of src: kind 0 flips bytes in the middle third, 1 zeroes
+ * a run, 2 swaps two chunks, 3 cuts the file at 60%, 4 flips bytes all
+ * over its second half. */
+static int damage(const char *src, const char *dst, int kind, unsigned seed)
+{
+    FILE *f = fopen(src, "rb");
+    if (!f)
+        return 0;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)n);
+    int ok = b && fread(b, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    long keep = n;
+    for (int i = 0; ok && i < 64; i++) {
+        seed = seed * 1103515245u + 12345u;
+        long at = n / 3 + (long)(seed % (unsigned)(n / 3));
+        if (kind == 0 && i < 24)
+            b[at] ^= (uint8_t)(1u << (seed >> 28 & 7));
+        if (kind == 1 && i == 0)
+            memset(b + at, 0, (size_t)(n - at < 4096 ? n - at : 4096));
+        if (kind == 2 && i == 0 && n > 8192) {
+            long other = n / 2 + (long)(seed % (unsigned)(n / 2 - 4096));
+            for (int k = 0; k < 2048 && at + k < n && other + k < n; k++) {
+                uint8_t t = b[at + k];
+                b[at + k] = b[other + k];
+                b[other + k] = t;
+            }
+        }
+        if (kind == 4)
+            b[n / 2 + (long)(seed % (unsigned)(n / 2))] ^= 0x55;
+    }
+    if (kind == 3)
+        keep = n * 6 / 10;
+    FILE *o = ok ? fopen(dst, "wb") : NULL;
+    ok = o && fwrite(b, 1, (size_t)keep, o) == (size_t)keep;
+    if (o)
+        ok = fclose(o) == 0 && ok;
+    free(b);
+    return ok;
+}
+
+static char self[4096];
+
+static void damaged_copies_on_gpu(void)
+{
+    static const char *const clips[] = {"pan_h264.mp4", "pan_hevc.mp4", "pan_vp9.webm",
+                                        "pan_mjpeg.avi", "pan1080_h264.mp4"};
+    char dir[] = "/tmp/omma-gpu-damaged-XXXXXX";
+    REQUIRE(mkdtemp(dir) != NULL);
+    int runs = 0, bad = 0;
+    for (size_t c = 0; c < sizeof clips / sizeof *clips; c++)
+        for (int kind = 0; kind < 5; kind++) {
+            char src[512], dst[600];
+            snprintf(src, sizeof src, "%s/%s", CLIPS, clips[c]);
+            snprintf(dst, sizeof dst, "%s/%d_%s", dir, kind, clips[c]);
+            if (!damage(src, dst, kind, 7u + (unsigned)kind * 31u + (unsigned)c)) {
+                bad++;
+                continue;
+            }
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid == 0) {
+                alarm(60); /* a decode that takes longer has hung */
+                execl(self, self, "--read", dst, (char *)NULL);
+                _exit(127);
+            }
+            int ws = 0;
+            if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws)) {
+                fprintf(stderr, "%s: the child %s %d\n", dst,
+                        WIFSIGNALED(ws) ? "died of signal" : "exited",
+                        WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+                bad++;
+            }
+            remove(dst);
+            runs++;
+        }
+    rmdir(dir);
+    fprintf(stderr, "%d damaged copies decoded on the GPU, %d failures\n", runs, bad);
+    CHECK(runs == 25 && bad == 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--read") == 0)
+        return read_damaged(argv[2]);
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        return 1;
+    self[len] = '\0';
     gpu_test_require_device();
     if (!io_video_available())
         SKIP_TEST("built without FFmpeg");
@@ -295,6 +421,7 @@ int main(void)
     RUN(mjpeg_close);
     RUN(ten_bit_refused_or_cpu);
     RUN(rewind_keeps_decoding);
+    RUN(damaged_copies_on_gpu);
     omma_device_close(dev);
     return testing_finish();
 }
