@@ -62,6 +62,8 @@ static void on_camera(void *ctx, const rt_camera_event *e)
     if (e->state == METRICS_CAMERA_FAILED) {
         s->failed_cameras++;
         cli_error("camera %d (%s) failed: %s", e->camera, name, e->detail);
+    } else if (e->state == METRICS_CAMERA_RECONNECTING) {
+        fprintf(stderr, "omma: camera %d (%s) reconnecting, %s\n", e->camera, name, e->detail);
     } else if (e->state == METRICS_CAMERA_RUNNING) {
         fprintf(stderr, "omma: camera %d (%s) running again: %s\n", e->camera, name, e->detail);
     } else {

@@ -6,8 +6,10 @@
  * A file ends early only on what cannot be recovered: a read error, no
  * memory, IO_VIDEO_MAX_FAILURES failures in a row without a frame between,
  * or a stream that gave no frame at all. Frames are checked against the
- * stream's size and omma's pixel cap. Only the file protocol is allowed, so
- * a path never reaches the network.
+ * stream's size and omma's pixel cap. io_video_open allows only the file
+ * protocol, so a path never reaches the network; io_video_open_url opens
+ * network streams through video_net.c (its options, the interrupt callback
+ * and its deadlines), and the rest is the same reader.
  *
  * FFmpeg's log goes to a callback installed once per process that prints
  * nothing and keeps the calling thread's last error line, which the next
@@ -16,6 +18,7 @@
 #include "io/video_file.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +69,7 @@ struct io_video {
     struct SwsContext *sws;
     uint8_t *rgb; /* the converted frame for pixel formats other than 4:2:0 */
     size_t rgb_bytes;
+    io_net *net; /* network streams (video_net.c); NULL for files */
 };
 
 static _Thread_local char av_last[256];
@@ -116,6 +120,8 @@ static omma_status read_status(int err)
     if (err == AVERROR(EIO) || err == AVERROR(ENOENT) || err == AVERROR(EACCES) ||
         err == AVERROR(EISDIR) || err == AVERROR(EPERM))
         return OMMA_ERR_IO;
+    if (io_libav_network_error(err)) /* video_net.c: refused, timed out, HTTP status... */
+        return OMMA_ERR_IO;
     if (err == AVERROR_DECODER_NOT_FOUND || err == AVERROR_DEMUXER_NOT_FOUND ||
         err == AVERROR_PATCHWELCOME || err == AVERROR(ENOSYS))
         return OMMA_ERR_UNSUPPORTED;
@@ -127,7 +133,7 @@ int io_video_available(void)
     return 1;
 }
 
-static omma_status open_stream(io_video *v)
+static omma_status open_file_input(io_video *v)
 {
     char why[512];
     const char *path = v->path;
@@ -154,6 +160,15 @@ static omma_status open_stream(io_video *v)
     if (err < 0)
         return OMMA_FAIL(read_status(err), "%s: cannot read the stream headers: %s", path,
                          io_libav_why(err, why, sizeof why));
+    return OMMA_OK;
+}
+
+static omma_status open_stream(io_video *v)
+{
+    char why[512];
+    const char *path = v->path;
+    int err;
+    OMMA_TRY(v->net ? io_net_open_input(v->net, path, &v->fmt) : open_file_input(v));
     const AVCodec *codec = NULL;
     err = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
     if (err == AVERROR_STREAM_NOT_FOUND)
@@ -251,6 +266,53 @@ omma_status io_video_open(const char *path, io_video **out)
     }
     *out = v;
     return OMMA_OK;
+}
+
+omma_status io_video_open_url(const char *url, const io_video_net *net, io_video **out)
+{
+    if (out)
+        *out = NULL;
+    if (!url || !net || !out)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "io_video_open_url: NULL %s",
+                         !url   ? "url"
+                         : !net ? "net"
+                                : "out");
+    io_libav_init();
+    io_video *v = calloc(1, sizeof *v);
+    if (!v)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video reader", url);
+    v->path = strdup(url);
+    omma_status st = v->path ? io_net_create(url, net, &v->net)
+                             : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video reader", url);
+    if (st == OMMA_OK)
+        st = open_stream(v);
+    if (st != OMMA_OK) {
+        io_video_close(v);
+        return st;
+    }
+    *out = v;
+    return OMMA_OK;
+}
+
+void io_video_arm(io_video *v)
+{
+    if (v)
+        io_net_arm(v->net);
+}
+
+int io_video_timed_out(const io_video *v)
+{
+    return v ? io_net_fired(v->net) : 0;
+}
+
+int64_t io_video_wallclock_us(const io_video *v)
+{
+    if (!v || !v->fmt || v->fmt->start_time_realtime == AV_NOPTS_VALUE ||
+        v->fmt->start_time_realtime <= 0 || !(v->time_base_ms > 0.0))
+        return INT64_MIN;
+    /* start_time_realtime is the wall clock at pts 0; timestamps count from start_pts. */
+    return v->fmt->start_time_realtime +
+           (int64_t)llround((double)v->start_pts * v->time_base_ms * 1e3);
 }
 
 int io_video_width(const io_video *v)
@@ -546,6 +608,7 @@ void io_video_close(io_video *v)
     free(v->rgb);
     free(v->error_text);
     free(v->path);
+    io_net_free(v->net);
     free(v);
 }
 
@@ -568,6 +631,34 @@ omma_status io_video_open(const char *path, io_video **out)
                      "%s: omma was built without FFmpeg (libavformat/libavcodec): video files "
                      "are not supported",
                      path ? path : "(null)");
+}
+
+omma_status io_video_open_url(const char *url, const io_video_net *net, io_video **out)
+{
+    (void)net;
+    if (out)
+        *out = NULL;
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                     "%s: omma was built without FFmpeg (libavformat/libavcodec): network "
+                     "streams are not supported",
+                     url ? url : "(null)");
+}
+
+void io_video_arm(io_video *v)
+{
+    (void)v;
+}
+
+int io_video_timed_out(const io_video *v)
+{
+    (void)v;
+    return 0;
+}
+
+int64_t io_video_wallclock_us(const io_video *v)
+{
+    (void)v;
+    return INT64_MIN;
 }
 
 int io_video_width(const io_video *v)

@@ -28,7 +28,9 @@ omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam)
     }
     if (rt_bus_spec(cam->cfg.spec))
         return rt_bus_cam_open(cam);
-    OMMA_TRY(rt_source_open(cam->cfg.spec, &cfg->source, &cam->src));
+    rt_source_options opt;
+    rt_link_watch_init(&cam->link, cfg, cam->index, &opt);
+    OMMA_TRY(rt_source_open(cam->cfg.spec, &opt, &cam->src));
     const rt_source_info *info = rt_source_get_info(cam->src);
     cam->fmt = (rt_ring_format){info->width, info->height, info->format};
     cam->live = info->live;

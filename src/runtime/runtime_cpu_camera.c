@@ -37,7 +37,9 @@ omma_status rt_cpu_cam_open(rt_cpu_runtime *rt, rt_cpu_cam *cam)
         long turn = (long)(cfg->synthetic.period_s * cfg->synthetic.fps);
         cam->phase = (long)cam->index * 7919 % (turn > 0 ? turn : 1);
     } else {
-        OMMA_TRY(rt_source_open(cam->cfg.spec, &cfg->source, &cam->src));
+        rt_source_options opt;
+        rt_link_watch_init(&cam->link, cfg, cam->index, &opt);
+        OMMA_TRY(rt_source_open(cam->cfg.spec, &opt, &cam->src));
         const rt_source_info *info = rt_source_get_info(cam->src);
         shape.width = info->width;
         shape.height = info->height;
