@@ -93,6 +93,9 @@ omma_status io_net_create(const char *url, const io_video_net *opt, io_net **out
                          "%s: connect timeout %d ms, read timeout %d ms: each must be in "
                          "1..%d ms",
                          url, opt->connect_timeout_ms, opt->read_timeout_ms, NET_MAX_TIMEOUT_MS);
+    const char *host = strstr(url, "://") + 3;
+    if (!*host || *host == '/' || *host == ':' || *host == '?')
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: no host in the URL", url);
     io_net *n = calloc(1, sizeof *n);
     if (!n)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: network reader", url);
@@ -173,6 +176,19 @@ omma_status io_net_open_input(io_net *n, const char *url, AVFormatContext **fmt)
     err = avformat_find_stream_info(f, NULL);
     if (err < 0)
         return open_failed(n, url, "reading the stream parameters", err);
+    /* A video stream in a codec FFmpeg does not know (an RTP payload it has
+     * no depacketizer for) is not "no video". */
+    int known = 0, unknown = 0;
+    for (unsigned i = 0; i < f->nb_streams; i++)
+        if (f->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_VIDEO) {
+            if (f->streams[i]->codecpar->codec_id == AV_CODEC_ID_NONE)
+                unknown++;
+            else
+                known++;
+        }
+    if (!known && unknown)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "%s: its video is in a codec (or RTP payload) FFmpeg cannot decode", url);
     /* No deadline until the owner arms one before a read. */
     atomic_store(&n->deadline_ns, 0);
     return OMMA_OK;

@@ -29,7 +29,7 @@ typedef struct camera {
     /* Written by the update path. */
     _Atomic uint64_t frames_in, frames_processed, frames_dropped;
     _Atomic uint64_t damaged_frames, dropped_packets, reconnects;
-    _Atomic int state, gpu, attempt;
+    _Atomic int state, gpu, attempt, stream_clock;
     hist_atomic latency;
     /* Set at registration. */
     int index;
@@ -397,14 +397,15 @@ void metrics_camera_set_link(metrics_registry *m, int index, metrics_camera_stat
     pthread_mutex_unlock(&m->lock);
 }
 
-void metrics_camera_damage(metrics_registry *m, int index, uint64_t damaged_frames,
-                           uint64_t dropped_packets)
+void metrics_camera_source(metrics_registry *m, int index, uint64_t damaged_frames,
+                           uint64_t dropped_packets, int stream_clock)
 {
     camera *c = camera_at(m, index);
     if (!c)
         return;
     atomic_store_explicit(&c->damaged_frames, damaged_frames, memory_order_relaxed);
     atomic_store_explicit(&c->dropped_packets, dropped_packets, memory_order_relaxed);
+    atomic_store_explicit(&c->stream_clock, stream_clock, memory_order_relaxed);
 }
 
 void metrics_camera_set_gpu(metrics_registry *m, int index, int gpu_index)
@@ -516,6 +517,7 @@ omma_status metrics_snapshot_take_at(metrics_registry *m, uint64_t now_ns, uint6
         cs->dropped_packets = atomic_load_explicit(&c->dropped_packets, memory_order_relaxed);
         cs->reconnects = atomic_load_explicit(&c->reconnects, memory_order_relaxed);
         cs->attempt = atomic_load_explicit(&c->attempt, memory_order_relaxed);
+        cs->stream_clock = atomic_load_explicit(&c->stream_clock, memory_order_relaxed);
         memcpy(cs->error, c->error, sizeof cs->error); /* under the lock, as its writer */
         s->frames_processed += cs->frames_processed;
 

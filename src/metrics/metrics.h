@@ -110,9 +110,10 @@ void metrics_camera_set_state(metrics_registry *m, int camera, metrics_camera_st
 void metrics_camera_set_link(metrics_registry *m, int camera, metrics_camera_state state,
                              int attempt, uint64_t reconnects, const char *error);
 /* The camera's damage so far: frames its decoder concealed, packets it
- * refused (totals, not increments). */
-void metrics_camera_damage(metrics_registry *m, int camera, uint64_t damaged_frames,
-                           uint64_t dropped_packets);
+ * refused (totals, not increments); stream_clock 1 when its capture times
+ * come from the stream's wall clock (RTCP), 0 from arrival. */
+void metrics_camera_source(metrics_registry *m, int camera, uint64_t damaged_frames,
+                           uint64_t dropped_packets, int stream_clock);
 /* The camera was placed on another GPU (-1: none). */
 void metrics_camera_set_gpu(metrics_registry *m, int camera, int gpu);
 
@@ -152,6 +153,7 @@ typedef struct metrics_camera_snap {
     uint64_t damaged_frames, dropped_packets; /* the decoder's concealed / refused */
     uint64_t reconnects; /* connections regained */
     int attempt; /* reconnection attempt under way, 0: none */
+    int stream_clock; /* capture times from the stream's wall clock (1) or arrival (0) */
     char error[METRICS_ERROR_MAX]; /* the link's last error, "" when none */
     double fps_in, fps_processed; /* over rate_span_ns; NAN when unknown */
     uint64_t rate_span_ns; /* 0 when unknown */

@@ -445,8 +445,9 @@ omma_status metrics_format_json(const metrics_snapshot *s, char **out, size_t *l
         put_json_number(&t, c->fps_in);
         putf(&t,
              ",\"damaged_frames\":%" PRIu64 ",\"refused_packets\":%" PRIu64
-             ",\"reconnects\":%" PRIu64 ",\"attempt\":%d,\"error\":",
-             c->damaged_frames, c->dropped_packets, c->reconnects, c->attempt);
+             ",\"reconnects\":%" PRIu64 ",\"attempt\":%d,\"capture_clock\":\"%s\",\"error\":",
+             c->damaged_frames, c->dropped_packets, c->reconnects, c->attempt,
+             c->stream_clock ? "stream" : "arrival");
         if (c->error[0])
             put_json_string(&t, c->error);
         else

@@ -10,8 +10,8 @@ static void observe(void *ctx, const rt_source_status *st)
 {
     rt_link_watch *w = ctx;
     const rt_runtime_config *cfg = w->cfg;
-    metrics_camera_damage(cfg->metrics, w->camera, (uint64_t)st->damaged_frames,
-                          (uint64_t)st->dropped_packets);
+    metrics_camera_source(cfg->metrics, w->camera, (uint64_t)st->damaged_frames,
+                          (uint64_t)st->dropped_packets, st->stream_clock);
     if (st->state == w->state && st->attempt == w->attempt)
         return;
     w->state = st->state;

@@ -140,6 +140,18 @@ void src_set_damage(rt_source *s, long damaged_frames, long dropped_packets)
         notify(s, &copy);
 }
 
+void src_set_clock(rt_source *s, int stream_clock)
+{
+    rt_source_status copy;
+    pthread_mutex_lock(&s->status_lock);
+    int changed = s->status.stream_clock != stream_clock;
+    s->status.stream_clock = stream_clock;
+    copy = s->status;
+    pthread_mutex_unlock(&s->status_lock);
+    if (changed)
+        notify(s, &copy);
+}
+
 void rt_source_get_status(rt_source *s, rt_source_status *out)
 {
     if (!out)

@@ -82,9 +82,7 @@ static uint64_t capture_time(rt_source *s, net_src *ns, double ts_ms)
     if (capture <= ns->last_capture_ns)
         capture = ns->last_capture_ns + 1;
     ns->last_capture_ns = capture;
-    pthread_mutex_lock(&s->status_lock);
-    s->status.stream_clock = from_stream;
-    pthread_mutex_unlock(&s->status_lock);
+    src_set_clock(s, from_stream);
     return capture;
 }
 

@@ -71,6 +71,10 @@ void src_set_link(rt_source *s, rt_link_state state, int attempt, const char *er
  * observer when they changed. */
 void src_set_damage(rt_source *s, long damaged_frames, long dropped_packets);
 
+/* Sets where capture times come from (1: the stream's wall clock, 0:
+ * arrival) and tells the observer when it changed. */
+void src_set_clock(rt_source *s, int stream_clock);
+
 /* 1 when the interrupt flag is up. */
 int src_interrupted(rt_source *s);
 

@@ -6,8 +6,10 @@ bound port to PORT_FILE once it accepts, and serves until killed:
 
   rtsp VIDEO      GStreamer's RTSP server (python3-gi, GstRtspServer):
                   /cam: VIDEO's H.264 stream (an MP4 file), RTP/H.264;
-                  /gst: the same frames in GStreamer's own RTP payload
-                  (X-GST), which FFmpeg has no decoder for.
+                  /j2k: its frames as JPEG 2000 over RTP (RFC 5371), a
+                  video payload FFmpeg has no depacketizer for;
+                  /gst: the H.264 in GStreamer's own payload (X-GST, an
+                  application stream: no video for FFmpeg).
                   Every client gets its own pipeline from the start.
   mjpeg JPEG...   HTTP multipart/x-mixed-replace (an IP camera's MJPEG),
                   the JPEGs in a loop at --fps; with --stall-after N the
@@ -55,6 +57,7 @@ def serve_rtsp(args):
     src = f'filesrc location="{args.files[0]}" ! qtdemux ! h264parse'
     for path, pay in (
         ("/cam", "rtph264pay name=pay0 pt=96 config-interval=1"),
+        ("/j2k", "avdec_h264 ! videoconvert ! openjpegenc ! rtpj2kpay name=pay0 pt=96"),
         ("/gst", "rtpgstpay name=pay0 pt=96"),
     ):
         factory = GstRtspServer.RTSPMediaFactory()
