@@ -20,7 +20,8 @@
  * capture time is its wall-clock time moved onto core_now_ns()'s clock
  * (now minus its age by the host's wall clock); otherwise, or when the two
  * clocks disagree by more than NET_MAX_CLOCK_SKEW_NS (an unsynchronised
- * camera), its arrival time. Capture times never go back. */
+ * camera), its arrival time. Capture times never go back (a frame that
+ * would map before the previous one gets 1 us after it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,8 +80,11 @@ static uint64_t capture_time(rt_source *s, net_src *ns, double ts_ms)
             from_stream = 1;
         }
     }
+    /* Never back: the first RTCP report moves frames from their arrival to
+     * their (earlier) capture, and jitter can reorder; such a frame gets
+     * the previous one's time plus 1 us. */
     if (capture <= ns->last_capture_ns)
-        capture = ns->last_capture_ns + 1;
+        capture = ns->last_capture_ns + 1000u;
     ns->last_capture_ns = capture;
     src_set_clock(s, from_stream);
     return capture;
