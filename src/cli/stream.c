@@ -15,6 +15,7 @@
 #include "cli/run_output.h"
 #include "cli/stream_options.h"
 #include "core/clock.h"
+#include "io/video_file.h"
 #include "omma/device.h"
 #include "metrics/metrics_http.h"
 
@@ -57,7 +58,8 @@ static void on_camera(void *ctx, const rt_camera_event *e)
 {
     stream_state *s = ctx;
     const rt_camera_config *c = &s->o->cameras[e->camera];
-    const char *name = c->spec ? c->spec : "synthetic";
+    char name[512];
+    io_video_url_redacted(c->spec ? c->spec : "synthetic", name, sizeof name); /* no passwords */
     pthread_mutex_lock(&s->lock);
     if (e->state == METRICS_CAMERA_FAILED) {
         s->failed_cameras++;

@@ -33,8 +33,8 @@ static omma_status read_whole(const char *path, uint8_t **data, size_t *size)
     }
     if (sb.st_size > IO_IMAGE_MAX_FILE_BYTES) {
         fclose(f);
-        return OMMA_FAIL(OMMA_ERR_IO, "%s: %lld bytes, more than the %ld an image may have",
-                         path, (long long)sb.st_size, IO_IMAGE_MAX_FILE_BYTES);
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: %lld bytes, more than the %ld an image may have", path,
+                         (long long)sb.st_size, IO_IMAGE_MAX_FILE_BYTES);
     }
     size_t n = (size_t)sb.st_size;
     uint8_t *buf = malloc(n);
@@ -63,8 +63,8 @@ omma_status io_image_alloc(const char *path, uint32_t width, uint32_t height, io
     if (width > IO_IMAGE_MAX_SIDE || height > IO_IMAGE_MAX_SIDE ||
         (long long)width * height > IO_IMAGE_MAX_PIXELS)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "%s: image of %ux%u pixels (at most %d a side, %lld in all)", path,
-                         width, height, IO_IMAGE_MAX_SIDE, IO_IMAGE_MAX_PIXELS);
+                         "%s: image of %ux%u pixels (at most %d a side, %lld in all)", path, width,
+                         height, IO_IMAGE_MAX_SIDE, IO_IMAGE_MAX_PIXELS);
     size_t bytes = (size_t)width * height * 3;
     out->rgb = malloc(bytes);
     if (!out->rgb)
@@ -108,7 +108,11 @@ void io_image_free(io_image *img)
 
 omma_frame io_image_frame(const io_image *img)
 {
-    omma_frame f = {img->width, img->height, OMMA_PIXEL_RGB, {img->rgb, NULL, NULL},
-                    {3 * img->width, 0, 0}, OMMA_MEMORY_HOST};
+    omma_frame f = {img->width,
+                    img->height,
+                    OMMA_PIXEL_RGB,
+                    {img->rgb, NULL, NULL},
+                    {3 * img->width, 0, 0},
+                    OMMA_MEMORY_HOST};
     return f;
 }

@@ -124,7 +124,8 @@ omma_status io_jpeg_decode(const char *path, const uint8_t *data, size_t size, i
     memset(out, 0, sizeof *out);
     return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                      "%s: JPEG file, but this omma was built without libjpeg (install "
-                     "libjpeg-dev and rebuild)", path);
+                     "libjpeg-dev and rebuild)",
+                     path);
 }
 
 #endif

@@ -78,8 +78,8 @@ static omma_status decode(png_ctx *c)
     png_read_update_info(c->png, c->info);
     if (png_get_rowbytes(c->png, c->info) != (size_t)w * 3) {
         c->st = OMMA_ERR_UNSUPPORTED;
-        snprintf(c->msg, sizeof c->msg, "colour type %d, depth %d does not convert to RGB",
-                 color, depth);
+        snprintf(c->msg, sizeof c->msg, "colour type %d, depth %d does not convert to RGB", color,
+                 depth);
         return OMMA_ERR_UNSUPPORTED;
     }
     c->st = io_image_alloc(c->path, w, h, &c->img);

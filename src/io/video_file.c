@@ -280,10 +280,13 @@ omma_status io_video_open_url(const char *url, const io_video_net *net, io_video
     io_libav_init();
     io_video *v = calloc(1, sizeof *v);
     if (!v)
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video reader", url);
-    v->path = strdup(url);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "network video reader");
+    size_t n = strlen(url) + 1;
+    v->path = malloc(n); /* messages name it without its password */
+    if (v->path)
+        io_video_url_redacted(url, v->path, n);
     omma_status st = v->path ? io_net_create(url, net, &v->net)
-                             : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: video reader", url);
+                             : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "network video reader");
     if (st == OMMA_OK)
         st = open_stream(v);
     if (st != OMMA_OK) {

@@ -12,6 +12,7 @@
 #define OMMA_IO_VIDEO_FILE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "omma/face.h"
@@ -59,6 +60,11 @@ typedef struct io_video_net {
 /* Nonzero when spec names a network stream: rtsp://, rtsps://, http://,
  * https:// (any case). */
 int io_video_is_url(const char *spec);
+
+/* The URL with its user:password (RFC 3986 userinfo) replaced by three
+ * asterisks, for messages, metrics and logs ("rtsp://u:p@host/x" shows as
+ * "rtsp://" "***@host/x"). Cut to fit size; other strings are copied. */
+void io_video_url_redacted(const char *url, char *out, size_t size);
 
 /* Opens a network stream's best video stream. Only the network protocols
  * are allowed (a playlist cannot reach local files). Every blocking call

@@ -27,13 +27,15 @@ const char *io_libav_why(int err, char *buf, size_t size);
  * callback that ends a blocking call at its deadline or on abort. */
 typedef struct io_net io_net;
 
-/* Checks the URL and the options (OMMA_ERR_INVALID_ARG naming the URL). */
+/* Checks the URL and the options (OMMA_ERR_INVALID_ARG naming the URL)
+ * and keeps a copy of the URL. Messages name it redacted
+ * (io_video_url_redacted), as the caller must. */
 omma_status io_net_create(const char *url, const io_video_net *opt, io_net **out);
 
-/* Opens url into *fmt (allocated here, with the interrupt callback) and
- * reads its stream parameters, within the connect timeout. Errors name
- * the URL (io_video_open_url's). */
-omma_status io_net_open_input(io_net *n, const char *url, AVFormatContext **fmt);
+/* Opens the URL into *fmt (allocated here, with the interrupt callback)
+ * and reads its stream parameters, within the connect timeout. Errors
+ * name it as `shown` (io_video_open_url's). */
+omma_status io_net_open_input(io_net *n, const char *shown, AVFormatContext **fmt);
 
 /* The read deadline: now + the read timeout. NULL is ignored. */
 void io_net_arm(io_net *n);

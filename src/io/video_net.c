@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L /* strncasecmp */
 #include "io/video_file.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,6 +28,27 @@ int io_video_is_url(const char *spec)
     return 0;
 }
 
+void io_video_url_redacted(const char *url, char *out, size_t size)
+{
+    if (!out || !size)
+        return;
+    const char *host = url ? strstr(url, "://") : NULL;
+    if (!host) {
+        snprintf(out, size, "%s", url ? url : "");
+        return;
+    }
+    host += 3;
+    size_t auth = strcspn(host, "/?#"); /* the authority: [userinfo@]host[:port] */
+    const char *at = NULL;
+    for (size_t i = 0; i < auth; i++)
+        if (host[i] == '@')
+            at = host + i; /* the last '@' ends the userinfo */
+    if (!at)
+        snprintf(out, size, "%s", url);
+    else
+        snprintf(out, size, "%.*s***%s", (int)(host - url), url, at);
+}
+
 #ifdef OMMA_HAVE_LIBAV
 
 #include "io/video_libav.h"
@@ -36,6 +58,7 @@ int io_video_is_url(const char *spec)
 #define NET_MAX_TIMEOUT_MS 3600000
 
 struct io_net {
+    char *url; /* as given, with its password (messages use the redacted one) */
     io_video_net opt;
     int rtsp; /* rtsp:// or rtsps:// */
     _Atomic uint64_t deadline_ns;
@@ -84,21 +107,35 @@ static int on_interrupt(void *opaque)
 omma_status io_net_create(const char *url, const io_video_net *opt, io_net **out)
 {
     *out = NULL;
+    char shown[512];
+    io_video_url_redacted(url, shown, sizeof shown);
     if (!io_video_is_url(url))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
-                         "%s: not a network stream (rtsp://, rtsps://, http://, https://)", url);
+                         "%s: not a network stream (rtsp://, rtsps://, http://, https://)", shown);
     if (opt->connect_timeout_ms <= 0 || opt->connect_timeout_ms > NET_MAX_TIMEOUT_MS ||
         opt->read_timeout_ms <= 0 || opt->read_timeout_ms > NET_MAX_TIMEOUT_MS)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                          "%s: connect timeout %d ms, read timeout %d ms: each must be in "
                          "1..%d ms",
-                         url, opt->connect_timeout_ms, opt->read_timeout_ms, NET_MAX_TIMEOUT_MS);
+                         shown, opt->connect_timeout_ms, opt->read_timeout_ms, NET_MAX_TIMEOUT_MS);
     const char *host = strstr(url, "://") + 3;
-    if (!*host || *host == '/' || *host == ':' || *host == '?')
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: no host in the URL", url);
+    size_t auth = strcspn(host, "/?#");
+    for (size_t i = auth; i > 0; i--)
+        if (host[i - 1] == '@') { /* after the userinfo */
+            auth -= i;
+            host += i;
+            break;
+        }
+    if (auth == 0 || *host == ':')
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: no host in the URL", shown);
     io_net *n = calloc(1, sizeof *n);
     if (!n)
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: network reader", url);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: network reader", shown);
+    n->url = strdup(url);
+    if (!n->url) {
+        free(n);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "network reader");
+    }
     n->opt = *opt;
     n->rtsp = strncasecmp(url, "rtsp", 4) == 0;
     atomic_init(&n->deadline_ns, 0);
@@ -122,35 +159,37 @@ int io_net_fired(const io_net *n)
 
 void io_net_free(io_net *n)
 {
+    if (n)
+        free(n->url);
     free(n);
 }
 
 /* The status and message for a failed open or header read. */
-static omma_status open_failed(io_net *n, const char *url, const char *what, int err)
+static omma_status open_failed(io_net *n, const char *shown, const char *what, int err)
 {
     char why[512];
     int fired = atomic_load(&n->fired);
     if (fired == 2)
-        return OMMA_FAIL(OMMA_ERR_CLOSED, "%s: interrupted while %s", url, what);
+        return OMMA_FAIL(OMMA_ERR_CLOSED, "%s: interrupted while %s", shown, what);
     if (fired == 1)
         return OMMA_FAIL(OMMA_ERR_TIMEOUT, "%s: no answer within %.1f s while %s (connect timeout)",
-                         url, n->opt.connect_timeout_ms / 1000.0, what);
+                         shown, n->opt.connect_timeout_ms / 1000.0, what);
     io_libav_why(err, why, sizeof why);
     if (err == AVERROR(ENOMEM))
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %s: %s", url, what, why);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %s: %s", shown, what, why);
     if (io_libav_network_error(err) || err == AVERROR(EIO))
-        return OMMA_FAIL(OMMA_ERR_IO, "%s: %s: %s", url, what, why);
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: %s: %s", shown, what, why);
     if (err == AVERROR_PROTOCOL_NOT_FOUND || err == AVERROR_DEMUXER_NOT_FOUND ||
         err == AVERROR_PATCHWELCOME || err == AVERROR(ENOSYS))
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: %s: %s", url, what, why);
-    return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: %s: not a stream omma can read: %s", url, what, why);
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: %s: %s", shown, what, why);
+    return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: %s: not a stream omma can read: %s", shown, what, why);
 }
 
-omma_status io_net_open_input(io_net *n, const char *url, AVFormatContext **fmt)
+omma_status io_net_open_input(io_net *n, const char *shown, AVFormatContext **fmt)
 {
     AVFormatContext *f = avformat_alloc_context();
     if (!f)
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: format context", url);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: format context", shown);
     f->interrupt_callback.callback = on_interrupt;
     f->interrupt_callback.opaque = n;
     char us[32];
@@ -167,15 +206,15 @@ omma_status io_net_open_input(io_net *n, const char *url, AVFormatContext **fmt)
     atomic_store(&n->fired, 0);
     atomic_store(&n->deadline_ns, core_now_ns() + (uint64_t)n->opt.connect_timeout_ms * 1000000u);
     io_libav_clear_log();
-    int err = avformat_open_input(&f, url, NULL, &opts); /* frees f on failure */
+    int err = avformat_open_input(&f, n->url, NULL, &opts); /* frees f on failure */
     av_dict_free(&opts);
     if (err < 0)
-        return open_failed(n, url, "connecting", err);
+        return open_failed(n, shown, "connecting", err);
     *fmt = f;
     io_libav_clear_log();
     err = avformat_find_stream_info(f, NULL);
     if (err < 0)
-        return open_failed(n, url, "reading the stream parameters", err);
+        return open_failed(n, shown, "reading the stream parameters", err);
     /* A video stream in a codec FFmpeg does not know (an RTP payload it has
      * no depacketizer for) is not "no video". */
     int known = 0, unknown = 0;
@@ -188,7 +227,8 @@ omma_status io_net_open_input(io_net *n, const char *url, AVFormatContext **fmt)
         }
     if (!known && unknown)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "%s: its video is in a codec (or RTP payload) FFmpeg cannot decode", url);
+                         "%s: its video is in a codec (or RTP payload) FFmpeg cannot decode",
+                         shown);
     /* No deadline until the owner arms one before a read. */
     atomic_store(&n->deadline_ns, 0);
     return OMMA_OK;

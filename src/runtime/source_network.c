@@ -36,6 +36,7 @@
 #define NET_MAX_CLOCK_SKEW_NS 10000000000ull /* 10 s */
 
 typedef struct net_src {
+    char *url; /* as given; s->spec shows it without its password */
     io_video *v; /* NULL while disconnected */
     io_video_net net;
     uint64_t connected_ns; /* the current connection's first frame */
@@ -167,7 +168,7 @@ static omma_status reconnect(rt_source *s, net_src *ns)
         ns->backoff_ms > s->opt.backoff_max_ms / 2 ? s->opt.backoff_max_ms : 2 * ns->backoff_ms;
     if (src_interrupted(s))
         return OMMA_ERR_CLOSED;
-    omma_status st = io_video_open_url(s->spec, &ns->net, &ns->v);
+    omma_status st = io_video_open_url(ns->url, &ns->net, &ns->v);
     if (st == OMMA_OK) {
         if (io_video_width(ns->v) != s->info.width || io_video_height(ns->v) != s->info.height) {
             st = OMMA_FAIL(OMMA_ERR_FORMAT, "%s: reconnected to a %dx%d stream; it was %dx%d",
@@ -231,6 +232,7 @@ static void network_close(rt_source *s)
     if (!ns)
         return;
     io_video_close(ns->v);
+    free(ns->url);
     free(ns);
     s->impl = NULL;
 }
@@ -244,12 +246,21 @@ omma_status src_network_open(rt_source *s)
     if (!ns)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: network source", s->spec);
     s->impl = ns;
+    /* Messages name the camera without its password. */
+    size_t n = strlen(s->spec) + 1;
+    char *shown = malloc(n);
+    if (!shown)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: network source", s->spec);
+    io_video_url_redacted(s->spec, shown, n);
+    ns->url = s->spec;
+    s->spec = shown;
+    snprintf(s->info.name, sizeof s->info.name, "%s", shown);
     ns->net.rtsp_udp = s->opt.rtsp_udp;
     ns->net.connect_timeout_ms = s->opt.connect_timeout_ms;
     ns->net.read_timeout_ms = s->opt.read_timeout_ms;
     ns->net.abort = &s->interrupted;
     ns->backoff_ms = s->opt.backoff_min_ms;
-    OMMA_TRY(io_video_open_url(s->spec, &ns->net, &ns->v));
+    OMMA_TRY(io_video_open_url(ns->url, &ns->net, &ns->v));
     s->info.width = io_video_width(ns->v);
     s->info.height = io_video_height(ns->v);
     s->info.fps = io_video_fps(ns->v);

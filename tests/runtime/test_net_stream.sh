@@ -15,7 +15,7 @@
 #     (within the connect timeout), refused connections, a URL without host,
 #     unknown paths (RTSP and HTTP 404), a video codec FFmpeg cannot decode
 #     (JPEG 2000 over RTP), a stream with no video, corrupt streams (random
-#     bytes over RTSP and HTTP).
+#     bytes over RTSP and HTTP); a password in a URL is never shown.
 # No timing is asserted beyond generous limits on waiting for events.
 # Skips (77) without FFmpeg in the build or without GStreamer's RTSP server
 # for python3 (scripts/install-deps.sh installs it).
@@ -252,6 +252,11 @@ free=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p
 expect_error "Connection refused" "rtsp://127.0.0.1:$free/cam"
 expect_error "Connection refused" "http://127.0.0.1:$free/cam"
 expect_error "no host" "rtsp://"
+# A password in the URL is never shown.
+out=$("$omma" stream --backend cpu --status off --results off \
+    "rtsp://bob:secret@127.0.0.1:$free/cam" 2>&1 >/dev/null)
+printf '%s' "$out" | grep -qF "rtsp://***@127.0.0.1:$free/cam" && ! printf '%s' "$out" | grep -q secret ||
+    fail "a URL's password: $out"
 expect_error "404" "rtsp://127.0.0.1:$rport/nothing"
 expect_error "FFmpeg cannot decode" "rtsp://127.0.0.1:$rport/j2k"
 expect_error "no video stream" "rtsp://127.0.0.1:$rport/gst"
