@@ -443,6 +443,10 @@ omma_status metrics_format_json(const metrics_snapshot *s, char **out, size_t *l
              metrics_camera_state_str(c->state), c->frames_in, c->frames_processed,
              c->frames_dropped);
         put_json_number(&t, c->fps_in);
+        puts_(&t, ",\"fps_processed\":");
+        put_json_number(&t, c->fps_processed);
+        puts_(&t, ",\"latency_ms\":");
+        put_json_quantiles(&t, &c->latency);
         putf(&t,
              ",\"damaged_frames\":%" PRIu64 ",\"refused_packets\":%" PRIu64
              ",\"reconnects\":%" PRIu64 ",\"attempt\":%d,\"capture_clock\":\"%s\",\"error\":",
@@ -452,10 +456,6 @@ omma_status metrics_format_json(const metrics_snapshot *s, char **out, size_t *l
             put_json_string(&t, c->error);
         else
             puts_(&t, "null");
-        puts_(&t, ",\"fps_processed\":");
-        put_json_number(&t, c->fps_processed);
-        puts_(&t, ",\"latency_ms\":");
-        put_json_quantiles(&t, &c->latency);
         puts_(&t, "}");
     }
     puts_(&t, "],\"gpus\":[");
