@@ -11,6 +11,7 @@
 #   - An HTTP MJPEG camera (multipart/x-mixed-replace from JPEGs of the same
 #     video) goes silent mid-stream: reported after the read timeout,
 #     reconnected, faces found; the RTSP camera beside it keeps delivering.
+#   - HLS: a playlist of MPEG-TS segments of the video over HTTP.
 #   - Clear errors naming the camera: a server that accepts and never answers
 #     (within the connect timeout), refused connections, a URL without host,
 #     unknown paths (RTSP and HTTP 404), a video codec FFmpeg cannot decode
@@ -234,6 +235,23 @@ kill -INT "$omma_pid"
 wait "$omma_pid"
 check_results "$tmp/mjpeg.jsonl" 1 2 || fail "MJPEG results: see above"
 stop_server mjpeg
+
+# ---- HLS: a playlist of MPEG-TS segments over HTTP ----
+mkdir "$tmp/hls"
+ffmpeg -v error -i "$tmp/long.mp4" -t 10 -c copy -f hls -hls_time 2 -hls_list_size 0 \
+    "$tmp/hls/index.m3u8" || fail "ffmpeg could not make the HLS playlist"
+"$py" -u -m http.server 0 --bind 127.0.0.1 --directory "$tmp/hls" >"$tmp/hls.log" 2>&1 &
+hls_pid=$!
+pids="$pids $hls_pid"
+wait_for 30 "the HLS server" grep -q "port [0-9]" "$tmp/hls.log"
+hport=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$tmp/hls.log" | head -1)
+"$omma" stream $common --max-frames 20 --out "$tmp/hls.jsonl" \
+    "http://127.0.0.1:$hport/index.m3u8" 2>"$tmp/hls.err"
+rc=$?
+[ "$rc" = 0 ] || fail "HLS: exit $rc: $(grep -v '^{' "$tmp/hls.err")"
+check_results "$tmp/hls.jsonl" 0 1 || fail "HLS results: see above"
+kill "$hls_pid"
+wait "$hls_pid" 2>/dev/null
 
 # ---- Clear errors, each naming the camera ----
 expect_error() { # WANT_TEXT URL [OPTIONS...]: exit 1 (2 for a malformed URL)
