@@ -151,6 +151,7 @@ static omma_status put_staged(rt_cam *cam, const omma_frame *f, uint64_t capture
 static void run_source(rt_cam *cam)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
+    rt_link_watch_sync(&cam->link, cam->src);
     for (long k = 0;; k++) {
         if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
             rt_cam_report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");

@@ -175,6 +175,7 @@ static void end_camera(rt_cpu_cam *cam)
 static void run_source(rt_cpu_cam *cam)
 {
     rt_cpu_runtime *rt = cam->rt;
+    rt_link_watch_sync(&cam->link, cam->src);
     for (long k = 0;; k++) {
         if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
             report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");

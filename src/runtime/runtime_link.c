@@ -45,3 +45,11 @@ void rt_link_watch_init(rt_link_watch *w, const rt_runtime_config *cfg, int came
     opt->on_status = observe;
     opt->status_ctx = w;
 }
+
+void rt_link_watch_sync(rt_link_watch *w, rt_source *src)
+{
+    rt_source_status st;
+    rt_source_get_status(src, &st);
+    metrics_camera_source(w->cfg->metrics, w->camera, (uint64_t)st.damaged_frames,
+                          (uint64_t)st.dropped_packets, st.stream_clock);
+}

@@ -17,4 +17,9 @@ typedef struct rt_link_watch {
 void rt_link_watch_init(rt_link_watch *w, const rt_runtime_config *cfg, int camera,
                         rt_source_options *opt);
 
+/* Pushes the source's current status to the metrics whatever changed (the
+ * camera's thread calls it when it starts: what the source saw while it
+ * was opened, before the camera's metrics existed, is not lost). */
+void rt_link_watch_sync(rt_link_watch *w, rt_source *src);
+
 #endif
