@@ -97,7 +97,8 @@ video)
             exit 1
         fi
     done
-    sources="$src/fuzz/fuzz_video.c $src/src/io/video_file.c"
+    sources="$src/fuzz/fuzz_video.c $src/src/io/video_file.c $src/src/io/video_net.c"
+    sources="$sources $src/src/core/clock.c"
     libs="-DOMMA_HAVE_LIBAV=1 $(pkg-config --cflags --libs libavformat libavcodec libavutil libswscale)"
     ;;
 *)
