@@ -225,6 +225,8 @@ static omma_status open_stream(io_video *v)
     v->dec->error_concealment = FF_EC_GUESS_MVS | FF_EC_DEBLOCK;
     v->dec->pkt_timebase = st->time_base;
     v->dec->thread_count = 0; /* FFmpeg's choice */
+    if (v->net) /* live: frame threads hold frames back (~120 ms measured at 15 fps, 2 cores) */
+        v->dec->thread_type = FF_THREAD_SLICE;
     io_libav_clear_log();
     err = avcodec_open2(v->dec, codec, NULL);
     if (err < 0)
