@@ -16,6 +16,9 @@ packages=(
     libmicrohttpd-dev                  # the OpenMetrics endpoint (omma run --metrics-port)
     libv4l-dev                         # V4L2 cameras (src/runtime/source_v4l2.c): libv4l2, libv4lconvert
     python3-jsonschema                 # tests/pipeline/test_output_schema.sh: docs/omma-faces.schema.json
+    python3-gi gir1.2-gst-rtsp-server-1.0   # tests/runtime/test_net_stream.sh: GStreamer's RTSP
+    gstreamer1.0-plugins-base gstreamer1.0-plugins-good  #   server on loopback (qtdemux, rtph264pay,
+    gstreamer1.0-plugins-bad gstreamer1.0-libav          #   h264parse, avdec_h264, openjpegenc, rtpj2kpay)
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.

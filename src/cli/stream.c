@@ -15,6 +15,7 @@
 #include "cli/run_output.h"
 #include "cli/stream_options.h"
 #include "core/clock.h"
+#include "io/video_file.h"
 #include "omma/device.h"
 #include "metrics/metrics_http.h"
 
@@ -57,11 +58,14 @@ static void on_camera(void *ctx, const rt_camera_event *e)
 {
     stream_state *s = ctx;
     const rt_camera_config *c = &s->o->cameras[e->camera];
-    const char *name = c->spec ? c->spec : "synthetic";
+    char name[512];
+    io_video_url_redacted(c->spec ? c->spec : "synthetic", name, sizeof name); /* no passwords */
     pthread_mutex_lock(&s->lock);
     if (e->state == METRICS_CAMERA_FAILED) {
         s->failed_cameras++;
         cli_error("camera %d (%s) failed: %s", e->camera, name, e->detail);
+    } else if (e->state == METRICS_CAMERA_RECONNECTING) {
+        fprintf(stderr, "omma: camera %d (%s) reconnecting, %s\n", e->camera, name, e->detail);
     } else if (e->state == METRICS_CAMERA_RUNNING) {
         fprintf(stderr, "omma: camera %d (%s) running again: %s\n", e->camera, name, e->detail);
     } else {

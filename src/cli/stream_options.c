@@ -26,6 +26,11 @@ enum {
     OPT_GRAPHS,
     OPT_REALTIME,
     OPT_LOOP,
+    OPT_RTSP_TRANSPORT,
+    OPT_CONNECT_TIMEOUT,
+    OPT_READ_TIMEOUT,
+    OPT_RECONNECT_MAX,
+    OPT_BACKOFF_MAX,
     OPT_FPS,
     OPT_RESOLUTION,
     OPT_PER_THREAD,
@@ -75,6 +80,21 @@ static const cli_option options[] = {
     [OPT_GRAPHS] = {"--graphs", "on|off", "each batch as one CUDA graph (default on)"},
     [OPT_REALTIME] = {"--realtime", "on|off", "files at their own rate (default on)"},
     [OPT_LOOP] = {"--loop", NULL, "files start again at their end"},
+    [OPT_RTSP_TRANSPORT] = {"--rtsp-transport", "tcp|udp",
+                            "rtsp:// cameras: RTP interleaved in the RTSP TCP\n"
+                            "connection (default) or over UDP"},
+    [OPT_CONNECT_TIMEOUT] = {"--connect-timeout", "S",
+                             "network cameras: connecting, up to the stream's\n"
+                             "parameters, must take at most S seconds (5)"},
+    [OPT_READ_TIMEOUT] = {"--read-timeout", "S",
+                          "network cameras: a stream silent for S seconds is\n"
+                          "lost and reconnected (5)"},
+    [OPT_RECONNECT_MAX] = {"--reconnect-max", "N",
+                           "network cameras: fail after N reconnection attempts in\n"
+                           "a row (0 = try forever; default 0)"},
+    [OPT_BACKOFF_MAX] = {"--backoff-max", "S",
+                         "network cameras: the wait before a reconnection starts\n"
+                         "at 0.5 s and doubles up to S seconds (30)"},
     [OPT_FPS] = {"--fps", "F", "image sequences' and synthetic cameras' rate (30)"},
     [OPT_RESOLUTION] = {"--resolution", "WxH", "synthetic cameras' frames (1920x1080)"},
     [OPT_PER_THREAD] = {"--cameras-per-thread", "K", "one thread drives K synthetic cameras (1)"},
@@ -138,7 +158,11 @@ void cli_stream_usage(FILE *to)
             "  source ends, --duration passes, or SIGINT/SIGTERM (a second one exits at once).\n"
             "  SOURCE: a video file (played at its rate; --realtime off: as fast as it\n"
             "  decodes), a directory of PNG/JPEG images or a pattern with %%d (--fps), a V4L2\n"
-            "  camera /dev/videoN, synthetic[:N]: N synthetic cameras (default 1) moving the\n"
+            "  camera /dev/videoN, a network camera rtsp://... (RTSP, H.264/HEVC/MJPEG...)\n"
+            "  or http(s)://... (MJPEG multipart streams, HLS playlists): reconnected with\n"
+            "  backoff when its stream is lost (the status says reconnecting, attempt N),\n"
+            "  capture times from the stream's RTCP wall clock when it sends one,\n"
+            "  synthetic[:N]: N synthetic cameras (default 1) moving the\n"
             "  photo's face over a frame at --fps (ground truth known; load tests), or\n"
             "  bus:NAME[/CAMERAS]: the cameras (all, or a list like 0,2) another omma\n"
             "  process publishes with --publish NAME, read in GPU memory.\n");
@@ -338,6 +362,22 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return parse_onoff(a, v, &rt->pipeline.graphs);
     if (strcmp(a, "--realtime") == 0)
         return parse_onoff(a, v, &rt->source.realtime);
+    if (id == OPT_RTSP_TRANSPORT) {
+        if (strcmp(v, "tcp") && strcmp(v, "udp")) {
+            fprintf(stderr, "omma: error: --rtsp-transport %s: expected tcp or udp\n", v);
+            return 0;
+        }
+        rt->source.rtsp_udp = strcmp(v, "udp") == 0;
+        return 1;
+    }
+    if (id == OPT_CONNECT_TIMEOUT && cli_arg_double(a, v, 0.001, 3600.0, &d))
+        return rt->source.connect_timeout_ms = (int)(d * 1000.0 + 0.5), 1;
+    if (id == OPT_READ_TIMEOUT && cli_arg_double(a, v, 0.001, 3600.0, &d))
+        return rt->source.read_timeout_ms = (int)(d * 1000.0 + 0.5), 1;
+    if (id == OPT_RECONNECT_MAX && cli_arg_long(a, v, 0, 1000000, &n))
+        return rt->source.reconnect_max = (int)n, 1;
+    if (id == OPT_BACKOFF_MAX && cli_arg_double(a, v, 0.5, 3600.0, &d))
+        return rt->source.backoff_max_ms = (int)(d * 1000.0 + 0.5), 1;
     if (strcmp(a, "--fps") == 0 && cli_arg_double(a, v, 0.001, 1000.0, &d))
         return rt->source.fps = d, rt->synthetic.fps = d, 1;
     if (strcmp(a, "--resolution") == 0) {

@@ -3,11 +3,17 @@
  * frame into omma_frames. YUV 4:2:0 8-bit video (yuv420p / yuvj420p /
  * nv12) is handed over as it is decoded (I420 or NV12 over the decoder's
  * planes: no conversion; full-range yuvj420p too, read as omma's limited
- * range); any other pixel format is converted to RGB with libswscale. Only
- * local files (FFmpeg's file protocol). One reader per thread (a second
- * thread's call returns OMMA_ERR_BUSY); readers are independent. */
+ * range); any other pixel format is converted to RGB with libswscale.
+ * io_video_open reads local files only (FFmpeg's file protocol);
+ * io_video_open_url reads network streams (RTSP, HTTP(S): MJPEG, HLS...)
+ * with timeouts. One reader per thread (a second thread's call returns
+ * OMMA_ERR_BUSY); readers are independent. */
 #ifndef OMMA_IO_VIDEO_FILE_H
 #define OMMA_IO_VIDEO_FILE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "omma/device.h"
 #include "omma/face.h"
@@ -99,6 +105,49 @@ omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_fr
 /* How the video is decoded, for logs and status: "gpu (nvdec h264)",
  * "cpu (h264)" or "cpu (hevc; not on the GPU: why)". */
 const char *io_video_decoder(const io_video *v);
+/* Network streams (io_video_open_url). */
+typedef struct io_video_net {
+    int rtsp_udp; /* RTSP over UDP (RTP/RTCP datagrams); 0: interleaved in the TCP connection */
+    int connect_timeout_ms; /* the whole open: connecting, the headers, the stream's
+                             * parameters; > 0 */
+    int read_timeout_ms; /* the longest wait for data once open, > 0 */
+    const atomic_int *abort; /* nonzero ends any blocking call at once (NULL: none) */
+} io_video_net;
+
+/* Nonzero when spec names a network stream: rtsp://, rtsps://, http://,
+ * https:// (any case). */
+int io_video_is_url(const char *spec);
+
+/* The URL with its user:password (RFC 3986 userinfo) replaced by three
+ * asterisks, for messages, metrics and logs ("rtsp://u:p@host/x" shows as
+ * "rtsp://" "***@host/x"). Cut to fit size; other strings are copied. */
+void io_video_url_redacted(const char *url, char *out, size_t size);
+
+/* Opens a network stream's best video stream. Only the network protocols
+ * are allowed (a playlist cannot reach local files). Every blocking call
+ * ends when its deadline passes (the connect timeout for the open, then
+ * the read deadline io_video_arm sets) or *net->abort is set. Errors, each
+ * naming the URL: as io_video_open_with (opt: where it is decoded; NULL:
+ * the defaults), plus OMMA_ERR_INVALID_ARG (not a URL,
+ * timeouts out of range), OMMA_ERR_IO (refused, unreachable, a name that
+ * does not resolve, an HTTP or RTSP error status), OMMA_ERR_TIMEOUT (no
+ * answer within the connect timeout), OMMA_ERR_CLOSED (aborted). */
+omma_status io_video_open_url(const char *url, const io_video_net *net,
+                              const io_video_options *opt, io_video **out);
+
+/* Network readers: the next io_video_read must have data within
+ * net->read_timeout_ms from now, or it ends with an error and
+ * io_video_timed_out says so. Call before each read. No-op on files. */
+void io_video_arm(io_video *v);
+
+/* 1 when the last failure came from the deadline, 2 from the abort flag,
+ * 0 otherwise. */
+int io_video_timed_out(const io_video *v);
+
+/* The wall clock (microseconds since 1970) at timestamp 0 of
+ * io_video_read's timestamps, when the stream tells it (RTSP: the RTCP
+ * sender reports' NTP time); INT64_MIN when unknown (yet). */
+int64_t io_video_wallclock_us(const io_video *v);
 
 /* The stream's size, its frame rate (frames per second, > 0; 25 when the
  * file does not say) and its frame count when the container tells (else 0). */

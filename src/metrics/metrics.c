@@ -28,7 +28,8 @@ typedef struct hist_atomic {
 typedef struct camera {
     /* Written by the update path. */
     _Atomic uint64_t frames_in, frames_processed, frames_dropped;
-    _Atomic int state, gpu;
+    _Atomic uint64_t damaged_frames, dropped_packets, reconnects;
+    _Atomic int state, gpu, attempt, stream_clock;
     hist_atomic latency;
     /* Set at registration. */
     int index;
@@ -36,6 +37,7 @@ typedef struct camera {
     /* Under the registry's lock: counters at history entries seq >= first_seq. */
     uint64_t first_seq;
     uint64_t h_in[HISTORY], h_processed[HISTORY];
+    char error[METRICS_ERROR_MAX]; /* the link's last error */
 } camera;
 
 typedef struct gpu {
@@ -137,6 +139,8 @@ const char *metrics_camera_state_str(metrics_camera_state state)
         return "ended";
     case METRICS_CAMERA_FAILED:
         return "failed";
+    case METRICS_CAMERA_RECONNECTING:
+        return "reconnecting";
     }
     return "unknown";
 }
@@ -379,6 +383,31 @@ void metrics_camera_set_state(metrics_registry *m, int index, metrics_camera_sta
         atomic_store_explicit(&c->state, (int)state, memory_order_relaxed);
 }
 
+void metrics_camera_set_link(metrics_registry *m, int index, metrics_camera_state state,
+                             int attempt, uint64_t reconnects, const char *error)
+{
+    camera *c = camera_at(m, index);
+    if (!c)
+        return;
+    pthread_mutex_lock(&m->lock);
+    snprintf(c->error, sizeof c->error, "%s", error ? error : "");
+    atomic_store_explicit(&c->attempt, attempt, memory_order_relaxed);
+    atomic_store_explicit(&c->reconnects, reconnects, memory_order_relaxed);
+    atomic_store_explicit(&c->state, (int)state, memory_order_relaxed);
+    pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_camera_source(metrics_registry *m, int index, uint64_t damaged_frames,
+                           uint64_t dropped_packets, int stream_clock)
+{
+    camera *c = camera_at(m, index);
+    if (!c)
+        return;
+    atomic_store_explicit(&c->damaged_frames, damaged_frames, memory_order_relaxed);
+    atomic_store_explicit(&c->dropped_packets, dropped_packets, memory_order_relaxed);
+    atomic_store_explicit(&c->stream_clock, stream_clock, memory_order_relaxed);
+}
+
 void metrics_camera_set_gpu(metrics_registry *m, int index, int gpu_index)
 {
     camera *c = camera_at(m, index);
@@ -433,7 +462,7 @@ static double rate(uint64_t now_count, uint64_t then_count, uint64_t span_ns)
 }
 
 omma_status metrics_snapshot_take_at(metrics_registry *m, uint64_t now_ns, uint64_t process_cpu_ns,
-                                        metrics_snapshot **out)
+                                     metrics_snapshot **out)
 {
     if (!out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "metrics_snapshot_take: NULL out");
@@ -484,6 +513,12 @@ omma_status metrics_snapshot_take_at(metrics_registry *m, uint64_t now_ns, uint6
         cs->frames_in = atomic_load_explicit(&c->frames_in, memory_order_relaxed);
         cs->frames_processed = atomic_load_explicit(&c->frames_processed, memory_order_relaxed);
         cs->frames_dropped = atomic_load_explicit(&c->frames_dropped, memory_order_relaxed);
+        cs->damaged_frames = atomic_load_explicit(&c->damaged_frames, memory_order_relaxed);
+        cs->dropped_packets = atomic_load_explicit(&c->dropped_packets, memory_order_relaxed);
+        cs->reconnects = atomic_load_explicit(&c->reconnects, memory_order_relaxed);
+        cs->attempt = atomic_load_explicit(&c->attempt, memory_order_relaxed);
+        cs->stream_clock = atomic_load_explicit(&c->stream_clock, memory_order_relaxed);
+        memcpy(cs->error, c->error, sizeof cs->error); /* under the lock, as its writer */
         s->frames_processed += cs->frames_processed;
 
         cs->fps_in = cs->fps_processed = NAN;

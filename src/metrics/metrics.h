@@ -56,9 +56,13 @@ typedef enum metrics_camera_state {
     METRICS_CAMERA_RUNNING = 0, /* from registration on */
     METRICS_CAMERA_ENDED, /* its source ended (end of file) */
     METRICS_CAMERA_FAILED, /* its source failed (read error, unplugged) */
+    METRICS_CAMERA_RECONNECTING, /* a network camera lost its stream and is
+                                  * connecting again */
 } metrics_camera_state;
 
-/* "running", "ended", "failed"; "unknown" for other values. */
+#define METRICS_ERROR_MAX 256 /* a camera's last error, with the NUL */
+
+/* "running", "ended", "failed", "reconnecting"; "unknown" for other values. */
 const char *metrics_camera_state_str(metrics_camera_state state);
 
 typedef struct metrics_config {
@@ -99,6 +103,17 @@ void metrics_frames_dropped(metrics_registry *m, int camera, uint64_t n);
  * result (both core_now_ns()). Counts the frame as processed. */
 void metrics_frame_done(metrics_registry *m, int camera, uint64_t latency_ns);
 void metrics_camera_set_state(metrics_registry *m, int camera, metrics_camera_state state);
+/* The camera's link (network cameras; source.h's status): its state, the
+ * reconnection attempt under way (0: none), connections regained so far
+ * and the last error (NULL or "": none; cut to METRICS_ERROR_MAX). Takes
+ * the registry's lock: on changes only, not per frame. */
+void metrics_camera_set_link(metrics_registry *m, int camera, metrics_camera_state state,
+                             int attempt, uint64_t reconnects, const char *error);
+/* The camera's damage so far: frames its decoder concealed, packets it
+ * refused (totals, not increments); stream_clock 1 when its capture times
+ * come from the stream's wall clock (RTCP), 0 from arrival. */
+void metrics_camera_source(metrics_registry *m, int camera, uint64_t damaged_frames,
+                           uint64_t dropped_packets, int stream_clock);
 /* The camera was placed on another GPU (-1: none). */
 void metrics_camera_set_gpu(metrics_registry *m, int camera, int gpu);
 
@@ -135,6 +150,11 @@ typedef struct metrics_camera_snap {
     int gpu; /* -1: none */
     metrics_camera_state state;
     uint64_t frames_in, frames_processed, frames_dropped;
+    uint64_t damaged_frames, dropped_packets; /* the decoder's concealed / refused */
+    uint64_t reconnects; /* connections regained */
+    int attempt; /* reconnection attempt under way, 0: none */
+    int stream_clock; /* capture times from the stream's wall clock (1) or arrival (0) */
+    char error[METRICS_ERROR_MAX]; /* the link's last error, "" when none */
     double fps_in, fps_processed; /* over rate_span_ns; NAN when unknown */
     uint64_t rate_span_ns; /* 0 when unknown */
     metrics_hist latency; /* capture to result */
@@ -176,7 +196,7 @@ omma_status metrics_snapshot_take(metrics_registry *m, metrics_snapshot **out);
  * the process's CPU time), for tests and replays. now_ns must not go back
  * between snapshots of one registry (INVALID_ARG if it does). */
 omma_status metrics_snapshot_take_at(metrics_registry *m, uint64_t now_ns, uint64_t process_cpu_ns,
-                                        metrics_snapshot **out);
+                                     metrics_snapshot **out);
 
 void metrics_snapshot_free(metrics_snapshot *s);
 
@@ -188,7 +208,7 @@ void metrics_snapshot_free(metrics_snapshot *s);
 /* OpenMetrics 1.0 text exposition (content type
  * METRICS_OPENMETRICS_CONTENT_TYPE), ending with "# EOF\n". Histograms
  * are exposed with every fifth bucket bound (5 per decade, 1 us .. 10 s). */
-#define METRICS_OPENMETRICS_CONTENT_TYPE                                                        \
+#define METRICS_OPENMETRICS_CONTENT_TYPE                                                           \
     "application/openmetrics-text; version=1.0.0; charset=utf-8"
 omma_status metrics_format_openmetrics(const metrics_snapshot *s, char **text, size_t *len);
 

@@ -198,7 +198,14 @@ static void om_hist(text *t, const char *family, const text *labels, const metri
     puts_(t, "\n");
 }
 
-typedef enum { CAM_IN, CAM_PROCESSED, CAM_DROPPED } cam_counter;
+typedef enum {
+    CAM_IN,
+    CAM_PROCESSED,
+    CAM_DROPPED,
+    CAM_DAMAGED,
+    CAM_REFUSED,
+    CAM_RECONNECTS
+} cam_counter;
 
 static void om_camera_counter(text *t, const metrics_snapshot *s, text *lab, const char *name,
                               const char *help, cam_counter which)
@@ -208,7 +215,10 @@ static void om_camera_counter(text *t, const metrics_snapshot *s, text *lab, con
         const metrics_camera_snap *c = &s->cameras[i];
         uint64_t v = which == CAM_IN          ? c->frames_in
                      : which == CAM_PROCESSED ? c->frames_processed
-                                              : c->frames_dropped;
+                     : which == CAM_DROPPED   ? c->frames_dropped
+                     : which == CAM_DAMAGED   ? c->damaged_frames
+                     : which == CAM_REFUSED   ? c->dropped_packets
+                                              : c->reconnects;
         lab->len = 0;
         camera_labels(lab, c);
         putf(t, "%s_total{%s} %" PRIu64 "\n", name, lab->failed ? "" : lab->p, v);
@@ -266,9 +276,9 @@ omma_status metrics_format_openmetrics(const metrics_snapshot *s, char **out, si
             putf(&t, ",index=\"%d\",gpu=\"none\"} 1\n", c->index);
     }
     om_family(&t, "omma_camera_state", "stateset", NULL,
-              "Whether the camera's source is running, ended or failed.");
+              "Whether the camera's source is running, ended, failed or reconnecting.");
     for (int i = 0; i < s->n_cameras; i++) {
-        for (int st = METRICS_CAMERA_RUNNING; st <= METRICS_CAMERA_FAILED; st++) {
+        for (int st = METRICS_CAMERA_RUNNING; st <= METRICS_CAMERA_RECONNECTING; st++) {
             puts_(&t, "omma_camera_state{");
             camera_labels(&t, &s->cameras[i]);
             putf(&t, ",omma_camera_state=\"%s\"} %d\n",
@@ -282,6 +292,20 @@ omma_status metrics_format_openmetrics(const metrics_snapshot *s, char **out, si
                       "Frames of the camera whose results are out.", CAM_PROCESSED);
     om_camera_counter(&t, s, &lab, "omma_camera_frames_dropped",
                       "Frames of the camera dropped before processing.", CAM_DROPPED);
+    om_camera_counter(&t, s, &lab, "omma_camera_damaged_frames",
+                      "Frames of the camera its decoder concealed damage in.", CAM_DAMAGED);
+    om_camera_counter(&t, s, &lab, "omma_camera_refused_packets",
+                      "Packets of the camera its decoder refused (no frame).", CAM_REFUSED);
+    om_camera_counter(&t, s, &lab, "omma_camera_reconnects",
+                      "Times the camera's stream was regained after it was lost.", CAM_RECONNECTS);
+    om_family(&t, "omma_camera_reconnect_attempt", "gauge", NULL,
+              "The reconnection attempt under way (0: connected).");
+    for (int i = 0; i < s->n_cameras; i++) {
+        lab.len = 0;
+        camera_labels(&lab, &s->cameras[i]);
+        putf(&t, "omma_camera_reconnect_attempt{%s} %d\n", lab.failed ? "" : lab.p,
+             s->cameras[i].attempt);
+    }
     om_family(&t, "omma_camera_latency_seconds", "histogram", "seconds",
               "Time from a frame's capture to its result.");
     for (int i = 0; i < s->n_cameras; i++) {
@@ -423,6 +447,15 @@ omma_status metrics_format_json(const metrics_snapshot *s, char **out, size_t *l
         put_json_number(&t, c->fps_processed);
         puts_(&t, ",\"latency_ms\":");
         put_json_quantiles(&t, &c->latency);
+        putf(&t,
+             ",\"damaged_frames\":%" PRIu64 ",\"refused_packets\":%" PRIu64
+             ",\"reconnects\":%" PRIu64 ",\"attempt\":%d,\"capture_clock\":\"%s\",\"error\":",
+             c->damaged_frames, c->dropped_packets, c->reconnects, c->attempt,
+             c->stream_clock ? "stream" : "arrival");
+        if (c->error[0])
+            put_json_string(&t, c->error);
+        else
+            puts_(&t, "null");
         puts_(&t, "}");
     }
     puts_(&t, "],\"gpus\":[");
@@ -519,13 +552,26 @@ omma_status metrics_format_table(const metrics_snapshot *s, char **out, size_t *
             putf(&t, " %3d", c->gpu);
         else
             putf(&t, " %3s", "-");
-        putf(&t, " %-7s", metrics_camera_state_str(c->state));
+        putf(&t, " %-7s",
+             c->state == METRICS_CAMERA_RECONNECTING ? "reconn"
+                                                     : metrics_camera_state_str(c->state));
         put_cell_double(&t, 8, 1, c->fps_in);
         put_cell_double(&t, 8, 1, c->fps_processed);
         putf(&t, " %10" PRIu64 " %8" PRIu64, c->frames_processed, c->frames_dropped);
         put_cell_double(&t, 9, 2, metrics_hist_quantile_ns(&c->latency, 0.5) / 1e6);
         put_cell_double(&t, 9, 2, metrics_hist_quantile_ns(&c->latency, 0.99) / 1e6);
         puts_(&t, "\n");
+        if (c->state == METRICS_CAMERA_RECONNECTING || c->damaged_frames) {
+            char line[METRICS_ERROR_MAX + 128];
+            if (c->state == METRICS_CAMERA_RECONNECTING)
+                snprintf(line, sizeof line, "reconnecting, attempt %d: %s", c->attempt, c->error);
+            else
+                snprintf(line, sizeof line, "%" PRIu64 " damaged frame%s concealed",
+                         c->damaged_frames, c->damaged_frames == 1 ? "" : "s");
+            putf(&t, "%4s ", "");
+            put_cell_name(&t, line, 70);
+            puts_(&t, "\n");
+        }
     }
 
     putf(&t, "%4s %-*s %5s %15s %7s %6s", "gpu", NAME_W, "name", "util", "mem GiB", "power W",

@@ -148,7 +148,7 @@ static omma_status listen_on(const char *bind_addr, int port, int *fd_out, int *
 }
 
 omma_status metrics_http_start(metrics_registry *m, const char *bind_addr, int port,
-                                  metrics_http **out)
+                               metrics_http **out)
 {
     if (!out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "metrics_http_start: NULL out");
@@ -209,7 +209,7 @@ int metrics_http_available(void)
 }
 
 omma_status metrics_http_start(metrics_registry *m, const char *bind_addr, int port,
-                                  metrics_http **out)
+                               metrics_http **out)
 {
     (void)m, (void)bind_addr;
     if (out)

@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "io/video_file.h"
 #include "omma/log.h"
 #include "runtime/runtime_backend.h"
 #include "ipc/bus_publisher.h"
@@ -112,9 +113,11 @@ static omma_status register_metrics(rt_gpu_runtime *rt)
         char name[METRICS_NAME_MAX];
         if (cam->cfg.name)
             snprintf(name, sizeof name, "%s", cam->cfg.name);
-        else if (cam->cfg.spec)
-            snprintf(name, sizeof name, "%d:%s", i, cam->cfg.spec);
-        else
+        else if (cam->cfg.spec) {
+            int k = snprintf(name, sizeof name, "%d:", i);
+            io_video_url_redacted(cam->cfg.spec, name + k,
+                                  sizeof name - (size_t)k); /* no passwords */
+        } else
             snprintf(name, sizeof name, "synth%d", i);
         OMMA_TRY(metrics_add_camera(m, i, name, cam->gpu->index));
     }

@@ -28,7 +28,8 @@ static double pixel_rate(const rt_source_info *info)
 static omma_status open_source(rt_gpu_runtime *rt, rt_cam *cam)
 {
     const rt_runtime_config *cfg = &rt->cfg;
-    rt_source_options so = cfg->source;
+    rt_source_options so;
+    rt_link_watch_init(&cam->link, cfg, cam->index, &so);
     rt_gpu *g = NULL;
     if (so.decode != IO_DECODE_CPU) {
         g = &rt->gpus[cam->index % rt->n_gpus];
@@ -206,6 +207,7 @@ static void count_decoding(rt_cam *cam)
 static void run_source(rt_cam *cam)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
+    rt_link_watch_sync(&cam->link, cam->src);
     for (long k = 0;; k++) {
         if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
             rt_cam_report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");

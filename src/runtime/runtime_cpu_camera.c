@@ -37,7 +37,8 @@ omma_status rt_cpu_cam_open(rt_cpu_runtime *rt, rt_cpu_cam *cam)
         long turn = (long)(cfg->synthetic.period_s * cfg->synthetic.fps);
         cam->phase = (long)cam->index * 7919 % (turn > 0 ? turn : 1);
     } else {
-        rt_source_options so = cfg->source;
+        rt_source_options so;
+        rt_link_watch_init(&cam->link, cfg, cam->index, &so);
         if (so.decode == IO_DECODE_GPU)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                              "camera %d (%s): decoding on the GPU needs the CUDA backend",
@@ -180,6 +181,7 @@ static void end_camera(rt_cpu_cam *cam)
 static void run_source(rt_cpu_cam *cam)
 {
     rt_cpu_runtime *rt = cam->rt;
+    rt_link_watch_sync(&cam->link, cam->src);
     for (long k = 0;; k++) {
         if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
             report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");

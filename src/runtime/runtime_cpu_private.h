@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "runtime/runtime.h"
+#include "runtime/runtime_link.h"
 #include "runtime/synthetic_source.h"
 
 typedef struct rt_cpu_runtime rt_cpu_runtime;
@@ -38,6 +39,7 @@ typedef struct rt_cpu_cam {
     int index;
     rt_camera_config cfg;
     rt_source *src; /* NULL: synthetic */
+    rt_link_watch link; /* its status to the metrics (runtime_link.h) */
     int live;
     long phase; /* synthetic: its first frame index on the path */
     rt_cpu_frame bufs[3];

@@ -11,6 +11,7 @@
 #include "gpu/driver.h"
 #include "runtime/frame_ring.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime_link.h"
 #include "runtime/synthetic_pool.h"
 
 /* Every this many batches a lane's step is timed with CUDA events. */
@@ -25,6 +26,7 @@ typedef struct rt_cam {
     int index;
     rt_camera_config cfg;
     rt_source *src; /* a source's camera (NULL: synthetic or bus) */
+    rt_link_watch link; /* its status to the metrics (runtime_link.h) */
     struct omma_bus_subscriber *bus; /* a "bus:NAME/I" camera: frames of
                                       * another process (runtime_bus_camera.c) */
     char bus_name[64];

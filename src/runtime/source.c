@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "io/image_file.h"
+#include "io/video_file.h"
 #include "runtime/source_private.h"
 
 void rt_source_options_init(rt_source_options *opt)
@@ -23,6 +24,10 @@ void rt_source_options_init(rt_source_options *opt)
     memset(opt, 0, sizeof *opt);
     opt->realtime = 1;
     opt->fps = 30.0;
+    opt->connect_timeout_ms = 5000;
+    opt->read_timeout_ms = 5000;
+    opt->backoff_min_ms = 500;
+    opt->backoff_max_ms = 30000;
 }
 
 void rt_source_get_video_stats(const rt_source *s, io_video_stats *out)
@@ -46,6 +51,21 @@ const char *rt_source_kind_name(rt_source_kind kind)
         return "images";
     case RT_SOURCE_V4L2:
         return "v4l2";
+    case RT_SOURCE_NETWORK:
+        return "network";
+    }
+    return "unknown";
+}
+
+const char *rt_link_state_name(rt_link_state state)
+{
+    switch (state) {
+    case RT_LINK_CONNECTED:
+        return "connected";
+    case RT_LINK_RECONNECTING:
+        return "reconnecting";
+    case RT_LINK_FAILED:
+        return "failed";
     }
     return "unknown";
 }
@@ -66,11 +86,26 @@ static omma_status check_options(const char *spec, const rt_source_options *o)
                          (int)o->decode);
     if (o->decode == IO_DECODE_GPU && !o->device)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: decoding on the GPU needs a device", spec);
+    if (o->connect_timeout_ms < 1 || o->connect_timeout_ms > 3600000 || o->read_timeout_ms < 1 ||
+        o->read_timeout_ms > 3600000)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "%s: connect timeout %d ms, read timeout %d ms: each in 1..3600000", spec,
+                         o->connect_timeout_ms, o->read_timeout_ms);
+    if (o->reconnect_max < 0)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: reconnect attempts %d < 0", spec,
+                         o->reconnect_max);
+    if (o->backoff_min_ms < 1 || o->backoff_max_ms < o->backoff_min_ms ||
+        o->backoff_max_ms > 3600000)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "%s: reconnect backoff %d..%d ms: need 1 <= min <= max <= 3600000", spec,
+                         o->backoff_min_ms, o->backoff_max_ms);
     return OMMA_OK;
 }
 
 static rt_source_kind kind_of(const char *spec)
 {
+    if (io_video_is_url(spec))
+        return RT_SOURCE_NETWORK;
     if (strncmp(spec, "/dev/", 5) == 0)
         return RT_SOURCE_V4L2;
     struct stat sb;
@@ -87,6 +122,65 @@ int src_interrupted(rt_source *s)
     return atomic_load(&s->interrupted);
 }
 
+static void notify(rt_source *s, const rt_source_status *copy)
+{
+    if (s->opt.on_status)
+        s->opt.on_status(s->opt.status_ctx, copy);
+}
+
+void src_set_link(rt_source *s, rt_link_state state, int attempt, const char *error)
+{
+    rt_source_status copy;
+    pthread_mutex_lock(&s->status_lock);
+    if (state == RT_LINK_CONNECTED && s->status.state == RT_LINK_RECONNECTING)
+        s->status.reconnects++;
+    s->status.state = state;
+    s->status.attempt = attempt;
+    if (error)
+        snprintf(s->status.error, sizeof s->status.error, "%s", error);
+    copy = s->status;
+    pthread_mutex_unlock(&s->status_lock);
+    notify(s, &copy);
+}
+
+void src_set_damage(rt_source *s, long damaged_frames, long dropped_packets)
+{
+    rt_source_status copy;
+    pthread_mutex_lock(&s->status_lock);
+    int changed =
+        s->status.damaged_frames != damaged_frames || s->status.dropped_packets != dropped_packets;
+    s->status.damaged_frames = damaged_frames;
+    s->status.dropped_packets = dropped_packets;
+    copy = s->status;
+    pthread_mutex_unlock(&s->status_lock);
+    if (changed)
+        notify(s, &copy);
+}
+
+void src_set_clock(rt_source *s, int stream_clock)
+{
+    rt_source_status copy;
+    pthread_mutex_lock(&s->status_lock);
+    int changed = s->status.stream_clock != stream_clock;
+    s->status.stream_clock = stream_clock;
+    copy = s->status;
+    pthread_mutex_unlock(&s->status_lock);
+    if (changed)
+        notify(s, &copy);
+}
+
+void rt_source_get_status(rt_source *s, rt_source_status *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->status_lock);
+    *out = s->status;
+    pthread_mutex_unlock(&s->status_lock);
+}
+
 static omma_status init_wait(rt_source *s)
 {
     pthread_condattr_t attr;
@@ -98,6 +192,11 @@ static omma_status init_wait(rt_source *s)
     if (rc != 0)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: pthread_cond_init", s->spec);
     if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        pthread_cond_destroy(&s->wake);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: pthread_mutex_init", s->spec);
+    }
+    if (pthread_mutex_init(&s->status_lock, NULL) != 0) {
+        pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->wake);
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: pthread_mutex_init", s->spec);
     }
@@ -136,7 +235,7 @@ omma_status rt_source_open(const char *spec, const rt_source_options *opt, rt_so
         return st;
     }
     s->info.kind = kind_of(spec);
-    s->info.live = s->info.kind == RT_SOURCE_V4L2;
+    s->info.live = s->info.kind == RT_SOURCE_V4L2 || s->info.kind == RT_SOURCE_NETWORK;
     s->info.frames = -1;
     snprintf(s->info.name, sizeof s->info.name, "%s", spec);
     switch (s->info.kind) {
@@ -148,6 +247,9 @@ omma_status rt_source_open(const char *spec, const rt_source_options *opt, rt_so
         break;
     case RT_SOURCE_V4L2:
         st = src_v4l2_open(s);
+        break;
+    case RT_SOURCE_NETWORK:
+        st = src_network_open(s);
         break;
     }
     if (st != OMMA_OK) {
@@ -198,6 +300,7 @@ static omma_status sticky(rt_source *s, omma_status st)
     s->error = st;
     free(s->error_text);
     s->error_text = strdup(omma_last_error());
+    src_set_link(s, RT_LINK_FAILED, 0, s->error_text ? s->error_text : omma_last_error());
     return st;
 }
 
@@ -215,6 +318,7 @@ static omma_status next_frame(rt_source *s, omma_frame *frame, uint64_t *capture
     if (s->have_first) {
         *frame = s->first;
         ts_ms = s->first_ts_ms;
+        *capture_ns = s->first_capture_ns;
         s->have_first = 0;
     } else {
         omma_status st = s->ops->read(s, frame, &ts_ms, capture_ns, eof);
@@ -286,6 +390,7 @@ void rt_source_close(rt_source *s)
         s->ops->close(s);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->status_lock);
     free(s->error_text);
     free(s->spec);
     free(s);

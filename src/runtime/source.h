@@ -1,5 +1,8 @@
 /* Private: the capture sources of the multi-camera runtime, one per camera:
- * a video file (FFmpeg, through io_video), an image sequence (a directory of
+ * a video file (FFmpeg, through io_video), a network camera (rtsp://,
+ * http(s):// MJPEG or HLS, through io_video_open_url; source_network.c:
+ * timeouts, reconnection with backoff, capture times from the stream), an
+ * image sequence (a directory of
  * PNG/JPEG files or a numbered printf pattern, through io_image_load) or a
  * V4L2 camera (/dev/videoN, through libv4l2 where the build found it:
  * OMMA_HAVE_LIBV4L2). Every read hands out one frame in host memory. Files
@@ -24,8 +27,32 @@ typedef struct rt_source rt_source;
 typedef enum rt_source_kind {
     RT_SOURCE_VIDEO = 0,
     RT_SOURCE_IMAGES,
-    RT_SOURCE_V4L2
+    RT_SOURCE_V4L2,
+    RT_SOURCE_NETWORK
 } rt_source_kind;
+
+/* A source's link (network cameras; other sources stay CONNECTED until
+ * they fail). */
+typedef enum rt_link_state {
+    RT_LINK_CONNECTED = 0,
+    RT_LINK_RECONNECTING, /* lost; attempt n under way or waiting its turn */
+    RT_LINK_FAILED /* given up: error says why */
+} rt_link_state;
+
+typedef struct rt_source_status {
+    rt_link_state state;
+    int attempt; /* RECONNECTING: the attempt (from 1) */
+    long reconnects; /* connections regained so far */
+    long damaged_frames; /* frames the decoder concealed (all connections, all loops) */
+    long dropped_packets; /* packets the decoder refused */
+    int stream_clock; /* 1: the last frame's capture time came from the stream's
+                       * wall clock (RTCP sender reports), 0: its arrival */
+    char error[384]; /* RECONNECTING, FAILED: the last error ("" when none) */
+} rt_source_status;
+
+/* Called on the reading thread when the state, the attempt or the damage
+ * counts change (not for every frame). */
+typedef void (*rt_source_observer)(void *ctx, const rt_source_status *status);
 
 typedef struct rt_source_options {
     int realtime; /* files: nonzero (default) delivers each frame at its time
@@ -39,7 +66,24 @@ typedef struct rt_source_options {
                         * or both in 1..IO_IMAGE_MAX_SIDE (0) */
     io_decode decode; /* videos: where they are decoded (IO_DECODE_CPU) */
     omma_device *device; /* videos decoded on the GPU: its device (NULL) */
+    /* Network cameras. */
+    int rtsp_udp; /* RTSP over UDP; 0: over the RTSP TCP connection (0) */
+    int connect_timeout_ms; /* connecting, up to the stream's parameters,
+                             * 1..3600000 (5000) */
+    int read_timeout_ms; /* longest wait for a frame's data, 1..3600000 (5000) */
+    int reconnect_max; /* attempts in a row before the camera fails, >= 0;
+                        * 0: try forever (0) */
+    int backoff_min_ms, backoff_max_ms; /* the wait before attempt 1, doubled
+                                         * for each further one up to the max,
+                                         * 1 <= min <= max <= 3600000
+                                         * (500, 30000); back to min once a
+                                         * connection has lasted
+                                         * RT_SOURCE_GOOD_MS */
+    rt_source_observer on_status; /* NULL: none */
+    void *status_ctx;
 } rt_source_options;
+
+#define RT_SOURCE_GOOD_MS 10000
 
 /* The defaults above. */
 void rt_source_options_init(rt_source_options *opt);
@@ -62,7 +106,8 @@ typedef struct rt_source_info {
     char name[256]; /* the spec as given (cut to fit) */
 } rt_source_info;
 
-/* Opens a source. spec: "/dev/..." is a V4L2 camera; an existing directory,
+/* Opens a source. spec: rtsp://, rtsps://, http://, https:// (any case) is
+ * a network camera; "/dev/..." is a V4L2 camera; an existing directory,
  * or a name containing '%' that is not an existing file, is an image
  * sequence; anything else is a video file.
  *   A directory: its *.png, *.jpg, *.jpeg files (any case; not hidden ones)
@@ -85,6 +130,14 @@ typedef struct rt_source_info {
  *   OMMA_ERR_OUT_OF_MEMORY.
  * On failure *out is NULL. */
 omma_status rt_source_open(const char *spec, const rt_source_options *opt, rt_source **out);
+
+/* A network camera: opening connects (within the connect timeout) and reads
+ * its first frame; a failure there fails the open (OMMA_ERR_IO: refused,
+ * unreachable, an RTSP/HTTP error; OMMA_ERR_TIMEOUT: no answer;
+ * OMMA_ERR_FORMAT: not a stream; OMMA_ERR_UNSUPPORTED: a codec FFmpeg
+ * cannot decode), each naming the URL. Once open, a lost stream (the peer
+ * closed it, a read error, no data within the read timeout) is reconnected
+ * inside rt_source_read, which blocks meanwhile (interruptible). */
 
 /* The info filled at open (NULL for a NULL source). */
 const rt_source_info *rt_source_get_info(const rt_source *s);
@@ -122,7 +175,13 @@ void rt_source_interrupt(rt_source *s);
  * NULL. Not concurrently with a read. */
 void rt_source_close(rt_source *s);
 
-/* "video", "images", "v4l2" ("unknown" out of range). */
+/* The current status (any thread; zeros but the state for a NULL source). */
+void rt_source_get_status(rt_source *s, rt_source_status *out);
+
+/* "connected", "reconnecting", "failed" ("unknown" out of range). */
+const char *rt_link_state_name(rt_link_state state);
+
+/* "video", "images", "v4l2", "network" ("unknown" out of range). */
 const char *rt_source_kind_name(rt_source_kind kind);
 
 #endif

@@ -45,6 +45,12 @@ struct rt_source {
     pthread_mutex_t lock; /* with wake: the pacing wait, woken by interrupt */
     pthread_cond_t wake;
 
+    /* The first frame's capture time (live sources that read one at open). */
+    uint64_t first_capture_ns;
+
+    pthread_mutex_t status_lock; /* status, between the reader and any thread */
+    rt_source_status status;
+
     omma_status error; /* sticky, replayed with error_text */
     char *error_text;
     int ended;
@@ -56,6 +62,20 @@ struct rt_source {
 omma_status src_video_open(rt_source *s);
 omma_status src_images_open(rt_source *s);
 omma_status src_v4l2_open(rt_source *s);
+
+omma_status src_network_open(rt_source *s);
+
+/* Sets the link's state, attempt and error (NULL: keep; "" clears) and
+ * tells the observer (on the calling thread). */
+void src_set_link(rt_source *s, rt_link_state state, int attempt, const char *error);
+
+/* Sets the damage counts (all connections or loops so far) and tells the
+ * observer when they changed. */
+void src_set_damage(rt_source *s, long damaged_frames, long dropped_packets);
+
+/* Sets where capture times come from (1: the stream's wall clock, 0:
+ * arrival) and tells the observer when it changed. */
+void src_set_clock(rt_source *s, int stream_clock);
 
 /* 1 when the interrupt flag is up. */
 int src_interrupted(rt_source *s);

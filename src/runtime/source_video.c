@@ -14,6 +14,7 @@ typedef struct video_src {
     io_video *v;
     double offset_ms; /* added to this pass's timestamps */
     double last_ms; /* the last frame's shifted time */
+    long damaged, dropped; /* damage counts of the passes before this one */
 } video_src;
 
 static const char *format_name(omma_pixel_format f)
@@ -62,6 +63,9 @@ static int read_pass(rt_source *s, video_src *vs, omma_frame *frame, double *ts_
     }
     *ts_ms = vs->offset_ms + ts;
     vs->last_ms = *ts_ms;
+    io_video_stats stats;
+    io_video_get_stats(vs->v, &stats);
+    src_set_damage(s, vs->damaged + stats.damaged_frames, vs->dropped + stats.dropped_packets);
     return 1;
 }
 
@@ -81,8 +85,12 @@ static omma_status video_read(rt_source *s, omma_frame *frame, double *ts_ms, ui
         return OMMA_OK;
     }
     /* Back to the start with the same decoder; reopened when the container
-     * cannot seek. */
+     * cannot seek (its damage counts kept). */
     if (io_video_rewind(vs->v) != OMMA_OK) {
+        io_video_stats stats;
+        io_video_get_stats(vs->v, &stats);
+        vs->damaged += stats.damaged_frames;
+        vs->dropped += stats.dropped_packets;
         io_video_close(vs->v);
         vs->v = NULL;
         OMMA_TRY(open_video(s, vs));

@@ -1,8 +1,9 @@
-#define _POSIX_C_SOURCE 200809L /* popen, mkstemp
- *
- * Why one file of ~1k lines: the parsers of the three reports live beside
- * the checks that use them; each section tests one report.
- */
+#define _POSIX_C_SOURCE                                                                            \
+    200809L /* popen, mkstemp                                                                      \
+             *                                                                                     \
+             * Why one file of ~1k lines: the parsers of the three reports live beside             \
+             * the checks that use them; each section tests one report.                            \
+             */
 /* The metrics registry and its reports: exact counters under contention,
  * quantiles within the stated 5%, rates from injected clocks, GPU readings
  * with "unavailable" kept apart from 0, and the three reports checked by
@@ -449,8 +450,7 @@ static void test_registration_errors(void)
     longname[sizeof longname - 1] = '\0';
     CHECK_FAILS(metrics_add_camera(m, 1, longname, 0), OMMA_ERR_INVALID_ARG, "128 bytes");
     REQUIRE_OK(metrics_add_camera(m, 1, "caméra ☃", 0));
-    CHECK_FAILS(metrics_add_gpu(m, METRICS_MAX_GPUS, NULL), OMMA_ERR_INVALID_ARG,
-                "out of range");
+    CHECK_FAILS(metrics_add_gpu(m, METRICS_MAX_GPUS, NULL), OMMA_ERR_INVALID_ARG, "out of range");
     REQUIRE_OK(metrics_add_gpu(m, 0, NULL));
     CHECK_FAILS(metrics_add_gpu(m, 0, NULL), OMMA_ERR_INVALID_ARG, "already registered");
 
@@ -463,7 +463,8 @@ static void test_registration_errors(void)
     REQUIRE(s->n_cameras == 3);
     CHECK(s->cameras[0].index == 0 && s->cameras[0].gpu == -1);
     CHECK(s->cameras[1].gpu == 2 && s->cameras[1].state == METRICS_CAMERA_FAILED);
-    CHECK(s->cameras[2].index == METRICS_MAX_CAMERAS - 1 && s->cameras[2].state == METRICS_CAMERA_RUNNING);
+    CHECK(s->cameras[2].index == METRICS_MAX_CAMERAS - 1 &&
+          s->cameras[2].state == METRICS_CAMERA_RUNNING);
     CHECK(strcmp(metrics_camera_state_str(METRICS_CAMERA_ENDED), "ended") == 0);
     CHECK(strcmp(metrics_camera_state_str((metrics_camera_state)42), "unknown") == 0);
     metrics_snapshot_free(s);
@@ -922,6 +923,55 @@ static void test_json_line(void)
     metrics_destroy(m);
 }
 
+/* A network camera's link and damage in every report. */
+static void test_camera_link(void)
+{
+    metrics_registry *m = make_registry();
+    REQUIRE(m);
+    REQUIRE_OK(metrics_add_camera(m, 0, "cam", -1));
+    metrics_camera_set_link(m, 0, METRICS_CAMERA_RECONNECTING, 3, 2, "refused \"here\"");
+    metrics_camera_source(m, 0, 5, 2, 1);
+    metrics_camera_set_link(m, 7, METRICS_CAMERA_RECONNECTING, 1, 1, "x"); /* not registered */
+    metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_snapshot_take_at(m, 1000000000ull, 0, &s));
+    CHECK(s->cameras[0].state == METRICS_CAMERA_RECONNECTING && s->cameras[0].attempt == 3 &&
+          s->cameras[0].reconnects == 2 && s->cameras[0].damaged_frames == 5 &&
+          s->cameras[0].dropped_packets == 2 && s->cameras[0].stream_clock == 1);
+    char *js = format(metrics_format_json, s);
+    char *om = format(metrics_format_openmetrics, s);
+    char *tab = format(metrics_format_table, s);
+    REQUIRE(js && om && tab);
+    char err[128];
+    CHECK(json_scan(js, err, sizeof err));
+    CHECK(strstr(js, "\"state\":\"reconnecting\""));
+    CHECK(strstr(js, "\"damaged_frames\":5,\"refused_packets\":2,\"reconnects\":2,"
+                     "\"attempt\":3,\"capture_clock\":\"stream\",\"error\":\"refused "
+                     "\\\"here\\\"\"}"));
+    CHECK(strstr(om, "omma_camera_state{camera=\"cam\",omma_camera_state=\"reconnecting\"} 1\n"));
+    CHECK(strstr(om, "omma_camera_state{camera=\"cam\",omma_camera_state=\"running\"} 0\n"));
+    CHECK(strstr(om, "omma_camera_reconnects_total{camera=\"cam\"} 2\n"));
+    CHECK(strstr(om, "omma_camera_damaged_frames_total{camera=\"cam\"} 5\n"));
+    CHECK(strstr(om, "omma_camera_refused_packets_total{camera=\"cam\"} 2\n"));
+    CHECK(strstr(om, "omma_camera_reconnect_attempt{camera=\"cam\"} 3\n"));
+    CHECK(strstr(tab, " reconn "));
+    CHECK(strstr(tab, "reconnecting, attempt 3: refused \"here\""));
+    free(js);
+    free(om);
+    free(tab);
+    metrics_snapshot_free(s);
+
+    metrics_camera_set_link(m, 0, METRICS_CAMERA_RUNNING, 0, 3, NULL);
+    REQUIRE_OK(metrics_snapshot_take_at(m, 2000000000ull, 0, &s));
+    js = format(metrics_format_json, s);
+    REQUIRE(js);
+    CHECK(strstr(js, "\"state\":\"running\""));
+    CHECK(
+        strstr(js, "\"reconnects\":3,\"attempt\":0,\"capture_clock\":\"stream\",\"error\":null}"));
+    free(js);
+    metrics_snapshot_free(s);
+    metrics_destroy(m);
+}
+
 /* ---- Status table ------------------------------------------------------- */
 
 static void test_table(void)
@@ -994,6 +1044,7 @@ int main(void)
     RUN(test_registration_errors);
     RUN(test_openmetrics);
     RUN(test_json_line);
+    RUN(test_camera_link);
     RUN(test_table);
     return testing_finish();
 }
