@@ -20,6 +20,7 @@ static const struct {
     {"models", cli_models, "inspect model files (models inspect FILE)"},
     {"bench", cli_bench, "benchmarks: bench context|engine|pipeline|runtime"},
     {"bus", cli_bus, "frame buses between processes: bus ls | bus watch NAME"},
+    {"lsl", cli_lsl, "Lab Streaming Layer streams: lsl ls | lsl read NAME"},
     {"help", NULL, "help of omma or of a command (help COMMAND)"},
     {"version", NULL, "omma's version (also --version)"},
 };

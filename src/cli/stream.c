@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/run_output.h"
+#include "cli/stream_lsl.h"
 #include "cli/stream_options.h"
 #include "core/clock.h"
 #include "omma/device.h"
@@ -36,11 +37,14 @@ typedef struct stream_state {
     int writing;
     int failed_cameras;
     uint64_t t0;
+    cli_lsl_sink *lsl; /* --lsl; NULL: none */
 } stream_state;
 
 static void on_result(void *ctx, const rt_result *r)
 {
     stream_state *s = ctx;
+    if (s->lsl)
+        cli_lsl_result(s->lsl, r);
     if (!s->writing)
         return;
     const rt_camera_config *c = &s->o->cameras[r->camera];
@@ -244,6 +248,8 @@ int cli_stream(int argc, char **argv)
     static stream_state s;
     s.o = &o;
     pthread_mutex_init(&s.lock, NULL);
+    if (rc < 0 && o.lsl)
+        rc = cli_lsl_start(&o, &s.lsl);
     if (rc < 0 && o.results) {
         if (!cli_output_open(&s.out, o.out, 0))
             rc = CLI_EXIT_ERROR;
@@ -254,6 +260,8 @@ int cli_stream(int argc, char **argv)
         rc = run(&o, &s, m);
     if (s.writing && !cli_output_close(&s.out, 1) && rc == CLI_EXIT_OK)
         rc = CLI_EXIT_ERROR;
+    cli_lsl_stop(s.lsl);
+    s.lsl = NULL;
     metrics_destroy(m);
     io_image_free(&photo);
     pthread_mutex_destroy(&s.lock);

@@ -47,6 +47,9 @@ enum {
     OPT_PUBLISH,
     OPT_PUBLISH_SUBSCRIBERS,
     OPT_PUBLISH_WAIT,
+    OPT_LSL,
+    OPT_LSL_NAME,
+    OPT_LSL_BIND,
     OPT_COUNT
 };
 
@@ -114,6 +117,18 @@ static const cli_option options[] = {
     [OPT_PUBLISH_WAIT] = {"--publish-wait", "S",
                           "wait up to S seconds for a first subscriber before the\n"
                           "sources start (a file then reaches it from frame 1)"},
+    [OPT_LSL] = {"--lsl", NULL,
+                 "stream every camera on the Lab Streaming Layer:\n"
+                 "NAME_landmarks (Landmark, 1417 float32 channels) and\n"
+                 "NAME_frames (VideoSync), stamped at capture time\n"
+                 "(docs/OUTPUT.md)"},
+    [OPT_LSL_NAME] = {"--lsl-name", "NAMES",
+                      "the cameras' LSL names, comma-separated, one per\n"
+                      "camera (default cam0, cam1, ...)"},
+    [OPT_LSL_BIND] = {"--lsl-bind", "ADDR",
+                      "serve LSL on this IPv4 address: 127.0.0.1 (default,\n"
+                      "this machine) or 0.0.0.0 (the lab network: LSL has no\n"
+                      "authentication, use a trusted network)"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -290,6 +305,14 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         o->rt.source.loop = 1;
         return 1;
     }
+    if (id == OPT_LSL) {
+        o->lsl = 1;
+        return 1;
+    }
+    if (id == OPT_LSL_NAME)
+        return o->lsl_names = v, o->lsl = 1, 1;
+    if (id == OPT_LSL_BIND)
+        return o->lsl_bind = v, o->lsl = 1, 1;
     long n;
     double d;
     rt_runtime_config *rt = &o->rt;

@@ -26,6 +26,9 @@ typedef struct cli_stream_opts {
     double status_interval_s;
     int metrics_port; /* -1: none */
     const char *metrics_bind;
+    int lsl; /* --lsl: LSL outlets (stream_lsl.h) */
+    const char *lsl_names; /* --lsl-name; NULL: cam0, cam1... */
+    const char *lsl_bind; /* --lsl-bind; NULL: 127.0.0.1 */
     char **owned; /* camera specs made here (bus:NAME/I) */
     int n_owned;
 } cli_stream_opts;

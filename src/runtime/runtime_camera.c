@@ -23,6 +23,7 @@ omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam)
         cam->fmt = (rt_ring_format){cfg->synthetic.width, cfg->synthetic.height, OMMA_PIXEL_NV12};
         cam->live = 1;
         cam->pixels_per_s = (double)cam->fmt.width * cam->fmt.height * cfg->synthetic.fps;
+        cam->fps = cfg->synthetic.fps;
         cam->phase = (long)cam->index * 7919 % (cfg->pool_frames > 0 ? cfg->pool_frames : 1);
         return OMMA_OK;
     }
@@ -33,6 +34,7 @@ omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam)
     cam->fmt = (rt_ring_format){info->width, info->height, info->format};
     cam->live = info->live;
     cam->pixels_per_s = (double)info->width * info->height * (info->fps > 0 ? info->fps : 30.0);
+    cam->fps = info->fps;
     return OMMA_OK;
 }
 

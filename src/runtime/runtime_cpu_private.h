@@ -40,6 +40,7 @@ typedef struct rt_cpu_cam {
     rt_source *src; /* NULL: synthetic */
     int live;
     long phase; /* synthetic: its first frame index on the path */
+    double fps; /* nominal rate, 0 when unknown (rt_result) */
     rt_cpu_frame bufs[3];
     pthread_t thread;
     int started;
