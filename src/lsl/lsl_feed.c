@@ -76,10 +76,11 @@ static int split_header(const char *t, size_t from, size_t to, char *key, size_t
     return 1;
 }
 
-static omma_status header_long(const char *t, size_t vf, size_t vt, const char *key, long *out)
+static omma_status header_long(const char *what, const char *t, size_t vf, size_t vt,
+                               const char *key, long *out)
 {
     if (!parse_long(t + vf, vt - vf, out))
-        return OMMA_FAIL(OMMA_ERR_FORMAT, "LSL feed header %s: '%.*s' is not a number", key,
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s header %s: '%.*s' is not a number", what, key,
                          (int)(vt - vf > 40 ? 40 : vt - vf), t + vf);
     return OMMA_OK;
 }
@@ -148,28 +149,28 @@ omma_status lsl_feed_request_parse(const char *text, size_t len, lsl_feed_reques
             continue; /* liblsl ignores lines without a key */
         long v;
         if (strcmp(key, "native-byte-order") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed request", text, hf, ht, key, &v));
             if (v != 1234 && v != 4321)
                 return OMMA_FAIL(OMMA_ERR_FORMAT, "LSL feed request: byte order %ld", v);
             req->byte_order = (int)v;
         } else if (strcmp(key, "has-ieee754-floats") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed request", text, hf, ht, key, &v));
             req->has_ieee754 = v != 0;
         } else if (strcmp(key, "supports-subnormals") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed request", text, hf, ht, key, &v));
             req->supports_subnormals = v != 0;
         } else if (strcmp(key, "value-size") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed request", text, hf, ht, key, &v));
             req->value_size = (int)v;
         } else if (strcmp(key, "data-protocol-version") == 0 ||
                    strcmp(key, "protocol-version") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed request", text, hf, ht, key, &v));
             req->protocol_version = (int)v;
         } else if (strcmp(key, "max-buffer-length") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed request", text, hf, ht, key, &v));
             req->max_buffer_length = v;
         } else if (strcmp(key, "max-chunk-length") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed request", text, hf, ht, key, &v));
             req->max_chunk_length = v;
         }
     }
@@ -215,15 +216,15 @@ omma_status lsl_feed_response_parse(const char *text, size_t len, lsl_feed_respo
             memcpy(resp->uid, text + hf, ht - hf);
             resp->uid[ht - hf] = '\0';
         } else if (strcmp(key, "byte-order") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed response", text, hf, ht, key, &v));
             resp->byte_order = v == 0 ? 1234 : (int)v;
             if (resp->byte_order != 1234 && resp->byte_order != 4321)
                 return OMMA_FAIL(OMMA_ERR_FORMAT, "LSL feed response: byte order %ld", v);
         } else if (strcmp(key, "suppress-subnormals") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed response", text, hf, ht, key, &v));
             resp->suppress_subnormals = v != 0;
         } else if (strcmp(key, "data-protocol-version") == 0) {
-            OMMA_TRY(header_long(text, hf, ht, key, &v));
+            OMMA_TRY(header_long("LSL feed response", text, hf, ht, key, &v));
             resp->data_protocol_version = (int)v;
         }
     }
