@@ -43,6 +43,7 @@ static const struct {
     {"pipeline", cli_bench_pipeline, "the GPU face pipeline on N synthetic cameras"},
     {"runtime", cli_bench_runtime, "the runtime: how many cameras keep their frame rate"},
     {"bus", cli_bench_bus, "the frame bus: frames to K subscriber processes, vs pipes"},
+    {"lsl", cli_bench_lsl, "LSL outlets on loopback: samples/s, CPU per sample, latency"},
 };
 enum { N_FAMILIES = sizeof families / sizeof families[0] };
 
@@ -51,8 +52,8 @@ static void usage(FILE *to)
     fprintf(to, "usage: omma bench FAMILY [OPTIONS]\n\nfamilies:\n");
     for (int i = 0; i < N_FAMILIES; i++)
         fprintf(to, "  %-9s %s\n", families[i].name, families[i].help);
-    fprintf(to, "\n'omma bench FAMILY --help' tells more. All but engine --backend cpu need\n"
-                "a GPU (exit 3 without one).\n");
+    fprintf(to, "\n'omma bench FAMILY --help' tells more. All but engine --backend cpu and\n"
+                "lsl need a GPU (exit 3 without one).\n");
 }
 
 int cli_bench(int argc, char **argv)

@@ -41,6 +41,15 @@ rc=$?
 [ $rc -eq 1 ] || fail "lsl read nosuch: exit $rc"
 grep -q "no LSL stream named nosuch_$$ answered" "$dir/err" || fail "lsl read nosuch: $(cat "$dir/err")"
 
+# omma bench lsl runs (numbers are not checked: tests do not time) and
+# every sample pushed reaches its reader, in order.
+"$omma" bench lsl --streams 2 --channels 16 --rate 100 --duration 0.5 --json >"$dir/bench" \
+    2>"$dir/bench.err" || fail "bench lsl: exit $?: $(cat "$dir/bench.err")"
+[ "$(grep -c '"bench":"lsl"' "$dir/bench")" -eq 2 ] || fail "bench lsl: $(cat "$dir/bench")"
+sed 's/.*"samples":\([0-9]*\),"received":\([0-9]*\),"gaps":\([0-9]*\).*/\1 \2 \3/' "$dir/bench" |
+    awk '{ if ($1 == 0 || $1 != $2 || $3 != 0) bad = 1 } END { exit bad }' ||
+    fail "bench lsl lost samples: $(cat "$dir/bench")"
+
 if [ ! -f "$data/astronaut_pan.mp4" ] || [ ! -f "$models/face_landmark.tflite" ]; then
     echo "SKIP: testdata or models missing (scripts/fetch-testdata.sh, fetch-models.sh)"
     [ $fails -eq 0 ] && exit 77
