@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/bench.h"
 #include "cli/commands.h"
 #include "cli/json.h"
+#include "lsl/lsl_clock.h"
 #include "lsl/lsl_inlet.h"
 #include "lsl/lsl_resolver.h"
 
@@ -239,14 +241,20 @@ static int lsl_read(int argc, char **argv)
     free(labels);
     size_t bytes = (size_t)s->channel_count * lsl_format_size(s->format);
     uint8_t *vals = malloc(bytes ? bytes : 1);
+    /* The age of each sample on arrival: from its timestamp (mapped to this
+     * machine's clock) to now. For omma stream, capture to here. */
+    double *age = malloc(sizeof *age * (size_t)(count > 0 ? count : 1));
+    size_t n_age = 0;
     int rc = CLI_EXIT_OK;
-    for (long i = 0; i < count && vals; i++) {
+    for (long i = 0; i < count && vals && age; i++) {
         double ts;
         st = lsl_inlet_pull(in, vals, &ts, wait);
+        double now = lsl_clock_now();
         if (st != OMMA_OK) {
             rc = cli_fail(st, "reading LSL stream %s", name);
             break;
         }
+        age[n_age++] = (now - (ts + corr)) * 1e3;
         printf(json ? "{\"timestamp\":%.17g,\"values\":[" : "%.6f", ts);
         for (int k = 0; k < s->channel_count; k++) {
             printf(json ? (k ? "," : "") : " ");
@@ -255,6 +263,12 @@ static int lsl_read(int argc, char **argv)
         printf(json ? "]}\n" : "\n");
         fflush(stdout);
     }
+    if (n_age > 0)
+        fprintf(stderr,
+                "omma lsl: %zu samples; age on arrival (from timestamp to here): p50 %.3f ms, "
+                "p99 %.3f ms\n",
+                n_age, cli_percentile(age, n_age, 0.5), cli_percentile(age, n_age, 0.99));
+    free(age);
     free(vals);
     lsl_inlet_close(in);
     return rc;

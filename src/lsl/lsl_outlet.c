@@ -260,6 +260,7 @@ void lsl_outlet_accept(lsl_outlet *o)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         c->fd = fd;
+        c->readable = 1; /* its request may be there already */
         c->state = CONSUMER_REQUEST;
         c->deadline_ns = core_now_ns() + LSL_REQUEST_TIMEOUT_NS;
         c->next = o->consumers;
@@ -423,7 +424,7 @@ static int serve_consumer(lsl_outlet *o, lsl_consumer *c, uint64_t now_ns)
 {
     /* Read: the request, or (feeding) anything the peer sends, to see it
      * close. */
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4 && c->readable; i++) {
         char sink[4096];
         char *dst = c->state == CONSUMER_REQUEST ? c->in + c->in_len : sink;
         size_t room = c->state == CONSUMER_REQUEST ? sizeof c->in - c->in_len : sizeof sink;
@@ -436,8 +437,10 @@ static int serve_consumer(lsl_outlet *o, lsl_consumer *c, uint64_t now_ns)
             break;
         }
         if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+                c->readable = 0; /* until poll says so again */
                 break;
+            }
             return 0;
         }
         if (c->state == CONSUMER_REQUEST) {

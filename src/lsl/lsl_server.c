@@ -167,15 +167,19 @@ static void reap_dead(lsl_server *s)
 
 #define MAX_POLL 1024
 
+enum { POLL_OTHER, POLL_LISTEN, POLL_CONSUMER };
+
 static void *server_main(void *arg)
 {
     lsl_server *s = arg;
     struct pollfd *pfd = malloc(sizeof *pfd * MAX_POLL);
     void **what = malloc(sizeof *what * MAX_POLL);
-    if (!pfd || !what) {
+    char *kind = malloc(MAX_POLL);
+    if (!pfd || !what || !kind) {
         omma_log(OMMA_LOG_ERROR, "lsl: out of memory in the server thread");
         free(pfd);
         free(what);
+        free(kind);
         return NULL;
     }
     pthread_mutex_lock(&s->lock);
@@ -183,22 +187,24 @@ static void *server_main(void *arg)
         reap_dead(s);
         int n = 0;
         pfd[n] = (struct pollfd){s->wake_fd, POLLIN, 0};
-        what[n++] = NULL;
+        kind[n++] = POLL_OTHER;
         for (int i = 0; i < s->n_discovery; i++) {
             pfd[n] = (struct pollfd){s->discovery_fds[i], POLLIN, 0};
-            what[n++] = NULL;
+            kind[n++] = POLL_OTHER;
         }
         pfd[n] = (struct pollfd){s->service_fd, POLLIN, 0};
-        what[n++] = NULL;
+        kind[n++] = POLL_OTHER;
         int timeout_ms = 1000;
         for (lsl_outlet *o = s->outlets; o && n < MAX_POLL; o = o->next) {
             pfd[n] = (struct pollfd){o->listen_fd, POLLIN, 0};
+            kind[n] = POLL_LISTEN;
             what[n++] = o;
             for (lsl_consumer *c = o->consumers; c && n < MAX_POLL; c = c->next) {
                 short ev = POLLIN;
                 if (lsl_consumer_wants_write(c))
                     ev |= POLLOUT;
                 pfd[n] = (struct pollfd){c->fd, ev, 0};
+                kind[n] = POLL_CONSUMER;
                 what[n++] = c;
                 if (c->state == CONSUMER_REQUEST)
                     timeout_ms = 200;
@@ -222,11 +228,20 @@ static void *server_main(void *arg)
                 serve_udp(s, s->discovery_fds[i], 0);
         if (pfd[1 + s->n_discovery].revents & POLLIN)
             serve_udp(s, s->service_fd, 1);
-        /* New connections on the outlets polled this round. */
-        for (int i = 2 + s->n_discovery; i < n; i++)
-            if (what[i] && pfd[i].fd == ((lsl_outlet *)what[i])->listen_fd &&
-                (pfd[i].revents & POLLIN) && !((lsl_outlet *)what[i])->dead)
-                lsl_outlet_accept(what[i]);
+        /* New connections on the outlets polled this round; consumers that
+         * have something to read (only they are read: no syscall for the
+         * others). */
+        for (int i = 2 + s->n_discovery; i < n; i++) {
+            if (kind[i] == POLL_LISTEN) {
+                lsl_outlet *o = what[i];
+                if ((pfd[i].revents & POLLIN) && !o->dead)
+                    lsl_outlet_accept(o);
+            } else if (kind[i] == POLL_CONSUMER) {
+                lsl_consumer *c = what[i];
+                if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+                    c->readable = 1;
+            }
+        }
         /* Every consumer: read requests, fill from the ring, send. */
         uint64_t now = core_now_ns();
         for (lsl_outlet *o = s->outlets; o; o = o->next)
@@ -238,6 +253,7 @@ static void *server_main(void *arg)
     pthread_mutex_unlock(&s->lock);
     free(pfd);
     free(what);
+    free(kind);
     return NULL;
 }
 

@@ -22,6 +22,7 @@ typedef struct lsl_consumer {
     int fd;
     consumer_state state;
     int counted; /* in its outlet's n_consumers */
+    int readable; /* poll saw it readable (or it was not polled yet) */
     char in[LSL_FEED_MAX_REQUEST_BYTES];
     size_t in_len;
     uint8_t *out;
