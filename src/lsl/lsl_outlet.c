@@ -139,6 +139,7 @@ void lsl_outlet_close_sockets(lsl_outlet *o)
         consumer_free(c);
     }
     o->n_consumers = 0;
+    o->n_connections = 0;
     if (o->listen_fd >= 0)
         close(o->listen_fd);
     o->listen_fd = -1;
@@ -252,6 +253,12 @@ void lsl_outlet_accept(lsl_outlet *o)
         int fd = accept4(o->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return;
+        if (o->n_connections >= LSL_MAX_CONNECTIONS) {
+            omma_log(OMMA_LOG_WARN, "lsl %s: more than %d connections; one refused", o->info.name,
+                     LSL_MAX_CONNECTIONS);
+            close(fd);
+            continue;
+        }
         lsl_consumer *c = calloc(1, sizeof *c);
         if (!c) {
             close(fd);
@@ -265,6 +272,7 @@ void lsl_outlet_accept(lsl_outlet *o)
         c->deadline_ns = core_now_ns() + LSL_REQUEST_TIMEOUT_NS;
         c->next = o->consumers;
         o->consumers = c;
+        o->n_connections++;
     }
 }
 
@@ -479,6 +487,7 @@ void lsl_outlet_serve(lsl_outlet *o, uint64_t now_ns)
         }
         if (c->counted)
             o->n_consumers--;
+        o->n_connections--;
         *p = c->next;
         consumer_free(c);
     }

@@ -14,6 +14,7 @@
 
 #define LSL_MAX_DISCOVERY_SOCKETS 2
 #define LSL_CONSUMER_BUFFER (256 * 1024)
+#define LSL_MAX_CONNECTIONS 64 /* per outlet, feeds and requests */
 #define LSL_REQUEST_TIMEOUT_NS (10ull * 1000000000ull)
 
 typedef enum { CONSUMER_REQUEST, CONSUMER_FEED, CONSUMER_CLOSING } consumer_state;
@@ -48,6 +49,7 @@ struct lsl_outlet {
     lsl_consumer *consumers;
     uint64_t sent, lost;
     int n_consumers;
+    int n_connections; /* consumers in any state */
     int dead; /* destroy asked; the thread closes its sockets */
     int reaped; /* ... and says so */
     struct lsl_outlet *next;

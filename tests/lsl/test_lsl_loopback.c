@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,14 +246,15 @@ static void test_metadata_samples_time(void)
                 exact = 0;
     }
     CHECK(exact);
-    /* Same machine, same clock: the correction is 0 within 1 ms. */
+    /* Same machine, same clock: the correction is 0 within 1 ms (the best
+     * of 16 probes, so a loaded machine's scheduling does not decide). */
     double corr = 1, rtt = 1;
-    omma_status st = lsl_inlet_time_correction(in, 8, 5, &corr, &rtt);
+    omma_status st = lsl_inlet_time_correction(in, 16, 5, &corr, &rtt);
     if (st != OMMA_OK)
         fprintf(stderr, "time correction: %s\n", omma_last_error());
     CHECK(st == OMMA_OK);
     CHECK_NEAR(corr, 0, 1e-3);
-    CHECK(rtt >= 0 && rtt < 1e-3);
+    CHECK(rtt >= 0 && rtt < 2e-3);
 out:
     lsl_inlet_close(in);
     lsl_info_clear(&info);
@@ -416,6 +418,126 @@ static void test_stalled_consumer(void)
     lsl_server_destroy(s);
 }
 
+/* --- bad or odd peers (in this process) --- */
+
+static int connect_data(const lsl_info *oi)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)oi->v4data_port)};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Sends req, reads until the outlet closes (or 5 s): the whole answer. */
+static size_t ask(const lsl_info *oi, const char *req, char *out, size_t cap)
+{
+    int fd = connect_data(oi);
+    if (fd < 0)
+        return 0;
+    size_t n = 0;
+    if (send(fd, req, strlen(req), 0) == (ssize_t)strlen(req))
+        for (;;) {
+            ssize_t r = recv(fd, out + n, cap - 1 - n, 0);
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+        }
+    out[n] = '\0';
+    close(fd);
+    return n;
+}
+
+static void test_bad_peers(void)
+{
+    lsl_server *s = NULL;
+    REQUIRE_OK(lsl_server_create(NULL, &s));
+    lsl_outlet *o = NULL;
+    char name[64];
+    snprintf(name, sizeof name, "omma_test_bad_%d", (int)getpid());
+    REQUIRE(make_outlet(s, name, 0, 3, &o));
+    const lsl_info *oi = lsl_outlet_info(o);
+    static char out[65536];
+    char req[256];
+    snprintf(req, sizeof req, "LSL:streamfeed/110 not-the-uid\r\nValue-Size: 4\r\n\r\n");
+    ask(oi, req, out, sizeof out);
+    CHECK(strncmp(out, "LSL/110 404", 11) == 0);
+    snprintf(req, sizeof req, "LSL:streamfeed/210 %s\r\n\r\n", oi->uid);
+    ask(oi, req, out, sizeof out);
+    CHECK(strncmp(out, "LSL/110 505", 11) == 0);
+    snprintf(req, sizeof req, "LSL:streamfeed/110 %s\r\nValue-Size: 8\r\n\r\n", oi->uid);
+    ask(oi, req, out, sizeof out);
+    CHECK(strncmp(out, "LSL/110 505", 11) == 0); /* would need 1.00's conversions */
+    CHECK(ask(oi, "LSL:streamfeed\r\n360 0\r\n", out, sizeof out) == 0); /* 1.00: closed */
+    CHECK(ask(oi, "GET / HTTP/1.0\r\n\r\n", out, sizeof out) == 0);
+    ask(oi, "LSL:fullinfo\r\n", out, sizeof out);
+    CHECK(strstr(out, "<label>ch0_x</label>") && strstr(out, oi->uid));
+    snprintf(req, sizeof req, "LSL:shortinfo\r\nname='%s_0'\r\n", name);
+    ask(oi, req, out, sizeof out);
+    CHECK(strstr(out, "<desc />") && strstr(out, oi->uid));
+    CHECK(ask(oi, "LSL:shortinfo\r\nname='someone else'\r\n", out, sizeof out) == 0);
+    CHECK(ask(oi, "LSL:shortinfo\r\nname=='\r\n", out, sizeof out) == 0);
+    /* A feed request of only headers, never ended: dropped at the bound. */
+    int fd = connect_data(oi);
+    char big[20000];
+    memset(big, 'x', sizeof big);
+    memcpy(big, "LSL:streamfeed/110 u\r\nX: ", 26);
+    send(fd, big, sizeof big, MSG_NOSIGNAL);
+    CHECK(recv(fd, out, sizeof out, 0) <= 0);
+    close(fd);
+    /* More connections than an outlet takes: the extra ones are closed. */
+    int fds[80], closed = 0;
+    for (int i = 0; i < 80; i++)
+        fds[i] = connect_data(oi);
+    for (int i = 0; i < 80; i++) {
+        struct timeval tv = {0, 300000};
+        setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (recv(fds[i], out, 16, 0) == 0)
+            closed++;
+    }
+    CHECK(closed >= 80 - 64);
+    for (int i = 0; i < 80; i++)
+        close(fds[i]);
+    /* Garbage on the UDP ports, then a real client still served. */
+    int u = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)oi->v4service_port)};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    const char *junk[] = {"",
+                          "LSL:shortinfo",
+                          "LSL:shortinfo\r\n((((\r\n1 2\r\n",
+                          "LSL:shortinfo\r\n\r\n99999999 x\r\n",
+                          "LSL:timedata\r\nx y\r\n",
+                          "\xff\xfe\x00garbage"};
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
+        sendto(u, junk[i], strlen(junk[i]) + (i == 5 ? 3 : 0), 0, (struct sockaddr *)&sa,
+               sizeof sa);
+    close(u);
+    lsl_info info = {0};
+    char sname[80];
+    snprintf(sname, sizeof sname, "%s_0", name);
+    lsl_inlet *in = NULL;
+    if (resolve_one(sname, &info) && lsl_inlet_open(&info, 5, &in) == OMMA_OK) {
+        float v[3] = {1, 2, 3}, got[3];
+        double ts;
+        lsl_outlet_push(o, v, 42.5);
+        CHECK(lsl_inlet_pull(in, got, &ts, 5) == OMMA_OK && ts == 42.5 && got[2] == 3);
+        double corr, rtt;
+        CHECK(lsl_inlet_time_correction(in, 4, 5, &corr, &rtt) == OMMA_OK);
+    } else {
+        CHECK(0);
+    }
+    lsl_inlet_close(in);
+    lsl_info_clear(&info);
+    lsl_outlet_destroy(o);
+    lsl_server_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -427,6 +549,7 @@ int main(int argc, char **argv)
         return outlet_main(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
     RUN(test_metadata_samples_time);
     RUN(test_stalled_consumer);
+    RUN(test_bad_peers);
     RUN(test_ten_minutes_four_streams);
     return testing_finish();
 }
