@@ -1,6 +1,7 @@
 /* omma stream --lsl: the cameras' LSL outlets (stream_lsl.h). */
 #include "cli/stream_lsl.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +12,13 @@
 #include "lsl/lsl_clock.h"
 #include "lsl/lsl_layout.h"
 #include "lsl/lsl_outlet.h"
+#include "vision/face_measures.h"
 
 typedef struct lsl_camera {
     pthread_mutex_t lock;
     char name[96];
     char source_id[200];
-    lsl_outlet *landmarks, *frames;
+    lsl_outlet *landmarks, *face, *frames;
     int failed; /* making its outlets failed (said once) */
     float sample[LSL_LANDMARKS_CHANNELS];
 } lsl_camera;
@@ -27,19 +29,6 @@ struct cli_lsl_sink {
     lsl_camera *cams;
     const char *bind;
 };
-
-static int valid_name(const char *s, size_t n)
-{
-    if (n == 0 || n >= 80)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == '.'))
-            return 0;
-    }
-    return 1;
-}
 
 int cli_lsl_start(const cli_stream_opts *o, cli_lsl_sink **out)
 {
@@ -55,45 +44,13 @@ int cli_lsl_start(const cli_stream_opts *o, cli_lsl_sink **out)
     l->n = n;
     l->cams = cams;
     l->bind = o->lsl_bind ? o->lsl_bind : "127.0.0.1";
-    const char *p = o->lsl_names;
     for (int i = 0; i < n; i++) {
         lsl_camera *c = &cams[i];
         pthread_mutex_init(&c->lock, NULL);
-        if (!o->lsl_names) {
-            snprintf(c->name, sizeof c->name, "cam%d", i);
-        } else {
-            const char *end = p ? strchr(p, ',') : NULL;
-            size_t len = p ? (end ? (size_t)(end - p) : strlen(p)) : 0;
-            if (!p || !valid_name(p, len)) {
-                fprintf(stderr,
-                        "omma: error: --lsl-name %s: expected %d name%s (letters, digits, _ - .; "
-                        "comma-separated), one per camera\n",
-                        o->lsl_names, n, n == 1 ? "" : "s");
-                l->n = i + 1;
-                cli_lsl_stop(l);
-                return CLI_EXIT_USAGE;
-            }
-            memcpy(c->name, p, len);
-            c->name[len] = '\0';
-            p = end ? end + 1 : NULL;
-            for (int k = 0; k < i; k++)
-                if (strcmp(cams[k].name, c->name) == 0) {
-                    fprintf(stderr, "omma: error: --lsl-name %s: %s twice\n", o->lsl_names,
-                            c->name);
-                    l->n = i + 1;
-                    cli_lsl_stop(l);
-                    return CLI_EXIT_USAGE;
-                }
-        }
+        snprintf(c->name, sizeof c->name, "%s", o->names[i]);
         /* Stable across runs of the same setup: the name and the source. */
         const char *spec = o->cameras[i].spec ? o->cameras[i].spec : "synthetic";
         snprintf(c->source_id, sizeof c->source_id, "omma:%s:%.120s", c->name, spec);
-    }
-    if (o->lsl_names && p) {
-        fprintf(stderr, "omma: error: --lsl-name %s: more names than the %d camera%s\n",
-                o->lsl_names, n, n == 1 ? "" : "s");
-        cli_lsl_stop(l);
-        return CLI_EXIT_USAGE;
     }
     lsl_server_options so = {.bind = l->bind};
     omma_status st = lsl_server_create(&so, &l->server);
@@ -115,6 +72,11 @@ static void make_outlets(cli_lsl_sink *l, lsl_camera *c, const rt_result *r)
         lsl_info_clear(&spec);
     }
     if (st == OMMA_OK &&
+        (st = lsl_layout_face_info(c->name, c->source_id, rate, &spec)) == OMMA_OK) {
+        st = lsl_outlet_create(l->server, &spec, 0, &c->face);
+        lsl_info_clear(&spec);
+    }
+    if (st == OMMA_OK &&
         (st = lsl_layout_frames_info(c->name, c->source_id, rate, &spec)) == OMMA_OK) {
         st = lsl_outlet_create(l->server, &spec, 0, &c->frames);
         lsl_info_clear(&spec);
@@ -122,15 +84,16 @@ static void make_outlets(cli_lsl_sink *l, lsl_camera *c, const rt_result *r)
     if (st != OMMA_OK) {
         cli_error("--lsl: camera %d (%s): %s", r->camera, c->name, omma_last_error());
         lsl_outlet_destroy(c->landmarks);
+        lsl_outlet_destroy(c->face);
         lsl_outlet_destroy(c->frames);
-        c->landmarks = c->frames = NULL;
+        c->landmarks = c->face = c->frames = NULL;
         c->failed = 1;
         return;
     }
     fprintf(stderr,
-            "omma stream: LSL streams %s_landmarks (Landmark, %d channels) and %s_frames "
-            "(VideoSync) at %g Hz on %s\n",
-            c->name, LSL_LANDMARKS_CHANNELS, c->name, rate, l->bind);
+            "omma stream: LSL streams %s_landmarks (Landmark, %d channels), %s_face "
+            "(FaceMeasures, %d channels) and %s_frames (VideoSync) at %g Hz on %s\n",
+            c->name, LSL_LANDMARKS_CHANNELS, c->name, LSL_FACE_CHANNELS, c->name, rate, l->bind);
 }
 
 void cli_lsl_result(cli_lsl_sink *l, const rt_result *r)
@@ -150,6 +113,16 @@ void cli_lsl_result(cli_lsl_sink *l, const rt_result *r)
         double ts = lsl_clock_from_ns(r->capture_ns);
         lsl_layout_landmarks_sample(face, r->width, r->height, c->sample);
         lsl_outlet_push(c->landmarks, c->sample, ts);
+        float m[LSL_FACE_CHANNELS];
+        if (face) {
+            vis_face_measures(face->landmarks, m);
+            m[LSL_FACE_CHANNELS - 1] = face->presence;
+        } else {
+            for (int i = 0; i < LSL_FACE_CHANNELS - 1; i++)
+                m[i] = NAN;
+            m[LSL_FACE_CHANNELS - 1] = 0.0f;
+        }
+        lsl_outlet_push(c->face, m, ts);
         double f[LSL_FRAMES_CHANNELS];
         lsl_layout_frames_sample(r->seq - 1, ts, r->n_faces, r->dropped, f);
         lsl_outlet_push(c->frames, f, ts);
@@ -157,15 +130,14 @@ void cli_lsl_result(cli_lsl_sink *l, const rt_result *r)
     pthread_mutex_unlock(&c->lock);
 }
 
-static void report(const char *name, lsl_outlet *o)
+static void report(const char *name, const char *what, lsl_outlet *o)
 {
     if (!o)
         return;
     lsl_outlet_stats st;
     lsl_outlet_get_stats(o, &st);
     fprintf(stderr, "omma stream: LSL %s_%s: %llu samples, %llu lost by slow consumers\n", name,
-            lsl_outlet_info(o)->type[0] == 'L' ? "landmarks" : "frames",
-            (unsigned long long)st.pushed, (unsigned long long)st.lost);
+            what, (unsigned long long)st.pushed, (unsigned long long)st.lost);
 }
 
 void cli_lsl_stop(cli_lsl_sink *l)
@@ -174,9 +146,11 @@ void cli_lsl_stop(cli_lsl_sink *l)
         return;
     for (int i = 0; i < l->n; i++) {
         lsl_camera *c = &l->cams[i];
-        report(c->name, c->landmarks);
-        report(c->name, c->frames);
+        report(c->name, "landmarks", c->landmarks);
+        report(c->name, "face", c->face);
+        report(c->name, "frames", c->frames);
         lsl_outlet_destroy(c->landmarks);
+        lsl_outlet_destroy(c->face);
         lsl_outlet_destroy(c->frames);
         pthread_mutex_destroy(&c->lock);
     }

@@ -1,5 +1,5 @@
 /* omma stream --lsl: each camera's results as LSL streams (lsl/lsl_layout.h:
- * NAME_landmarks and NAME_frames), stamped with the frame's capture time
+ * NAME_landmarks, NAME_face and NAME_frames), stamped with the frame's capture time
  * on LSL's clock. Outlets are made at a camera's first result (its frame
  * size and rate known then); a push copies the sample into the outlet's
  * ring and returns: the network is served by the LSL server's own thread,
@@ -11,7 +11,7 @@
 
 typedef struct cli_lsl_sink cli_lsl_sink;
 
-/* Checks --lsl-name against the cameras and starts the LSL server.
+/* Starts the LSL server for the cameras (named o->names).
  * Returns -1 when fine, else the exit code (message printed). */
 int cli_lsl_start(const cli_stream_opts *o, cli_lsl_sink **out);
 /* From the result callback (any thread; one camera's results in order). */

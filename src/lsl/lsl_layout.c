@@ -48,23 +48,31 @@ omma_status lsl_layout_landmarks_info(const char *base, const char *source_id, d
     spec->nominal_srate = rate;
     lsl_buf d = {0};
     lsl_buf_puts(&d, "<channels>");
-    char label[48];
-    static const char axis[3] = {'x', 'y', 'z'};
     static const char *const types[3] = {"PositionX", "PositionY", "PositionZ"};
-    for (int i = 0; i < OMMA_FACE_LANDMARKS; i++)
-        for (int a = 0; a < 3; a++) {
-            snprintf(label, sizeof label, "lm%d_%c", i, axis[a]);
-            lsl_desc_channel(&d, label, "normalized", types[a]);
-        }
-    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++)
-        for (int a = 0; a < 2; a++) {
-            snprintf(label, sizeof label, "kp_%s_%c", keypoint_names[k], axis[a]);
-            lsl_desc_channel(&d, label, "normalized", types[a]);
-        }
+    char label[48];
+    for (int ch = 0; ch < LSL_LANDMARKS_CHANNELS - 1; ch++) {
+        lsl_layout_landmarks_label(ch, label, sizeof label);
+        int axis = ch < OMMA_FACE_LANDMARKS * 3 ? ch % 3 : (ch - OMMA_FACE_LANDMARKS * 3) % 2;
+        lsl_desc_channel(&d, label, "normalized", types[axis]);
+    }
     lsl_desc_channel(&d, "presence", "probability", "Presence");
     lsl_buf_puts(&d, "</channels>");
     acquisition(&d);
     return finish(spec, &d);
+}
+
+void lsl_layout_landmarks_label(int ch, char *out, size_t cap)
+{
+    static const char axis[3] = {'x', 'y', 'z'};
+    if (ch < 0 || ch >= LSL_LANDMARKS_CHANNELS)
+        snprintf(out, cap, "?");
+    else if (ch < OMMA_FACE_LANDMARKS * 3)
+        snprintf(out, cap, "lm%d_%c", ch / 3, axis[ch % 3]);
+    else if (ch < LSL_LANDMARKS_CHANNELS - 1)
+        snprintf(out, cap, "kp_%s_%c", keypoint_names[(ch - OMMA_FACE_LANDMARKS * 3) / 2],
+                 axis[(ch - OMMA_FACE_LANDMARKS * 3) % 2]);
+    else
+        snprintf(out, cap, "presence");
 }
 
 omma_status lsl_layout_frames_info(const char *base, const char *source_id, double rate,
@@ -81,6 +89,29 @@ omma_status lsl_layout_frames_info(const char *base, const char *source_id, doub
     lsl_desc_channel(&d, "capture_time", "seconds", "Timestamp");
     lsl_desc_channel(&d, "faces", "count", "Faces");
     lsl_desc_channel(&d, "dropped", "count", "Dropped");
+    lsl_buf_puts(&d, "</channels>");
+    acquisition(&d);
+    return finish(spec, &d);
+}
+
+omma_status lsl_layout_face_info(const char *base, const char *source_id, double rate,
+                                 lsl_info *spec)
+{
+    OMMA_TRY(names(spec, base, "face", source_id));
+    snprintf(spec->type, sizeof spec->type, "FaceMeasures");
+    spec->channel_count = LSL_FACE_CHANNELS;
+    spec->format = LSL_FORMAT_FLOAT32;
+    spec->nominal_srate = rate;
+    lsl_buf d = {0};
+    lsl_buf_puts(&d, "<channels>");
+    lsl_desc_channel(&d, "yaw", "degrees", "HeadYaw");
+    lsl_desc_channel(&d, "pitch", "degrees", "HeadPitch");
+    lsl_desc_channel(&d, "roll", "degrees", "HeadRoll");
+    lsl_desc_channel(&d, "right_eye_open", "ratio", "EyeOpenness");
+    lsl_desc_channel(&d, "left_eye_open", "ratio", "EyeOpenness");
+    lsl_desc_channel(&d, "mouth_open", "ratio", "MouthOpenness");
+    lsl_desc_channel(&d, "mouth_width", "ratio", "MouthWidth");
+    lsl_desc_channel(&d, "presence", "probability", "Presence");
     lsl_buf_puts(&d, "</channels>");
     acquisition(&d);
     return finish(spec, &d);

@@ -12,6 +12,12 @@
  * A frame without a face gives NaN coordinates and presence 0, so the
  * stream's rate stays regular.
  *
+ * {name}_face, type "FaceMeasures", float32, LSL_FACE_CHANNELS = 8:
+ *   yaw, pitch, roll (degrees), right_eye_open, left_eye_open, mouth_open,
+ *   mouth_width (ratios), presence: the measures of vision/face_measures.h
+ *   in that order, then presence (NaN measures and presence 0 without a
+ *   face).
+ *
  * {name}_frames, type "VideoSync", double64, LSL_FRAMES_CHANNELS = 4:
  *   frame (the camera's frame number, from 0), capture_time (LSL clock
  *   seconds, the sample's timestamp too), faces (tracked in the frame),
@@ -19,6 +25,7 @@
 #ifndef OMMA_LSL_LAYOUT_H
 #define OMMA_LSL_LAYOUT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lsl/lsl_info.h"
@@ -26,6 +33,7 @@
 
 #define LSL_LANDMARKS_CHANNELS (OMMA_FACE_LANDMARKS * 3 + OMMA_FACE_KEYPOINTS * 2 + 1)
 #define LSL_FRAMES_CHANNELS 4
+#define LSL_FACE_CHANNELS 8
 
 /* Fills spec (name, type, format, channels, desc with labels, units and
  * types) for a landmarks / frames stream of camera base name `base`
@@ -34,6 +42,11 @@ omma_status lsl_layout_landmarks_info(const char *base, const char *source_id, d
                                       lsl_info *spec);
 omma_status lsl_layout_frames_info(const char *base, const char *source_id, double rate,
                                    lsl_info *spec);
+omma_status lsl_layout_face_info(const char *base, const char *source_id, double rate,
+                                 lsl_info *spec);
+
+/* The label of landmarks channel ch ("lm0_x", ..., "presence"). */
+void lsl_layout_landmarks_label(int ch, char *out, size_t cap);
 
 /* One landmarks sample from face (NULL: no face) in a width x height frame. */
 void lsl_layout_landmarks_sample(const omma_face *face, int width, int height, float *out);

@@ -4,7 +4,8 @@
 # error), and end to end on the CPU backend: a video's face on LSL, listed
 # by omma lsl ls, read by omma lsl read (1417 landmark channels with a
 # face present, the VideoSync stream whose capture_time channel is the
-# sample's timestamp, frame numbers in order), the counts on exit.
+# sample's timestamp, frame numbers in order), the counts on exit; the
+# per-frame CSV files of --data (and that they are never overwritten).
 # usage: test_cli_lsl.sh OMMA TESTDATA_DIR MODELS_DIR
 omma=$1
 data=$2
@@ -55,6 +56,28 @@ if [ ! -f "$data/astronaut_pan.mp4" ] || [ ! -f "$models/face_landmark.tflite" ]
     [ $fails -eq 0 ] && exit 77
     exit 1
 fi
+# --data: per-frame CSV, one row per frame, the LSL landmarks' columns.
+OMMA_DATA=$(dirname "$models") "$omma" stream --backend cpu --threads 1 --results off --status off \
+    --realtime off --max-frames 5 --lsl-name alice --data "$dir/data" "$data/astronaut_pan.mp4" \
+    >/dev/null 2>"$dir/data.err" || fail "stream --data: exit $?: $(cat "$dir/data.err")"
+csv=$dir/data/alice.csv
+[ "$(head -1 "$csv" | cut -d, -f1-6)" = "frame,capture_time,unix_time,face_id,lm0_x,lm0_y" ] ||
+    fail "--data header: $(head -1 "$csv" | cut -c1-100)"
+[ "$(head -1 "$csv" | tr ',' '\n' | tail -1)" = "presence" ] || fail "--data: last column"
+# 5 rows of 1421 fields: frames 0..4, capture times rising, face 1 present.
+awk -F, 'NR > 1 { if (NF != 1421 || $1 != NR - 2 || $4 != 1 || $1421 <= 0.5 || $2 <= last) bad = 1;
+    last = $2; rows++ } END { exit bad || rows != 5 }' "$csv" ||
+    fail "--data rows: $(cut -c1-120 "$csv")"
+grep -q "alice.csv: 5 rows, 0 dropped" "$dir/data.err" || fail "--data counts: $(cat "$dir/data.err")"
+OMMA_DATA=$(dirname "$models") "$omma" stream --backend cpu --results off --status off \
+    --max-frames 1 --lsl-name alice --data "$dir/data" "$data/astronaut_pan.mp4" \
+    >/dev/null 2>"$dir/data.err"
+rc=$?
+[ $rc -eq 1 ] || fail "stream --data over an existing file: exit $rc"
+grep -q "alice.csv exists (omma never overwrites data" "$dir/data.err" ||
+    fail "--data exists: $(cat "$dir/data.err")"
+[ "$(grep -c . "$csv")" -eq 6 ] || fail "--data: the existing file changed"
+
 name=omma_cli_lsl_$$
 OMMA_DATA=$(dirname "$models") "$omma" stream --backend cpu --threads 1 --lsl --lsl-name "$name" \
     --results off --status off --loop --duration 120 "$data/astronaut_pan.mp4" \
@@ -63,7 +86,7 @@ pid=$!
 found=0
 for _ in $(seq 1 120); do
     "$omma" lsl ls --wait 0.5 --json --query "starts-with(name,'$name')" >"$dir/ls" 2>&1
-    [ "$(grep -c . "$dir/ls")" -eq 2 ] && found=1 && break
+    [ "$(grep -c . "$dir/ls")" -eq 3 ] && found=1 && break
     kill -0 $pid 2>/dev/null || break
 done
 [ $found -eq 1 ] || fail "lsl ls: $(cat "$dir/ls"); stream: $(cat "$dir/stream.err")"
@@ -71,6 +94,8 @@ grep -q "\"name\":\"${name}_landmarks\",\"type\":\"Landmark\",\"channels\":1417,
     fail "lsl ls landmarks: $(cat "$dir/ls")"
 grep -q "\"name\":\"${name}_frames\",\"type\":\"VideoSync\",\"channels\":4,\"format\":\"double64\"" "$dir/ls" ||
     fail "lsl ls frames: $(cat "$dir/ls")"
+grep -q "\"name\":\"${name}_face\",\"type\":\"FaceMeasures\",\"channels\":8,\"format\":\"float32\"" "$dir/ls" ||
+    fail "lsl ls face: $(cat "$dir/ls")"
 grep -q "\"source_id\":\"omma:$name:$data/astronaut_pan.mp4:landmarks\"" "$dir/ls" ||
     fail "lsl ls source_id: $(cat "$dir/ls")"
 
@@ -82,6 +107,14 @@ grep -q "time correction" "$dir/lm.err" || fail "time correction: $(cat "$dir/lm
 # Every sample: 1417 values, the last (presence) above 0.5, x in 0..1.
 awk -F'[][]' '{ n = split($2, v, ","); if (n != 1417 || v[1417] <= 0.5 || v[1] <= 0 || v[1] >= 1) bad = 1 }
     END { exit bad }' "$dir/lm" || fail "landmark samples: $(cut -c1-200 "$dir/lm")"
+
+# The face measures: a frontal face, eyes open, present.
+"$omma" lsl read "${name}_face" --count 2 --json --wait 30 >"$dir/face" 2>"$dir/face.err" ||
+    fail "lsl read face: $(cat "$dir/face.err")"
+grep -q "channel labels: yaw pitch roll right_eye_open left_eye_open mouth_open mouth_width presence" \
+    "$dir/face.err" || fail "face labels: $(cat "$dir/face.err")"
+awk -F'[][]' '{ split($2, v, ","); if (v[1] < -30 || v[1] > 30 || v[4] < 0.1 || v[8] <= 0.5) bad = 1 }
+    END { exit bad || NR != 2 }' "$dir/face" || fail "face samples: $(cat "$dir/face")"
 
 "$omma" lsl read "${name}_frames" --count 4 --json --wait 30 >"$dir/fr" 2>"$dir/fr.err" ||
     fail "lsl read frames: $(cat "$dir/fr.err")"
@@ -96,7 +129,7 @@ wait $pid
 rc=$?
 pid=
 [ $rc -eq 130 ] || fail "stream after SIGINT: exit $rc: $(cat "$dir/stream.err")"
-grep -q "LSL streams ${name}_landmarks (Landmark, 1417 channels) and ${name}_frames (VideoSync) at 15 Hz on 127.0.0.1" \
+grep -q "LSL streams ${name}_landmarks (Landmark, 1417 channels), ${name}_face (FaceMeasures, 8 channels) and ${name}_frames (VideoSync) at 15 Hz on 127.0.0.1" \
     "$dir/stream.err" || fail "stream: $(cat "$dir/stream.err")"
 grep -q "LSL ${name}_landmarks: [0-9]* samples, 0 lost" "$dir/stream.err" || fail "stream counts: $(cat "$dir/stream.err")"
 
