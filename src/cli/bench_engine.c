@@ -125,7 +125,8 @@ static omma_status gpu_fill(omma_device *dev, omma_exec *x, int i, size_t n, uns
     return st;
 }
 
-static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, void *ev[2], double *ms)
+static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, void *ev[2],
+                                 double *ms)
 {
     omma_scope sc;
     cudaStream_t s = (cudaStream_t)omma_exec_stream(x);
@@ -141,8 +142,7 @@ static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, void
         st = omma_exec_wait(x);
     float f = 0;
     if (st == OMMA_OK)
-        st = cuda_fail(cudaEventElapsedTime(&f, (cudaEvent_t)ev[0], (cudaEvent_t)ev[1]),
-                       "cudaEventElapsedTime");
+        st = cuda_fail(cudaEventElapsedTime(&f, (cudaEvent_t)ev[0], (cudaEvent_t)ev[1]), "cudaEventElapsedTime");
     *ms = f;
     omma_device_leave(&sc);
     return st;
@@ -181,7 +181,8 @@ static omma_status gpu_fill(omma_device *dev, omma_exec *x, int i, size_t n, uns
     return OMMA_ERR_NO_DEVICE;
 }
 
-static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, void *ev[2], double *ms)
+static omma_status gpu_timed_run(omma_device *dev, omma_exec *x, int batch, void *ev[2],
+                                 double *ms)
 {
     (void)dev, (void)x, (void)batch, (void)ev, (void)ms;
     return OMMA_ERR_NO_DEVICE;
@@ -193,10 +194,7 @@ static omma_status gpu_events_create(omma_device *dev, void *ev[2])
     return OMMA_ERR_NO_DEVICE;
 }
 
-static void gpu_events_destroy(omma_device *dev, void *ev[2])
-{
-    (void)dev, (void)ev;
-}
+static void gpu_events_destroy(omma_device *dev, void *ev[2]) { (void)dev, (void)ev; }
 #endif
 
 static omma_status bench_batch(omma_device *dev, omma_engine *e, const omma_exec_options *xo,
