@@ -56,8 +56,8 @@ install: deps $(RUN_BUILD)/CMakeCache.txt
 	cmake --build $(RUN_BUILD) -j $(JOBS)
 	cmake --install $(RUN_BUILD) --prefix $(PREFIX)
 
-# Fuzz the TFLite reader, the image decoders, the bus messages and the video
-# reader with libFuzzer (clang),
+# Fuzz the TFLite reader, the image decoders, the bus messages, the video
+# reader and the LSL parsers with libFuzzer (clang),
 # FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
 fuzz: data
@@ -66,6 +66,7 @@ fuzz: data
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) image
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) bus
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) video
+	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) lsl
 
 clean:
 	rm -rf $(BUILD) $(RUN_BUILD) $(NOCUDA_BUILD)

@@ -3,7 +3,7 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl]
 #     tflite: the TFLite reader, seeded from the three models and the small
 #             forged models in fuzz/seeds/
 #     image:  the PNG/JPEG decoders, seeded from small images written by
@@ -13,6 +13,8 @@
 #     video:  the video reader (FFmpeg's demuxers and decoders, CPU), seeded
 #             from tiny clips of testdata/astronaut.png made here with ffmpeg
 #             (MPEG-4 AVI, H.264 MP4 and MPEG-TS, HEVC MKV, MJPEG AVI)
+#     lsl:    the parsers of LSL network input (discovery queries, <info>
+#             documents, streamfeed headers), seeded with what liblsl sends
 set -eu
 src=${1:?source dir}
 build=${2:?build dir}
@@ -103,8 +105,24 @@ video)
     sources="$sources $src/src/core/clock.c"
     libs="-DOMMA_HAVE_LIBAV=1 $(pkg-config --cflags --libs libavformat libavcodec libavutil libswscale)"
     ;;
+lsl)
+    # The first byte picks the parser (fuzz/fuzz_lsl.c).
+    printf "\000session_id='default' and name='cam0_landmarks'" >"$out/seeds/query"
+    printf "\000(type='EEG' or starts-with(name,'cam')) and not(channel_count!=1417)" \
+        >"$out/seeds/query2"
+    printf '\001<?xml version="1.0"?>\n<info>\n\t<name>BioSemi</name>\n\t<type>EEG</type>\n\t<channel_count>8</channel_count>\n\t<channel_format>float32</channel_format>\n\t<source_id>s&amp;1</source_id>\n\t<nominal_srate>100.000000000000000</nominal_srate>\n\t<version>1.1000000000000001</version>\n\t<created_at>2063.91</created_at>\n\t<uid>0b2ab4e4-7d1c-4e4c-8f0a-5d0f4b7c6a3e</uid>\n\t<session_id>default</session_id>\n\t<hostname>lab</hostname>\n\t<v4address />\n\t<v4data_port>16573</v4data_port>\n\t<v4service_port>16572</v4service_port>\n\t<desc><channels><channel><label>C3</label></channel></channels></desc>\n</info>\n' \
+        >"$out/seeds/info"
+    printf '\002LSL:streamfeed/110 0b2ab4e4-7d1c-4e4c-8f0a-5d0f4b7c6a3e\r\nNative-Byte-Order: 1234\r\nEndian-Performance: 2.5e+09\r\nHas-IEEE754-Floats: 1\r\nSupports-Subnormals: 0\r\nValue-Size: 4\r\nData-Protocol-Version: 110\r\nMax-Buffer-Length: 10800\r\nMax-Chunk-Length: 0\r\n\r\n' \
+        >"$out/seeds/request"
+    printf '\002LSL:streamfeed\r\n360 0\r\n' >"$out/seeds/request100"
+    printf '\003LSL/110 200 OK\r\nUID: abc\r\nByte-Order: 1234\r\nSuppress-Subnormals: 0\r\nData-Protocol-Version: 110\r\n\r\n' \
+        >"$out/seeds/response"
+    sources="$src/fuzz/fuzz_lsl.c $src/src/lsl/lsl_xml.c $src/src/lsl/lsl_info.c"
+    sources="$sources $src/src/lsl/lsl_query.c $src/src/lsl/lsl_feed.c"
+    libs="-lm"
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus or video)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video or lsl)" >&2
     exit 2
     ;;
 esac

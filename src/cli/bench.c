@@ -44,6 +44,7 @@ static const struct {
     {"runtime", cli_bench_runtime, "the runtime: how many cameras keep their frame rate"},
     {"bus", cli_bench_bus, "the frame bus: frames to K subscriber processes, vs pipes"},
     {"decode", cli_bench_decode, "compressed cameras to faces: how many the decoders keep"},
+    {"lsl", cli_bench_lsl, "LSL outlets on loopback: samples/s, CPU per sample, latency"},
 };
 enum { N_FAMILIES = sizeof families / sizeof families[0] };
 
@@ -52,8 +53,8 @@ static void usage(FILE *to)
     fprintf(to, "usage: omma bench FAMILY [OPTIONS]\n\nfamilies:\n");
     for (int i = 0; i < N_FAMILIES; i++)
         fprintf(to, "  %-9s %s\n", families[i].name, families[i].help);
-    fprintf(to, "\n'omma bench FAMILY --help' tells more. All but engine --backend cpu need\n"
-                "a GPU (exit 3 without one).\n");
+    fprintf(to, "\n'omma bench FAMILY --help' tells more. All but engine --backend cpu and\n"
+                "lsl need a GPU (exit 3 without one).\n");
 }
 
 int cli_bench(int argc, char **argv)
@@ -64,7 +65,7 @@ int cli_bench(int argc, char **argv)
     }
     if (argc < 2)
         return cli_usage_error("bench", "no benchmark given (context, engine, pipeline, "
-                                        "runtime, bus or decode)");
+                                        "runtime, bus, decode or lsl)");
     const char *names[N_FAMILIES];
     for (int i = 0; i < N_FAMILIES; i++) {
         if (strcmp(argv[1], families[i].name) == 0)

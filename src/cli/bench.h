@@ -10,6 +10,7 @@ int cli_bench_pipeline(int argc, char **argv); /* bench_pipeline.c */
 int cli_bench_runtime(int argc, char **argv); /* bench_runtime.c */
 int cli_bench_bus(int argc, char **argv); /* bench_bus.c */
 int cli_bench_decode(int argc, char **argv); /* bench_decode.c */
+int cli_bench_lsl(int argc, char **argv); /* bench_lsl.c */
 
 /* Helpers shared by the families (bench.c). */
 

@@ -18,8 +18,9 @@ static const struct {
     {"stream", cli_stream, "the multi-camera runtime: sources -> GPUs (or CPU), live status"},
     {"info", cli_info, "GPUs with their facts and NVML readings"},
     {"models", cli_models, "inspect model files (models inspect FILE)"},
-    {"bench", cli_bench, "benchmarks: bench context|engine|pipeline|runtime"},
+    {"bench", cli_bench, "benchmarks: bench context|engine|pipeline|runtime|bus|lsl"},
     {"bus", cli_bus, "frame buses between processes: bus ls | bus watch NAME"},
+    {"lsl", cli_lsl, "Lab Streaming Layer streams: lsl ls | lsl read NAME"},
     {"help", NULL, "help of omma or of a command (help COMMAND)"},
     {"version", NULL, "omma's version (also --version)"},
 };

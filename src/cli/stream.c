@@ -13,6 +13,8 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/run_output.h"
+#include "cli/stream_data.h"
+#include "cli/stream_lsl.h"
 #include "cli/stream_options.h"
 #include "core/clock.h"
 #include "io/video_file.h"
@@ -37,11 +39,17 @@ typedef struct stream_state {
     int writing;
     int failed_cameras;
     uint64_t t0;
+    cli_lsl_sink *lsl; /* --lsl; NULL: none */
+    cli_data_sink *data; /* --data; NULL: none */
 } stream_state;
 
 static void on_result(void *ctx, const rt_result *r)
 {
     stream_state *s = ctx;
+    if (s->lsl)
+        cli_lsl_result(s->lsl, r);
+    if (s->data)
+        cli_data_result(s->data, r);
     if (!s->writing)
         return;
     const rt_camera_config *c = &s->o->cameras[r->camera];
@@ -248,6 +256,10 @@ int cli_stream(int argc, char **argv)
     static stream_state s;
     s.o = &o;
     pthread_mutex_init(&s.lock, NULL);
+    if (rc < 0 && o.lsl)
+        rc = cli_lsl_start(&o, &s.lsl);
+    if (rc < 0 && o.data_dir)
+        rc = cli_data_start(&o, &s.data);
     if (rc < 0 && o.results) {
         if (!cli_output_open(&s.out, o.out, 0))
             rc = CLI_EXIT_ERROR;
@@ -258,6 +270,11 @@ int cli_stream(int argc, char **argv)
         rc = run(&o, &s, m);
     if (s.writing && !cli_output_close(&s.out, 1) && rc == CLI_EXIT_OK)
         rc = CLI_EXIT_ERROR;
+    cli_lsl_stop(s.lsl);
+    s.lsl = NULL;
+    if (cli_data_stop(s.data) && rc == CLI_EXIT_OK)
+        rc = CLI_EXIT_ERROR;
+    s.data = NULL;
     metrics_destroy(m);
     io_image_free(&photo);
     pthread_mutex_destroy(&s.lock);

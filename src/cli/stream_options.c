@@ -54,6 +54,10 @@ enum {
     OPT_PUBLISH_WAIT,
     OPT_DECODE,
     OPT_DECODE_GPU_STREAMS,
+    OPT_LSL,
+    OPT_LSL_NAME,
+    OPT_LSL_BIND,
+    OPT_DATA,
     OPT_COUNT
 };
 
@@ -144,6 +148,25 @@ static const cli_option options[] = {
     [OPT_DECODE_GPU_STREAMS] = {"--decode-gpu-streams", "N",
                                 "auto: 1080p30-equivalent streams each GPU decodes\n"
                                 "before more go to the CPU (56; 0: no limit)"},
+    [OPT_LSL] = {"--lsl", NULL,
+                 "stream every camera on the Lab Streaming Layer:\n"
+                 "NAME_landmarks (Landmark, 1417 float32 channels),\n"
+                 "NAME_face (FaceMeasures: head pose, eyes, mouth) and\n"
+                 "NAME_frames (VideoSync), stamped at capture time\n"
+                 "(docs/OUTPUT.md)"},
+    [OPT_LSL_NAME] = {"--lsl-name", "NAMES",
+                      "the cameras' names on LSL and in --data files,\n"
+                      "comma-separated, one per camera (default cam0,\n"
+                      "cam1, ...)"},
+    [OPT_LSL_BIND] = {"--lsl-bind", "ADDR",
+                      "serve LSL on this IPv4 address: 127.0.0.1 (default,\n"
+                      "this machine) or 0.0.0.0 (the lab network: LSL has no\n"
+                      "authentication, use a trusted network)"},
+    [OPT_DATA] = {"--data", "DIR",
+                  "per-frame CSV files there (made if missing): NAME.csv\n"
+                  "per camera, one row per frame with its capture time\n"
+                  "and the landmarks as on LSL; whole rows, written at\n"
+                  "least every half second; existing files are kept"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -316,6 +339,61 @@ static const char *data_dir(void)
     return d && *d ? d : OMMA_DEFAULT_DATA_DIR;
 }
 
+static int valid_name(const char *s, size_t n)
+{
+    if (n == 0 || n >= CLI_CAMERA_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+/* o->names from --lsl-name (one per camera, distinct) or cam0, cam1... */
+static int name_cameras(cli_stream_opts *o)
+{
+    int n = o->rt.n_cameras;
+    o->names = calloc((size_t)n, sizeof *o->names);
+    if (!o->names) {
+        fprintf(stderr, "omma: error: out of memory\n");
+        return 0;
+    }
+    const char *p = o->lsl_names;
+    for (int i = 0; i < n; i++) {
+        if (!o->lsl_names) {
+            snprintf(o->names[i], sizeof o->names[i], "cam%d", i);
+            continue;
+        }
+        const char *end = p ? strchr(p, ',') : NULL;
+        size_t len = p ? (end ? (size_t)(end - p) : strlen(p)) : 0;
+        if (!p || !valid_name(p, len)) {
+            fprintf(stderr,
+                    "omma: error: --lsl-name %s: expected %d name%s (letters, digits, _ - .; "
+                    "comma-separated), one per camera\n",
+                    o->lsl_names, n, n == 1 ? "" : "s");
+            return 0;
+        }
+        memcpy(o->names[i], p, len);
+        o->names[i][len] = '\0';
+        p = end ? end + 1 : NULL;
+        for (int k = 0; k < i; k++)
+            if (strcmp(o->names[k], o->names[i]) == 0) {
+                fprintf(stderr, "omma: error: --lsl-name %s: %s twice\n", o->lsl_names,
+                        o->names[i]);
+                return 0;
+            }
+    }
+    if (o->lsl_names && p) {
+        fprintf(stderr, "omma: error: --lsl-name %s: more names than the %d camera%s\n",
+                o->lsl_names, n, n == 1 ? "" : "s");
+        return 0;
+    }
+    return 1;
+}
+
 /* One option's value into o. Returns 1, or 0 after the message. */
 static int option(int id, const char *a, const char *v, cli_stream_opts *o, long *max_frames,
                   int *full_range)
@@ -324,6 +402,16 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         o->rt.source.loop = 1;
         return 1;
     }
+    if (id == OPT_LSL) {
+        o->lsl = 1;
+        return 1;
+    }
+    if (id == OPT_LSL_NAME)
+        return o->lsl_names = v, 1;
+    if (id == OPT_LSL_BIND)
+        return o->lsl_bind = v, o->lsl = 1, 1;
+    if (id == OPT_DATA)
+        return o->data_dir = v, 1;
     long n;
     double d;
     rt_runtime_config *rt = &o->rt;
@@ -517,6 +605,9 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     free(sources);
     if (!ok)
         return cli_see_help("stream");
+    if (!name_cameras(o)) {
+        return cli_see_help("stream");
+    }
     const char *data = data_dir();
     snprintf(o->detector, sizeof o->detector, "%s/models/face_detection_%s_range.tflite", data,
              full_range ? "full" : "short");
@@ -538,4 +629,6 @@ void cli_stream_opts_free(cli_stream_opts *o)
     o->n_owned = 0;
     free(o->cameras);
     o->cameras = NULL;
+    free(o->names);
+    o->names = NULL;
 }

@@ -13,6 +13,8 @@ typedef enum cli_status_mode {
     CLI_STATUS_OFF,
 } cli_status_mode;
 
+#define CLI_CAMERA_NAME_MAX 80
+
 typedef struct cli_stream_opts {
     rt_runtime_config rt; /* cameras, gpus and models point into the fields below */
     rt_camera_config *cameras;
@@ -26,6 +28,12 @@ typedef struct cli_stream_opts {
     double status_interval_s;
     int metrics_port; /* -1: none */
     const char *metrics_bind;
+    int lsl; /* --lsl: LSL outlets (stream_lsl.h) */
+    const char *lsl_names; /* --lsl-name; NULL: cam0, cam1... */
+    const char *lsl_bind; /* --lsl-bind; NULL: 127.0.0.1 */
+    const char *data_dir; /* --data DIR: per-frame CSV files (stream_data.h) */
+    char (*names)[CLI_CAMERA_NAME_MAX]; /* each camera's name: --lsl-name's,
+                                         * else cam0, cam1... */
     char **owned; /* camera specs made here (bus:NAME/I) */
     int n_owned;
 } cli_stream_opts;

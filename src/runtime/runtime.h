@@ -81,6 +81,8 @@ typedef struct rt_result {
     int n_faces;
     const omma_face *faces; /* valid during the callback */
     const omma_box *truth; /* synthetic cameras: the face's true box; else NULL */
+    int width, height; /* the camera's frame size in pixels */
+    double fps; /* the camera's nominal rate (0: unknown) */
 } rt_result;
 
 /* A camera's source ended (METRICS_CAMERA_ENDED) or failed (METRICS_CAMERA_FAILED,

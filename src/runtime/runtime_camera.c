@@ -66,6 +66,7 @@ omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam)
         cam->fmt = (rt_ring_format){cfg->synthetic.width, cfg->synthetic.height, OMMA_PIXEL_NV12};
         cam->live = 1;
         cam->pixels_per_s = (double)cam->fmt.width * cam->fmt.height * cfg->synthetic.fps;
+        cam->fps = cfg->synthetic.fps;
         cam->phase = (long)cam->index * 7919 % (cfg->pool_frames > 0 ? cfg->pool_frames : 1);
         return OMMA_OK;
     }
@@ -75,9 +76,7 @@ omma_status rt_cam_open(rt_gpu_runtime *rt, rt_cam *cam)
     const rt_source_info *info = rt_source_get_info(cam->src);
     cam->fmt = (rt_ring_format){info->width, info->height, info->format};
     cam->live = info->live;
-    if (info->decoder[0])
-        omma_log(OMMA_LOG_INFO, "camera %d (%s): decoder %s", cam->index, cam->cfg.spec,
-                 info->decoder);
+    cam->fps = info->fps;
     return OMMA_OK;
 }
 

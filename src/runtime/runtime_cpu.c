@@ -62,7 +62,10 @@ static void report(rt_cpu_runtime *rt, int n, rt_cpu_cam *const *cams, const omm
                        dropped[i],
                        counts[i],
                        faces + (size_t)i * (size_t)cfg->pipeline.max_faces,
-                       b->has_truth ? &b->truth : NULL};
+                       b->has_truth ? &b->truth : NULL,
+                       b->frame.width,
+                       b->frame.height,
+                       cams[i]->fps};
         if (dropped[i])
             metrics_frames_dropped(cfg->metrics, r.camera, dropped[i]);
         metrics_frame_done(cfg->metrics, r.camera, done_ns - b->capture_ns);

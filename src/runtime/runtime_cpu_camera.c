@@ -33,6 +33,7 @@ omma_status rt_cpu_cam_open(rt_cpu_runtime *rt, rt_cpu_cam *cam)
         shape.height = cfg->synthetic.height;
         shape.format = OMMA_PIXEL_NV12;
         cam->live = 1;
+        cam->fps = cfg->synthetic.fps;
         /* Its own place on the path: one turn is period_s * fps frames. */
         long turn = (long)(cfg->synthetic.period_s * cfg->synthetic.fps);
         cam->phase = (long)cam->index * 7919 % (turn > 0 ? turn : 1);
@@ -51,6 +52,7 @@ omma_status rt_cpu_cam_open(rt_cpu_runtime *rt, rt_cpu_cam *cam)
         shape.height = info->height;
         shape.format = info->format;
         cam->live = info->live;
+        cam->fps = info->fps;
     }
     size_t bytes = packed_bytes(&shape);
     for (int k = 0; k < 3; k++) {

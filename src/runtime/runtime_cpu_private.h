@@ -42,6 +42,7 @@ typedef struct rt_cpu_cam {
     rt_link_watch link; /* its status to the metrics (runtime_link.h) */
     int live;
     long phase; /* synthetic: its first frame index on the path */
+    double fps; /* nominal rate, 0 when unknown (rt_result) */
     rt_cpu_frame bufs[3];
     pthread_t thread;
     int started;

@@ -36,6 +36,7 @@ typedef struct rt_cam {
     rt_ring_format fmt;
     int live;
     double pixels_per_s; /* for the least-loaded placement */
+    double fps; /* nominal rate, 0 when unknown (rt_result) */
     CUstream upload; /* the ring's uploads (not for device pool frames) */
     void *staging[2]; /* sources: pinned, packed frames */
     CUevent staged[2]; /* the upload from staging[i] was enqueued before it */

@@ -25,7 +25,8 @@ trap 'rm -rf "$dir"' EXIT
 
 # --- Help: every command and subcommand, three ways, stdout, exit 0.
 for cmd in "" run stream info models "models inspect" bench "bench context" "bench engine" \
-    "bench pipeline" "bench runtime" "bench bus" bus "bus ls" "bus watch" help version; do
+    "bench pipeline" "bench runtime" "bench bus" "bench lsl" bus "bus ls" "bus watch" lsl "lsl ls" \
+    "lsl read" help version; do
     for flag in --help -h; do
         # shellcheck disable=SC2086
         "$omma" $cmd $flag >"$dir/out" 2>"$dir/err"

@@ -1,0 +1,160 @@
+/* omma stream --lsl: the cameras' LSL outlets (stream_lsl.h). */
+#include "cli/stream_lsl.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "lsl/lsl_clock.h"
+#include "lsl/lsl_layout.h"
+#include "lsl/lsl_outlet.h"
+#include "vision/face_measures.h"
+
+typedef struct lsl_camera {
+    pthread_mutex_t lock;
+    char name[96];
+    char source_id[200];
+    lsl_outlet *landmarks, *face, *frames;
+    int failed; /* making its outlets failed (said once) */
+    float sample[LSL_LANDMARKS_CHANNELS];
+} lsl_camera;
+
+struct cli_lsl_sink {
+    lsl_server *server;
+    int n;
+    lsl_camera *cams;
+    const char *bind;
+};
+
+int cli_lsl_start(const cli_stream_opts *o, cli_lsl_sink **out)
+{
+    *out = NULL;
+    int n = o->rt.n_cameras;
+    cli_lsl_sink *l = calloc(1, sizeof *l);
+    lsl_camera *cams = calloc((size_t)n, sizeof *cams);
+    if (!l || !cams) {
+        free(l);
+        free(cams);
+        return cli_fail(OMMA_ERR_OUT_OF_MEMORY, "--lsl: out of memory");
+    }
+    l->n = n;
+    l->cams = cams;
+    l->bind = o->lsl_bind ? o->lsl_bind : "127.0.0.1";
+    for (int i = 0; i < n; i++) {
+        lsl_camera *c = &cams[i];
+        pthread_mutex_init(&c->lock, NULL);
+        snprintf(c->name, sizeof c->name, "%s", o->names[i]);
+        /* Stable across runs of the same setup: the name and the source. */
+        const char *spec = o->cameras[i].spec ? o->cameras[i].spec : "synthetic";
+        snprintf(c->source_id, sizeof c->source_id, "omma:%s:%.120s", c->name, spec);
+    }
+    lsl_server_options so = {.bind = l->bind};
+    omma_status st = lsl_server_create(&so, &l->server);
+    if (st != OMMA_OK) {
+        cli_lsl_stop(l);
+        return cli_fail(st, "--lsl");
+    }
+    *out = l;
+    return -1;
+}
+
+static void make_outlets(cli_lsl_sink *l, lsl_camera *c, const rt_result *r)
+{
+    double rate = r->fps > 0 ? r->fps : 0;
+    lsl_info spec;
+    omma_status st = lsl_layout_landmarks_info(c->name, c->source_id, rate, &spec);
+    if (st == OMMA_OK) {
+        st = lsl_outlet_create(l->server, &spec, 0, &c->landmarks);
+        lsl_info_clear(&spec);
+    }
+    if (st == OMMA_OK &&
+        (st = lsl_layout_face_info(c->name, c->source_id, rate, &spec)) == OMMA_OK) {
+        st = lsl_outlet_create(l->server, &spec, 0, &c->face);
+        lsl_info_clear(&spec);
+    }
+    if (st == OMMA_OK &&
+        (st = lsl_layout_frames_info(c->name, c->source_id, rate, &spec)) == OMMA_OK) {
+        st = lsl_outlet_create(l->server, &spec, 0, &c->frames);
+        lsl_info_clear(&spec);
+    }
+    if (st != OMMA_OK) {
+        cli_error("--lsl: camera %d (%s): %s", r->camera, c->name, omma_last_error());
+        lsl_outlet_destroy(c->landmarks);
+        lsl_outlet_destroy(c->face);
+        lsl_outlet_destroy(c->frames);
+        c->landmarks = c->face = c->frames = NULL;
+        c->failed = 1;
+        return;
+    }
+    fprintf(stderr,
+            "omma stream: LSL streams %s_landmarks (Landmark, %d channels), %s_face "
+            "(FaceMeasures, %d channels) and %s_frames (VideoSync) at %g Hz on %s\n",
+            c->name, LSL_LANDMARKS_CHANNELS, c->name, LSL_FACE_CHANNELS, c->name, rate, l->bind);
+}
+
+void cli_lsl_result(cli_lsl_sink *l, const rt_result *r)
+{
+    if (!l || r->camera < 0 || r->camera >= l->n)
+        return;
+    lsl_camera *c = &l->cams[r->camera];
+    pthread_mutex_lock(&c->lock);
+    if (!c->landmarks && !c->failed)
+        make_outlets(l, c, r);
+    if (c->landmarks) {
+        /* The camera's oldest track: the first face it still follows. */
+        const omma_face *face = NULL;
+        for (int i = 0; i < r->n_faces; i++)
+            if (!face || r->faces[i].id < face->id)
+                face = &r->faces[i];
+        double ts = lsl_clock_from_ns(r->capture_ns);
+        lsl_layout_landmarks_sample(face, r->width, r->height, c->sample);
+        lsl_outlet_push(c->landmarks, c->sample, ts);
+        float m[LSL_FACE_CHANNELS];
+        if (face) {
+            vis_face_measures(face->landmarks, m);
+            m[LSL_FACE_CHANNELS - 1] = face->presence;
+        } else {
+            for (int i = 0; i < LSL_FACE_CHANNELS - 1; i++)
+                m[i] = NAN;
+            m[LSL_FACE_CHANNELS - 1] = 0.0f;
+        }
+        lsl_outlet_push(c->face, m, ts);
+        double f[LSL_FRAMES_CHANNELS];
+        lsl_layout_frames_sample(r->seq - 1, ts, r->n_faces, r->dropped, f);
+        lsl_outlet_push(c->frames, f, ts);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void report(const char *name, const char *what, lsl_outlet *o)
+{
+    if (!o)
+        return;
+    lsl_outlet_stats st;
+    lsl_outlet_get_stats(o, &st);
+    fprintf(stderr, "omma stream: LSL %s_%s: %llu samples, %llu lost by slow consumers\n", name,
+            what, (unsigned long long)st.pushed, (unsigned long long)st.lost);
+}
+
+void cli_lsl_stop(cli_lsl_sink *l)
+{
+    if (!l)
+        return;
+    for (int i = 0; i < l->n; i++) {
+        lsl_camera *c = &l->cams[i];
+        report(c->name, "landmarks", c->landmarks);
+        report(c->name, "face", c->face);
+        report(c->name, "frames", c->frames);
+        lsl_outlet_destroy(c->landmarks);
+        lsl_outlet_destroy(c->face);
+        lsl_outlet_destroy(c->frames);
+        pthread_mutex_destroy(&c->lock);
+    }
+    lsl_server_destroy(l->server);
+    free(l->cams);
+    free(l);
+}

@@ -1,0 +1,22 @@
+/* omma stream --lsl: each camera's results as LSL streams (lsl/lsl_layout.h:
+ * NAME_landmarks, NAME_face and NAME_frames), stamped with the frame's capture time
+ * on LSL's clock. Outlets are made at a camera's first result (its frame
+ * size and rate known then); a push copies the sample into the outlet's
+ * ring and returns: the network is served by the LSL server's own thread,
+ * and a slow consumer loses samples (counted) instead of slowing omma. */
+#ifndef OMMA_CLI_STREAM_LSL_H
+#define OMMA_CLI_STREAM_LSL_H
+
+#include "cli/stream_options.h"
+
+typedef struct cli_lsl_sink cli_lsl_sink;
+
+/* Starts the LSL server for the cameras (named o->names).
+ * Returns -1 when fine, else the exit code (message printed). */
+int cli_lsl_start(const cli_stream_opts *o, cli_lsl_sink **out);
+/* From the result callback (any thread; one camera's results in order). */
+void cli_lsl_result(cli_lsl_sink *l, const rt_result *r);
+/* Prints each stream's counts to stderr and closes everything. */
+void cli_lsl_stop(cli_lsl_sink *l);
+
+#endif

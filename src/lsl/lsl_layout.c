@@ -1,0 +1,149 @@
+/* The channel layouts of omma's LSL streams (lsl_layout.h). */
+#include "lsl/lsl_layout.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+
+static const char *const keypoint_names[OMMA_FACE_KEYPOINTS] = {
+    "right_eye", "left_eye", "nose_tip", "mouth", "right_ear", "left_ear"};
+
+static omma_status finish(lsl_info *spec, lsl_buf *desc)
+{
+    if (desc->failed) {
+        lsl_buf_free(desc);
+        lsl_info_clear(spec);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "lsl layout: out of memory");
+    }
+    spec->desc = desc->data;
+    return OMMA_OK;
+}
+
+static omma_status names(lsl_info *spec, const char *base, const char *suffix,
+                         const char *source_id)
+{
+    memset(spec, 0, sizeof *spec);
+    int n = snprintf(spec->name, sizeof spec->name, "%s_%s", base, suffix);
+    int m = snprintf(spec->source_id, sizeof spec->source_id, "%s:%s", source_id, suffix);
+    if (n < 0 || (size_t)n >= sizeof spec->name || m < 0 || (size_t)m >= sizeof spec->source_id)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "lsl stream name '%s_%s' is too long", base, suffix);
+    return OMMA_OK;
+}
+
+static void acquisition(lsl_buf *d)
+{
+    lsl_buf_puts(d, "<acquisition><manufacturer>omma</manufacturer>"
+                    "<model>MediaPipe FaceMesh</model></acquisition>");
+}
+
+omma_status lsl_layout_landmarks_info(const char *base, const char *source_id, double rate,
+                                      lsl_info *spec)
+{
+    OMMA_TRY(names(spec, base, "landmarks", source_id));
+    snprintf(spec->type, sizeof spec->type, "Landmark");
+    spec->channel_count = LSL_LANDMARKS_CHANNELS;
+    spec->format = LSL_FORMAT_FLOAT32;
+    spec->nominal_srate = rate;
+    lsl_buf d = {0};
+    lsl_buf_puts(&d, "<channels>");
+    static const char *const types[3] = {"PositionX", "PositionY", "PositionZ"};
+    char label[48];
+    for (int ch = 0; ch < LSL_LANDMARKS_CHANNELS - 1; ch++) {
+        lsl_layout_landmarks_label(ch, label, sizeof label);
+        int axis = ch < OMMA_FACE_LANDMARKS * 3 ? ch % 3 : (ch - OMMA_FACE_LANDMARKS * 3) % 2;
+        lsl_desc_channel(&d, label, "normalized", types[axis]);
+    }
+    lsl_desc_channel(&d, "presence", "probability", "Presence");
+    lsl_buf_puts(&d, "</channels>");
+    acquisition(&d);
+    return finish(spec, &d);
+}
+
+void lsl_layout_landmarks_label(int ch, char *out, size_t cap)
+{
+    static const char axis[3] = {'x', 'y', 'z'};
+    if (ch < 0 || ch >= LSL_LANDMARKS_CHANNELS)
+        snprintf(out, cap, "?");
+    else if (ch < OMMA_FACE_LANDMARKS * 3)
+        snprintf(out, cap, "lm%d_%c", ch / 3, axis[ch % 3]);
+    else if (ch < LSL_LANDMARKS_CHANNELS - 1)
+        snprintf(out, cap, "kp_%s_%c", keypoint_names[(ch - OMMA_FACE_LANDMARKS * 3) / 2],
+                 axis[(ch - OMMA_FACE_LANDMARKS * 3) % 2]);
+    else
+        snprintf(out, cap, "presence");
+}
+
+omma_status lsl_layout_frames_info(const char *base, const char *source_id, double rate,
+                                   lsl_info *spec)
+{
+    OMMA_TRY(names(spec, base, "frames", source_id));
+    snprintf(spec->type, sizeof spec->type, "VideoSync");
+    spec->channel_count = LSL_FRAMES_CHANNELS;
+    spec->format = LSL_FORMAT_DOUBLE64;
+    spec->nominal_srate = rate;
+    lsl_buf d = {0};
+    lsl_buf_puts(&d, "<channels>");
+    lsl_desc_channel(&d, "frame", "count", "FrameNumber");
+    lsl_desc_channel(&d, "capture_time", "seconds", "Timestamp");
+    lsl_desc_channel(&d, "faces", "count", "Faces");
+    lsl_desc_channel(&d, "dropped", "count", "Dropped");
+    lsl_buf_puts(&d, "</channels>");
+    acquisition(&d);
+    return finish(spec, &d);
+}
+
+omma_status lsl_layout_face_info(const char *base, const char *source_id, double rate,
+                                 lsl_info *spec)
+{
+    OMMA_TRY(names(spec, base, "face", source_id));
+    snprintf(spec->type, sizeof spec->type, "FaceMeasures");
+    spec->channel_count = LSL_FACE_CHANNELS;
+    spec->format = LSL_FORMAT_FLOAT32;
+    spec->nominal_srate = rate;
+    lsl_buf d = {0};
+    lsl_buf_puts(&d, "<channels>");
+    lsl_desc_channel(&d, "yaw", "degrees", "HeadYaw");
+    lsl_desc_channel(&d, "pitch", "degrees", "HeadPitch");
+    lsl_desc_channel(&d, "roll", "degrees", "HeadRoll");
+    lsl_desc_channel(&d, "right_eye_open", "ratio", "EyeOpenness");
+    lsl_desc_channel(&d, "left_eye_open", "ratio", "EyeOpenness");
+    lsl_desc_channel(&d, "mouth_open", "ratio", "MouthOpenness");
+    lsl_desc_channel(&d, "mouth_width", "ratio", "MouthWidth");
+    lsl_desc_channel(&d, "presence", "probability", "Presence");
+    lsl_buf_puts(&d, "</channels>");
+    acquisition(&d);
+    return finish(spec, &d);
+}
+
+void lsl_layout_landmarks_sample(const omma_face *face, int width, int height, float *out)
+{
+    if (!face || width <= 0 || height <= 0) {
+        for (int i = 0; i < LSL_LANDMARKS_CHANNELS - 1; i++)
+            out[i] = NAN;
+        out[LSL_LANDMARKS_CHANNELS - 1] = 0.0f;
+        return;
+    }
+    float sx = 1.0f / (float)width, sy = 1.0f / (float)height;
+    float *o = out;
+    for (int i = 0; i < OMMA_FACE_LANDMARKS; i++) {
+        *o++ = face->landmarks[i][0] * sx;
+        *o++ = face->landmarks[i][1] * sy;
+        *o++ = face->landmarks[i][2] * sx;
+    }
+    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
+        *o++ = face->keypoints[k][0] * sx;
+        *o++ = face->keypoints[k][1] * sy;
+    }
+    *o = face->presence;
+}
+
+void lsl_layout_frames_sample(uint64_t frame, double capture_time, int faces, uint64_t dropped,
+                              double *out)
+{
+    out[0] = (double)frame;
+    out[1] = capture_time;
+    out[2] = faces;
+    out[3] = (double)dropped;
+}

@@ -1,0 +1,57 @@
+/* Private: the channel layouts of omma's LSL streams (docs/OUTPUT.md).
+ *
+ * {name}_landmarks, type "Landmark", float32, LSL_LANDMARKS_CHANNELS =
+ * 1417 channels, one sample per camera frame:
+ *   0 .. 1403   the 468 FaceMesh points as x, y, z per point (lm0_x,
+ *               lm0_y, lm0_z, lm1_x, ...): x / frame width, y / frame
+ *               height, z / frame width (MediaPipe's normalized units)
+ *   1404 .. 1415 the 6 keypoints as x, y (normalized like the points):
+ *               right eye, left eye, nose tip, mouth centre, right ear
+ *               tragion, left ear tragion (the person's own right/left)
+ *   1416        presence: FaceMesh's face probability, 0 when no face
+ * A frame without a face gives NaN coordinates and presence 0, so the
+ * stream's rate stays regular.
+ *
+ * {name}_face, type "FaceMeasures", float32, LSL_FACE_CHANNELS = 8:
+ *   yaw, pitch, roll (degrees), right_eye_open, left_eye_open, mouth_open,
+ *   mouth_width (ratios), presence: the measures of vision/face_measures.h
+ *   in that order, then presence (NaN measures and presence 0 without a
+ *   face).
+ *
+ * {name}_frames, type "VideoSync", double64, LSL_FRAMES_CHANNELS = 4:
+ *   frame (the camera's frame number, from 0), capture_time (LSL clock
+ *   seconds, the sample's timestamp too), faces (tracked in the frame),
+ *   dropped (frames of the camera skipped before this one). */
+#ifndef OMMA_LSL_LAYOUT_H
+#define OMMA_LSL_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lsl/lsl_info.h"
+#include "omma/face.h"
+
+#define LSL_LANDMARKS_CHANNELS (OMMA_FACE_LANDMARKS * 3 + OMMA_FACE_KEYPOINTS * 2 + 1)
+#define LSL_FRAMES_CHANNELS 4
+#define LSL_FACE_CHANNELS 8
+
+/* Fills spec (name, type, format, channels, desc with labels, units and
+ * types) for a landmarks / frames stream of camera base name `base`
+ * (spec->desc is owned: lsl_info_clear). */
+omma_status lsl_layout_landmarks_info(const char *base, const char *source_id, double rate,
+                                      lsl_info *spec);
+omma_status lsl_layout_frames_info(const char *base, const char *source_id, double rate,
+                                   lsl_info *spec);
+omma_status lsl_layout_face_info(const char *base, const char *source_id, double rate,
+                                 lsl_info *spec);
+
+/* The label of landmarks channel ch ("lm0_x", ..., "presence"). */
+void lsl_layout_landmarks_label(int ch, char *out, size_t cap);
+
+/* One landmarks sample from face (NULL: no face) in a width x height frame. */
+void lsl_layout_landmarks_sample(const omma_face *face, int width, int height, float *out);
+/* One frames sample. */
+void lsl_layout_frames_sample(uint64_t frame, double capture_time, int faces, uint64_t dropped,
+                              double *out);
+
+#endif
