@@ -92,6 +92,8 @@ struct io_video {
     uint8_t *host; /* io_video_frame_to_host's copy */
     size_t host_bytes;
     io_net *net; /* network streams (video_net.c); NULL for files */
+    enum AVCodecID codec_id; /* the stream's, as the decoder was made for */
+    int pix_fmt;
 };
 
 static _Thread_local char av_last[256];
@@ -215,18 +217,17 @@ static omma_status open_file_input(io_video *v)
     return OMMA_OK;
 }
 
-static omma_status open_stream(io_video *v)
+/* The input's best video stream into v->stream, its decoder in *codec;
+ * its size checked. */
+static omma_status find_video_stream(io_video *v, const AVCodec **codec)
 {
     char why[512];
     const char *path = v->path;
-    int err;
-    OMMA_TRY(v->net ? io_net_open_input(v->net, path, &v->fmt) : open_file_input(v));
-    const AVCodec *codec = NULL;
-    err = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    int err = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, codec, 0);
     if (err == AVERROR_STREAM_NOT_FOUND)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: no video stream (format %s)", path,
                          v->fmt->iformat->name);
-    if (err == AVERROR_DECODER_NOT_FOUND || (err >= 0 && !codec)) {
+    if (err == AVERROR_DECODER_NOT_FOUND || (err >= 0 && !*codec)) {
         int i = err >= 0 ? err : av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
         const char *name = i >= 0 ? avcodec_get_name(v->fmt->streams[i]->codecpar->codec_id) : "?";
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: no decoder for its %s video in this FFmpeg",
@@ -236,19 +237,22 @@ static omma_status open_stream(io_video *v)
         return OMMA_FAIL(read_status(err), "%s: no usable video stream: %s", path,
                          io_libav_why(err, why, sizeof why));
     v->stream = err;
-    AVStream *st = v->fmt->streams[v->stream];
-    const AVCodecParameters *par = st->codecpar;
+    const AVCodecParameters *par = v->fmt->streams[v->stream]->codecpar;
     if (par->width <= 0 || par->height <= 0)
-        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: %s video stream of size %dx%d", path, codec->name,
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: %s video stream of size %dx%d", path, (*codec)->name,
                          par->width, par->height);
     if (par->width > IO_IMAGE_MAX_SIDE || par->height > IO_IMAGE_MAX_SIDE ||
         (long long)par->width * par->height > IO_IMAGE_MAX_PIXELS)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                          "%s: video of %dx%d pixels (at most %d a side, %lld in all)", path,
                          par->width, par->height, IO_IMAGE_MAX_SIDE, IO_IMAGE_MAX_PIXELS);
-    v->width = par->width;
-    v->height = par->height;
+    return OMMA_OK;
+}
 
+/* The chosen stream's rate, frame count and time base. */
+static void take_timing(io_video *v)
+{
+    const AVStream *st = v->fmt->streams[v->stream];
     AVRational rate = st->avg_frame_rate.num > 0 && st->avg_frame_rate.den > 0 ? st->avg_frame_rate
                                                                                : st->r_frame_rate;
     v->fps = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
@@ -258,6 +262,23 @@ static omma_status open_stream(io_video *v)
     v->time_base_ms =
         st->time_base.num > 0 && st->time_base.den > 0 ? 1000.0 * av_q2d(st->time_base) : 0.0;
     v->start_pts = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+}
+
+static omma_status open_stream(io_video *v)
+{
+    char why[512];
+    const char *path = v->path;
+    int err;
+    OMMA_TRY(v->net ? io_net_open_input(v->net, path, &v->fmt) : open_file_input(v));
+    const AVCodec *codec = NULL;
+    OMMA_TRY(find_video_stream(v, &codec));
+    AVStream *st = v->fmt->streams[v->stream];
+    const AVCodecParameters *par = st->codecpar;
+    v->width = par->width;
+    v->height = par->height;
+    v->codec_id = par->codec_id;
+    v->pix_fmt = par->format;
+    take_timing(v);
 
     v->dec = avcodec_alloc_context3(codec);
     if (!v->dec)
@@ -335,8 +356,8 @@ omma_status io_video_open_with(const char *path, const io_video_options *opt, io
     return OMMA_OK;
 }
 
-omma_status io_video_open_url(const char *url, const io_video_net *net,
-                              const io_video_options *opt, io_video **out)
+omma_status io_video_open_url(const char *url, const io_video_net *net, const io_video_options *opt,
+                              io_video **out)
 {
     if (out)
         *out = NULL;
@@ -369,6 +390,57 @@ omma_status io_video_open_url(const char *url, const io_video_net *net,
         return st;
     }
     *out = v;
+    return OMMA_OK;
+}
+
+omma_status io_video_disconnect(io_video *v)
+{
+    if (!v || !v->net)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "io_video_disconnect: %s",
+                         v ? "not a network stream" : "NULL reader");
+    if (v->frame && v->frame->format == AV_PIX_FMT_CUDA)
+        (void)io_gpu_give_back(v->gpu, v->frame); /* the consumer may still read it */
+    if (v->frame)
+        av_frame_unref(v->frame);
+    avformat_close_input(&v->fmt);
+    return OMMA_OK;
+}
+
+omma_status io_video_reconnect(io_video *v)
+{
+    if (!v || !v->net)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "io_video_reconnect: %s",
+                         v ? "not a network stream" : "NULL reader");
+    (void)io_video_disconnect(v);
+    OMMA_TRY(io_net_open_input(v->net, v->path, &v->fmt));
+    const AVCodec *codec = NULL;
+    omma_status st = find_video_stream(v, &codec);
+    const AVCodecParameters *par = st == OMMA_OK ? v->fmt->streams[v->stream]->codecpar : NULL;
+    if (st == OMMA_OK && (par->codec_id != v->codec_id || par->width != v->width ||
+                          par->height != v->height || par->format != v->pix_fmt)) {
+        const char *was = av_get_pix_fmt_name(v->pix_fmt), *now = av_get_pix_fmt_name(par->format);
+        st = OMMA_FAIL(OMMA_ERR_FORMAT,
+                       "%s: the stream came back as %s %dx%d %s; it was %s %dx%d %s", v->path,
+                       avcodec_get_name(par->codec_id), par->width, par->height, now ? now : "?",
+                       avcodec_get_name(v->codec_id), v->width, v->height, was ? was : "?");
+    }
+    if (st != OMMA_OK) {
+        avformat_close_input(&v->fmt);
+        return st;
+    }
+    /* The same stream: the decoder (a GPU decoder is expensive to make)
+     * starts again from the new connection's first key frame. */
+    take_timing(v);
+    v->dec->pkt_timebase = v->fmt->streams[v->stream]->time_base;
+    avcodec_flush_buffers(v->dec);
+    v->done = 0;
+    v->draining = 0;
+    v->failures = 0;
+    v->pending = OMMA_OK;
+    v->error = OMMA_OK;
+    free(v->error_text);
+    v->error_text = NULL;
+    v->stats.reused_decoders++;
     return OMMA_OK;
 }
 
@@ -672,6 +744,10 @@ omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, 
         st = core_fail_text(v->error, v->error_text ? v->error_text : "video reader failed before");
         goto out;
     }
+    if (!v->fmt) {
+        st = OMMA_FAIL(OMMA_ERR_CLOSED, "%s: disconnected (io_video_reconnect)", v->path);
+        goto out;
+    }
     if (v->done) {
         *eof = 1;
         goto out;
@@ -817,8 +893,8 @@ omma_status io_video_open_with(const char *path, const io_video_options *opt, io
                      path ? path : "(null)");
 }
 
-omma_status io_video_open_url(const char *url, const io_video_net *net,
-                              const io_video_options *opt, io_video **out)
+omma_status io_video_open_url(const char *url, const io_video_net *net, const io_video_options *opt,
+                              io_video **out)
 {
     (void)net;
     (void)opt;
@@ -828,6 +904,18 @@ omma_status io_video_open_url(const char *url, const io_video_net *net,
                      "%s: omma was built without FFmpeg (libavformat/libavcodec): network "
                      "streams are not supported",
                      url ? url : "(null)");
+}
+
+omma_status io_video_disconnect(io_video *v)
+{
+    (void)v;
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "omma was built without FFmpeg");
+}
+
+omma_status io_video_reconnect(io_video *v)
+{
+    (void)v;
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "omma was built without FFmpeg");
 }
 
 void io_video_arm(io_video *v)

@@ -61,6 +61,7 @@ typedef struct io_video_stats {
      * the GPU they wait for NVDEC): elapsed, and the reading thread's CPU
      * time (when close to elapsed, the thread spins while it waits). */
     uint64_t decode_ns, decode_cpu_ns;
+    long reused_decoders; /* network streams: reconnections that kept the decoder */
 } io_video_stats;
 
 /* Nonzero when this build can read and write video files. */
@@ -132,8 +133,21 @@ void io_video_url_redacted(const char *url, char *out, size_t size);
  * timeouts out of range), OMMA_ERR_IO (refused, unreachable, a name that
  * does not resolve, an HTTP or RTSP error status), OMMA_ERR_TIMEOUT (no
  * answer within the connect timeout), OMMA_ERR_CLOSED (aborted). */
-omma_status io_video_open_url(const char *url, const io_video_net *net,
-                              const io_video_options *opt, io_video **out);
+omma_status io_video_open_url(const char *url, const io_video_net *net, const io_video_options *opt,
+                              io_video **out);
+
+/* Network readers whose stream was lost: disconnect closes the
+ * connection (a frame handed out stays readable until the stream passes
+ * this point) and keeps the decoder; reconnect connects again (as open:
+ * the connect timeout, the abort flag) and, when the stream is the same
+ * (codec, size and pixel format), keeps the decoder, which is expensive to
+ * make on the GPU (io_video_stats.reused_decoders counts it): the next
+ * read gives the new connection's frames, a sticky error of the lost one
+ * forgotten. Errors: as io_video_open_url, each leaving the reader
+ * disconnected for another attempt; OMMA_ERR_FORMAT when the stream came
+ * back different (open a new reader); OMMA_ERR_INVALID_ARG on a file. */
+omma_status io_video_disconnect(io_video *v);
+omma_status io_video_reconnect(io_video *v);
 
 /* Network readers: the next io_video_read must have data within
  * net->read_timeout_ms from now, or it ends with an error and

@@ -37,7 +37,8 @@
 
 typedef struct net_src {
     char *url; /* as given; s->spec shows it without its password */
-    io_video *v; /* NULL while disconnected */
+    io_video *v; /* its reader: kept while disconnected, with its decoder */
+    int linked; /* v is connected */
     io_video_net net;
     io_video_options decode; /* where it is decoded */
     uint64_t connected_ns; /* the current connection's first frame */
@@ -99,7 +100,17 @@ static void count_damage(rt_source *s, net_src *ns)
     src_set_damage(s, ns->damaged + st.damaged_frames, ns->dropped + st.dropped_packets);
 }
 
+/* The connection is closed; the reader and its decoder stay for the
+ * next connection. */
 static void disconnect(net_src *ns)
+{
+    (void)io_video_disconnect(ns->v);
+    ns->linked = 0;
+}
+
+/* The reader is given up (the stream came back different): its counts are
+ * kept. */
+static void drop_reader(net_src *ns)
 {
     io_video_stats st;
     io_video_get_stats(ns->v, &st);
@@ -107,6 +118,7 @@ static void disconnect(net_src *ns)
     ns->dropped += st.dropped_packets;
     io_video_close(ns->v);
     ns->v = NULL;
+    ns->linked = 0;
 }
 
 /* Reads the next frame of the current connection: OMMA_OK with a frame,
@@ -157,8 +169,10 @@ static void backoff_wait(rt_source *s, int ms)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* One reconnection attempt after its wait: OMMA_OK with ns->v open (or
- * not, ns->lost saying why), or an error that ends the camera. */
+/* One reconnection attempt after its wait: OMMA_OK with ns->v connected
+ * (or not, ns->lost saying why), or an error that ends the camera. The
+ * reader's decoder is kept when the stream comes back the same; a stream
+ * that comes back different gets a new reader (and must keep the size). */
 static omma_status reconnect(rt_source *s, net_src *ns)
 {
     ns->attempt++;
@@ -172,14 +186,22 @@ static omma_status reconnect(rt_source *s, net_src *ns)
         ns->backoff_ms > s->opt.backoff_max_ms / 2 ? s->opt.backoff_max_ms : 2 * ns->backoff_ms;
     if (src_interrupted(s))
         return OMMA_ERR_CLOSED;
-    omma_status st = io_video_open_url(ns->url, &ns->net, &ns->decode, &ns->v);
+    omma_status st = ns->v ? io_video_reconnect(ns->v) : OMMA_ERR_CLOSED;
     if (st == OMMA_OK) {
+        ns->linked = 1;
+        return OMMA_OK;
+    }
+    if (st == OMMA_ERR_FORMAT && ns->v) /* came back different */
+        drop_reader(ns);
+    if (!ns->v)
+        st = io_video_open_url(ns->url, &ns->net, &ns->decode, &ns->v);
+    if (st == OMMA_OK) {
+        ns->linked = 1;
         if (io_video_width(ns->v) != s->info.width || io_video_height(ns->v) != s->info.height) {
             st = OMMA_FAIL(OMMA_ERR_FORMAT, "%s: reconnected to a %dx%d stream; it was %dx%d",
                            s->spec, io_video_width(ns->v), io_video_height(ns->v), s->info.width,
                            s->info.height);
-            io_video_close(ns->v);
-            ns->v = NULL;
+            drop_reader(ns);
         }
         return st;
     }
@@ -197,13 +219,13 @@ static omma_status network_read(rt_source *s, omma_frame *frame, double *ts_ms,
     (void)eof; /* a camera does not end; it is lost and found again */
     net_src *ns = s->impl;
     for (;;) {
-        if (!ns->v) {
+        if (!ns->linked) {
             omma_status st = reconnect(s, ns);
             if (st == OMMA_ERR_CLOSED)
                 return core_fail_text(OMMA_ERR_CLOSED, "interrupted");
             if (st != OMMA_OK)
                 return st;
-            if (!ns->v)
+            if (!ns->linked)
                 continue;
         }
         int lost = 0;
@@ -279,6 +301,7 @@ omma_status src_network_open(rt_source *s)
     ns->backoff_ms = s->opt.backoff_min_ms;
     ns->decode = (io_video_options){s->opt.decode, s->opt.device, 0};
     OMMA_TRY(io_video_open_url(ns->url, &ns->net, &ns->decode, &ns->v));
+    ns->linked = 1;
     s->info.width = io_video_width(ns->v);
     s->info.height = io_video_height(ns->v);
     s->info.fps = io_video_fps(ns->v);

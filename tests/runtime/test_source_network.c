@@ -3,7 +3,8 @@
  * serving testdata/grace_hopper.jpg, a real photo, as
  * multipart/x-mixed-replace): the first frame is the photo's size; the
  * server closing each connection after a few frames gives reconnecting
- * (attempt 1, "Stream ends prematurely") then connected, reconnects counted,
+ * (attempt 1, "Stream ends prematurely") then connected, reconnects counted
+ * (each keeping the reader's decoder),
  * frames again with increasing capture times; a connection that goes
  * silent is lost after the read timeout ("read timeout") and the next
  * frame comes from a new one; a server answering 404 from then on with
@@ -257,6 +258,10 @@ static void test_reconnect_after_close(void)
     CHECK(strstr(s.first_error, "Stream ends prematurely") != NULL ||
           strstr(s.first_error, "the stream ended") != NULL);
     CHECK(atomic_load(&sv.connections) >= 3);
+    /* The same stream came back each time: the decoder was kept. */
+    io_video_stats vs;
+    rt_source_get_video_stats(src, &vs);
+    CHECK(vs.reused_decoders >= 2 && vs.reused_decoders == st.reconnects);
     rt_source_close(src);
     atomic_store(&sv.close_after, 0);
 }
