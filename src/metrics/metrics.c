@@ -38,6 +38,7 @@ typedef struct camera {
     uint64_t first_seq;
     uint64_t h_in[HISTORY], h_processed[HISTORY];
     char error[METRICS_ERROR_MAX]; /* the link's last error */
+    char decoder[METRICS_ERROR_MAX]; /* how its video is decoded */
 } camera;
 
 typedef struct gpu {
@@ -383,6 +384,16 @@ void metrics_camera_set_state(metrics_registry *m, int index, metrics_camera_sta
         atomic_store_explicit(&c->state, (int)state, memory_order_relaxed);
 }
 
+void metrics_camera_set_decoder(metrics_registry *m, int index, const char *decoder)
+{
+    camera *c = camera_at(m, index);
+    if (!c)
+        return;
+    pthread_mutex_lock(&m->lock);
+    snprintf(c->decoder, sizeof c->decoder, "%s", decoder ? decoder : "");
+    pthread_mutex_unlock(&m->lock);
+}
+
 void metrics_camera_set_link(metrics_registry *m, int index, metrics_camera_state state,
                              int attempt, uint64_t reconnects, const char *error)
 {
@@ -519,6 +530,7 @@ omma_status metrics_snapshot_take_at(metrics_registry *m, uint64_t now_ns, uint6
         cs->attempt = atomic_load_explicit(&c->attempt, memory_order_relaxed);
         cs->stream_clock = atomic_load_explicit(&c->stream_clock, memory_order_relaxed);
         memcpy(cs->error, c->error, sizeof cs->error); /* under the lock, as its writer */
+        memcpy(cs->decoder, c->decoder, sizeof cs->decoder);
         s->frames_processed += cs->frames_processed;
 
         cs->fps_in = cs->fps_processed = NAN;

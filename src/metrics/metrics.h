@@ -114,6 +114,10 @@ void metrics_camera_set_link(metrics_registry *m, int camera, metrics_camera_sta
  * come from the stream's wall clock (RTCP), 0 from arrival. */
 void metrics_camera_source(metrics_registry *m, int camera, uint64_t damaged_frames,
                            uint64_t dropped_packets, int stream_clock);
+/* How the camera's video is decoded ("gpu (nvdec h264)", "cpu (h264)",
+ * "cpu (hevc; not on the GPU: why)"; NULL or "": not a video; cut to
+ * METRICS_ERROR_MAX). Takes the registry's lock: once, when it opens. */
+void metrics_camera_set_decoder(metrics_registry *m, int camera, const char *decoder);
 /* The camera was placed on another GPU (-1: none). */
 void metrics_camera_set_gpu(metrics_registry *m, int camera, int gpu);
 
@@ -155,6 +159,7 @@ typedef struct metrics_camera_snap {
     int attempt; /* reconnection attempt under way, 0: none */
     int stream_clock; /* capture times from the stream's wall clock (1) or arrival (0) */
     char error[METRICS_ERROR_MAX]; /* the link's last error, "" when none */
+    char decoder[METRICS_ERROR_MAX]; /* how it is decoded, "" when not a video */
     double fps_in, fps_processed; /* over rate_span_ns; NAN when unknown */
     uint64_t rate_span_ns; /* 0 when unknown */
     metrics_hist latency; /* capture to result */

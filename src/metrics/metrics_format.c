@@ -456,6 +456,11 @@ omma_status metrics_format_json(const metrics_snapshot *s, char **out, size_t *l
             put_json_string(&t, c->error);
         else
             puts_(&t, "null");
+        puts_(&t, ",\"decoder\":");
+        if (c->decoder[0])
+            put_json_string(&t, c->decoder);
+        else
+            puts_(&t, "null");
         puts_(&t, "}");
     }
     puts_(&t, "],\"gpus\":[");

@@ -120,6 +120,8 @@ static omma_status register_metrics(rt_gpu_runtime *rt)
         } else
             snprintf(name, sizeof name, "synth%d", i);
         OMMA_TRY(metrics_add_camera(m, i, name, cam->gpu->index));
+        if (cam->src)
+            metrics_camera_set_decoder(m, i, rt_source_get_info(cam->src)->decoder);
     }
     return OMMA_OK;
 }

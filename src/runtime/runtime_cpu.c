@@ -195,6 +195,8 @@ static omma_status register_metrics(rt_cpu_runtime *rt)
         } else
             snprintf(name, sizeof name, "synth%d", i);
         OMMA_TRY(metrics_add_camera(m, i, name, -1)); /* on no GPU */
+        if (rt->cams[i].src)
+            metrics_camera_set_decoder(m, i, rt_source_get_info(rt->cams[i].src)->decoder);
     }
     return OMMA_OK;
 }

@@ -931,6 +931,7 @@ static void test_camera_link(void)
     REQUIRE_OK(metrics_add_camera(m, 0, "cam", -1));
     metrics_camera_set_link(m, 0, METRICS_CAMERA_RECONNECTING, 3, 2, "refused \"here\"");
     metrics_camera_source(m, 0, 5, 2, 1);
+    metrics_camera_set_decoder(m, 0, "gpu (nvdec h264)");
     metrics_camera_set_link(m, 7, METRICS_CAMERA_RECONNECTING, 1, 1, "x"); /* not registered */
     metrics_snapshot *s = NULL;
     REQUIRE_OK(metrics_snapshot_take_at(m, 1000000000ull, 0, &s));
@@ -946,7 +947,7 @@ static void test_camera_link(void)
     CHECK(strstr(js, "\"state\":\"reconnecting\""));
     CHECK(strstr(js, "\"damaged_frames\":5,\"refused_packets\":2,\"reconnects\":2,"
                      "\"attempt\":3,\"capture_clock\":\"stream\",\"error\":\"refused "
-                     "\\\"here\\\"\"}"));
+                     "\\\"here\\\"\",\"decoder\":\"gpu (nvdec h264)\"}"));
     CHECK(strstr(om, "omma_camera_state{camera=\"cam\",omma_camera_state=\"reconnecting\"} 1\n"));
     CHECK(strstr(om, "omma_camera_state{camera=\"cam\",omma_camera_state=\"running\"} 0\n"));
     CHECK(strstr(om, "omma_camera_reconnects_total{camera=\"cam\"} 2\n"));
@@ -961,12 +962,13 @@ static void test_camera_link(void)
     metrics_snapshot_free(s);
 
     metrics_camera_set_link(m, 0, METRICS_CAMERA_RUNNING, 0, 3, NULL);
+    metrics_camera_set_decoder(m, 0, NULL);
     REQUIRE_OK(metrics_snapshot_take_at(m, 2000000000ull, 0, &s));
     js = format(metrics_format_json, s);
     REQUIRE(js);
     CHECK(strstr(js, "\"state\":\"running\""));
-    CHECK(
-        strstr(js, "\"reconnects\":3,\"attempt\":0,\"capture_clock\":\"stream\",\"error\":null}"));
+    CHECK(strstr(js, "\"reconnects\":3,\"attempt\":0,\"capture_clock\":\"stream\",\"error\":null,"
+                     "\"decoder\":null}"));
     free(js);
     metrics_snapshot_free(s);
     metrics_destroy(m);
