@@ -16,6 +16,11 @@ packages=(
     libmicrohttpd-dev                  # the OpenMetrics endpoint (omma run --metrics-port)
     libv4l-dev                         # V4L2 cameras (src/runtime/source_v4l2.c): libv4l2, libv4lconvert
     python3-jsonschema                 # tests/pipeline/test_output_schema.sh: docs/omma-faces.schema.json
+    librdkafka-dev                     # result sinks (src/sink/): Kafka (and its mock cluster, the tests)
+    libnats-dev                        #   NATS JetStream
+    libmosquitto-dev                   #   MQTT
+    nats-server mosquitto              # the sink tests' servers, on loopback
+    mosquitto-clients                  #   and mosquitto_sub
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.

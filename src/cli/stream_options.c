@@ -47,6 +47,10 @@ enum {
     OPT_PUBLISH,
     OPT_PUBLISH_SUBSCRIBERS,
     OPT_PUBLISH_WAIT,
+    OPT_SINK,
+    OPT_SITE,
+    OPT_NODE,
+    OPT_SINK_DRAIN,
     OPT_COUNT
 };
 
@@ -114,6 +118,16 @@ static const cli_option options[] = {
     [OPT_PUBLISH_WAIT] = {"--publish-wait", "S",
                           "wait up to S seconds for a first subscriber before the\n"
                           "sources start (a file then reaches it from frame 1)"},
+    [OPT_SINK] = {"--sink", "URL",
+                  "also send every frame's result to a message system\n"
+                  "(repeat for several): kafka://BROKERS/TOPIC,\n"
+                  "nats://HOST:PORT[/PREFIX] (JetStream), mqtt://HOST:PORT\n"
+                  "[/PREFIX]; options after '?' (docs/SINKS.md)"},
+    [OPT_SITE] = {"--site", "NAME", "the sinks' {site} in subjects and topics (default)"},
+    [OPT_NODE] = {"--node", "NAME", "this node's name in sink messages (the host name)"},
+    [OPT_SINK_DRAIN] = {"--sink-drain", "S",
+                        "at the end, wait up to S seconds for the sinks'\n"
+                        "acknowledgements (10); what is left is dropped"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -399,6 +413,19 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return rt->publish_subscribers = (int)n, 1;
     if (id == OPT_PUBLISH_WAIT && cli_arg_double(a, v, 0.0, 3600.0, &d))
         return rt->publish_wait_ms = (int)(d * 1000.0), 1;
+    if (id == OPT_SINK) {
+        if (o->n_sinks == CLI_MAX_SINKS) {
+            fprintf(stderr, "omma: error: --sink: at most %d sinks\n", CLI_MAX_SINKS);
+            return 0;
+        }
+        return o->sinks[o->n_sinks++] = v, 1;
+    }
+    if (id == OPT_SITE)
+        return o->site = v, 1;
+    if (id == OPT_NODE)
+        return o->node = v, 1;
+    if (id == OPT_SINK_DRAIN && cli_arg_double(a, v, 0.0, 3600.0, &d))
+        return o->sink_drain_s = d, 1;
     return 0; /* a value that did not parse: said so above */
 }
 
@@ -409,6 +436,7 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     o->results = 1;
     o->status_interval_s = 1.0;
     o->metrics_port = -1;
+    o->sink_drain_s = 10.0;
     o->rt.n_gpus = 1;
     o->gpus[0] = 0;
     o->cameras = calloc(OMMA_PIPELINE_MAX_CAMERAS, sizeof *o->cameras);

@@ -13,6 +13,8 @@ typedef enum cli_status_mode {
     CLI_STATUS_OFF,
 } cli_status_mode;
 
+#define CLI_MAX_SINKS 8
+
 typedef struct cli_stream_opts {
     rt_runtime_config rt; /* cameras, gpus and models point into the fields below */
     rt_camera_config *cameras;
@@ -26,6 +28,10 @@ typedef struct cli_stream_opts {
     double status_interval_s;
     int metrics_port; /* -1: none */
     const char *metrics_bind;
+    const char *sinks[CLI_MAX_SINKS]; /* --sink URLs */
+    int n_sinks;
+    const char *site, *node; /* --site, --node; NULL: the sinks' defaults */
+    double sink_drain_s;
     char **owned; /* camera specs made here (bus:NAME/I) */
     int n_owned;
 } cli_stream_opts;

@@ -1,0 +1,114 @@
+#!/bin/sh
+# omma stream --backend cpu on the test videos with --sink mqtt://...?qos=1
+# into mosquitto on loopback (a free port, persistence on), and a
+# subscriber (mosquitto_sub, QoS 1, a persistent session) that gets every
+# message: the broker is restarted mid-run (SIGTERM, 2 s away, started
+# again on the same port and store); every camera's seqs arrive complete.
+# Then a wrong password (a broker with a password file): exit 1, the error
+# names the sink. Servers stopped by PID on every path (trap). Skips (77)
+# without mosquitto or without libmosquitto in the build.
+# usage: test_sink_mqtt.sh OMMA NATS_CONSUMER(for free ports) TESTDATA_DIR
+omma=$1 tool=$2 data=$3
+for c in mosquitto mosquitto_sub mosquitto_passwd; do
+    command -v $c >/dev/null || [ -x /usr/sbin/$c ] || { echo "SKIP: $c not installed"; exit 77; }
+done
+PATH=$PATH:/usr/sbin
+"$omma" version 2>/dev/null | grep -q libmosquitto || { echo "SKIP: built without libmosquitto"; exit 77; }
+video1=$data/astronaut_pan.mp4 video2=$data/faces_cut.mp4
+[ -f "$video1" ] && [ -f "$video2" ] || { echo "SKIP: no test videos"; exit 77; }
+
+fails=0
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+tmp=$(mktemp -d)
+pids=""
+cleanup() {
+    for p in $pids; do kill -9 "$p" 2>/dev/null; done
+    for p in $pids; do wait "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+port=$("$tool" ports 1 2>/dev/null) || port=$((20000 + $$ % 20000))
+cat >"$tmp/m.conf" <<EOF
+listener $port 127.0.0.1
+allow_anonymous true
+persistence true
+persistence_location $tmp/
+autosave_interval 1
+EOF
+start_broker() {
+    mosquitto -c "$tmp/m.conf" >>"$tmp/broker.log" 2>&1 &
+    bpid=$!
+    pids="$pids $bpid"
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        mosquitto_sub -h 127.0.0.1 -p "$port" -t probe -C 1 -W 1 >/dev/null 2>&1
+        [ $? = 27 ] && break # timed out waiting for a message: the broker is up
+        sleep 0.2
+    done
+}
+start_broker
+
+# The subscriber: a persistent session (-c, fixed id), QoS 1, one line per message.
+mosquitto_sub -h 127.0.0.1 -p "$port" -q 1 -c -i omma-test-sub -t 'omma/#' >"$tmp/got" \
+    2>"$tmp/sub.err" &
+spid=$!
+pids="$pids $spid"
+sleep 0.5
+
+"$omma" stream --backend cpu --threads 2 --loop --duration 8 --status json --status-every 1 \
+    --results off --site lab --sink "mqtt://127.0.0.1:$port/omma?qos=1" \
+    "$video1" "$video2" 2>"$tmp/run.err" &
+opid=$!
+sleep 3
+kill -TERM $bpid
+wait $bpid 2>/dev/null
+sleep 2
+start_broker
+wait $opid
+rc=$?
+[ $rc = 0 ] || fail "the run exited $rc: $(tail -5 "$tmp/run.err")"
+sleep 3 # the subscriber's last messages
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+
+published=$(sed -n 's/.*sink mqtt:.*: \([0-9]*\) published.*/\1/p' "$tmp/run.err")
+acked=$(sed -n 's/.*sink mqtt:.*published, \([0-9]*\) acknowledged.*/\1/p' "$tmp/run.err")
+dropped=$(sed -n 's/.*sink mqtt:.* \([0-9]*\) dropped.*/\1/p' "$tmp/run.err")
+# Per camera: messages, distinct seqs, the largest seq.
+summary=$(sed -n 's/^{"camera":\([0-9]*\),.*"seq":\([0-9]*\),.*/\1 \2/p' "$tmp/got" | sort -n -k1 -k2 |
+    awk '{n[$1]++; if (!(($1, $2) in seen)) {seen[$1, $2] = 1; d[$1]++}; if ($2 > top[$1]) top[$1] = $2}
+         END {for (c in n) printf "camera %s: %d messages, %d distinct, last seq %d\n", c, n[c], d[c], top[c]}' | sort)
+distinct=$(printf '%s\n' "$summary" | sed -n 's/.* \([0-9]*\) distinct.*/\1/p' | awk '{s += $1} END {print s + 0}')
+complete=$(printf '%s\n' "$summary" | awk '{gsub(",", ""); if ($5 != $9) bad = 1} END {print bad ? "no" : "yes"}')
+echo "broker restarted: published $published, acknowledged $acked, dropped $dropped; subscriber: $(printf '%s' "$summary" | tr '\n' ';')"
+grep -q '"connected":false' "$tmp/run.err" || fail "the status never showed the sink disconnected"
+[ -n "$published" ] && [ "$published" -gt 48 ] || fail "too few messages: $(tail -3 "$tmp/run.err")"
+[ "$dropped" = 0 ] && [ "$acked" = "$published" ] || fail "published $published, acknowledged $acked, dropped $dropped"
+[ "$distinct" = "$published" ] && [ "$complete" = yes ] ||
+    fail "the subscriber got $distinct distinct of $published ($summary)"
+
+# A wrong password.
+port2=$("$tool" ports 1 2>/dev/null) || port2=$((port + 1))
+mosquitto_passwd -c -b "$tmp/passwd" omma right >/dev/null 2>&1
+cat >"$tmp/auth.conf" <<EOF
+listener $port2 127.0.0.1
+allow_anonymous false
+password_file $tmp/passwd
+EOF
+mosquitto -c "$tmp/auth.conf" >"$tmp/auth.log" 2>&1 &
+pids="$pids $!"
+sleep 0.5
+"$omma" stream --backend cpu --max-frames 1 --status off --results off \
+    --sink "mqtt://omma:wrong@127.0.0.1:$port2/omma" "$video1" 2>"$tmp/auth.err"
+rc=$?
+[ $rc = 1 ] && grep -q "sink mqtt://omma:\*\*\*@127.0.0.1:$port2/omma" "$tmp/auth.err" &&
+    grep -qi "not authori" "$tmp/auth.err" && ! grep -q wrong "$tmp/auth.err" ||
+    fail "a wrong password: exit $rc (want 1), stderr: $(cat "$tmp/auth.err")"
+
+[ $fails = 0 ] && echo "ok: MQTT sink" && exit 0
+tail -5 "$tmp/run.err" "$tmp/broker.log" "$tmp/sub.err"
+exit 1
