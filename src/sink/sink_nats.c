@@ -27,6 +27,8 @@ typedef struct nats_sink {
     jsCtx *js;
     atomic_uint_fast64_t handed, answered; /* publishes, and acks or errors for them */
     atomic_uint_fast64_t pause_until_ns; /* after a refusal: wait before sending more */
+    atomic_uint_fast64_t pause_ns; /* that wait: 100 ms doubling to 2 s, reset by an ack */
+    atomic_int closing;
     uint64_t progress_ns, seen_answered; /* when `answered` last moved */
     int64_t ack_timeout_ns;
 } nats_sink;
@@ -36,7 +38,8 @@ static void on_disconnected(natsConnection *nc, void *closure)
     (void)nc;
     nats_sink *n = closure;
     sink_set_connected(n->s, 0);
-    sink_set_error(n->s, "disconnected; reconnecting");
+    if (!atomic_load(&n->closing))
+        sink_set_error(n->s, "disconnected; reconnecting");
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
@@ -71,6 +74,7 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
     atomic_fetch_add(&n->answered, 1);
     if (pa) {
         sink_acked(n->s, 1);
+        atomic_store(&n->pause_ns, 0);
     } else {
         char err[SINK_ERROR_MAX];
         snprintf(err, sizeof err, "publish to %s refused: %s", natsMsg_GetSubject(msg),
@@ -80,7 +84,10 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void
         natsMsgHeader_Get(msg, "Nats-Msg-Id", &id);
         sink_failed(n->s, err, natsMsg_GetSubject(msg), NULL, id, natsMsg_GetData(msg),
                     (size_t)natsMsg_GetDataLength(msg), 1);
-        atomic_store(&n->pause_until_ns, core_now_ns() + 250000000u);
+        uint64_t pause = atomic_load(&n->pause_ns);
+        pause = pause ? (pause < 1000000000u ? pause * 2 : 2000000000u) : 100000000u;
+        atomic_store(&n->pause_ns, pause);
+        atomic_store(&n->pause_until_ns, core_now_ns() + pause);
     }
     natsMsg_Destroy(msg);
 }
@@ -101,7 +108,8 @@ static void close_nats(void *impl)
     nats_sink *n = impl;
     if (!n)
         return;
-    if (n->js) {
+    atomic_store(&n->closing, 1);
+    if (n->js && atomic_load(&n->handed) > 0) {
         jsPubOptions po;
         jsPubOptions_Init(&po);
         po.MaxWait = 100;
@@ -110,8 +118,9 @@ static void close_nats(void *impl)
         natsMsgList pending = {0};
         if (js_PublishAsyncGetPendingList(&pending, n->js) == NATS_OK)
             natsMsgList_Destroy(&pending);
-        jsCtx_Destroy(n->js);
     }
+    if (n->js)
+        jsCtx_Destroy(n->js);
     if (n->nc) {
         natsConnection_Close(n->nc);
         natsConnection_Destroy(n->nc);
