@@ -5,7 +5,8 @@
 # message: the broker is restarted mid-run (SIGTERM, 2 s away, started
 # again on the same port and store); every camera's seqs arrive complete.
 # Then a wrong password (a broker with a password file): exit 1, the error
-# names the sink. Servers stopped by PID on every path (trap). Skips (77)
+# names the sink. The messages validate against the schema's sink_record.
+# Servers stopped by PID on every path (trap). Skips (77)
 # without mosquitto or without libmosquitto in the build.
 # usage: test_sink_mqtt.sh OMMA NATS_CONSUMER(for free ports) TESTDATA_DIR
 omma=$1 tool=$2 data=$3
@@ -61,7 +62,7 @@ pids="$pids $spid"
 sleep 0.5
 
 "$omma" stream --backend cpu --threads 2 --loop --duration 8 --status json --status-every 1 \
-    --results off --site lab --sink "mqtt://127.0.0.1:$port/omma?qos=1" \
+    --results off --site lab --node n1 --sink "mqtt://127.0.0.1:$port/omma?qos=1" \
     "$video1" "$video2" 2>"$tmp/run.err" &
 opid=$!
 sleep 3
@@ -91,6 +92,29 @@ grep -q '"connected":false' "$tmp/run.err" || fail "the status never showed the 
 [ "$dropped" = 0 ] && [ "$acked" = "$published" ] || fail "published $published, acknowledged $acked, dropped $dropped"
 [ "$distinct" = "$published" ] && [ "$complete" = yes ] ||
     fail "the subscriber got $distinct distinct of $published ($summary)"
+
+# The messages against docs/omma-faces.schema.json's sink_record (with
+# Debian's python3-jsonschema, when there).
+schema=$(dirname "$0")/../../docs/omma-faces.schema.json
+if /usr/bin/python3 -c 'import jsonschema' 2>/dev/null; then
+    /usr/bin/python3 - "$schema" "$tmp/got" <<'PY' || fail "a message is not a sink_record of the schema"
+import copy, json, sys
+import jsonschema
+schema = json.load(open(sys.argv[1]))
+schema["oneOf"] = [{"$ref": "#/$defs/sink_record"}]
+v = jsonschema.Draft202012Validator(schema)
+msgs = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+assert msgs, "no messages"
+for m in msgs:
+    errors = list(v.iter_errors(m))
+    if errors:
+        sys.exit("message %s: %s" % (json.dumps(m)[:200], errors[0].message[:300]))
+    assert m["node"] == "n1" and m["gpu"] == -1 and len(m["faces"]) == 1, m["node"]
+broken = copy.deepcopy(msgs[0])
+del broken["seq"]
+assert not v.is_valid(broken), "a message without seq passed"
+PY
+fi
 
 # A wrong password.
 port2=$("$tool" ports 1 2>/dev/null) || port2=$((port + 1))
