@@ -170,12 +170,21 @@ int cli_output_frame_extra(cli_output *o, int camera, const char *source, long f
     size_t len;
     if (!record_begin(o, &m, &buf, &len))
         return 0;
-    if (o->csv)
+    if (o->csv) {
         csv_frame(m, camera, source, frame, timestamp_ms, faces, n);
-    else {
-        sink_frame fr = {camera, source, frame, timestamp_ms, extra != NULL, extra ? extra->gpu : 0,
-                         extra ? extra->latency_ms : 0.0, extra ? extra->dropped : 0, NULL, 0, 0,
-                         faces, n};
+    } else {
+        sink_frame fr = {.camera = camera,
+                         .source = source,
+                         .frame = frame,
+                         .timestamp_ms = timestamp_ms,
+                         .faces = faces,
+                         .n_faces = n};
+        if (extra) {
+            fr.has_extra = 1;
+            fr.gpu = extra->gpu;
+            fr.latency_ms = extra->latency_ms;
+            fr.dropped = extra->dropped;
+        }
         sink_json_frame(m, &fr);
     }
     return record_end(o, m, &buf, &len);

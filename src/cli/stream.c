@@ -51,19 +51,19 @@ typedef struct stream_state {
  * time on the wall clock) to every sink; they only enqueue it. */
 static void to_sinks(stream_state *s, const rt_result *r, const char *name)
 {
-    sink_frame fr = {r->camera,
-                     name,
-                     (long)r->seq - 1,
-                     (double)(r->capture_ns - s->t0) / 1e6,
-                     1,
-                     r->gpu,
-                     (double)(r->done_ns - r->capture_ns) / 1e6,
-                     (unsigned long long)r->dropped,
-                     s->node,
-                     atomic_fetch_add(&s->sink_seq[r->camera], 1) + 1,
-                     (uint64_t)((int64_t)r->capture_ns + s->unix_minus_now_ns),
-                     r->faces,
-                     r->n_faces};
+    sink_frame fr = {.camera = r->camera,
+                     .source = name,
+                     .frame = (long)r->seq - 1,
+                     .timestamp_ms = (double)(r->capture_ns - s->t0) / 1e6,
+                     .has_extra = 1,
+                     .gpu = r->gpu,
+                     .latency_ms = (double)(r->done_ns - r->capture_ns) / 1e6,
+                     .dropped = (unsigned long long)r->dropped,
+                     .node = s->node,
+                     .seq = atomic_fetch_add(&s->sink_seq[r->camera], 1) + 1,
+                     .capture_unix_ns = (uint64_t)((int64_t)r->capture_ns + s->unix_minus_now_ns),
+                     .faces = r->faces,
+                     .n_faces = r->n_faces};
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
@@ -260,8 +260,7 @@ static int open_sinks(cli_stream_opts *o, stream_state *s, metrics_registry *m)
             *c = '_';
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    s->unix_minus_now_ns =
-        (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - (int64_t)core_now_ns();
+    s->unix_minus_now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - (int64_t)core_now_ns();
     sink_options so = {o->site, s->node, 0, 0, 0};
     for (int i = 0; i < o->n_sinks; i++) {
         omma_status st = sink_open(o->sinks[i], &so, &s->sinks[s->n_sinks]);

@@ -638,10 +638,11 @@ omma_status metrics_format_table(const metrics_snapshot *s, char **out, size_t *
         const metrics_sink_snap *k = &s->sinks[i];
         putf(&t, "%-5s ", k->kind);
         put_cell_name(&t, k->name, NAME_W + 9);
-        putf(&t, " %4s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-                 " %8" PRIu64 "\n",
-             k->connected ? "yes" : "no", k->published, k->acked, k->failed, k->dropped,
-             k->backlog, k->inflight);
+        putf(&t,
+             " %4s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+             "\n",
+             k->connected ? "yes" : "no", k->published, k->acked, k->failed, k->dropped, k->backlog,
+             k->inflight);
     }
 
     puts_(&t, "process: cpu ");

@@ -47,10 +47,14 @@ struct sink {
 const char *sink_kind_str(sink_kind kind)
 {
     switch (kind) {
-    case SINK_KAFKA: return "kafka";
-    case SINK_NATS: return "nats";
-    case SINK_MQTT: return "mqtt";
-    default: return "unknown";
+    case SINK_KAFKA:
+        return "kafka";
+    case SINK_NATS:
+        return "nats";
+    case SINK_MQTT:
+        return "mqtt";
+    default:
+        return "unknown";
     }
 }
 
@@ -142,8 +146,8 @@ void sink_set_error(sink *s, const char *fmt, ...)
     pthread_mutex_unlock(&s->lock);
 }
 
-void sink_failed(sink *s, const char *error, const char *subject, const char *key,
-                 const char *id, const void *data, size_t len, int requeue)
+void sink_failed(sink *s, const char *error, const char *subject, const char *key, const char *id,
+                 const void *data, size_t len, int requeue)
 {
     sink_msg *m = requeue ? msg_new(subject, key ? key : "", id ? id : "", data, len) : NULL;
     pthread_mutex_lock(&s->lock);
@@ -219,10 +223,14 @@ static void *sender(void *arg)
 static const sink_backend *backend_of(sink_kind kind)
 {
     switch (kind) {
-    case SINK_KAFKA: return &sink_kafka_backend;
-    case SINK_NATS: return &sink_nats_backend;
-    case SINK_MQTT: return &sink_mqtt_backend;
-    default: return NULL;
+    case SINK_KAFKA:
+        return &sink_kafka_backend;
+    case SINK_NATS:
+        return &sink_nats_backend;
+    case SINK_MQTT:
+        return &sink_mqtt_backend;
+    default:
+        return NULL;
     }
 }
 
@@ -255,8 +263,8 @@ static void camera_token(const sink_message *m, char *out, size_t cap)
     size_t n = 0;
     for (const char *c = m->camera_name; *c && n + 1 < cap; c++, n++) {
         char ch = *c;
-        int ok = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
-                 (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_';
+        int ok = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                 ch == '-' || ch == '_';
         out[n] = ok ? ch : '_';
     }
     out[n] = 0;
@@ -282,16 +290,16 @@ static omma_status make_template(sink *s, const sink_url *u)
             snprintf(buf, sizeof buf, "%s/{site}/{camera}/faces", prefix);
     }
     if (strlen(path) > SINK_SUBJECT_MAX)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: the %s is %zu bytes (at most %d)",
-                         s->name, s->kind == SINK_NATS ? "subject" : "topic", strlen(path),
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: the %s is %zu bytes (at most %d)", s->name,
+                         s->kind == SINK_NATS ? "subject" : "topic", strlen(path),
                          SINK_SUBJECT_MAX);
     char probe[SINK_SUBJECT_MAX + 1];
     if (sink_expand(buf, s->site, s->node, "c", probe, sizeof probe) < 0)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                          "sink %s: the %s '%s' with site '%s' and node '%s' is longer than %d "
                          "bytes",
-                         s->name, s->kind == SINK_NATS ? "subject" : "topic", buf, s->site,
-                         s->node, SINK_SUBJECT_MAX);
+                         s->name, s->kind == SINK_NATS ? "subject" : "topic", buf, s->site, s->node,
+                         SINK_SUBJECT_MAX);
     for (const char *c = probe; *c; c++) {
         unsigned char ch = (unsigned char)*c;
         int bad = ch <= ' ' || ch == 0x7f;
@@ -303,13 +311,14 @@ static omma_status make_template(sink *s, const sink_url *u)
             bad |= !((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
                      (ch >= 'A' && ch <= 'Z') || ch == '.' || ch == '_' || ch == '-');
         if (bad)
-            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: the %s '%s' has a character %s "
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                             "sink %s: the %s '%s' has a character %s "
                              "refuses ('%c')",
                              s->name, s->kind == SINK_NATS ? "subject" : "topic", probe,
                              sink_kind_str(s->kind), ch > ' ' ? ch : '?');
     }
-    if (s->kind == SINK_NATS && (probe[0] == '.' || strstr(probe, "..") ||
-                                 probe[strlen(probe) - 1] == '.'))
+    if (s->kind == SINK_NATS &&
+        (probe[0] == '.' || strstr(probe, "..") || probe[strlen(probe) - 1] == '.'))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: the subject '%s' has an empty token",
                          s->name, probe);
     s->template = strdup(buf);
@@ -393,8 +402,8 @@ omma_status sink_open(const char *url, const sink_options *options, sink **out)
     for (char *c = s->node; *c; c++) /* host names may hold dots */
         if (*c == '.')
             *c = '_';
-    snprintf(s->run, sizeof s->run, "%llx", (unsigned long long)core_now_ns() ^
-                                                 ((unsigned long long)getpid() << 40));
+    snprintf(s->run, sizeof s->run, "%llx",
+             (unsigned long long)core_now_ns() ^ ((unsigned long long)getpid() << 40));
     long backlog = 0, window = 0;
     if ((o.site && (st = check_name("site", o.site, s->name)) != OMMA_OK) ||
         (st = check_name("node", s->node, s->name)) != OMMA_OK ||
@@ -445,7 +454,8 @@ omma_status sink_publish(sink *s, const sink_message *m)
     camera_token(m, camera, sizeof camera);
     if (sink_expand(s->template, s->site, s->node, camera, subject, sizeof subject) < 0) {
         atomic_fetch_add(&s->dropped, 1);
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: the subject for camera '%s' is longer "
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "sink %s: the subject for camera '%s' is longer "
                          "than %d bytes",
                          s->name, camera, SINK_SUBJECT_MAX);
     }
@@ -479,8 +489,9 @@ omma_status sink_flush(sink *s, int timeout_ms)
         if (empty)
             return OMMA_OK;
         if (core_now_ns() >= deadline)
-            return OMMA_FAIL(OMMA_ERR_TIMEOUT, "sink %s: %llu messages not acknowledged after %d ms",
-                             s->name, (unsigned long long)(s->count + inflight(s)), timeout_ms);
+            return OMMA_FAIL(OMMA_ERR_TIMEOUT,
+                             "sink %s: %llu messages not acknowledged after %d ms", s->name,
+                             (unsigned long long)(s->count + inflight(s)), timeout_ms);
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
     }

@@ -107,8 +107,7 @@ static omma_status open_kafka(sink *s, sink_url *u, const sink_options *o, void 
         goto fail;
     if (u->user) {
         if ((st = conf_set(conf, name, "sasl.username", u->user)) != OMMA_OK ||
-            (st = conf_set(conf, name, "sasl.password", u->password ? u->password : "")) !=
-                OMMA_OK)
+            (st = conf_set(conf, name, "sasl.password", u->password ? u->password : "")) != OMMA_OK)
             goto fail;
     }
     for (int i = 0; i < u->n_params; i++) {

@@ -80,7 +80,7 @@ static void close_mqtt(void *impl)
 
 static omma_status mosq_fail(const char *name, int rc, const char *what)
 {
-    return OMMA_FAIL(rc == MOSQ_ERR_NOMEM ? OMMA_ERR_OUT_OF_MEMORY
+    return OMMA_FAIL(rc == MOSQ_ERR_NOMEM   ? OMMA_ERR_OUT_OF_MEMORY
                      : rc == MOSQ_ERR_INVAL ? OMMA_ERR_INVALID_ARG
                                             : OMMA_ERR_IO,
                      "sink %s: %s: %s", name, what,

@@ -96,9 +96,9 @@ static omma_status nats_fail(const char *name, natsStatus s, const char *what)
 {
     natsStatus last = NATS_OK;
     const char *detail = nats_GetLastError(&last);
-    return OMMA_FAIL(s == NATS_NO_SERVER || s == NATS_TIMEOUT || s == NATS_IO_ERROR
-                         ? OMMA_ERR_IO
-                         : s == NATS_NO_MEMORY ? OMMA_ERR_OUT_OF_MEMORY : OMMA_ERR_IO,
+    return OMMA_FAIL(s == NATS_NO_SERVER || s == NATS_TIMEOUT || s == NATS_IO_ERROR ? OMMA_ERR_IO
+                     : s == NATS_NO_MEMORY ? OMMA_ERR_OUT_OF_MEMORY
+                                           : OMMA_ERR_IO,
                      "sink %s: %s: %s%s%s", name, what, natsStatus_GetText(s),
                      detail && *detail ? ": " : "", detail ? detail : "");
 }
@@ -250,7 +250,8 @@ static omma_status send_nats(void *impl, const sink_msg *m)
 {
     nats_sink *n = impl;
     uint64_t now = core_now_ns();
-    if (now < atomic_load(&n->pause_until_ns) || natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED)
+    if (now < atomic_load(&n->pause_until_ns) ||
+        natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED)
         return OMMA_ERR_BUSY;
     natsMsg *msg = NULL;
     natsStatus s = natsMsg_Create(&msg, m->subject, NULL, (const char *)m->data, (int)m->len);
@@ -291,8 +292,8 @@ static void poll_nats(void *impl, int timeout_ms)
                     const char *id = NULL;
                     natsMsgHeader_Get(msg, "Nats-Msg-Id", &id);
                     atomic_fetch_add(&n->answered, 1);
-                    sink_failed(n->s, NULL, natsMsg_GetSubject(msg), NULL, id,
-                                natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg), 1);
+                    sink_failed(n->s, NULL, natsMsg_GetSubject(msg), NULL, id, natsMsg_GetData(msg),
+                                (size_t)natsMsg_GetDataLength(msg), 1);
                 }
             natsMsgList_Destroy(&pending);
         }

@@ -33,8 +33,8 @@ void sink_url_free(sink_url *u);
 /* The parameter's value (marked used), or NULL. */
 const char *sink_url_param(sink_url *u, const char *key);
 /* An integer parameter within [lo, hi], or def when absent. */
-omma_status sink_url_int(sink_url *u, const char *name, const char *key, long lo, long hi,
-                         long def, long *out);
+omma_status sink_url_int(sink_url *u, const char *name, const char *key, long lo, long hi, long def,
+                         long *out);
 
 /* One message in the backlog or in flight: the resolved subject (topic),
  * the key (the camera's name), an id unique per node, camera and seq. */
@@ -67,8 +67,8 @@ extern const sink_backend sink_mqtt_backend;
 void sink_acked(sink *s, uint64_t n);
 /* A delivery failed (error text kept as the last error); when requeue, a
  * copy of the message goes back to the head of the backlog. */
-void sink_failed(sink *s, const char *error, const char *subject, const char *key,
-                 const char *id, const void *data, size_t len, int requeue);
+void sink_failed(sink *s, const char *error, const char *subject, const char *key, const char *id,
+                 const void *data, size_t len, int requeue);
 void sink_set_connected(sink *s, int connected);
 void sink_set_error(sink *s, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -14,9 +14,9 @@ static const struct {
     int tls;
     const char *port;
 } schemes[] = {
-    {"kafka", SINK_KAFKA, 0, "9092"}, {"nats", SINK_NATS, 0, "4222"},
+    {"kafka", SINK_KAFKA, 0, "9092"},   {"nats", SINK_NATS, 0, "4222"},
     {"nats+tls", SINK_NATS, 1, "4222"}, {"tls", SINK_NATS, 1, "4222"},
-    {"mqtt", SINK_MQTT, 0, "1883"}, {"mqtts", SINK_MQTT, 1, "8883"},
+    {"mqtt", SINK_MQTT, 0, "1883"},     {"mqtts", SINK_MQTT, 1, "8883"},
 };
 
 void sink_url_free(sink_url *u)
@@ -71,8 +71,7 @@ static omma_status add_host(sink_url *u, const char *name, const char *h, size_t
     if (n == 0)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: an empty host in the URL", name);
     if (u->n_hosts == SINK_MAX_HOSTS)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: more than %d hosts", name,
-                         SINK_MAX_HOSTS);
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: more than %d hosts", name, SINK_MAX_HOSTS);
     const char *colon = memchr(h, ':', n);
     if (h[0] == '[') /* [IPv6]:port */
         colon = memchr(h, ']', n) ? strchr(memchr(h, ']', n), ':') : NULL;
@@ -86,8 +85,8 @@ static omma_status add_host(sink_url *u, const char *name, const char *h, size_t
         memcpy(portbuf, colon + 1, pn);
         portbuf[pn] = 0;
         if (!valid_port(portbuf))
-            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: bad port '%.*s' (want 1..65535)",
-                             name, (int)(h + n - colon - 1), colon + 1);
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: bad port '%.*s' (want 1..65535)", name,
+                             (int)(h + n - colon - 1), colon + 1);
         n = (size_t)(colon - h);
         if (n == 0)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: an empty host in the URL", name);
@@ -158,8 +157,8 @@ static omma_status parse(const char *url, const char *name, sink_url *u)
         }
     if (!found)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "sink %s: unknown scheme '%.*s' (kafka, nats, nats+tls, mqtt, mqtts)", name,
-                         (int)sn, url);
+                         "sink %s: unknown scheme '%.*s' (kafka, nats, nats+tls, mqtt, mqtts)",
+                         name, (int)sn, url);
     const char *auth = sep + 3;
     const char *end = auth + strcspn(auth, "/?");
     const char *at = memchr(auth, '@', (size_t)(end - auth));
@@ -172,8 +171,10 @@ static omma_status parse(const char *url, const char *name, sink_url *u)
         if (!u->user || (colon && !u->password))
             return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "sink %s: out of memory", name);
         if (unescape(u->user) || (u->password && unescape(u->password)))
-            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: bad %%-escape in the user name or "
-                             "password", name);
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                             "sink %s: bad %%-escape in the user name or "
+                             "password",
+                             name);
         if (!*u->user)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "sink %s: an empty user name", name);
         hosts = at + 1;
@@ -224,8 +225,8 @@ const char *sink_url_param(sink_url *u, const char *key)
     return NULL;
 }
 
-omma_status sink_url_int(sink_url *u, const char *name, const char *key, long lo, long hi,
-                         long def, long *out)
+omma_status sink_url_int(sink_url *u, const char *name, const char *key, long lo, long hi, long def,
+                         long *out)
 {
     const char *v = sink_url_param(u, key);
     *out = def;

@@ -72,8 +72,7 @@ static void publish(sink *k, int camera, uint64_t seq)
 /* Reads every partition from the start until `want` messages came or 20 s
  * passed; checks keys match the cameras and each camera's seqs run 1..n in
  * order. Returns the count read; got[c] the last seq of camera c. */
-static int consume(const mock *m, const char *topic, int want, uint64_t got[CAMERAS],
-                   int *disorder)
+static int consume(const mock *m, const char *topic, int want, uint64_t got[CAMERAS], int *disorder)
 {
     char err[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -126,8 +125,7 @@ static int consume(const mock *m, const char *topic, int want, uint64_t got[CAME
                 got[cam] = seq > got[cam] ? seq : got[cam];
                 n++;
             }
-        }
-        else if (getenv("DEBUG_KAFKA"))
+        } else if (getenv("DEBUG_KAFKA"))
             fprintf(stderr, "consumer: %s\n", rd_kafka_message_errstr(msg));
         rd_kafka_message_destroy(msg);
     }
@@ -233,8 +231,10 @@ static void test_unreachable_backlog(void)
     sleep_ms(300);
     sink_stats s;
     sink_get_stats(k, &s);
-    fprintf(stderr, "unreachable: %llu published, %llu in the backlog, %llu in flight, %llu dropped, "
-            "%llu failed\n", (unsigned long long)s.published, (unsigned long long)s.backlog,
+    fprintf(stderr,
+            "unreachable: %llu published, %llu in the backlog, %llu in flight, %llu dropped, "
+            "%llu failed\n",
+            (unsigned long long)s.published, (unsigned long long)s.backlog,
             (unsigned long long)s.inflight, (unsigned long long)s.dropped,
             (unsigned long long)s.failed);
     CHECK(s.published == 500);

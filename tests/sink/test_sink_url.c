@@ -139,8 +139,8 @@ static void test_unreachable(void)
     /* librdkafka properties pass through; a wrong one is named. */
     CHECK_FAILS(sink_open("kafka://127.0.0.1:1/t?linger.ms=-5", &o, &k), OMMA_ERR_INVALID_ARG,
                 "option linger.ms=-5");
-    CHECK_FAILS(sink_open("kafka://127.0.0.1:1/t?no.such.property=1", &o, &k),
-                OMMA_ERR_INVALID_ARG, "no.such.property");
+    CHECK_FAILS(sink_open("kafka://127.0.0.1:1/t?no.such.property=1", &o, &k), OMMA_ERR_INVALID_ARG,
+                "no.such.property");
 #else
     CHECK_FAILS(sink_open("kafka://127.0.0.1:1/t", &o, &k), OMMA_ERR_UNSUPPORTED,
                 "built without librdkafka");
