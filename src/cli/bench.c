@@ -43,6 +43,7 @@ static const struct {
     {"pipeline", cli_bench_pipeline, "the GPU face pipeline on N synthetic cameras"},
     {"runtime", cli_bench_runtime, "the runtime: how many cameras keep their frame rate"},
     {"bus", cli_bench_bus, "the frame bus: frames to K subscriber processes, vs pipes"},
+    {"sink", cli_bench_sink, "result sinks (NATS, MQTT, Kafka) on loopback: msgs/s, latency"},
 };
 enum { N_FAMILIES = sizeof families / sizeof families[0] };
 
@@ -63,7 +64,7 @@ int cli_bench(int argc, char **argv)
     }
     if (argc < 2)
         return cli_usage_error("bench", "no benchmark given (context, engine, pipeline, "
-                                        "runtime or bus)");
+                                        "runtime, bus or sink)");
     const char *names[N_FAMILIES];
     for (int i = 0; i < N_FAMILIES; i++) {
         if (strcmp(argv[1], families[i].name) == 0)

@@ -9,6 +9,7 @@ int cli_bench_engine(int argc, char **argv); /* bench_engine.c */
 int cli_bench_pipeline(int argc, char **argv); /* bench_pipeline.c */
 int cli_bench_runtime(int argc, char **argv); /* bench_runtime.c */
 int cli_bench_bus(int argc, char **argv); /* bench_bus.c */
+int cli_bench_sink(int argc, char **argv); /* bench_sink.c */
 
 /* Helpers shared by the families (bench.c). */
 

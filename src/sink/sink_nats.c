@@ -164,6 +164,7 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "sink %s: out of memory", name);
     n->s = s;
     n->name = name;
+    n->progress_ns = core_now_ns();
     long ack_ms = 0;
     omma_status st = sink_url_int(u, name, "ack_timeout_ms", 100, 600000, 5000, &ack_ms);
     n->ack_timeout_ns = ack_ms * 1000000;
