@@ -3,7 +3,8 @@
  * Nats-Msg-Id, acknowledged by JetStream through the ack handler; refused
  * ones go back to the backlog after a pause; those not acknowledged within
  * ack_timeout_ms (a server gone with the reply) are sent again (JetStream
- * drops the duplicates by their id). libnats reconnects (backoff from
+ * drops the duplicates by their id). After a refusal only one publish is
+ * in flight until one is acknowledged. libnats reconnects (backoff from
  * 100 ms to 2 s) and holds what is published meanwhile in its reconnect
  * buffer. */
 #include <stdatomic.h>
@@ -253,6 +254,10 @@ static omma_status send_nats(void *impl, const sink_msg *m)
     uint64_t now = core_now_ns();
     if (now < atomic_load(&n->pause_until_ns) ||
         natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED)
+        return OMMA_ERR_BUSY;
+    /* After a refusal, one publish at a time until one is acknowledged: a
+     * probe, not the whole backlog refused again. */
+    if (atomic_load(&n->pause_ns) && atomic_load(&n->handed) != atomic_load(&n->answered))
         return OMMA_ERR_BUSY;
     natsMsg *msg = NULL;
     natsStatus s = natsMsg_Create(&msg, m->subject, NULL, (const char *)m->data, (int)m->len);

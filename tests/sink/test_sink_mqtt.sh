@@ -135,6 +135,7 @@ rc=$?
     grep -qi "not authori" "$tmp/auth.err" && ! grep -q wrong "$tmp/auth.err" ||
     fail "a wrong password: exit $rc (want 1), stderr: $(cat "$tmp/auth.err")"
 
+[ -n "$OMMA_KEEP" ] && cp "$tmp"/*.err "$tmp"/got "$OMMA_KEEP"/ # logs for a look afterwards
 [ $fails = 0 ] && echo "ok: MQTT sink" && exit 0
 tail -n 5 "$tmp/run.err" "$tmp/broker.log" "$tmp/sub.err"
 exit 1
