@@ -319,6 +319,25 @@ static int latency(const char *url, subscriber *sub, const bench_opts *o, result
         sink_close(k, 0, NULL);
         return 0;
     }
+    /* A first message until the subscriber gets one (Kafka's consumer
+     * finds its partitions' ends late), then the measured ones. */
+    for (int i = 0; i < 100; i++) {
+        fill_message(buf, o->size, 0, 0, unix_ns());
+        sink_message warm = {0, NULL, 0, buf, (size_t)o->size};
+        sink_publish(k, &warm);
+        sleep_us(100000);
+        pthread_mutex_lock(&sub->lat->lock);
+        size_t got = sub->lat->n;
+        sub->lat->n = 0;
+        pthread_mutex_unlock(&sub->lat->lock);
+        if (got)
+            break;
+    }
+    sink_flush(k, 10000);
+    sleep_us(200000);
+    pthread_mutex_lock(&sub->lat->lock);
+    sub->lat->n = 0;
+    pthread_mutex_unlock(&sub->lat->lock);
     uint64_t start = core_now_ns(), period = (uint64_t)(1e9 / o->rate);
     for (int i = 0; i < total; i++) {
         uint64_t due = start + (uint64_t)i * period, now = core_now_ns();
@@ -498,7 +517,6 @@ static int bench_kafka(const bench_opts *o, latencies *lat, result *r)
         rd_kafka_topic_partition_list_destroy(parts);
         ok = pthread_create(&sub.thread, NULL, kafka_consume, &sub) == 0;
         if (ok) {
-            sleep_us(1000000); /* the consumer at the end of each partition */
             ok = latency(url, &sub, o, r);
             atomic_store(&sub.stop, 1);
             pthread_join(sub.thread, NULL);

@@ -29,7 +29,7 @@ typedef struct nats_sink {
     atomic_uint_fast64_t handed, answered; /* publishes, and acks or errors for them */
     atomic_uint_fast64_t pause_until_ns; /* after a refusal: wait before sending more */
     atomic_uint_fast64_t pause_ns; /* that wait: 100 ms doubling to 2 s, reset by an ack */
-    atomic_int closing;
+    atomic_int closing, closed; /* closed: the connection's last callback ran */
     uint64_t progress_ns, seen_answered; /* when `answered` last moved */
     int64_t ack_timeout_ns;
 } nats_sink;
@@ -48,6 +48,13 @@ static void on_reconnected(natsConnection *nc, void *closure)
     (void)nc;
     nats_sink *n = closure;
     sink_set_connected(n->s, 1);
+}
+
+static void on_closed(natsConnection *nc, void *closure)
+{
+    (void)nc;
+    nats_sink *n = closure;
+    atomic_store(&n->closed, 1);
 }
 
 static void on_error(natsConnection *nc, natsSubscription *sub, natsStatus err, void *closure)
@@ -120,12 +127,21 @@ static void close_nats(void *impl)
         if (js_PublishAsyncGetPendingList(&pending, n->js) == NATS_OK)
             natsMsgList_Destroy(&pending);
     }
+    /* libnats calls back from its own threads, even after Close returns:
+     * drain (the acks' subscription delivers what it holds), close, and
+     * wait for the closed callback, the last, before n goes. */
+    if (n->nc) {
+        if (natsConnection_DrainTimeout(n->nc, 1000) != NATS_OK)
+            natsConnection_Close(n->nc);
+        for (int i = 0; i < 500 && !atomic_load(&n->closed); i++) {
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+    }
     if (n->js)
         jsCtx_Destroy(n->js);
-    if (n->nc) {
-        natsConnection_Close(n->nc);
+    if (n->nc)
         natsConnection_Destroy(n->nc);
-    }
     natsOptions_Destroy(n->opts);
     free(n);
 }
@@ -201,6 +217,8 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
         ns = natsOptions_SetDisconnectedCB(n->opts, on_disconnected, n);
     if (ns == NATS_OK)
         ns = natsOptions_SetReconnectedCB(n->opts, on_reconnected, n);
+    if (ns == NATS_OK)
+        ns = natsOptions_SetClosedCB(n->opts, on_closed, n);
     if (ns == NATS_OK)
         ns = natsOptions_SetErrorHandler(n->opts, on_error, n);
     if (ns == NATS_OK)
