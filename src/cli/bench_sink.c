@@ -47,10 +47,16 @@
 
 extern char **environ;
 
+enum { ROW_NATS, ROW_NATS_CORE, ROW_MQTT, ROW_KAFKA, ROWS };
+static const char *const row_names[ROWS] = {"nats", "nats-core", "mqtt", "kafka"};
+
 enum { OPT_KINDS, OPT_MESSAGES, OPT_SIZE, OPT_CAMERAS, OPT_RATE, OPT_SECONDS, OPT_JSON };
 
 static const cli_option options[] = {
-    [OPT_KINDS] = {"--kinds", "LIST", "sinks to measure: nats,mqtt,kafka (default all built in)"},
+    [OPT_KINDS] = {"--kinds", "LIST",
+                   "sinks to measure: nats,nats-core,mqtt,kafka (default all\n"
+                   "built in); nats-core: core NATS publishes, no acks\n"
+                   "(jetstream=0)"},
     [OPT_MESSAGES] = {"--messages", "N", "throughput: messages (default 200000)"},
     [OPT_SIZE] = {"--size", "B",
                   "bytes per message, 64..65536 (default 400: a frame without\n"
@@ -74,7 +80,7 @@ static void usage(FILE *to)
 }
 
 typedef struct bench_opts {
-    int kinds[SINK_KINDS];
+    int rows[4]; /* ROW_*: which to measure */
     int messages, size, cameras, rate;
     double seconds;
     int json;
@@ -371,7 +377,7 @@ static int latency(const char *url, subscriber *sub, const bench_opts *o, result
 
 static void report(const bench_opts *o, const char *kind, const result *r)
 {
-    fprintf(stderr, "%-6s %10.0f %12.2f %10.3f %10.3f %9llu/%llu %8llu\n", kind, r->msgs_per_s,
+    fprintf(stderr, "%-9s %10.0f %12.2f %10.3f %10.3f %9llu/%llu %8llu\n", kind, r->msgs_per_s,
             r->cpu_us_per_msg, r->p50_ms, r->p99_ms, (unsigned long long)r->received,
             (unsigned long long)r->sent_latency, (unsigned long long)r->dropped);
     if (o->json)
@@ -385,7 +391,7 @@ static void report(const bench_opts *o, const char *kind, const result *r)
 
 /* ---- The three kinds ---------------------------------------------------- */
 
-static int bench_nats(const bench_opts *o, latencies *lat, result *r)
+static int bench_nats(const bench_opts *o, latencies *lat, result *r, int core)
 {
 #if OMMA_HAVE_NATS
     int port = free_port();
@@ -420,7 +426,7 @@ static int bench_nats(const bench_opts *o, latencies *lat, result *r)
             fprintf(stderr, "omma: error: nats-server at %s: no JetStream stream\n", url);
     }
     char sink_url[160];
-    snprintf(sink_url, sizeof sink_url, "%s/bench", url);
+    snprintf(sink_url, sizeof sink_url, "%s/bench%s", url, core ? "?jetstream=0" : "");
     ok = ok && throughput(sink_url, o, r);
     ok = ok && natsConnection_Subscribe(&sub.sub, sub.nc, "bench.>", on_nats, &sub) == NATS_OK;
     ok = ok && latency(sink_url, &sub, o, r);
@@ -433,7 +439,7 @@ static int bench_nats(const bench_opts *o, latencies *lat, result *r)
     (void)!system(cmd);
     return ok;
 #else
-    (void)o, (void)lat, (void)r;
+    (void)o, (void)lat, (void)r, (void)core;
     fprintf(stderr, "omma: error: built without libnats\n");
     return 0;
 #endif
@@ -561,9 +567,9 @@ int cli_bench_sink(int argc, char **argv)
             snprintf(buf, sizeof buf, "%s", v);
             for (char *t = strtok(buf, ","); t && !bad; t = strtok(NULL, ",")) {
                 int found = 0;
-                for (int i = 0; i < SINK_KINDS; i++)
-                    if (!strcmp(t, sink_kind_str((sink_kind)i)))
-                        o.kinds[i] = found = 1;
+                for (int i = 0; i < ROWS; i++)
+                    if (!strcmp(t, row_names[i]))
+                        o.rows[i] = found = 1;
                 bad = !found;
             }
             any_kind = 1;
@@ -587,35 +593,34 @@ int cli_bench_sink(int argc, char **argv)
     }
     if (!any_kind) { /* those built in */
 #if OMMA_HAVE_NATS
-        o.kinds[SINK_NATS] = 1;
+        o.rows[ROW_NATS] = o.rows[ROW_NATS_CORE] = 1;
 #endif
 #if OMMA_HAVE_MOSQUITTO
-        o.kinds[SINK_MQTT] = 1;
+        o.rows[ROW_MQTT] = 1;
 #endif
 #if OMMA_HAVE_RDKAFKA
-        o.kinds[SINK_KAFKA] = 1;
+        o.rows[ROW_KAFKA] = 1;
 #endif
     }
     fprintf(stderr,
             "omma bench sink: %d messages of %d bytes over %d cameras; latency at %d msg/s for "
-            "%.0f s\n%-6s %10s %12s %10s %10s %13s %8s\n",
+            "%.0f s\n%-9s %10s %12s %10s %10s %13s %8s\n",
             o.messages, o.size, o.cameras, o.rate, o.seconds, "sink", "msgs/s", "CPU us/msg",
             "p50 ms", "p99 ms", "received", "dropped");
     int rc = CLI_EXIT_OK;
-    static const sink_kind order[] = {SINK_NATS, SINK_MQTT, SINK_KAFKA};
-    for (int i = 0; i < 3; i++) {
-        sink_kind kind = order[i];
-        if (!o.kinds[kind])
+    for (int row = 0; row < ROWS; row++) {
+        if (!o.rows[row])
             continue;
         latencies lat = {.cap = (size_t)(o.rate * o.seconds) + 16};
         pthread_mutex_init(&lat.lock, NULL);
         lat.ms = calloc(lat.cap, sizeof *lat.ms);
         result r = {0};
-        int ok = lat.ms && (kind == SINK_NATS   ? bench_nats(&o, &lat, &r)
-                            : kind == SINK_MQTT ? bench_mqtt(&o, &lat, &r)
-                                                : bench_kafka(&o, &lat, &r));
+        int ok = lat.ms && (row == ROW_NATS        ? bench_nats(&o, &lat, &r, 0)
+                            : row == ROW_NATS_CORE ? bench_nats(&o, &lat, &r, 1)
+                            : row == ROW_MQTT      ? bench_mqtt(&o, &lat, &r)
+                                                   : bench_kafka(&o, &lat, &r));
         if (ok)
-            report(&o, sink_kind_str(kind), &r);
+            report(&o, row_names[row], &r);
         else
             rc = CLI_EXIT_ERROR;
         free(lat.ms);

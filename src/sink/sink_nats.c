@@ -25,7 +25,7 @@ typedef struct nats_sink {
     const char *name;
     natsOptions *opts;
     natsConnection *nc;
-    jsCtx *js;
+    jsCtx *js; /* NULL with jetstream=0: core NATS publishes, no acks */
     atomic_uint_fast64_t handed, answered; /* publishes, and acks or errors for them */
     atomic_uint_fast64_t pause_until_ns; /* after a refusal: wait before sending more */
     atomic_uint_fast64_t pause_ns; /* that wait: 100 ms doubling to 2 s, reset by an ack */
@@ -241,24 +241,30 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
         goto fail;
     }
     sink_set_connected(s, 1);
-    jsOptions jo;
-    jsOptions_Init(&jo);
-    jo.PublishAsync.MaxPending = 1000000;
-    jo.PublishAsync.AckHandler = on_ack;
-    jo.PublishAsync.AckHandlerClosure = n;
-    jo.PublishAsync.StallWait = 1;
-    ns = natsConnection_JetStream(&n->js, n->nc, &jo);
-    if (ns != NATS_OK) {
-        st = nats_fail(name, ns, "JetStream context");
-        goto fail;
-    }
-    long check = 1;
-    st = sink_url_int(u, name, "check_stream", 0, 1, 1, &check);
-    char subject[SINK_SUBJECT_MAX + 1];
-    if (st == OMMA_OK && check && sink_probe_subject(s, subject, sizeof subject) == 0)
-        st = check_stream(n, subject, o->connect_timeout_ms);
+    long jetstream = 1, check = 1;
+    st = sink_url_int(u, name, "jetstream", 0, 1, 1, &jetstream);
+    if (st == OMMA_OK)
+        st = sink_url_int(u, name, "check_stream", 0, 1, 1, &check);
     if (st != OMMA_OK)
         goto fail;
+    if (jetstream) {
+        jsOptions jo;
+        jsOptions_Init(&jo);
+        jo.PublishAsync.MaxPending = 1000000;
+        jo.PublishAsync.AckHandler = on_ack;
+        jo.PublishAsync.AckHandlerClosure = n;
+        jo.PublishAsync.StallWait = 1;
+        ns = natsConnection_JetStream(&n->js, n->nc, &jo);
+        if (ns != NATS_OK) {
+            st = nats_fail(name, ns, "JetStream context");
+            goto fail;
+        }
+        char subject[SINK_SUBJECT_MAX + 1];
+        if (check && sink_probe_subject(s, subject, sizeof subject) == 0)
+            st = check_stream(n, subject, o->connect_timeout_ms);
+        if (st != OMMA_OK)
+            goto fail;
+    }
     *impl = n;
     return OMMA_OK;
 fail:
@@ -277,6 +283,13 @@ static omma_status send_nats(void *impl, const sink_msg *m)
      * probe, not the whole backlog refused again. */
     if (atomic_load(&n->pause_ns) && atomic_load(&n->handed) != atomic_load(&n->answered))
         return OMMA_ERR_BUSY;
+    if (!n->js) { /* core NATS: written is all we learn */
+        natsStatus cs = natsConnection_Publish(n->nc, m->subject, m->data, (int)m->len);
+        if (cs != NATS_OK)
+            return OMMA_ERR_BUSY; /* disconnected, reconnect buffer full */
+        sink_acked(n->s, 1);
+        return OMMA_OK;
+    }
     natsMsg *msg = NULL;
     natsStatus s = natsMsg_Create(&msg, m->subject, NULL, (const char *)m->data, (int)m->len);
     if (s != NATS_OK)

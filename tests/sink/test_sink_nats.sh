@@ -4,6 +4,7 @@
 # R3 file stream "FACES" on omma.>), checked by a JetStream consumer
 # (nats_consumer check: every camera's messages, distinct, in order):
 #   1. a plain run: every frame's message there, complete and in order;
+#      the same with core NATS publishes (jetstream=0: no acks);
 #   2. one node killed (SIGKILL) mid-run: every message acknowledged is
 #      there (the sink resends what was not acknowledged; JetStream drops
 #      duplicates by Nats-Msg-Id);
@@ -85,6 +86,17 @@ check plain
 [ "$published" = 48 ] && [ "$acked" = 48 ] && [ "$dropped" = 0 ] ||
     fail "plain run: want 48 published and acknowledged, none dropped: $(grep sink "$tmp/plain.err")"
 [ "$distinct" = 48 ] || fail "plain run: $distinct distinct messages in the stream, want 48"
+
+# 1b. Core NATS publishes (jetstream=0, no acks): the stream still gets them.
+"$tool" create "$url1" CORE "core.>" 3 2>"$tmp/create.err" || fail "stream CORE: $(cat "$tmp/create.err")"
+"$omma" stream --backend cpu --threads 2 --realtime off --max-frames 8 --status off \
+    --results off --sink "nats://127.0.0.1:$p1,127.0.0.1:$p2,127.0.0.1:$p3/core?jetstream=0" "$video1" "$video2" 2>"$tmp/core.err"
+rc=$?
+[ $rc = 0 ] || fail "the core run exited $rc: $(cat "$tmp/core.err")"
+"$tool" check "$url1" CORE 2 >"$tmp/core.check" 2>&1 ||
+    fail "core NATS: the stream is not complete and in order: $(cat "$tmp/core.check")"
+grep -q "16 published, 16 acknowledged, 0 failed (resent), 0 dropped" "$tmp/core.err" ||
+    fail "core NATS: $(grep sink "$tmp/core.err")"
 
 # 2. One node killed mid-run: a looping 8-s run, node 2 killed after 3 s.
 "$tool" create "$url1" KILL "kill.>" 3 2>"$tmp/create.err" || fail "stream KILL: $(cat "$tmp/create.err")"
