@@ -24,7 +24,10 @@ set(OMMA_JPEG_PC libjpeg)
 set(OMMA_LIBAV_PC libavformat libavcodec libavutil libswscale)
 set(OMMA_MHD_PC libmicrohttpd)
 set(OMMA_V4L2_PC libv4l2)
-foreach(dep PNG JPEG LIBAV MHD V4L2)
+set(OMMA_RDKAFKA_PC rdkafka)
+set(OMMA_NATS_PC libnats)
+set(OMMA_MOSQUITTO_PC libmosquitto)
+foreach(dep PNG JPEG LIBAV MHD V4L2 RDKAFKA NATS MOSQUITTO)
     if(OMMA_${dep}_FOUND)
         list(JOIN OMMA_${dep}_PC " " modules)
         string(APPEND OMMA_CONFIG_DEPS
@@ -55,7 +58,7 @@ install(FILES ${PROJECT_BINARY_DIR}/omma-config.cmake
 # linking the shared FFmpeg libraries does not need. A sanitizer build's
 # users need its runtime (Libs).
 set(OMMA_PC_LIBS_PRIVATE_LIST)
-foreach(dep PNG JPEG LIBAV MHD V4L2)
+foreach(dep PNG JPEG LIBAV MHD V4L2 RDKAFKA NATS MOSQUITTO)
     if(OMMA_${dep}_FOUND)
         list(APPEND OMMA_PC_LIBS_PRIVATE_LIST ${OMMA_${dep}_LDFLAGS})
     endif()

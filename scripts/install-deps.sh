@@ -19,6 +19,11 @@ packages=(
     python3-gi gir1.2-gst-rtsp-server-1.0   # tests/runtime/test_net_stream.sh: GStreamer's RTSP
     gstreamer1.0-plugins-base gstreamer1.0-plugins-good  #   server on loopback (qtdemux, rtph264pay,
     gstreamer1.0-plugins-bad gstreamer1.0-libav          #   h264parse, avdec_h264, openjpegenc, rtpj2kpay)
+    librdkafka-dev                     # result sinks (src/sink/): Kafka (and its mock cluster, the tests)
+    libnats-dev                        #   NATS JetStream
+    libmosquitto-dev                   #   MQTT
+    nats-server mosquitto              # the sink tests' servers, on loopback
+    mosquitto-clients                  #   and mosquitto_sub
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.

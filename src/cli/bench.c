@@ -45,6 +45,7 @@ static const struct {
     {"bus", cli_bench_bus, "the frame bus: frames to K subscriber processes, vs pipes"},
     {"decode", cli_bench_decode, "compressed cameras to faces: how many the decoders keep"},
     {"lsl", cli_bench_lsl, "LSL outlets on loopback: samples/s, CPU per sample, latency"},
+    {"sink", cli_bench_sink, "result sinks (NATS, MQTT, Kafka) on loopback: msgs/s, latency"},
 };
 enum { N_FAMILIES = sizeof families / sizeof families[0] };
 
@@ -65,7 +66,7 @@ int cli_bench(int argc, char **argv)
     }
     if (argc < 2)
         return cli_usage_error("bench", "no benchmark given (context, engine, pipeline, "
-                                        "runtime, bus, decode or lsl)");
+                                        "runtime, bus, decode, lsl or sink)");
     const char *names[N_FAMILIES];
     for (int i = 0; i < N_FAMILIES; i++) {
         if (strcmp(argv[1], families[i].name) == 0)

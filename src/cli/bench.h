@@ -11,6 +11,7 @@ int cli_bench_runtime(int argc, char **argv); /* bench_runtime.c */
 int cli_bench_bus(int argc, char **argv); /* bench_bus.c */
 int cli_bench_decode(int argc, char **argv); /* bench_decode.c */
 int cli_bench_lsl(int argc, char **argv); /* bench_lsl.c */
+int cli_bench_sink(int argc, char **argv); /* bench_sink.c */
 
 /* Helpers shared by the families (bench.c). */
 

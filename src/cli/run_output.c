@@ -10,21 +10,7 @@
 #include <unistd.h>
 
 #include "cli/run_progress.h"
-
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
+#include "sink/sink_json.h"
 
 /* A number with `digits` decimals; null in JSON (empty in CSV) for NaN and
  * infinities. */
@@ -50,62 +36,6 @@ static void millis(FILE *f, double ms)
             *end = 0;
     }
     fputs(buf, f);
-}
-
-static void json_face(FILE *f, const omma_face *face)
-{
-    fprintf(f, "{\"id\":%d,\"score\":", face->id);
-    num(f, face->score, 4, "null");
-    fputs(",\"box\":[", f);
-    num(f, face->box.xmin, 2, "null");
-    fputc(',', f);
-    num(f, face->box.ymin, 2, "null");
-    fputc(',', f);
-    num(f, face->box.xmax, 2, "null");
-    fputc(',', f);
-    num(f, face->box.ymax, 2, "null");
-    fputs("],\"keypoints\":[", f);
-    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
-        fputs(k ? ",[" : "[", f);
-        num(f, face->keypoints[k][0], 2, "null");
-        fputc(',', f);
-        num(f, face->keypoints[k][1], 2, "null");
-        fputc(']', f);
-    }
-    fputs("],\"landmarks\":[", f);
-    for (int k = 0; k < OMMA_FACE_LANDMARKS; k++) {
-        fputs(k ? ",[" : "[", f);
-        for (int c = 0; c < 3; c++) {
-            if (c)
-                fputc(',', f);
-            num(f, face->landmarks[k][c], 2, "null");
-        }
-        fputc(']', f);
-    }
-    fputs("],\"presence\":", f);
-    num(f, face->presence, 4, "null");
-    fputc('}', f);
-}
-
-static void json_frame(FILE *f, int camera, const char *source, long frame, double ts,
-                       const cli_frame_extra *extra, const omma_face *faces, int n)
-{
-    fprintf(f, "{\"camera\":%d,\"source\":", camera);
-    json_string(f, source);
-    fprintf(f, ",\"frame\":%ld,\"timestamp_ms\":", frame);
-    millis(f, ts);
-    if (extra) {
-        fprintf(f, ",\"gpu\":%d,\"latency_ms\":", extra->gpu);
-        millis(f, extra->latency_ms);
-        fprintf(f, ",\"dropped\":%llu", extra->dropped);
-    }
-    fputs(",\"faces\":[", f);
-    for (int i = 0; i < n; i++) {
-        if (i)
-            fputc(',', f);
-        json_face(f, &faces[i]);
-    }
-    fputs("]}\n", f);
 }
 
 /* A CSV field: quoted (quotes doubled) when it holds a comma, quote or
@@ -240,10 +170,23 @@ int cli_output_frame_extra(cli_output *o, int camera, const char *source, long f
     size_t len;
     if (!record_begin(o, &m, &buf, &len))
         return 0;
-    if (o->csv)
+    if (o->csv) {
         csv_frame(m, camera, source, frame, timestamp_ms, faces, n);
-    else
-        json_frame(m, camera, source, frame, timestamp_ms, extra, faces, n);
+    } else {
+        sink_frame fr = {.camera = camera,
+                         .source = source,
+                         .frame = frame,
+                         .timestamp_ms = timestamp_ms,
+                         .faces = faces,
+                         .n_faces = n};
+        if (extra) {
+            fr.has_extra = 1;
+            fr.gpu = extra->gpu;
+            fr.latency_ms = extra->latency_ms;
+            fr.dropped = extra->dropped;
+        }
+        sink_json_frame(m, &fr);
+    }
     return record_end(o, m, &buf, &len);
 }
 

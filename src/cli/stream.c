@@ -1,13 +1,15 @@
-#define _POSIX_C_SOURCE 200809L /* sigaction */
+#define _POSIX_C_SOURCE 200809L /* sigaction, open_memstream, gethostname */
 /* omma stream: the multi-camera runtime (runtime/runtime.h) from the
  * command line: sources and options (stream_options.c), results as JSON
  * Lines, a live status on stderr, the OpenMetrics endpoint, clean shutdown
  * on SIGINT/SIGTERM (a second signal exits at once). */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -20,6 +22,8 @@
 #include "io/video_file.h"
 #include "omma/device.h"
 #include "metrics/metrics_http.h"
+#include "sink/sink.h"
+#include "sink/sink_json.h"
 
 #define EXIT_INTERRUPTED 130
 
@@ -41,18 +45,60 @@ typedef struct stream_state {
     uint64_t t0;
     cli_lsl_sink *lsl; /* --lsl; NULL: none */
     cli_data_sink *data; /* --data; NULL: none */
+    sink *sinks[CLI_MAX_SINKS];
+    int n_sinks;
+    atomic_uint_fast64_t *sink_seq; /* per camera: messages made */
+    int64_t unix_minus_now_ns; /* the wall clock minus core_now_ns() */
+    char node[64];
 } stream_state;
+
+/* The frame's message (the JSON record plus node, seq and the capture
+ * time on the wall clock) to every sink; they only enqueue it. */
+static void to_sinks(stream_state *s, const rt_result *r, const char *name)
+{
+    sink_frame fr = {.camera = r->camera,
+                     .source = name,
+                     .frame = (long)r->seq - 1,
+                     .timestamp_ms = (double)(r->capture_ns - s->t0) / 1e6,
+                     .has_extra = 1,
+                     .gpu = r->gpu,
+                     .latency_ms = (double)(r->done_ns - r->capture_ns) / 1e6,
+                     .dropped = (unsigned long long)r->dropped,
+                     .node = s->node,
+                     .seq = atomic_fetch_add(&s->sink_seq[r->camera], 1) + 1,
+                     .capture_unix_ns = (uint64_t)((int64_t)r->capture_ns + s->unix_minus_now_ns),
+                     .faces = r->faces,
+                     .n_faces = r->n_faces};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return;
+    sink_json_frame(m, &fr);
+    if (fclose(m) != 0) {
+        free(buf);
+        return;
+    }
+    len--; /* no newline in a message */
+    const rt_camera_config *c = &s->o->cameras[r->camera];
+    sink_message msg = {r->camera, c->name, fr.seq, buf, len};
+    for (int i = 0; i < s->n_sinks; i++)
+        (void)sink_publish(s->sinks[i], &msg); /* a refusal is counted in its stats */
+    free(buf);
+}
 
 static void on_result(void *ctx, const rt_result *r)
 {
     stream_state *s = ctx;
+    const rt_camera_config *c = &s->o->cameras[r->camera];
+    if (s->n_sinks > 0)
+        to_sinks(s, r, c->spec ? c->spec : "synthetic");
     if (s->lsl)
         cli_lsl_result(s->lsl, r);
     if (s->data)
         cli_data_result(s->data, r);
     if (!s->writing)
         return;
-    const rt_camera_config *c = &s->o->cameras[r->camera];
     cli_frame_extra extra = {r->gpu, (double)(r->done_ns - r->capture_ns) / 1e6,
                              (unsigned long long)r->dropped};
     double ts = (double)(r->capture_ns - s->t0) / 1e6;
@@ -190,6 +236,78 @@ static void summary(rt_runtime *rt, double secs, const cli_stream_opts *o)
             (double)s.d2h_bytes / frames);
 }
 
+static void read_sink(void *ctx, metrics_sink_snap *out)
+{
+    sink *k = ctx;
+    sink_stats st;
+    sink_get_stats(k, &st);
+    snprintf(out->name, sizeof out->name, "%s", sink_name(k));
+    snprintf(out->kind, sizeof out->kind, "%s", sink_kind_str(sink_get_kind(k)));
+    out->connected = st.connected;
+    out->published = st.published;
+    out->sent = st.sent;
+    out->acked = st.acked;
+    out->failed = st.failed;
+    out->dropped = st.dropped;
+    out->backlog = st.backlog;
+    out->inflight = st.inflight;
+    snprintf(out->last_error, sizeof out->last_error, "%s", st.last_error);
+}
+
+/* Opens the --sink URLs (each connects); returns -1, or the exit code. */
+static int open_sinks(cli_stream_opts *o, stream_state *s, metrics_registry *m)
+{
+    if (o->n_sinks == 0)
+        return -1;
+    s->sink_seq = calloc((size_t)o->rt.n_cameras, sizeof *s->sink_seq);
+    if (!s->sink_seq)
+        return cli_fail(OMMA_ERR_OUT_OF_MEMORY, "the sinks' sequence numbers");
+    if (o->node)
+        snprintf(s->node, sizeof s->node, "%s", o->node);
+    else if (gethostname(s->node, sizeof s->node) != 0 || !s->node[0])
+        snprintf(s->node, sizeof s->node, "node");
+    s->node[sizeof s->node - 1] = 0;
+    for (char *c = s->node; *c; c++) /* as the sinks name it */
+        if (*c == '.')
+            *c = '_';
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    s->unix_minus_now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - (int64_t)core_now_ns();
+    sink_options so = {o->site, s->node, 0, 0, 0};
+    for (int i = 0; i < o->n_sinks; i++) {
+        omma_status st = sink_open(o->sinks[i], &so, &s->sinks[s->n_sinks]);
+        if (st != OMMA_OK)
+            return cli_fail(st, "--sink");
+        s->n_sinks++;
+        if (metrics_add_sink(m, read_sink, s->sinks[s->n_sinks - 1]) != OMMA_OK)
+            return cli_fail(OMMA_ERR_INVALID_ARG, "--sink: %s", omma_last_error());
+        fprintf(stderr, "omma stream: sink %s connected\n", sink_name(s->sinks[s->n_sinks - 1]));
+    }
+    return -1;
+}
+
+/* Waits up to --sink-drain for the acknowledgements, closes the sinks and
+ * says what each one delivered. */
+static void close_sinks(cli_stream_opts *o, stream_state *s, metrics_registry *m)
+{
+    metrics_remove_sinks(m);
+    for (int i = 0; i < s->n_sinks; i++) {
+        char name[SINK_NAME_MAX];
+        snprintf(name, sizeof name, "%s", sink_name(s->sinks[i]));
+        sink_stats st;
+        sink_close(s->sinks[i], (int)(o->sink_drain_s * 1000.0), &st);
+        fprintf(stderr,
+                "omma stream: sink %s: %llu published, %llu acknowledged, %llu failed "
+                "(resent), %llu dropped%s%s\n",
+                name, (unsigned long long)st.published, (unsigned long long)st.acked,
+                (unsigned long long)st.failed, (unsigned long long)st.dropped,
+                st.last_error[0] ? "; last error: " : "", st.last_error);
+    }
+    s->n_sinks = 0;
+    free(s->sink_seq);
+    s->sink_seq = NULL;
+}
+
 static int run(cli_stream_opts *o, stream_state *s, metrics_registry *m)
 {
     rt_runtime *rt = NULL;
@@ -267,7 +385,10 @@ int cli_stream(int argc, char **argv)
             s.writing = 1;
     }
     if (rc < 0)
+        rc = open_sinks(&o, &s, m);
+    if (rc < 0)
         rc = run(&o, &s, m);
+    close_sinks(&o, &s, m);
     if (s.writing && !cli_output_close(&s.out, 1) && rc == CLI_EXIT_OK)
         rc = CLI_EXIT_ERROR;
     cli_lsl_stop(s.lsl);

@@ -58,6 +58,10 @@ enum {
     OPT_LSL_NAME,
     OPT_LSL_BIND,
     OPT_DATA,
+    OPT_SINK,
+    OPT_SITE,
+    OPT_NODE,
+    OPT_SINK_DRAIN,
     OPT_COUNT
 };
 
@@ -167,6 +171,16 @@ static const cli_option options[] = {
                   "per camera, one row per frame with its capture time\n"
                   "and the landmarks as on LSL; whole rows, written at\n"
                   "least every half second; existing files are kept"},
+    [OPT_SINK] = {"--sink", "URL",
+                  "also send every frame's result to a message system\n"
+                  "(repeat for several): kafka://BROKERS/TOPIC,\n"
+                  "nats://HOST:PORT[/PREFIX] (JetStream), mqtt://HOST:PORT\n"
+                  "[/PREFIX]; options after '?' (docs/SINKS.md)"},
+    [OPT_SITE] = {"--site", "NAME", "the sinks' {site} in subjects and topics (default)"},
+    [OPT_NODE] = {"--node", "NAME", "this node's name in sink messages (the host name)"},
+    [OPT_SINK_DRAIN] = {"--sink-drain", "S",
+                        "at the end, wait up to S seconds for the sinks'\n"
+                        "acknowledgements (10); what is left is dropped"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -547,6 +561,19 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
     }
     if (id == OPT_DECODE_GPU_STREAMS && cli_arg_long(a, v, 0, 100000, &n))
         return rt->decode_gpu_streams = (int)n, 1;
+    if (id == OPT_SINK) {
+        if (o->n_sinks == CLI_MAX_SINKS) {
+            fprintf(stderr, "omma: error: --sink: at most %d sinks\n", CLI_MAX_SINKS);
+            return 0;
+        }
+        return o->sinks[o->n_sinks++] = v, 1;
+    }
+    if (id == OPT_SITE)
+        return o->site = v, 1;
+    if (id == OPT_NODE)
+        return o->node = v, 1;
+    if (id == OPT_SINK_DRAIN && cli_arg_double(a, v, 0.0, 3600.0, &d))
+        return o->sink_drain_s = d, 1;
     return 0; /* a value that did not parse: said so above */
 }
 
@@ -557,6 +584,7 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     o->results = 1;
     o->status_interval_s = 1.0;
     o->metrics_port = -1;
+    o->sink_drain_s = 10.0;
     o->rt.n_gpus = 1;
     o->gpus[0] = 0;
     o->rt.source.decode = IO_DECODE_AUTO;

@@ -14,6 +14,7 @@ typedef enum cli_status_mode {
 } cli_status_mode;
 
 #define CLI_CAMERA_NAME_MAX 80
+#define CLI_MAX_SINKS 8
 
 typedef struct cli_stream_opts {
     rt_runtime_config rt; /* cameras, gpus and models point into the fields below */
@@ -34,6 +35,10 @@ typedef struct cli_stream_opts {
     const char *data_dir; /* --data DIR: per-frame CSV files (stream_data.h) */
     char (*names)[CLI_CAMERA_NAME_MAX]; /* each camera's name: --lsl-name's,
                                          * else cam0, cam1... */
+    const char *sinks[CLI_MAX_SINKS]; /* --sink URLs */
+    int n_sinks;
+    const char *site, *node; /* --site, --node; NULL: the sinks' defaults */
+    double sink_drain_s;
     char **owned; /* camera specs made here (bus:NAME/I) */
     int n_owned;
 } cli_stream_opts;

@@ -63,6 +63,9 @@ struct metrics_registry {
     uint64_t h_next; /* entries pushed so far; entry seq lives at seq % HISTORY */
     uint64_t h_t[HISTORY], h_cpu[HISTORY], h_frames[HISTORY];
     uint64_t last_now_ns;
+    int n_sinks;
+    metrics_sink_reader sink_read[METRICS_MAX_SINKS];
+    void *sink_ctx[METRICS_MAX_SINKS];
 };
 
 /* ---- Buckets ------------------------------------------------------------ */
@@ -295,6 +298,32 @@ omma_status metrics_add_camera(metrics_registry *m, int index, const char *name,
     if (st != OMMA_OK)
         free(c);
     return st;
+}
+
+omma_status metrics_add_sink(metrics_registry *m, metrics_sink_reader read, void *ctx)
+{
+    if (!m || !read)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "metrics_add_sink: NULL argument");
+    pthread_mutex_lock(&m->lock);
+    omma_status st = OMMA_OK;
+    if (m->n_sinks == METRICS_MAX_SINKS) {
+        st = OMMA_FAIL(OMMA_ERR_INVALID_ARG, "more than %d sinks", METRICS_MAX_SINKS);
+    } else {
+        m->sink_read[m->n_sinks] = read;
+        m->sink_ctx[m->n_sinks] = ctx;
+        m->n_sinks++;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+void metrics_remove_sinks(metrics_registry *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->n_sinks = 0;
+    pthread_mutex_unlock(&m->lock);
 }
 
 omma_status metrics_add_gpu(metrics_registry *m, int index, const char *name)
@@ -569,6 +598,14 @@ omma_status metrics_snapshot_take_at(metrics_registry *m, uint64_t now_ns, uint6
             hist_read(&g->stages[k], &gs->stages[k]);
     }
     s->n_gpus = n;
+
+    for (int i = 0; i < m->n_sinks; i++) {
+        m->sink_read[i](m->sink_ctx[i], &s->sinks[i]);
+        s->sinks[i].name[METRICS_SINK_NAME_MAX - 1] = 0;
+        s->sinks[i].kind[sizeof s->sinks[i].kind - 1] = 0;
+        s->sinks[i].last_error[METRICS_SINK_ERROR_MAX - 1] = 0;
+    }
+    s->n_sinks = m->n_sinks;
 
     /* Push a history entry a quarter window after the last one. */
     if (m->h_next == 0 || now_ns - m->h_t[(m->h_next - 1) % HISTORY] >= m->window_ns / 4) {

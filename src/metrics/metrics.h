@@ -130,6 +130,34 @@ void metrics_stage_time(metrics_registry *m, int gpu, int stage, uint64_t ns);
  * mutex around a copy: call it about once a second, not per frame. */
 void metrics_gpu_reading(metrics_registry *m, int gpu, const omma_device_metrics *reading);
 
+/* ---- Result sinks -------------------------------------------------------- */
+
+#define METRICS_MAX_SINKS 16
+#define METRICS_SINK_NAME_MAX 256
+#define METRICS_SINK_ERROR_MAX 256
+
+/* A result sink's counters (src/sink/sink.h), read at each snapshot. */
+typedef struct metrics_sink_snap {
+    char name[METRICS_SINK_NAME_MAX]; /* its URL, without a password */
+    char kind[16]; /* "kafka", "nats", "mqtt" */
+    int connected;
+    uint64_t published, sent, acked, failed, dropped; /* counters */
+    uint64_t backlog, inflight; /* now */
+    char last_error[METRICS_SINK_ERROR_MAX]; /* "" when none */
+} metrics_sink_snap;
+
+/* Fills *out (name and kind included) from ctx; called by snapshots, under
+ * the registry's lock, from the thread taking them. */
+typedef void (*metrics_sink_reader)(void *ctx, metrics_sink_snap *out);
+
+/* Registers a sink whose counters each snapshot reads with read(ctx), until
+ * the registry is destroyed (ctx must live as long, or be removed first).
+ * Errors: OMMA_ERR_INVALID_ARG (NULL, more than METRICS_MAX_SINKS). */
+omma_status metrics_add_sink(metrics_registry *m, metrics_sink_reader read, void *ctx);
+
+/* Stops reading every sink (before they are closed). */
+void metrics_remove_sinks(metrics_registry *m);
+
 /* ---- Snapshots ---------------------------------------------------------- */
 
 typedef struct metrics_hist {
@@ -188,6 +216,8 @@ typedef struct metrics_snapshot {
     metrics_camera_snap *cameras;
     int n_gpus; /* by index */
     metrics_gpu_snap *gpus;
+    int n_sinks; /* in the order added */
+    metrics_sink_snap sinks[METRICS_MAX_SINKS];
 } metrics_snapshot;
 
 /* Copies every counter, histogram and reading, and computes the rates.

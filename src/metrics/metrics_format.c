@@ -4,6 +4,7 @@
  * the writers read as straight-line code. */
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,6 +360,45 @@ omma_status metrics_format_openmetrics(const metrics_snapshot *s, char **out, si
         om_number(s->cpu_ns_per_frame / 1e9, v, sizeof v);
         putf(&t, "omma_process_cpu_per_frame_seconds %s\n", v);
     }
+    if (s->n_sinks > 0) {
+        static const struct {
+            const char *name, *type, *help;
+            size_t off;
+        } sink_series[] = {
+            {"omma_sink_published", "counter", "Result messages given to the sink.",
+             offsetof(metrics_sink_snap, published)},
+            {"omma_sink_sent", "counter", "Messages handed to the library (resends included).",
+             offsetof(metrics_sink_snap, sent)},
+            {"omma_sink_acked", "counter", "Messages the server acknowledged.",
+             offsetof(metrics_sink_snap, acked)},
+            {"omma_sink_failed", "counter", "Deliveries refused or timed out (then resent).",
+             offsetof(metrics_sink_snap, failed)},
+            {"omma_sink_dropped", "counter", "Messages lost: backlog full (oldest first).",
+             offsetof(metrics_sink_snap, dropped)},
+            {"omma_sink_backlog", "gauge", "Messages waiting in the backlog.",
+             offsetof(metrics_sink_snap, backlog)},
+            {"omma_sink_inflight", "gauge", "Messages sent and not yet acknowledged.",
+             offsetof(metrics_sink_snap, inflight)},
+        };
+        for (size_t k = 0; k < sizeof sink_series / sizeof sink_series[0]; k++) {
+            int counter = !strcmp(sink_series[k].type, "counter");
+            om_family(&t, sink_series[k].name, sink_series[k].type, NULL, sink_series[k].help);
+            for (int i = 0; i < s->n_sinks; i++) {
+                uint64_t v;
+                memcpy(&v, (const char *)&s->sinks[i] + sink_series[k].off, sizeof v);
+                putf(&t, "%s%s{sink=\"", sink_series[k].name, counter ? "_total" : "");
+                put_label_value(&t, s->sinks[i].name);
+                putf(&t, "\",kind=\"%s\"} %" PRIu64 "\n", s->sinks[i].kind, v);
+            }
+        }
+        om_family(&t, "omma_sink_connected", "gauge", NULL,
+                  "1 while the sink is connected to its server.");
+        for (int i = 0; i < s->n_sinks; i++) {
+            puts_(&t, "omma_sink_connected{sink=\"");
+            put_label_value(&t, s->sinks[i].name);
+            putf(&t, "\",kind=\"%s\"} %d\n", s->sinks[i].kind, s->sinks[i].connected ? 1 : 0);
+        }
+    }
     puts_(&t, "# EOF\n");
 
     if (lab.failed)
@@ -503,7 +543,25 @@ omma_status metrics_format_json(const metrics_snapshot *s, char **out, size_t *l
         }
         puts_(&t, "}}");
     }
-    puts_(&t, "]}\n");
+    puts_(&t, "]");
+    if (s->n_sinks > 0) {
+        puts_(&t, ",\"sinks\":[");
+        for (int i = 0; i < s->n_sinks; i++) {
+            const metrics_sink_snap *k = &s->sinks[i];
+            puts_(&t, i ? ",{\"name\":" : "{\"name\":");
+            put_json_string(&t, k->name);
+            putf(&t,
+                 ",\"kind\":\"%s\",\"connected\":%s,\"published\":%" PRIu64 ",\"sent\":%" PRIu64
+                 ",\"acked\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"dropped\":%" PRIu64
+                 ",\"backlog\":%" PRIu64 ",\"inflight\":%" PRIu64 ",\"last_error\":",
+                 k->kind, k->connected ? "true" : "false", k->published, k->sent, k->acked,
+                 k->failed, k->dropped, k->backlog, k->inflight);
+            put_json_string(&t, k->last_error);
+            puts_(&t, "}");
+        }
+        puts_(&t, "]");
+    }
+    puts_(&t, "}\n");
     return finish(&t, "metrics_format_json", out, len);
 }
 
@@ -622,6 +680,20 @@ omma_status metrics_format_table(const metrics_snapshot *s, char **out, size_t *
             putf(&t, " %-*s", STAGE_W, cell);
         }
         puts_(&t, "\n");
+    }
+
+    if (s->n_sinks > 0)
+        putf(&t, "%-5s %-*s %4s %10s %10s %8s %8s %8s %8s\n", "sink", NAME_W + 9, "url", "up",
+             "published", "acked", "failed", "dropped", "backlog", "inflight");
+    for (int i = 0; i < s->n_sinks; i++) {
+        const metrics_sink_snap *k = &s->sinks[i];
+        putf(&t, "%-5s ", k->kind);
+        put_cell_name(&t, k->name, NAME_W + 9);
+        putf(&t,
+             " %4s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+             "\n",
+             k->connected ? "yes" : "no", k->published, k->acked, k->failed, k->dropped, k->backlog,
+             k->inflight);
     }
 
     puts_(&t, "process: cpu ");

@@ -1037,6 +1037,72 @@ static void test_table(void)
     metrics_destroy(m);
 }
 
+/* A sink's counters as a reader gives them (src/sink/ fills them in omma
+ * stream). */
+static void read_test_sink(void *ctx, metrics_sink_snap *out)
+{
+    int *calls = ctx;
+    (*calls)++;
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "nats://u:***@h:4222/omma \"x\"");
+    snprintf(out->kind, sizeof out->kind, "nats");
+    out->connected = 0;
+    out->published = 100;
+    out->sent = 97;
+    out->acked = 90;
+    out->failed = 3;
+    out->dropped = 2;
+    out->backlog = 1;
+    out->inflight = 4;
+    snprintf(out->last_error, sizeof out->last_error, "disconnected; reconnecting");
+}
+
+/* Sinks in the three reports: their counters, labels escaped, the row. */
+static void test_sinks(void)
+{
+    metrics_registry *m = make_registry();
+    REQUIRE(m);
+    int calls = 0;
+    REQUIRE_OK(metrics_add_camera(m, 0, "lobby", -1));
+    REQUIRE_OK(metrics_add_sink(m, read_test_sink, &calls));
+    for (int i = 1; i < METRICS_MAX_SINKS; i++)
+        REQUIRE_OK(metrics_add_sink(m, read_test_sink, &calls));
+    CHECK_FAILS(metrics_add_sink(m, read_test_sink, &calls), OMMA_ERR_INVALID_ARG,
+                "more than 16 sinks");
+    CHECK_FAILS(metrics_add_sink(m, NULL, NULL), OMMA_ERR_INVALID_ARG, "NULL");
+    metrics_remove_sinks(m);
+    REQUIRE_OK(metrics_add_sink(m, read_test_sink, &calls));
+    metrics_snapshot *s = NULL;
+    REQUIRE_OK(metrics_snapshot_take(m, &s));
+    CHECK(calls == 1);
+    CHECK(s->n_sinks == 1);
+    char *om = format(metrics_format_openmetrics, s);
+    char *js = format(metrics_format_json, s);
+    char *tb = format(metrics_format_table, s);
+    REQUIRE(om && js && tb);
+    CHECK(strstr(om, "# TYPE omma_sink_acked counter\n"));
+    CHECK(strstr(om, "omma_sink_acked_total{sink=\"nats://u:***@h:4222/omma \\\"x\\\"\","
+                     "kind=\"nats\"} 90\n"));
+    CHECK(strstr(om, "omma_sink_dropped_total{sink=\"nats://u:***@h:4222/omma \\\"x\\\"\","
+                     "kind=\"nats\"} 2\n"));
+    CHECK(strstr(om, "# TYPE omma_sink_backlog gauge\n"));
+    CHECK(strstr(om, "omma_sink_inflight{sink=\"nats://u:***@h:4222/omma \\\"x\\\"\","
+                     "kind=\"nats\"} 4\n"));
+    CHECK(strstr(om, "kind=\"nats\"} 0\n# EOF\n")); /* omma_sink_connected, last */
+    CHECK(strstr(js, ",\"sinks\":[{\"name\":\"nats://u:***@h:4222/omma \\\"x\\\"\","
+                     "\"kind\":\"nats\",\"connected\":false,\"published\":100,\"sent\":97,"
+                     "\"acked\":90,\"failed\":3,\"dropped\":2,\"backlog\":1,\"inflight\":4,"
+                     "\"last_error\":\"disconnected; reconnecting\"}]}\n"));
+    CHECK(strstr(tb, "\nsink  url "));
+    CHECK(strstr(tb, "\nnats  nats://u:***@h:4222/omma \"x\"    no        100         90        3 "
+                     "       2        1        4\n"));
+    free(om);
+    free(js);
+    free(tb);
+    metrics_snapshot_free(s);
+    metrics_destroy(m);
+}
+
 int main(void)
 {
     RUN(test_counters_from_threads);
@@ -1048,5 +1114,6 @@ int main(void)
     RUN(test_json_line);
     RUN(test_camera_link);
     RUN(test_table);
+    RUN(test_sinks);
     return testing_finish();
 }

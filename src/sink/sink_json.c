@@ -1,0 +1,106 @@
+/* The JSON record of one frame (sink_json.h). */
+#include "sink/sink_json.h"
+
+#include <math.h>
+#include <string.h>
+
+void sink_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* A number with `digits` decimals; null for NaN and infinities. */
+static void num(FILE *f, float v, int digits)
+{
+    if (isfinite(v))
+        fprintf(f, "%.*f", digits, (double)v);
+    else
+        fputs("null", f);
+}
+
+/* Milliseconds with at most 3 decimals, trailing zeros dropped (0, 66.667). */
+static void millis(FILE *f, double ms)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.3f", isfinite(ms) ? ms : 0.0);
+    char *dot = strchr(buf, '.');
+    if (dot) {
+        char *end = buf + strlen(buf) - 1;
+        while (end > dot && *end == '0')
+            *end-- = 0;
+        if (end == dot)
+            *end = 0;
+    }
+    fputs(buf, f);
+}
+
+static void json_face(FILE *f, const omma_face *face)
+{
+    fprintf(f, "{\"id\":%d,\"score\":", face->id);
+    num(f, face->score, 4);
+    fputs(",\"box\":[", f);
+    num(f, face->box.xmin, 2);
+    fputc(',', f);
+    num(f, face->box.ymin, 2);
+    fputc(',', f);
+    num(f, face->box.xmax, 2);
+    fputc(',', f);
+    num(f, face->box.ymax, 2);
+    fputs("],\"keypoints\":[", f);
+    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
+        fputs(k ? ",[" : "[", f);
+        num(f, face->keypoints[k][0], 2);
+        fputc(',', f);
+        num(f, face->keypoints[k][1], 2);
+        fputc(']', f);
+    }
+    fputs("],\"landmarks\":[", f);
+    for (int k = 0; k < OMMA_FACE_LANDMARKS; k++) {
+        fputs(k ? ",[" : "[", f);
+        for (int c = 0; c < 3; c++) {
+            if (c)
+                fputc(',', f);
+            num(f, face->landmarks[k][c], 2);
+        }
+        fputc(']', f);
+    }
+    fputs("],\"presence\":", f);
+    num(f, face->presence, 4);
+    fputc('}', f);
+}
+
+void sink_json_frame(FILE *f, const sink_frame *fr)
+{
+    fprintf(f, "{\"camera\":%d,\"source\":", fr->camera);
+    sink_json_string(f, fr->source);
+    fprintf(f, ",\"frame\":%ld,\"timestamp_ms\":", fr->frame);
+    millis(f, fr->timestamp_ms);
+    if (fr->has_extra) {
+        fprintf(f, ",\"gpu\":%d,\"latency_ms\":", fr->gpu);
+        millis(f, fr->latency_ms);
+        fprintf(f, ",\"dropped\":%llu", fr->dropped);
+    }
+    if (fr->node) {
+        fputs(",\"node\":", f);
+        sink_json_string(f, fr->node);
+        fprintf(f, ",\"seq\":%llu,\"capture_unix_ns\":%llu", (unsigned long long)fr->seq,
+                (unsigned long long)fr->capture_unix_ns);
+    }
+    fputs(",\"faces\":[", f);
+    for (int i = 0; i < fr->n_faces; i++) {
+        if (i)
+            fputc(',', f);
+        json_face(f, &fr->faces[i]);
+    }
+    fputs("]}\n", f);
+}
