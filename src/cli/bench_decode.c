@@ -21,6 +21,7 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/bench_window.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "io/video_file.h"
@@ -209,45 +210,24 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     return -1;
 }
 
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
+typedef struct window_mark {
+    cli_window_mark w;
+    uint64_t kind_ns[T_KINDS]; /* CPU time by kind of thread */
+} window_mark;
 
-typedef struct window_start {
-    metrics_snapshot *snap;
-    rt_runtime_stats stats;
-    uint64_t cpu_ns, t_ns, kind_ns[T_KINDS];
-} window_start;
-
-static omma_status take_window(rt_runtime *rt, metrics_registry *m, window_start *w)
+static omma_status take_mark(rt_runtime *rt, metrics_registry *m, window_mark *w)
 {
-    w->t_ns = core_now_ns();
-    w->cpu_ns = core_process_cpu_ns();
     thread_cpu(w->kind_ns);
-    rt_runtime_get_stats(rt, &w->stats);
-    return metrics_snapshot_take(m, &w->snap);
+    return cli_window_take(rt, m, &w->w);
 }
 
-static void window_figures(const bench_opts *o, const window_start *a, const window_start *b,
+static void window_figures(const bench_opts *o, const window_mark *am, const window_mark *bm,
                            figures *f)
 {
-    double secs = (double)(b->t_ns - a->t_ns) / 1e9;
+    const cli_window_mark *a = &am->w, *b = &bm->w;
     uint64_t frames = b->stats.frames_done - a->stats.frames_done;
-    metrics_hist lat = {0};
-    f->min_camera_fps = INFINITY;
-    for (int i = 0; i < b->snap->n_cameras; i++) {
-        const metrics_camera_snap *cb = &b->snap->cameras[i], *ca = &a->snap->cameras[i];
-        f->min_camera_fps =
-            fmin(f->min_camera_fps, (double)(cb->frames_processed - ca->frames_processed) / secs);
-        for (int k = 0; k < METRICS_BUCKETS; k++) {
-            uint64_t d = cb->latency.buckets[k] - ca->latency.buckets[k];
-            lat.buckets[k] += d;
-            lat.count += d;
-        }
-    }
+    metrics_hist lat;
+    double secs = cli_window_cameras(a, b, &f->min_camera_fps, &lat);
     double fr = frames ? (double)frames : 1.0;
     f->fps_total = (double)frames / secs;
     f->p50_ms = metrics_hist_quantile_ns(&lat, 0.50) / 1e6;
@@ -255,7 +235,7 @@ static void window_figures(const bench_opts *o, const window_start *a, const win
     f->cpu_us_per_frame = (double)(b->cpu_ns - a->cpu_ns) / fr / 1e3;
     f->h2d_per_frame = (double)(b->stats.h2d_bytes - a->stats.h2d_bytes) / fr;
     for (int k = 0; k < T_KINDS; k++)
-        f->kind_us_per_frame[k] = (double)(b->kind_ns[k] - a->kind_ns[k]) / fr / 1e3;
+        f->kind_us_per_frame[k] = (double)(bm->kind_ns[k] - am->kind_ns[k]) / fr / 1e3;
     uint64_t in = b->stats.frames_in - a->stats.frames_in;
     double fin = in ? (double)in : 1.0;
     f->decode_us_per_frame = (double)(b->stats.decode_ns - a->stats.decode_ns) / fin / 1e3;
@@ -274,7 +254,7 @@ static double measure(const bench_opts *o)
     for (int k = 0; k < o->n_gpus; k++)
         (void)omma_device_open(o->gpus[k], &dev[k]);
     for (double t = 0; t < o->duration_s; t += 1.0) {
-        sleep_s(fmin(1.0, o->duration_s - t));
+        cli_sleep_s(fmin(1.0, o->duration_s - t));
         for (int k = 0; k < o->n_gpus; k++) {
             omma_device_metrics m = {0};
             if (dev[k] && omma_device_read_metrics(dev[k], &m) == OMMA_OK &&
@@ -327,12 +307,12 @@ static int run_count(const bench_opts *o, int streams, const char *data, figures
     if (st != OMMA_OK) {
         rc = cli_fail(st, "bench decode: %d streams", streams);
     } else {
-        window_start a = {0}, b = {0};
-        sleep_s(o->warmup_s);
-        st = take_window(rt, m, &a);
+        window_mark a = {0}, b = {0};
+        cli_sleep_s(o->warmup_s);
+        st = take_mark(rt, m, &a);
         double decoder = measure(o);
         if (st == OMMA_OK)
-            st = take_window(rt, m, &b);
+            st = take_mark(rt, m, &b);
         rt_runtime_stop(rt);
         omma_status ended = rt_runtime_wait(rt, -1);
         if (st == OMMA_OK && ended == OMMA_OK) {
@@ -341,8 +321,8 @@ static int run_count(const bench_opts *o, int streams, const char *data, figures
         } else {
             rc = cli_fail(st != OMMA_OK ? st : ended, "bench decode: %d streams", streams);
         }
-        metrics_snapshot_free(a.snap);
-        metrics_snapshot_free(b.snap);
+        cli_window_free(&a.w);
+        cli_window_free(&b.w);
     }
     rt_runtime_destroy(rt);
     metrics_destroy(m);

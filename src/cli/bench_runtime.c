@@ -21,6 +21,7 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/bench_window.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "gpu/check.h"
@@ -270,38 +271,14 @@ static void on_result(void *ctx, const rt_result *r)
     pthread_mutex_unlock(&a->lock);
 }
 
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
-typedef struct window_start {
-    metrics_snapshot *snap;
-    rt_runtime_stats stats;
-    uint64_t cpu_ns, t_ns;
-} window_start;
-
 /* The window's figures from the snapshots at its start and end. */
-static void window_figures(const bench_opts *o, const window_start *a, const window_start *b,
+static void window_figures(const bench_opts *o, const cli_window_mark *a, const cli_window_mark *b,
                            figures *f)
 {
-    double secs = (double)(b->t_ns - a->t_ns) / 1e9;
     uint64_t frames = b->stats.frames_done - a->stats.frames_done;
     uint64_t batches = b->stats.batches - a->stats.batches;
-    metrics_hist lat = {0};
-    f->min_camera_fps = INFINITY;
-    for (int i = 0; i < b->snap->n_cameras; i++) {
-        const metrics_camera_snap *cb = &b->snap->cameras[i], *ca = &a->snap->cameras[i];
-        double cfps = (double)(cb->frames_processed - ca->frames_processed) / secs;
-        f->min_camera_fps = fmin(f->min_camera_fps, cfps);
-        for (int k = 0; k < METRICS_BUCKETS; k++) {
-            uint64_t d = cb->latency.buckets[k] - ca->latency.buckets[k];
-            lat.buckets[k] += d;
-            lat.count += d;
-        }
-    }
+    metrics_hist lat;
+    double secs = cli_window_cameras(a, b, &f->min_camera_fps, &lat);
     f->fps_total = (double)frames / secs;
     f->p50_ms = metrics_hist_quantile_ns(&lat, 0.50) / 1e6;
     f->p99_ms = metrics_hist_quantile_ns(&lat, 0.99) / 1e6;
@@ -376,25 +353,17 @@ static void report_line(rt_runtime *rt, int ordinal, double t_s)
 static void measure(const bench_opts *o, rt_runtime *rt)
 {
     if (!(o->report_s > 0)) {
-        sleep_s(o->duration_s);
+        cli_sleep_s(o->duration_s);
         return;
     }
     double t = 0;
     report_line(rt, o->gpus[0], 0);
     while (t < o->duration_s) {
         double step = fmin(o->report_s, o->duration_s - t);
-        sleep_s(step);
+        cli_sleep_s(step);
         t += step;
         report_line(rt, o->gpus[0], t);
     }
-}
-
-static omma_status take_window(rt_runtime *rt, metrics_registry *m, window_start *w)
-{
-    w->t_ns = core_now_ns();
-    w->cpu_ns = core_process_cpu_ns();
-    rt_runtime_get_stats(rt, &w->stats);
-    return metrics_snapshot_take(m, &w->snap);
 }
 
 static int run_count(const bench_opts *o, int cameras, const io_image *photo, const char *data,
@@ -443,12 +412,12 @@ static int run_count(const bench_opts *o, int cameras, const io_image *photo, co
     if (st != OMMA_OK) {
         rc = cli_fail(st, "bench runtime: %d cameras", cameras);
     } else {
-        window_start a = {0}, b = {0};
-        sleep_s(o->warmup_s);
-        st = take_window(rt, m, &a);
+        cli_window_mark a = {0}, b = {0};
+        cli_sleep_s(o->warmup_s);
+        st = cli_window_take(rt, m, &a);
         measure(o, rt);
         if (st == OMMA_OK)
-            st = take_window(rt, m, &b);
+            st = cli_window_take(rt, m, &b);
         rt_runtime_stop(rt);
         omma_status ended = rt_runtime_wait(rt, -1);
         if (st == OMMA_OK && ended == OMMA_OK) {
@@ -458,8 +427,8 @@ static int run_count(const bench_opts *o, int cameras, const io_image *photo, co
         } else {
             rc = cli_fail(st != OMMA_OK ? st : ended, "bench runtime: %d cameras", cameras);
         }
-        metrics_snapshot_free(a.snap);
-        metrics_snapshot_free(b.snap);
+        cli_window_free(&a);
+        cli_window_free(&b);
     }
     rt_runtime_destroy(rt);
     metrics_destroy(m);

@@ -266,30 +266,38 @@ omma_status gpu_copy_h2d_async(omma_device *dev, CUdeviceptr dst, const void *sr
     return copy(dev, H2D, NULL, dst, src, 0, bytes, stream);
 }
 
-omma_status gpu_copy_h2d_2d_async(omma_device *dev, CUdeviceptr dst, size_t dst_pitch,
-                                  const void *src, size_t src_pitch, size_t row_bytes, size_t rows,
-                                  CUstream stream)
+/* A pitched image copied to a pitched device image as one counted copy of
+ * rows * row_bytes bytes; c has the source side filled in. */
+static omma_status copy_2d(omma_device *dev, enum direction dir, CUDA_MEMCPY2D *c, CUdeviceptr dst,
+                           size_t dst_pitch, size_t row_bytes, size_t rows, CUstream stream)
 {
     if (!dev)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "gpu copy: device is NULL");
     if (row_bytes == 0 || rows == 0)
         return OMMA_OK;
+    c->dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c->dstDevice = dst;
+    c->dstPitch = dst_pitch;
+    c->WidthInBytes = row_bytes;
+    c->Height = rows;
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(dev, &scope));
+    omma_status st = OMMA_CK(gpu_cu.cuMemcpy2DAsync(c, stream));
+    if (st == OMMA_OK)
+        count(dev, dir, row_bytes * rows);
+    return gpu_leave_keep(&scope, st);
+}
+
+omma_status gpu_copy_h2d_2d_async(omma_device *dev, CUdeviceptr dst, size_t dst_pitch,
+                                  const void *src, size_t src_pitch, size_t row_bytes, size_t rows,
+                                  CUstream stream)
+{
     CUDA_MEMCPY2D c;
     memset(&c, 0, sizeof c);
     c.srcMemoryType = CU_MEMORYTYPE_HOST;
     c.srcHost = src;
     c.srcPitch = src_pitch;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = dst;
-    c.dstPitch = dst_pitch;
-    c.WidthInBytes = row_bytes;
-    c.Height = rows;
-    omma_scope scope;
-    OMMA_TRY(omma_device_enter(dev, &scope));
-    omma_status st = OMMA_CK(gpu_cu.cuMemcpy2DAsync(&c, stream));
-    if (st == OMMA_OK)
-        count(dev, H2D, row_bytes * rows);
-    return gpu_leave_keep(&scope, st);
+    return copy_2d(dev, H2D, &c, dst, dst_pitch, row_bytes, rows, stream);
 }
 
 omma_status gpu_copy_d2h_async(omma_device *dev, void *dst, CUdeviceptr src, size_t bytes,
@@ -308,26 +316,12 @@ omma_status gpu_copy_d2d_2d_async(omma_device *dev, CUdeviceptr dst, size_t dst_
                                   CUdeviceptr src, size_t src_pitch, size_t row_bytes, size_t rows,
                                   CUstream stream)
 {
-    if (!dev)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "gpu copy: device is NULL");
-    if (row_bytes == 0 || rows == 0)
-        return OMMA_OK;
     CUDA_MEMCPY2D c;
     memset(&c, 0, sizeof c);
     c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
     c.srcDevice = src;
     c.srcPitch = src_pitch;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = dst;
-    c.dstPitch = dst_pitch;
-    c.WidthInBytes = row_bytes;
-    c.Height = rows;
-    omma_scope scope;
-    OMMA_TRY(omma_device_enter(dev, &scope));
-    omma_status st = OMMA_CK(gpu_cu.cuMemcpy2DAsync(&c, stream));
-    if (st == OMMA_OK)
-        count(dev, D2D, row_bytes * rows);
-    return gpu_leave_keep(&scope, st);
+    return copy_2d(dev, D2D, &c, dst, dst_pitch, row_bytes, rows, stream);
 }
 
 void gpu_count_h2d(omma_device *dev, size_t bytes)
