@@ -389,7 +389,7 @@ int cli_bench_decode(int argc, char **argv)
             "p99 ms", "CPU us/f", "h2d B/f", "NVDEC%");
     /* A fixed count, or the search: double while passing, then halve the
      * gap between the largest pass and the smallest failure. */
-    int lo = 0, hi = 0, n = o.streams ? o.streams : 8;
+    int lo = 0, hi = 0, n = o.streams ? o.streams : 32;
     for (;;) {
         figures f;
         int r = run_count(&o, n, data, &f);
