@@ -48,7 +48,7 @@ test: setup build
 
 # The suite of the build without CUDA (CPU backend only; GPU tests skip).
 test-nocuda:
-	$(MAKE) test BUILD=$(NOCUDA_BUILD) CMAKE_FLAGS="$(CMAKE_FLAGS) -DOMMA_CUDA=OFF"
+	$(MAKE) test BUILD=$(NOCUDA_BUILD) CMAKE_FLAGS="$(CMAKE_FLAGS) -DOMMA_CUDA=OFF -DOMMA_TEST_FUZZ=OFF"
 
 # Installs the libraries, headers, omma, omma.pc and the CMake package
 # under PREFIX, from the optimized build.
