@@ -16,6 +16,9 @@ packages=(
     libmicrohttpd-dev                  # the OpenMetrics endpoint (omma run --metrics-port)
     libv4l-dev                         # V4L2 cameras (src/runtime/source_v4l2.c): libv4l2, libv4lconvert
     python3-jsonschema                 # tests/pipeline/test_output_schema.sh: docs/omma-faces.schema.json
+    python3-dev python3-numpy          # the Python package (python/): headers, NumPy's C API
+    python3-setuptools python3-pip     #   pip install ./python, offline
+    python3-pytest                     #   its tests (tests/python/)
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.
