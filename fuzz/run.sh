@@ -97,8 +97,10 @@ video)
             exit 1
         fi
     done
-    # CPU decoding only: the GPU part is video_gpu_none.c here.
-    sources="$src/fuzz/fuzz_video.c $src/src/io/video_file.c $src/src/io/video_gpu_none.c"
+    # CPU decoding only: the GPU part is video_gpu_none.c here; clock.c for
+    # the decoder's time counters (io_video_stats).
+    sources="$src/fuzz/fuzz_video.c $src/src/io/video_file.c $src/src/io/video_gpu_none.c
+        $src/src/core/clock.c"
     libs="-DOMMA_HAVE_LIBAV=1 $(pkg-config --cflags --libs libavformat libavcodec libavutil libswscale)"
     ;;
 *)
