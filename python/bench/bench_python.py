@@ -5,8 +5,11 @@ Each call of FacePipeline.process is timed from Python (perf_counter_ns)
 and by the extension around the C call alone (FacePipeline._last_c_ns, the
 C API's omma_face_pipeline_process_batch on the same pipeline, frames and
 thread): the difference is what Python adds per call (argument parsing,
-frame conversion, results as Python objects). Frames/s from Python is
-frames / wall time; the C frames/s is frames / time in the C calls.
+frame conversion, results as Python objects, and the interpreter's cold
+caches after the C call). A refused call (the same frames, cameras the C
+API rejects at its argument checks: no model runs) times the wrapper's
+round trip alone. Frames/s from Python is frames / wall time; the C
+frames/s is frames / time in the C calls.
 
     python3 python/bench/bench_python.py --backend cpu --cameras 1,4
     python3 python/bench/bench_python.py --backend gpu --cameras 1,64 \\
@@ -77,6 +80,18 @@ def run(args, cameras):
         cs.append(p._last_c_ns)
     total = time.perf_counter_ns() - t0
     over = [w - c for w, c in zip(walls, cs)]
+    # The wrapper alone: the same frames converted and handed to the C API,
+    # which refuses them at its argument checks (a camera twice), so no
+    # model runs; the exception carries the C message.
+    bad = [0] * cameras if cameras > 1 else 4096
+    wrapper = []
+    for _ in range(max(200, args.min_calls)):
+        a = time.perf_counter_ns()
+        try:
+            process(arg, bad)
+        except omma.InvalidArgumentError:
+            pass
+        wrapper.append(time.perf_counter_ns() - a)
     calls = len(walls)
     res = {
         "bench": "python", "backend": args.backend, "frames": kind, "cameras": cameras,
@@ -84,6 +99,7 @@ def run(args, cameras):
         "batched": bool(args.batched),
         "overhead_us_median": statistics.median(over) / 1e3,
         "overhead_us_p99": percentile(over, 99) / 1e3,
+        "refused_call_us_median": statistics.median(wrapper) / 1e3,
         "call_us_median": statistics.median(walls) / 1e3,
         "c_call_us_median": statistics.median(cs) / 1e3,
         "python_fps": cameras * calls / (total / 1e9),
@@ -116,7 +132,8 @@ def main():
         r = run(args, cameras)
         print(f"{cameras:4d} camera(s) {r['frames']:6s} {r['size']}: overhead "
               f"{r['overhead_us_median']:.1f} us median ({r['overhead_us_p99']:.1f} p99) on "
-              f"{r['c_call_us_median']:.0f} us in C per call; {r['python_fps']:.1f} frames/s "
+              f"{r['c_call_us_median']:.0f} us in C per call (refused call "
+              f"{r['refused_call_us_median']:.1f} us); {r['python_fps']:.1f} frames/s "
               f"from Python vs {r['c_fps']:.1f} in C ({100 * r['python_vs_c']:.1f}%)")
         print("json: " + json.dumps(r))
 

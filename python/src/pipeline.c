@@ -164,19 +164,9 @@ static int grow(pipeline_obj *self, int n)
 
 /* Runs frames (a list, or one frame) through the pipeline into self's
  * buffers; *n_out frames. Returns 0, or -1 with an exception. */
-static int run(pipeline_obj *self, PyObject *frames, PyObject *cameras, PyObject *format,
-               int *n_out, int *is_batch)
+static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras,
+                     PyObject *format, int *n_out, int *is_batch)
 {
-    if (!self->p) {
-        pyomma_raise_msg(OMMA_ERR_CLOSED, "FacePipeline: closed");
-        return -1;
-    }
-    if (self->in_call) {
-        pyomma_raise_msg(OMMA_ERR_BUSY,
-                         "FacePipeline.process: another thread is in a call on this pipeline "
-                         "(use one pipeline per thread)");
-        return -1;
-    }
     *is_batch = PyList_Check(frames);
     Py_ssize_t n = *is_batch ? PyList_GET_SIZE(frames) : 1;
     if (n > OMMA_PIPELINE_MAX_CAMERAS) {
@@ -284,7 +274,6 @@ static int run(pipeline_obj *self, PyObject *frames, PyObject *cameras, PyObject
         char msg[512] = "";
         omma_status st = OMMA_OK;
         int own_msg = 0;
-        self->in_call = 1;
         Py_BEGIN_ALLOW_THREADS for (int i = 0;
                                     i < n && st == OMMA_OK && self->backend == OMMA_BACKEND_CUDA;
                                     i++) if (self->frames[i].memory == OMMA_MEMORY_DEVICE &&
@@ -328,6 +317,28 @@ static int run(pipeline_obj *self, PyObject *frames, PyObject *cameras, PyObject
     for (int i = 0; i < converted; i++)
         pyomma_frame_release(&self->holds[i]);
     Py_XDECREF(formats);
+    return rc;
+}
+
+/* The pipeline is taken for the whole call: converting frames may run
+ * Python code (__dlpack__, properties) that lets another thread in, and the
+ * models run without the GIL. */
+static int run(pipeline_obj *self, PyObject *frames, PyObject *cameras, PyObject *format,
+               int *n_out, int *is_batch)
+{
+    if (!self->p) {
+        pyomma_raise_msg(OMMA_ERR_CLOSED, "FacePipeline: closed");
+        return -1;
+    }
+    if (self->in_call) {
+        pyomma_raise_msg(OMMA_ERR_BUSY,
+                         "FacePipeline.process: another thread is in a call on this pipeline "
+                         "(use one pipeline per thread)");
+        return -1;
+    }
+    self->in_call = 1;
+    int rc = run_inner(self, frames, cameras, format, n_out, is_batch);
+    self->in_call = 0;
     return rc;
 }
 

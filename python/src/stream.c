@@ -253,15 +253,12 @@ static void stream_close_now(stream_obj *self)
     if (!self->lock_ready)
         return;
     pthread_mutex_lock(&self->lock);
-    int was = self->closed;
     self->closed = 1;
+    rt_runtime *rt = self->rt;
+    self->rt = NULL;
     pthread_cond_broadcast(&self->nonempty);
     pthread_cond_broadcast(&self->nonfull);
     pthread_mutex_unlock(&self->lock);
-    rt_runtime *rt = self->rt;
-    if (was && !rt)
-        return;
-    self->rt = NULL;
     Py_BEGIN_ALLOW_THREADS if (rt)
     {
         rt_runtime_stop(rt);
@@ -377,6 +374,7 @@ static PyObject *stream_next(stream_obj *self)
         }
         Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
         if (!self->closed) {
+            rt_runtime *rt = self->rt; /* destroyed only once waiters is 0 */
             self->waiters++;
             if (self->count == 0) {
                 struct timespec ts;
@@ -391,7 +389,7 @@ static PyObject *stream_next(stream_obj *self)
             int poll = self->count == 0 && !self->closed;
             pthread_mutex_unlock(&self->lock);
             if (poll) {
-                omma_status st = rt_runtime_wait(self->rt, 0);
+                omma_status st = rt_runtime_wait(rt, 0);
                 if (st != OMMA_ERR_TIMEOUT) {
                     pthread_mutex_lock(&self->lock);
                     self->ended = 1;

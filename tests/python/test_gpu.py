@@ -35,11 +35,17 @@ def test_torch_in_place(photo):
         got = p.process(t)
         assert p.stats()["h2d_bytes"] == 0  # no host copy
         close_faces(got, q.process(photo))
-        batch = p.process([t, t.flip(-1).contiguous()], cameras=[1, 2], format=None)
-        assert len(batch) == 2 and p.stats()["h2d_bytes"] == 0
-        planes = torch.zeros((512, 512, 4), dtype=torch.uint8, device="cuda")
-        planes[..., :3] = t
-        assert len(p.process(planes, cameras=3)) == 1
+        bgr = t.flip(-1).contiguous()
+        batch = p.process([t, bgr], cameras=[1, 2], format=["rgb", "bgr"])
+        assert [len(b) for b in batch] == [1, 1] and p.stats()["h2d_bytes"] == 0
+        rgba = torch.zeros((512, 512, 4), dtype=torch.uint8, device="cuda")
+        rgba[..., :3] = t
+        assert len(p.process(rgba, cameras=3)) == 1
+        # A view with padded rows (a crop of a wider tensor), read in place.
+        wide = torch.zeros((512, 640, 3), dtype=torch.uint8, device="cuda")
+        wide[:, :512] = t
+        assert len(p.process(wide[:, :512], cameras=4)) == 1
+        assert p.stats()["h2d_bytes"] == 0
 
 
 def test_cupy_in_place(photo):
@@ -83,6 +89,16 @@ def test_device_frame_other_gpu(photo):
     with omma.FacePipeline(backend="gpu", device=0) as p:
         with pytest.raises(omma.InvalidArgumentError, match="GPU 1"):
             p.process(t)
+
+
+def test_batched_device_frames(photo):
+    torch = pytest.importorskip("torch")
+    frames = [torch.from_numpy(photo).cuda() for _ in range(8)]
+    with omma.FacePipeline(backend="gpu", max_batch=8) as p:
+        b = p.process_batched(frames)
+        assert b.counts.tolist() == [1] * 8 and b.landmarks.shape == (8, 468, 3)
+        s = p.stats()
+        assert s["h2d_bytes"] == 0 and s["batches"] == 1 and s["d2h_copies"] >= 1
 
 
 def test_stream_gpu():
