@@ -164,8 +164,8 @@ static int grow(pipeline_obj *self, int n)
 
 /* Runs frames (a list, or one frame) through the pipeline into self's
  * buffers; *n_out frames. Returns 0, or -1 with an exception. */
-static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras,
-                     PyObject *format, int *n_out, int *is_batch)
+static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, PyObject *format,
+                     int *n_out, int *is_batch)
 {
     *is_batch = PyList_Check(frames);
     Py_ssize_t n = *is_batch ? PyList_GET_SIZE(frames) : 1;

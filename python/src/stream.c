@@ -112,7 +112,7 @@ static int stream_init(stream_obj *self, PyObject *args, PyObject *kwds)
                                      &threads, &detect_every, &realtime, &loop, &max_frames,
                                      &queue))
         return -1;
-    if (self->lock_ready) {
+    if (self->lock_ready || self->cameras || self->specs) {
         pyomma_raise_msg(OMMA_ERR_INVALID_ARG, "Stream: already initialised");
         return -1;
     }
