@@ -24,6 +24,9 @@ packages=(
     libmosquitto-dev                   #   MQTT
     nats-server mosquitto              # the sink tests' servers, on loopback
     mosquitto-clients                  #   and mosquitto_sub
+    python3-dev python3-numpy          # the Python package (python/): headers, NumPy's C API
+    python3-setuptools python3-pip     #   pip install ./python, offline
+    python3-pytest                     #   its tests (tests/python/)
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.

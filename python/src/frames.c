@@ -1,0 +1,491 @@
+/* Python frames to omma_frame: NumPy arrays and other buffers (host),
+ * tuples of planes (NV12, I420), objects with __dlpack__ or
+ * __cuda_array_interface__ (device memory read in place once the
+ * producer's stream has reached it; DLPack tensors on the CPU are host
+ * frames).
+ *
+ * Streams: a DLPack producer is asked for the legacy default stream
+ * (stream=1): it makes that stream wait for its own work, and the legacy
+ * stream is synchronized before the pipeline reads the frame. An array
+ * interface's stream (version 3) is synchronized itself. The host waits
+ * (without the GIL); the C API takes no stream to chain on. */
+#include "pyomma.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* DLPack's ABI (dlpack.h, v0.8; stable): only what a consumer reads. */
+typedef struct {
+    int32_t device_type;
+    int32_t device_id;
+} dl_device;
+typedef struct {
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+} dl_dtype;
+typedef struct {
+    void *data;
+    dl_device device;
+    int32_t ndim;
+    dl_dtype dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} dl_tensor;
+typedef struct dl_managed_tensor {
+    dl_tensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct dl_managed_tensor *self);
+} dl_managed_tensor;
+enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3, DL_CUDA_MANAGED = 13, DL_UINT = 1 };
+
+/* CUDA array interface / DLPack stream numbers: 1 is the legacy default
+ * stream, 2 the per-thread default stream; the driver takes both as
+ * CUstream handles (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). */
+#define STREAM_LEGACY ((uintptr_t)1)
+
+typedef struct plane {
+    uintptr_t ptr;
+    Py_ssize_t h, w, c, pitch;
+    int device; /* 0 host, 1 device */
+} plane;
+
+int pyomma_parse_format(const char *s)
+{
+    static const char *names[] = {"rgb", "bgr", "rgba", "bgra", "nv12", "i420"};
+    for (int i = 0; i < OMMA_PIXEL_FORMAT_COUNT; i++)
+        if (strcasecmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static int invalid(int index, const char *fmt, const char *detail)
+{
+    char msg[600];
+    snprintf(msg, sizeof msg, fmt, detail);
+    pyomma_raise_msg(OMMA_ERR_INVALID_ARG, "frame %d: %s", index, msg);
+    return -1;
+}
+
+/* The layout checks every plane passes: uint8 rows of w pixels of c
+ * contiguous channels, rows pitch bytes apart. */
+static int check_layout(int index, Py_ssize_t ndim, const Py_ssize_t *shape,
+                        const Py_ssize_t *strides, plane *p)
+{
+    if (ndim != 2 && ndim != 3)
+        return invalid(index, "%s", "a plane must have 2 or 3 dimensions (H, W[, C])");
+    p->h = shape[0];
+    p->w = shape[1];
+    p->c = ndim == 3 ? shape[2] : 1;
+    if (p->h < 1 || p->w < 1 || p->c < 1 || p->h > INT_MAX || p->w > INT_MAX / 4)
+        return invalid(index, "%s", "empty or oversized plane");
+    Py_ssize_t sr = strides ? strides[0] : p->w * p->c;
+    Py_ssize_t sp = strides ? strides[1] : p->c;
+    Py_ssize_t sc = strides && ndim == 3 ? strides[2] : 1;
+    if (p->h == 1)
+        sr = p->w * p->c;
+    if (p->w == 1)
+        sp = p->c;
+    if (p->c == 1)
+        sc = 1;
+    if (sc != 1 || sp != p->c || sr < p->w * p->c || sr > INT_MAX)
+        return invalid(index, "%s",
+                       "pixels must be contiguous within a row (channel stride 1, pixel "
+                       "stride = channels, row stride >= row bytes; numpy.ascontiguousarray "
+                       "makes such a copy)");
+    p->pitch = sr;
+    return 0;
+}
+
+static int plane_from_buffer(PyObject *obj, int index, pyomma_frame_hold *hold, plane *p)
+{
+    Py_buffer *v = &hold->views[hold->n_views];
+    if (PyObject_GetBuffer(obj, v, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+        return -1;
+    hold->n_views++;
+    if (v->itemsize != 1 || (v->format && strcmp(v->format, "B") != 0))
+        return invalid(index, "pixels must be uint8 (got format '%s')",
+                       v->format ? v->format : "?");
+    for (int i = 0; v->strides && i < v->ndim; i++)
+        if (v->strides[i] < 0)
+            return invalid(index, "%s", "negative strides (a flipped view): copy it first");
+    if (check_layout(index, v->ndim, v->shape, v->strides, p) < 0)
+        return -1;
+    p->ptr = (uintptr_t)v->buf;
+    p->device = 0;
+    return 0;
+}
+
+static int tuple_of_ssize(PyObject *t, Py_ssize_t *out, Py_ssize_t max, Py_ssize_t *n)
+{
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) > max)
+        return -1;
+    *n = PyTuple_GET_SIZE(t);
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        out[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, i));
+        if (out[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+static int plane_from_cai(PyObject *obj, PyObject *cai, int index, pyomma_frame_hold *hold,
+                          plane *p)
+{
+    if (!PyDict_Check(cai))
+        return invalid(index, "%s", "__cuda_array_interface__ is not a dict");
+    PyObject *shape = PyDict_GetItemString(cai, "shape");
+    PyObject *typestr = PyDict_GetItemString(cai, "typestr");
+    PyObject *data = PyDict_GetItemString(cai, "data");
+    PyObject *strides = PyDict_GetItemString(cai, "strides");
+    PyObject *mask = PyDict_GetItemString(cai, "mask");
+    PyObject *stream = PyDict_GetItemString(cai, "stream");
+    if (!shape || !typestr || !data)
+        return invalid(index, "%s", "__cuda_array_interface__ lacks shape, typestr or data");
+    const char *ts = PyUnicode_Check(typestr) ? PyUnicode_AsUTF8(typestr) : NULL;
+    if (!ts || (strcmp(ts, "|u1") != 0 && strcmp(ts, "<u1") != 0 && strcmp(ts, ">u1") != 0))
+        return invalid(index, "pixels must be uint8 (typestr '%s')", ts ? ts : "?");
+    if (mask && mask != Py_None)
+        return invalid(index, "%s", "masked arrays are not frames");
+    Py_ssize_t dims[3], st[3], nd = 0, ns = 0;
+    if (tuple_of_ssize(shape, dims, 3, &nd) < 0 ||
+        (strides && strides != Py_None && tuple_of_ssize(strides, st, 3, &ns) < 0) ||
+        (ns && ns != nd)) {
+        PyErr_Clear();
+        return invalid(index, "%s", "__cuda_array_interface__'s shape or strides are bad");
+    }
+    for (Py_ssize_t i = 0; i < ns; i++)
+        if (st[i] < 0)
+            return invalid(index, "%s", "negative strides (a flipped view): copy it first");
+    if (check_layout(index, nd, dims, ns ? st : NULL, p) < 0)
+        return -1;
+    if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
+        return invalid(index, "%s", "__cuda_array_interface__'s data is not (pointer, readonly)");
+    p->ptr = (uintptr_t)PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    if (PyErr_Occurred())
+        return -1;
+    if (!p->ptr)
+        return invalid(index, "%s", "null device pointer");
+    p->device = 1;
+    if (stream && stream != Py_None) {
+        uintptr_t s = (uintptr_t)PyLong_AsVoidPtr(stream);
+        if (PyErr_Occurred())
+            return -1;
+        if (s == 0)
+            return invalid(index, "%s", "stream 0 is not allowed by the CUDA array interface");
+        if (hold->n_streams < 3)
+            hold->streams[hold->n_streams++] = s;
+    }
+    Py_INCREF(obj);
+    hold->objects[hold->n_objects++] = obj;
+    return 0;
+}
+
+static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold, plane *p)
+{
+    PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    if (!dev)
+        return -1;
+    int dtype = 0, did = 0;
+    int ok = PyArg_ParseTuple(dev, "ii", &dtype, &did);
+    Py_DECREF(dev);
+    if (!ok)
+        return -1;
+    int device = dtype == DL_CUDA || dtype == DL_CUDA_MANAGED;
+    if (!device && dtype != DL_CPU && dtype != DL_CUDA_HOST)
+        return invalid(index, "%s", "a DLPack tensor on a device other than the CPU or CUDA");
+    PyObject *cap;
+    if (device) {
+        /* The producer orders its work before the legacy default stream,
+         * which is synchronized before the frame is read. */
+        PyObject *kw = Py_BuildValue("{s:i}", "stream", 1);
+        PyObject *meth = kw ? PyObject_GetAttrString(obj, "__dlpack__") : NULL;
+        PyObject *empty = meth ? PyTuple_New(0) : NULL;
+        cap = empty ? PyObject_Call(meth, empty, kw) : NULL;
+        Py_XDECREF(kw);
+        Py_XDECREF(meth);
+        Py_XDECREF(empty);
+    } else {
+        cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
+    }
+    if (!cap)
+        return -1;
+    dl_managed_tensor *mt = PyCapsule_GetPointer(cap, "dltensor");
+    if (!mt || PyCapsule_SetName(cap, "used_dltensor") < 0) {
+        Py_DECREF(cap);
+        return -1;
+    }
+    hold->capsules[hold->n_capsules++] = cap;
+    const dl_tensor *t = &mt->dl_tensor;
+    if (t->dtype.code != DL_UINT || t->dtype.bits != 8 || t->dtype.lanes != 1)
+        return invalid(index, "%s", "pixels must be uint8");
+    if (t->ndim != 2 && t->ndim != 3)
+        return invalid(index, "%s", "a plane must have 2 or 3 dimensions (H, W[, C])");
+    Py_ssize_t dims[3], st[3];
+    for (int i = 0; i < t->ndim; i++) {
+        dims[i] = (Py_ssize_t)t->shape[i];
+        if (t->strides) {
+            if (t->strides[i] < 0)
+                return invalid(index, "%s", "negative strides (a flipped view): copy it first");
+            st[i] = (Py_ssize_t)t->strides[i];
+        }
+    }
+    if (check_layout(index, t->ndim, dims, t->strides ? st : NULL, p) < 0)
+        return -1;
+    p->ptr = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    p->device = device;
+    if (device) {
+        hold->device_ordinal = t->device.device_id;
+        if (hold->n_streams < 3)
+            hold->streams[hold->n_streams++] = STREAM_LEGACY;
+    }
+    return 0;
+}
+
+static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, plane *p)
+{
+    /* Host buffers first (NumPy: no attribute lookups); CUDA tensors
+     * export no buffer. */
+    if (PyObject_CheckBuffer(obj))
+        return plane_from_buffer(obj, index, hold, p);
+    /* DLPack before the CUDA array interface: its producer orders its own
+     * stream before ours (PyTorch's interface names no stream). */
+    if (PyObject_HasAttrString(obj, "__dlpack__") &&
+        PyObject_HasAttrString(obj, "__dlpack_device__"))
+        return plane_from_dlpack(obj, index, hold, p);
+    PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
+    if (cai) {
+        int rc = plane_from_cai(obj, cai, index, hold, p);
+        Py_DECREF(cai);
+        return rc;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError,
+                 "frame %d: expected a uint8 array (NumPy or any buffer, or a device array "
+                 "with __cuda_array_interface__ or __dlpack__) or a tuple of planes, got %.100s",
+                 index, Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+void pyomma_frame_release(pyomma_frame_hold *hold)
+{
+    for (int i = 0; i < hold->n_views; i++)
+        PyBuffer_Release(&hold->views[i]);
+    for (int i = 0; i < hold->n_objects; i++)
+        Py_DECREF(hold->objects[i]);
+    for (int i = 0; i < hold->n_capsules; i++) {
+        dl_managed_tensor *mt = PyCapsule_GetPointer(hold->capsules[i], "used_dltensor");
+        if (mt && mt->deleter)
+            mt->deleter(mt);
+        PyErr_Clear();
+        Py_DECREF(hold->capsules[i]);
+    }
+    hold->n_views = hold->n_objects = hold->n_capsules = hold->n_streams = 0;
+}
+
+int pyomma_frame_convert(PyObject *obj, const char *format, int index, omma_frame *frame,
+                         pyomma_frame_hold *hold)
+{
+    memset(hold, 0, sizeof *hold);
+    hold->device_ordinal = -1;
+    memset(frame, 0, sizeof *frame);
+    int fmt = -1;
+    if (format && (fmt = pyomma_parse_format(format)) < 0) {
+        pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                         "frame %d: unknown format '%s' (rgb, bgr, rgba, bgra, nv12, i420)", index,
+                         format);
+        return -1;
+    }
+    plane pl[3];
+    memset(pl, 0, sizeof pl); /* gcc -O2 cannot see every path fill pl[0] */
+    int n = 1;
+    if (PyTuple_Check(obj)) {
+        n = (int)PyTuple_GET_SIZE(obj);
+        if (n != 2 && n != 3) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                             "frame %d: a tuple of planes has 2 (NV12: Y, UV) or 3 (I420: Y, U, "
+                             "V), not %d",
+                             index, n);
+            return -1;
+        }
+        if (fmt < 0)
+            fmt = n == 2 ? OMMA_PIXEL_NV12 : OMMA_PIXEL_I420;
+        if ((fmt == OMMA_PIXEL_NV12 && n != 2) || (fmt == OMMA_PIXEL_I420 && n != 3) ||
+            fmt < OMMA_PIXEL_NV12) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                             "frame %d: format %s takes %s, not a tuple of %d planes", index,
+                             format, fmt < OMMA_PIXEL_NV12 ? "one array" : "NV12: 2, I420: 3", n);
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            if (plane_from(PyTuple_GET_ITEM(obj, i), index, hold, &pl[i]) < 0)
+                goto fail;
+    } else {
+        if (plane_from(obj, index, hold, &pl[0]) < 0)
+            goto fail;
+        if (fmt < 0)
+            fmt = pl[0].c == 3 ? OMMA_PIXEL_RGB : OMMA_PIXEL_RGBA;
+        if (fmt >= OMMA_PIXEL_NV12) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                             "frame %d: %s frames are a tuple of planes (Y, UV) or (Y, U, V)",
+                             index, format);
+            goto fail;
+        }
+        int want = fmt == OMMA_PIXEL_RGB || fmt == OMMA_PIXEL_BGR ? 3 : 4;
+        if (pl[0].c != want) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                             "frame %d: an %s frame is (H, W, %d) uint8, got %zd channel(s)", index,
+                             format ? format : (want == 3 ? "RGB" : "RGBA"), want, pl[0].c);
+            goto fail;
+        }
+    }
+    Py_ssize_t ch = (pl[0].h + 1) / 2, cw = (pl[0].w + 1) / 2;
+    if (fmt == OMMA_PIXEL_NV12 || fmt == OMMA_PIXEL_I420) {
+        if (pl[0].c != 1) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG, "frame %d: the Y plane is (H, W) uint8", index);
+            goto fail;
+        }
+        for (int i = 1; i < n; i++) {
+            int good = fmt == OMMA_PIXEL_NV12 ? pl[i].h == ch && pl[i].w * pl[i].c == 2 * cw &&
+                                                    (pl[i].c == 2 || pl[i].c == 1)
+                                              : pl[i].h == ch && pl[i].w == cw && pl[i].c == 1;
+            if (!good) {
+                pyomma_raise_msg(
+                    OMMA_ERR_INVALID_ARG,
+                    "frame %d: plane %d of a %zdx%zd %s frame must be %s (%zd, %zd%s)", index, i,
+                    pl[0].w, pl[0].h, fmt == OMMA_PIXEL_NV12 ? "NV12" : "I420",
+                    fmt == OMMA_PIXEL_NV12 ? "interleaved UV" : "half size", ch,
+                    fmt == OMMA_PIXEL_NV12 ? cw : cw, fmt == OMMA_PIXEL_NV12 ? ", 2" : "");
+                goto fail;
+            }
+        }
+    }
+    for (int i = 1; i < n; i++)
+        if (pl[i].device != pl[0].device) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                             "frame %d: planes both in host and device memory", index);
+            goto fail;
+        }
+    frame->width = (int)pl[0].w;
+    frame->height = (int)pl[0].h;
+    frame->format = (omma_pixel_format)fmt;
+    frame->memory = pl[0].device ? OMMA_MEMORY_DEVICE : OMMA_MEMORY_HOST;
+    for (int i = 0; i < n; i++) {
+        frame->planes[i] = (const uint8_t *)pl[i].ptr;
+        frame->pitch[i] = (int)pl[i].pitch;
+    }
+    return 0;
+fail:
+    pyomma_frame_release(hold);
+    return -1;
+}
+
+/* ---- The CUDA driver, for device frames ---------------------------------- */
+
+typedef int (*fn_stream_sync)(void *stream);
+typedef int (*fn_pointer_attr)(void *data, int attribute, unsigned long long ptr);
+typedef int (*fn_error_name)(int err, const char **name);
+static struct {
+    void *lib;
+    fn_stream_sync stream_sync;
+    fn_pointer_attr pointer_attr;
+    fn_error_name error_name;
+} cu;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+static void cu_load(void)
+{
+    cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!cu.lib)
+        return;
+    cu.stream_sync = (fn_stream_sync)dlsym(cu.lib, "cuStreamSynchronize");
+    cu.pointer_attr = (fn_pointer_attr)dlsym(cu.lib, "cuPointerGetAttribute");
+    cu.error_name = (fn_error_name)dlsym(cu.lib, "cuGetErrorName");
+    if (!cu.stream_sync || !cu.pointer_attr || !cu.error_name)
+        cu.stream_sync = NULL;
+}
+
+static const char *cu_name(int err)
+{
+    const char *name = NULL;
+    if (cu.error_name && cu.error_name(err, &name) == 0 && name)
+        return name;
+    return "CUDA_ERROR_UNKNOWN";
+}
+
+static omma_status cu_ready(char *msg, size_t msg_size)
+{
+    pthread_once(&cu_once, cu_load);
+    if (!cu.stream_sync) {
+        snprintf(msg, msg_size,
+                 "device frames: the CUDA driver (libcuda.so.1) could not be loaded");
+        return OMMA_ERR_NO_DEVICE;
+    }
+    return OMMA_OK;
+}
+
+omma_status pyomma_check_device_pointer(omma_device *dev, uintptr_t ptr, char *msg, size_t msg_size)
+{
+    omma_status st = cu_ready(msg, msg_size);
+    if (st != OMMA_OK)
+        return st;
+    enum { ATTR_MEMORY_TYPE = 2, ATTR_DEVICE_ORDINAL = 9, MEMORYTYPE_HOST = 1 };
+    unsigned int type = 0;
+    int ordinal = -1;
+    int rc = cu.pointer_attr(&type, ATTR_MEMORY_TYPE, (unsigned long long)ptr);
+    if (rc == 0)
+        rc = cu.pointer_attr(&ordinal, ATTR_DEVICE_ORDINAL, (unsigned long long)ptr);
+    if (rc != 0) {
+        snprintf(msg, msg_size,
+                 "device frame at 0x%llx: not CUDA memory (cuPointerGetAttribute: %s)",
+                 (unsigned long long)ptr, cu_name(rc));
+        return OMMA_ERR_INVALID_ARG;
+    }
+    if (type != MEMORYTYPE_HOST && ordinal != omma_device_ordinal(dev)) {
+        snprintf(msg, msg_size, "device frame on GPU %d, the pipeline runs on GPU %d", ordinal,
+                 omma_device_ordinal(dev));
+        return OMMA_ERR_INVALID_ARG;
+    }
+    return OMMA_OK;
+}
+
+omma_status pyomma_sync_streams(omma_device *dev, pyomma_frame_hold *holds, int n, char *msg,
+                                size_t msg_size)
+{
+    int any = 0;
+    for (int i = 0; i < n && !any; i++)
+        any = holds[i].n_streams > 0;
+    if (!any)
+        return OMMA_OK;
+    omma_status st = cu_ready(msg, msg_size);
+    if (st != OMMA_OK)
+        return st;
+    omma_scope scope;
+    st = omma_device_enter(dev, &scope);
+    if (st != OMMA_OK) {
+        snprintf(msg, msg_size, "%s", omma_last_error());
+        return st;
+    }
+    for (int i = 0; i < n && st == OMMA_OK; i++)
+        for (int j = 0; j < holds[i].n_streams && st == OMMA_OK; j++) {
+            int rc = cu.stream_sync((void *)holds[i].streams[j]);
+            if (rc != 0) {
+                snprintf(msg, msg_size, "frame %d: cuStreamSynchronize(producer's stream): %s", i,
+                         cu_name(rc));
+                st = OMMA_ERR_CUDA;
+            }
+        }
+    omma_status st2 = omma_device_leave(&scope);
+    if (st == OMMA_OK && st2 != OMMA_OK) {
+        snprintf(msg, msg_size, "%s", omma_last_error());
+        st = st2;
+    }
+    return st;
+}

@@ -1,0 +1,110 @@
+"""The GPU backend from Python (label gpu in spirit: skipped without a GPU,
+and without PyTorch or CuPy for the device-array tests). Device frames are
+read in place: the pipeline's host-to-device byte counter stays at 0;
+faces equal the NumPy path's within fp16 tolerance; a frame written by a
+slow kernel on a non-default stream is read only after it."""
+import numpy as np
+import pytest
+
+import omma
+from conftest import EXPECTED_BOX, iou
+
+pytestmark = pytest.mark.skipif(not omma.devices(), reason="no GPU")
+
+
+def close_faces(a, b, tol_px=2.0):
+    assert len(a) == len(b) == 1
+    assert iou(tuple(a[0].box), tuple(b[0].box)) > 0.9
+    d = np.abs(a[0].landmarks[:, :2] - b[0].landmarks[:, :2])
+    assert float(np.median(d)) < tol_px / 2 and float(d.max()) < 4 * tol_px
+
+
+def test_numpy_on_gpu(photo):
+    with omma.FacePipeline(backend="gpu") as p:
+        faces = p.process(photo)
+        assert len(faces) == 1 and iou(tuple(faces[0].box), EXPECTED_BOX) > 0.7
+        assert p.stats()["h2d_bytes"] == photo.nbytes
+    with omma.FacePipeline(backend="cpu") as c:
+        close_faces(faces, c.process(photo))
+
+
+def test_torch_in_place(photo):
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(photo).cuda()
+    with omma.FacePipeline(backend="gpu") as p, omma.FacePipeline(backend="gpu") as q:
+        got = p.process(t)
+        assert p.stats()["h2d_bytes"] == 0  # no host copy
+        close_faces(got, q.process(photo))
+        bgr = t.flip(-1).contiguous()
+        batch = p.process([t, bgr], cameras=[1, 2], format=["rgb", "bgr"])
+        assert [len(b) for b in batch] == [1, 1] and p.stats()["h2d_bytes"] == 0
+        rgba = torch.zeros((512, 512, 4), dtype=torch.uint8, device="cuda")
+        rgba[..., :3] = t
+        assert len(p.process(rgba, cameras=3)) == 1
+        # A view with padded rows (a crop of a wider tensor), read in place.
+        wide = torch.zeros((512, 640, 3), dtype=torch.uint8, device="cuda")
+        wide[:, :512] = t
+        assert len(p.process(wide[:, :512], cameras=4)) == 1
+        assert p.stats()["h2d_bytes"] == 0
+
+
+def test_cupy_in_place(photo):
+    cp = pytest.importorskip("cupy")
+    a = cp.asarray(photo)
+    with omma.FacePipeline(backend="gpu") as p, omma.FacePipeline(backend="gpu") as q:
+        got = p.process(a)
+        assert p.stats()["h2d_bytes"] == 0
+        close_faces(got, q.process(photo))
+
+        class CAIOnly:  # the CUDA array interface alone, with CuPy's stream
+            def __init__(self, arr):
+                self.__cuda_array_interface__ = arr.__cuda_array_interface__
+        close_faces(p.process(CAIOnly(a), cameras=1), got)
+        assert p.stats()["h2d_bytes"] == 0
+
+
+def test_torch_stream_ordering(photo):
+    """A frame written on a side stream after a long sleep kernel: omma must
+    read it after the write (it would find no face in the zeros before)."""
+    torch = pytest.importorskip("torch")
+    src = torch.from_numpy(photo).cuda()
+    with omma.FacePipeline(backend="gpu") as p:
+        for cam in range(3):
+            frame = torch.zeros_like(src)
+            torch.cuda.synchronize()
+            side = torch.cuda.Stream()
+            with torch.cuda.stream(side):
+                torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU cycles
+                frame.copy_(src)
+                faces = p.process(frame, cameras=cam)
+            assert len(faces) == 1, "read before the producer's kernel finished"
+            assert iou(tuple(faces[0].box), EXPECTED_BOX) > 0.7
+
+
+def test_device_frame_other_gpu(photo):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU")
+    t = torch.from_numpy(photo).to("cuda:1")
+    with omma.FacePipeline(backend="gpu", device=0) as p:
+        with pytest.raises(omma.InvalidArgumentError, match="GPU 1"):
+            p.process(t)
+
+
+def test_batched_device_frames(photo):
+    torch = pytest.importorskip("torch")
+    frames = [torch.from_numpy(photo).cuda() for _ in range(8)]
+    with omma.FacePipeline(backend="gpu", max_batch=8) as p:
+        b = p.process_batched(frames)
+        assert b.counts.tolist() == [1] * 8 and b.landmarks.shape == (8, 468, 3)
+        s = p.stats()
+        assert s["h2d_bytes"] == 0 and s["batches"] == 1 and s["d2h_copies"] >= 1
+
+
+def test_stream_gpu():
+    import os
+    from conftest import TESTDATA
+    pan = os.path.join(TESTDATA, "astronaut_pan.mp4")
+    got = []
+    omma.stream([pan, pan], realtime=False, max_frames=5, callback=got.append)
+    assert len(got) == 10 and all(len(r.faces) == 1 for r in got)
