@@ -59,6 +59,7 @@ for codec in ${CODECS:-h264 hevc}; do
             cat "$out"/ffmpeg-*.log | sort | uniq -c | head -n 5 | tee -a "$log"
             break
         fi
+        rm -f "$out"/ffmpeg-*.log
         fps=$(awk -v p="$p" -v f="$frames" -v a="$t0" -v b="$t1" 'BEGIN { print p * f / (b - a) }')
         printf 'ffmpeg nvdec %s: %2d processes x %d frames: %.0f frames/s\n' "$codec" "$p" \
             "$frames" "$fps" | tee -a "$log"

@@ -112,7 +112,7 @@ static const cli_option options[] = {
     [OPT_STREAMS] = {"--streams", "N|max", "cameras, or max: the largest count passing (max)"},
     [OPT_DECODE] = {"--decode", "gpu|cpu|auto", "where the video is decoded (gpu)"},
     [OPT_GPU_STREAMS] = {"--decode-gpu-streams", "N",
-                         "auto: 1080p30 streams the GPU decodes before the CPU (56)"},
+                         "auto: 1080p30 streams the GPU decodes before the CPU (160)"},
     [OPT_WARMUP] = {"--warmup", "S", "seconds before the window (3)"},
     [OPT_DURATION] = {"--duration", "S", "the measured window, seconds (6)"},
     [OPT_GPUS] = {"--gpus", "LIST", "GPU ordinals, e.g. 0,1: cameras round robin (0)"},
@@ -140,7 +140,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->decode = IO_DECODE_GPU;
-    o->gpu_streams = 56;
+    o->gpu_streams = 160;
     o->warmup_s = 3.0, o->duration_s = 6.0;
     o->max_batch = 256, o->max_faces = 1, o->detect_every = 10;
     o->n_gpus = 1;

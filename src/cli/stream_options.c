@@ -151,7 +151,7 @@ static const cli_option options[] = {
                     "libavcodec in software (the CPU backend always)"},
     [OPT_DECODE_GPU_STREAMS] = {"--decode-gpu-streams", "N",
                                 "auto: 1080p30-equivalent streams each GPU decodes\n"
-                                "before more go to the CPU (56; 0: no limit)"},
+                                "before more go to the CPU (160; 0: no limit)"},
     [OPT_LSL] = {"--lsl", NULL,
                  "stream every camera on the Lab Streaming Layer:\n"
                  "NAME_landmarks (Landmark, 1417 float32 channels),\n"

@@ -26,7 +26,7 @@ void rt_runtime_config_init(rt_runtime_config *cfg)
     cfg->publish_subscribers = 16;
     cfg->publish_holds = 2;
     rt_source_options_init(&cfg->source);
-    cfg->decode_gpu_streams = 56;
+    cfg->decode_gpu_streams = 160;
     rt_synthetic_options_init(&cfg->synthetic);
     cfg->pool_frames = 64;
     cfg->pool_memory = OMMA_MEMORY_DEVICE;
