@@ -251,8 +251,17 @@ static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, plane *
 {
     /* Host buffers first (NumPy: no attribute lookups); CUDA tensors
      * export no buffer. */
-    if (PyObject_CheckBuffer(obj))
-        return plane_from_buffer(obj, index, hold, p);
+    if (PyObject_CheckBuffer(obj)) {
+        int views = hold->n_views;
+        int rc = plane_from_buffer(obj, index, hold, p);
+        /* CuPy's arrays have the buffer protocol but refuse it for device
+         * memory: they go by DLPack or the CUDA array interface below. */
+        if (rc == 0 || hold->n_views != views ||
+            !(PyObject_HasAttrString(obj, "__dlpack__") ||
+              PyObject_HasAttrString(obj, "__cuda_array_interface__")))
+            return rc;
+        PyErr_Clear();
+    }
     /* DLPack before the CUDA array interface: its producer orders its own
      * stream before ours (PyTorch's interface names no stream). */
     if (PyObject_HasAttrString(obj, "__dlpack__") &&
