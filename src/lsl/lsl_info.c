@@ -147,7 +147,8 @@ static omma_status parse_fields(const lsl_xml_node *root, const char *buf, lsl_i
         return OMMA_FAIL(OMMA_ERR_FORMAT, "stream info: negative nominal_srate");
     double version;
     OMMA_TRY(real_field(root, "version", &version));
-    if (version <= 0 || version > 1000)
+    /* Kept in hundredths (1.10 -> 110): what rounds to 0 is out of range. */
+    if (!(version >= 0.005 && version <= 1000))
         return OMMA_FAIL(OMMA_ERR_FORMAT, "stream info: version %g out of range", version);
     info->version = (int)(version * 100 + 0.5);
     OMMA_TRY(real_field(root, "created_at", &info->created_at));

@@ -117,6 +117,12 @@ static void test_info_bad(void)
          "unknown channel format"},
         {"<info><name>&bogus;</name></info>", "unknown entity"},
         {"<info><name>x</name></info>trailing", "data after"},
+        /* Found by fuzz_lsl: a version that rounds to 0.00 parsed, and its
+         * write-back did not. */
+        {"<info><name>x</name><uid>u</uid><channel_count>1</channel_count>"
+         "<channel_format>float32</channel_format><nominal_srate>1</nominal_srate>"
+         "<version>0.0011</version></info>",
+         "version 0.0011 out of range"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_FAILS(lsl_info_parse(cases[i][0], strlen(cases[i][0]), &in), OMMA_ERR_FORMAT,
