@@ -54,8 +54,8 @@ static void usage(FILE *to)
     fprintf(to, "usage: omma bench FAMILY [OPTIONS]\n\nfamilies:\n");
     for (int i = 0; i < N_FAMILIES; i++)
         fprintf(to, "  %-9s %s\n", families[i].name, families[i].help);
-    fprintf(to, "\n'omma bench FAMILY --help' tells more. All but engine --backend cpu and\n"
-                "lsl need a GPU (exit 3 without one).\n");
+    fprintf(to, "\n'omma bench FAMILY --help' tells more. All but engine --backend cpu, lsl\n"
+                "and sink need a GPU (exit 3 without one).\n");
 }
 
 int cli_bench(int argc, char **argv)
