@@ -282,3 +282,9 @@ int cli_arg_choice(const char *opt, const char *s, const char *const *choices, s
     cli_error("%s %s: expected %s", opt, s, list);
     return 0;
 }
+
+const char *cli_data_dir(void)
+{
+    const char *d = getenv("OMMA_DATA");
+    return d && *d ? d : OMMA_DEFAULT_DATA_DIR;
+}

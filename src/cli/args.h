@@ -56,6 +56,10 @@ int cli_edit_distance(const char *a, const char *b);
  * enough to be what was meant (distance <= 2, and below half the word). */
 const char *cli_nearest(const char *word, const char *const *names, size_t n);
 
+/* Where the models/ and testdata/ folders are: $OMMA_DATA, else the
+ * source tree omma was built from. */
+const char *cli_data_dir(void);
+
 /* "omma: error: MESSAGE" then "see 'omma COMMAND --help'" on stderr;
  * returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...)

@@ -363,8 +363,7 @@ int cli_bench_decode(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    const char *data = getenv("OMMA_DATA");
-    data = data && *data ? data : OMMA_DEFAULT_DATA_DIR;
+    const char *data = cli_data_dir();
     char input[4096];
     if (!o.input) {
         snprintf(input, sizeof input, "%s/%s", data, DEFAULT_INPUT);

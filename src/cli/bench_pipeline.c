@@ -353,8 +353,7 @@ int cli_bench_pipeline(int argc, char **argv)
     if (parsed >= 0)
         return parsed;
     o.width &= ~1, o.height &= ~1;
-    const char *data = getenv("OMMA_DATA");
-    data = data && *data ? data : OMMA_DEFAULT_DATA_DIR;
+    const char *data = cli_data_dir();
     char path[4096];
     snprintf(path, sizeof path, "%s/" PHOTO, data);
     io_image photo;

@@ -481,8 +481,7 @@ int cli_bench_runtime(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    const char *data = getenv("OMMA_DATA");
-    data = data && *data ? data : OMMA_DEFAULT_DATA_DIR;
+    const char *data = cli_data_dir();
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", data, PHOTO);
     io_image photo = {0};

@@ -256,12 +256,6 @@ static int parse_args(int argc, char **argv, run_args *a)
     }
 }
 
-static const char *data_dir(void)
-{
-    const char *d = getenv("OMMA_DATA");
-    return d && *d ? d : OMMA_DEFAULT_DATA_DIR;
-}
-
 static const char *backend_name(omma_backend b)
 {
     return b == OMMA_BACKEND_CPU ? "cpu" : "gpu";
@@ -445,7 +439,7 @@ static int run_parsed(run_args a)
         }
     }
 
-    const char *data = data_dir();
+    const char *data = cli_data_dir();
     char det_path[4096], mesh_path[4096], photo[4096], video[4096], sample_dir[4096];
     snprintf(det_path, sizeof det_path, "%s/%s", data,
              a.full_range ? DETECTOR_FULL : DETECTOR_SHORT);

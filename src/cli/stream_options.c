@@ -347,12 +347,6 @@ static int add_source(cli_stream_opts *o, const char *arg, long max_frames)
     return 1;
 }
 
-static const char *data_dir(void)
-{
-    const char *d = getenv("OMMA_DATA");
-    return d && *d ? d : OMMA_DEFAULT_DATA_DIR;
-}
-
 static int valid_name(const char *s, size_t n)
 {
     if (n == 0 || n >= CLI_CAMERA_NAME_MAX)
@@ -636,7 +630,7 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     if (!name_cameras(o)) {
         return cli_see_help("stream");
     }
-    const char *data = data_dir();
+    const char *data = cli_data_dir();
     snprintf(o->detector, sizeof o->detector, "%s/models/face_detection_%s_range.tflite", data,
              full_range ? "full" : "short");
     snprintf(o->mesh, sizeof o->mesh, "%s/models/face_landmark.tflite", data);
