@@ -32,6 +32,10 @@ if [ ! -f "$prefix/lib/pkgconfig/libavcodec.pc" ]; then
         >"$work/configure.log" 2>&1 || { tail -n 20 "$work/configure.log" >&2; exit 1; }
     make -j"$(nproc)" >"$work/make.log" 2>&1 && make install >>"$work/make.log" 2>&1 ||
         { tail -n 20 "$work/make.log" >&2; exit 1; }
+    # nv-codec-headers beside it: omma's NVDEC decoder (src/io/video_nvdec.c) needs their types.
+    mkdir -p "$prefix/include" "$prefix/lib/pkgconfig"
+    cp -r "$work/nvh/usr/include/ffnvcodec" "$prefix/include/"
+    sed "s|^prefix=.*|prefix=$prefix|" "$pc/ffnvcodec.pc" >"$prefix/lib/pkgconfig/ffnvcodec.pc"
     rm -rf "$work"
 fi
 echo "export PKG_CONFIG_PATH=$prefix/lib/pkgconfig LD_LIBRARY_PATH=$prefix/lib PATH=$prefix/bin:\$PATH"

@@ -12,6 +12,7 @@ packages=(
     libjpeg-dev                        # JPEG images (omma run)
     libavformat-dev libavcodec-dev     # video files (omma run, src/io/video_*.c):
     libavutil-dev libswscale-dev       #   FFmpeg's demuxers, decoders, encoders, scaler
+    libffmpeg-nvenc-dev                #   NVDEC's API types (header only): GPU decoding
     ffmpeg                             # the CLI: fetch-testdata.sh makes the test videos
     libmicrohttpd-dev                  # the OpenMetrics endpoint (omma run --metrics-port)
     libv4l-dev                         # V4L2 cameras (src/runtime/source_v4l2.c): libv4l2, libv4lconvert

@@ -55,11 +55,21 @@ int io_decode_parse(const char *name)
 
 #include "io/video_gpu.h"
 #include "io/video_libav.h"
+#ifdef OMMA_HAVE_NVDEC
+#include "io/video_nvdec.h"
+#endif
 
 struct io_video {
     char *path;
     io_video_options opt;
-    io_video_gpu *gpu; /* decoding on the GPU (NULL: the CPU) */
+    io_video_gpu *gpu; /* decoding on the GPU through FFmpeg's hwaccel */
+#ifdef OMMA_HAVE_NVDEC
+    io_nvdec *nv; /* decoding on the GPU through NVDEC's API (v->dec is then NULL) */
+    omma_frame nv_frame; /* the frame it handed out */
+    int64_t nv_pts;
+    int nv_damaged;
+    int nv_out; /* nv_frame is handed out */
+#endif
     char decoder[384]; /* io_video_decoder's text */
     AVFormatContext *fmt;
     AVCodecContext *dec;
@@ -170,6 +180,18 @@ static omma_status choose_decoder(io_video *v, const AVCodec *codec, const AVCod
     if (!v->opt.device)
         snprintf(why, sizeof why, "no GPU");
     omma_status st = OMMA_OK;
+#ifdef OMMA_HAVE_NVDEC
+    if (v->opt.device && !getenv("OMMA_NVDEC_VIA_FFMPEG")) {
+        st = io_nvdec_open(v->opt.device, par, v->fmt->streams[v->stream]->time_base, &v->nv);
+        if (st == OMMA_OK) {
+            snprintf(v->decoder, sizeof v->decoder, "gpu (nvdec %s)", codec->name);
+            avcodec_free_context(&v->dec); /* NVDEC decodes */
+            return OMMA_OK;
+        }
+        can = 0;
+        snprintf(why, sizeof why, "%s", omma_last_error());
+    }
+#endif
     if (can) {
         st = io_gpu_attach(v->dec, v->opt.device, mode == IO_DECODE_GPU, &v->gpu);
         if (st == OMMA_OK) {
@@ -302,7 +324,7 @@ static omma_status open_stream(io_video *v)
         v->dec->thread_type = FF_THREAD_SLICE;
     OMMA_TRY(choose_decoder(v, codec, par));
     io_libav_clear_log();
-    err = avcodec_open2(v->dec, codec, NULL);
+    err = v->dec ? avcodec_open2(v->dec, codec, NULL) : 0;
     if (err < 0)
         return OMMA_FAIL(read_status(err), "%s: cannot open the %s decoder: %s", path, codec->name,
                          io_libav_why(err, why, sizeof why));
@@ -311,6 +333,72 @@ static omma_status open_stream(io_video *v)
     if (!v->frame || !v->pkt)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame and packet", path);
     return OMMA_OK;
+}
+
+/* The decoder's calls, whichever decodes (FFmpeg, or NVDEC's API), with
+ * FFmpeg's error codes. */
+static int decoder_send(io_video *v, const AVPacket *pkt)
+{
+#ifdef OMMA_HAVE_NVDEC
+    if (v->nv)
+        return io_nvdec_send(v->nv, pkt);
+#endif
+    return avcodec_send_packet(v->dec, pkt);
+}
+
+static int decoder_receive(io_video *v)
+{
+#ifdef OMMA_HAVE_NVDEC
+    if (v->nv) {
+        int err = io_nvdec_receive(v->nv, &v->nv_frame, &v->nv_pts, &v->nv_damaged);
+        v->nv_out = err == 0;
+        return err;
+    }
+#endif
+    return avcodec_receive_frame(v->dec, v->frame);
+}
+
+/* Gives the frame handed out back to the decoder: a GPU frame is unmapped
+ * once the consumer's reads on the stream have passed this point. */
+static omma_status decoder_give_back(io_video *v)
+{
+    omma_status st = OMMA_OK;
+#ifdef OMMA_HAVE_NVDEC
+    if (v->nv && v->nv_out) {
+        v->nv_out = 0;
+        st = io_nvdec_give_back(v->nv);
+    }
+#endif
+    if (v->frame && v->frame->format == AV_PIX_FMT_CUDA)
+        st = io_gpu_give_back(v->gpu, v->frame);
+    if (v->frame)
+        av_frame_unref(v->frame);
+    return st;
+}
+
+/* The decoder starts again from the next packet (a rewind, a reconnection). */
+static omma_status decoder_restart(io_video *v)
+{
+#ifdef OMMA_HAVE_NVDEC
+    if (v->nv)
+        return io_nvdec_restart(v->nv, v->fmt->streams[v->stream]->time_base);
+#endif
+    v->dec->pkt_timebase = v->fmt->streams[v->stream]->time_base;
+    avcodec_flush_buffers(v->dec);
+    return OMMA_OK;
+}
+
+/* What the decoder's last failure was about. */
+static const char *decoder_why(io_video *v, int err, char *buf, size_t size)
+{
+    (void)v;
+#ifdef OMMA_HAVE_NVDEC
+    if (v->nv) {
+        snprintf(buf, size, "%s", io_nvdec_why(v->nv));
+        return buf;
+    }
+#endif
+    return io_libav_why(err, buf, size);
 }
 
 omma_status io_video_open(const char *path, io_video **out)
@@ -398,10 +486,7 @@ omma_status io_video_disconnect(io_video *v)
     if (!v || !v->net)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "io_video_disconnect: %s",
                          v ? "not a network stream" : "NULL reader");
-    if (v->frame && v->frame->format == AV_PIX_FMT_CUDA)
-        (void)io_gpu_give_back(v->gpu, v->frame); /* the consumer may still read it */
-    if (v->frame)
-        av_frame_unref(v->frame);
+    (void)decoder_give_back(v); /* the consumer may still read it */
     avformat_close_input(&v->fmt);
     return OMMA_OK;
 }
@@ -431,8 +516,11 @@ omma_status io_video_reconnect(io_video *v)
     /* The same stream: the decoder (a GPU decoder is expensive to make)
      * starts again from the new connection's first key frame. */
     take_timing(v);
-    v->dec->pkt_timebase = v->fmt->streams[v->stream]->time_base;
-    avcodec_flush_buffers(v->dec);
+    st = decoder_restart(v);
+    if (st != OMMA_OK) {
+        avformat_close_input(&v->fmt);
+        return st;
+    }
     v->done = 0;
     v->draining = 0;
     v->failures = 0;
@@ -484,10 +572,18 @@ long io_video_frame_count(const io_video *v)
 int io_video_on_gpu(const io_video *v)
 {
     char why[8];
+#ifdef OMMA_HAVE_NVDEC
+    if (v && v->nv)
+        return 1;
+#endif
     return v && v->gpu && !io_gpu_refused(v->gpu, why, sizeof why);
 }
 void *io_video_stream(const io_video *v)
 {
+#ifdef OMMA_HAVE_NVDEC
+    if (v && v->nv)
+        return io_nvdec_stream(v->nv);
+#endif
     return io_video_on_gpu(v) ? io_gpu_stream(v->gpu) : NULL;
 }
 const char *io_video_decoder(const io_video *v)
@@ -518,6 +614,19 @@ static omma_status hand_over(io_video *v, omma_frame *f)
 {
     const AVFrame *fr = v->frame;
     const char *path = v->path;
+#ifdef OMMA_HAVE_NVDEC
+    if (v->nv) {
+        if (v->nv_frame.width != v->width || v->nv_frame.height != v->height)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is %dx%d in a %dx%d video", path,
+                             v->index, v->nv_frame.width, v->nv_frame.height, v->width, v->height);
+        v->stats.damaged_frames += v->nv_damaged;
+        *f = v->nv_frame;
+        omma_status st = v->opt.host_waits ? io_nvdec_wait(v->nv) : OMMA_OK;
+        return st == OMMA_OK
+                   ? OMMA_OK
+                   : OMMA_FAIL(st, "%s: frame %ld: %s", path, v->index, omma_last_error());
+    }
+#endif
     if (fr->width != v->width || fr->height != v->height)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is %dx%d in a %dx%d video", path, v->index,
                          fr->width, fr->height, v->width, v->height);
@@ -589,7 +698,7 @@ static int recoverable(io_video *v, int err, const char *what)
 {
     char why[256];
     snprintf(v->last_failure, sizeof v->last_failure, "%s: %s", what,
-             io_libav_why(err, why, sizeof why));
+             decoder_why(v, err, why, sizeof why));
     return ++v->failures < IO_VIDEO_MAX_FAILURES;
 }
 
@@ -603,7 +712,7 @@ static void give_up(io_video *v, omma_status st, const char *fmt, ...)
     va_end(ap);
     v->pending = st;
     v->draining = 1;
-    avcodec_send_packet(v->dec, NULL);
+    decoder_send(v, NULL);
 }
 
 /* Runs the demuxer and decoder until a frame is in v->frame (1), the stream
@@ -620,7 +729,7 @@ static int decode_next(io_video *v, omma_status *st)
         }
         io_libav_clear_log();
         uint64_t t0 = core_now_ns(), c0 = core_thread_cpu_ns();
-        int err = avcodec_receive_frame(v->dec, v->frame);
+        int err = decoder_receive(v);
         v->stats.decode_ns += core_now_ns() - t0;
         v->stats.decode_cpu_ns += core_thread_cpu_ns() - c0;
         if (err == 0) {
@@ -632,6 +741,13 @@ static int decode_next(io_video *v, omma_status *st)
                             io_libav_why(err, why, sizeof why));
             return -1;
         }
+#ifdef OMMA_HAVE_NVDEC
+        if (err == AVERROR_EXTERNAL && v->nv) {
+            *st = OMMA_FAIL(io_nvdec_status(v->nv), "%s: frame %ld: %s", path, v->index,
+                            io_nvdec_why(v->nv));
+            return -1;
+        }
+#endif
         if (err == AVERROR_EOF && v->pending) {
             *st = OMMA_FAIL(v->pending, "%s: frame %ld: %s", path, v->index, v->pending_why);
             return -1;
@@ -668,7 +784,7 @@ static int decode_next(io_video *v, omma_status *st)
             err = v->fmt->pb->error; /* the end came from a read error */
         if (err == AVERROR_EOF) {
             v->draining = 1;
-            err = avcodec_send_packet(v->dec, NULL);
+            err = decoder_send(v, NULL);
             if (err == AVERROR(ENOMEM)) {
                 *st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame %ld: flushing the decoder: %s",
                                 path, v->index, io_libav_why(err, why, sizeof why));
@@ -702,7 +818,7 @@ static int decode_next(io_video *v, omma_status *st)
         io_gpu_count_packet(v->gpu, (size_t)v->pkt->size);
         io_libav_clear_log();
         t0 = core_now_ns(), c0 = core_thread_cpu_ns();
-        err = avcodec_send_packet(v->dec, v->pkt);
+        err = decoder_send(v, v->pkt);
         v->stats.decode_ns += core_now_ns() - t0;
         v->stats.decode_cpu_ns += core_thread_cpu_ns() - c0;
         av_packet_unref(v->pkt);
@@ -711,6 +827,13 @@ static int decode_next(io_video *v, omma_status *st)
                             io_libav_why(err, why, sizeof why));
             return -1;
         }
+#ifdef OMMA_HAVE_NVDEC
+        if (err == AVERROR_EXTERNAL && v->nv) {
+            *st = OMMA_FAIL(io_nvdec_status(v->nv), "%s: frame %ld: %s", path, v->index,
+                            io_nvdec_why(v->nv));
+            return -1;
+        }
+#endif
         if (err < 0 && err != AVERROR(EAGAIN)) { /* consumed, and refused */
             v->stats.dropped_packets++;
             if (!recoverable(v, err, "the decoder refused a packet"))
@@ -752,18 +875,14 @@ omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, 
         *eof = 1;
         goto out;
     }
-    if (v->frame->format == AV_PIX_FMT_CUDA) { /* unmapped once the stream passed here */
-        st = io_gpu_give_back(v->gpu, v->frame);
-        if (st != OMMA_OK) {
-            st =
-                sticky(v, OMMA_FAIL(st, "%s: frame %ld: %s", v->path, v->index, omma_last_error()));
-            goto out;
-        }
+    st = decoder_give_back(v); /* unmapped once the stream passed here */
+    if (st != OMMA_OK) {
+        st = sticky(v, OMMA_FAIL(st, "%s: frame %ld: %s", v->path, v->index, omma_last_error()));
+        goto out;
     }
-    av_frame_unref(v->frame);
     int got = decode_next(v, &st);
     if (got < 0) {
-        av_frame_unref(v->frame);
+        (void)decoder_give_back(v);
         st = sticky(v, st);
         goto out;
     }
@@ -775,11 +894,15 @@ omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, 
     st = hand_over(v, frame);
     if (st != OMMA_OK) {
         memset(frame, 0, sizeof *frame);
-        av_frame_unref(v->frame);
+        (void)decoder_give_back(v);
         st = sticky(v, st);
         goto out;
     }
     int64_t ts = v->frame->best_effort_timestamp;
+#ifdef OMMA_HAVE_NVDEC
+    if (v->nv)
+        ts = v->nv_pts;
+#endif
     if (ts != AV_NOPTS_VALUE && v->time_base_ms > 0.0)
         *timestamp_ms = (double)(ts - v->start_pts) * v->time_base_ms;
     else
@@ -799,7 +922,11 @@ omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_fr
         *host = *frame;
         return OMMA_OK;
     }
-    if (!v->gpu || frame->format != OMMA_PIXEL_NV12)
+    int on_gpu = v->gpu != NULL;
+#ifdef OMMA_HAVE_NVDEC
+    on_gpu |= v->nv != NULL;
+#endif
+    if (!on_gpu || frame->format != OMMA_PIXEL_NV12)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: not a frame this reader decoded on the GPU",
                          v->path);
     size_t w = (size_t)frame->width, h = (size_t)frame->height;
@@ -811,7 +938,12 @@ omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_fr
             return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %zu bytes for a frame", v->path, bytes);
         v->host_bytes = bytes;
     }
-    OMMA_TRY(io_gpu_download(v->gpu, frame, v->host));
+#ifdef OMMA_HAVE_NVDEC
+    if (v->nv)
+        OMMA_TRY(io_nvdec_download(v->nv, frame, v->host));
+    else
+#endif
+        OMMA_TRY(io_gpu_download(v->gpu, frame, v->host));
     memset(host, 0, sizeof *host);
     host->width = frame->width;
     host->height = frame->height;
@@ -838,7 +970,7 @@ omma_status io_video_rewind(io_video *v)
     if (err < 0)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: cannot seek back to the start: %s", v->path,
                          io_libav_why(err, why, sizeof why));
-    avcodec_flush_buffers(v->dec);
+    OMMA_TRY(decoder_restart(v));
     v->done = 0;
     v->draining = 0;
     v->failures = 0;
@@ -850,11 +982,13 @@ void io_video_close(io_video *v)
 {
     if (!v)
         return;
-    if (v->frame && v->frame->format == AV_PIX_FMT_CUDA)
-        (void)io_gpu_give_back(v->gpu, v->frame); /* the consumer may still read it */
+    (void)decoder_give_back(v); /* the consumer may still read it */
     av_frame_free(&v->frame);
     av_packet_free(&v->pkt);
     avcodec_free_context(&v->dec);
+#ifdef OMMA_HAVE_NVDEC
+    io_nvdec_close(v->nv);
+#endif
     io_gpu_detach(v->gpu); /* after the decoder: its pending frames hold it */
     avformat_close_input(&v->fmt);
     sws_freeContext(v->sws);
