@@ -27,6 +27,8 @@
 /* Decode surfaces beyond the stream's minimum: room for the pictures queued
  * for display while the next ones decode. */
 #define EXTRA_SURFACES 3
+/* Picture indices the parser may use (its surfaces are at most this many). */
+#define MAX_SURFACES 64
 /* How long a picture may stay in NVDEC before the decoder is given up. */
 #define DECODE_TIMEOUT_NS (5 * 1000000000ull)
 
@@ -48,6 +50,11 @@ struct io_nvdec {
     int surfaces;
     unsigned out_w, out_h; /* the output surfaces' size (the display area) */
     CUVIDPARSERDISPINFO queue[QUEUE]; /* decoded (or decoding) pictures in display order */
+    uint64_t submitted[MAX_SURFACES]; /* when each surface's picture went to NVDEC */
+    /* How long to sleep before the first query of a picture's status, from
+     * its submission: adjusted so that about half the first queries find it
+     * decoded (one or two queries a frame, each a system call). */
+    uint64_t first_wait_ns;
     int qhead, qcount;
     int stamped; /* packets came with timestamps */
     int ended; /* the end of the stream went to the parser */
@@ -150,6 +157,11 @@ static int CUDAAPI on_sequence(void *user, CUVIDEOFORMAT *fmt)
         return 0;
     }
     int surfaces = fmt->min_num_decode_surfaces + EXTRA_SURFACES;
+    if (surfaces > MAX_SURFACES) {
+        fail(d, OMMA_ERR_UNSUPPORTED, "the %s stream needs %d decode surfaces (at most %d)",
+             d->codec_name, surfaces, MAX_SURFACES);
+        return 0;
+    }
     CUVIDDECODECREATEINFO ci;
     memset(&ci, 0, sizeof ci);
     ci.ulWidth = fmt->coded_width;
@@ -193,6 +205,11 @@ static int CUDAAPI on_decode(void *user, CUVIDPICPARAMS *pic)
              d->codec_name);
         return 0;
     }
+    if (pic->CurrPicIdx < 0 || pic->CurrPicIdx >= MAX_SURFACES) {
+        fail(d, OMMA_ERR_INTERNAL, "the parser gave picture index %d", pic->CurrPicIdx);
+        return 0;
+    }
+    d->submitted[pic->CurrPicIdx] = core_now_ns();
     CUresult r = gpu_cuvid.cuvidDecodePicture(d->decoder, pic);
     if (r != CUDA_SUCCESS) {
         d->bad_pictures++;
@@ -397,6 +414,7 @@ omma_status io_nvdec_open(omma_device *dev, const AVCodecParameters *par, AVRati
     d->dev = dev;
     d->codec = codec;
     d->codec_name = name;
+    d->first_wait_ns = 1000000; /* 1 ms: a 1080p picture on an idle engine, about */
     d->time_base = time_base.num > 0 && time_base.den > 0 ? time_base : (AVRational){1, 90000};
     omma_scope scope;
     omma_status st = omma_device_enter(dev, &scope);
@@ -482,32 +500,47 @@ int io_nvdec_send(io_nvdec *d, const AVPacket *pkt)
     return d->fatal ? AVERROR_EXTERNAL : err;
 }
 
-/* Waits, sleeping between queries, until NVDEC is done with the picture;
- * its status, or Invalid when the driver does not report one (the map call
- * then waits). */
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits, sleeping, until NVDEC is done with the picture: first until the
+ * time its pictures usually take (first_wait_ns from submission), then
+ * queries with growing sleeps. Returns its status, or Invalid when the
+ * driver does not report one (the map call then waits). */
 static cuvidDecodeStatus wait_decoded(io_nvdec *d, int index)
 {
-    uint64_t start = 0;
-    long sleep_ns = 50000;
-    for (;;) {
+    uint64_t submitted = index >= 0 && index < MAX_SURFACES ? d->submitted[index] : 0;
+    uint64_t now = core_now_ns();
+    if (!submitted || submitted > now)
+        submitted = now;
+    if (now - submitted < d->first_wait_ns)
+        sleep_ns(d->first_wait_ns - (now - submitted));
+    uint64_t nap = 50000;
+    for (int query = 0;; query++) {
         CUVIDGETDECODESTATUS s;
         memset(&s, 0, sizeof s);
         if (gpu_cuvid.cuvidGetDecodeStatus(d->decoder, index, &s) != CUDA_SUCCESS)
             return cuvidDecodeStatus_Invalid;
+        if (query == 0) { /* half the first queries should find the picture decoded */
+            if (s.decodeStatus != cuvidDecodeStatus_InProgress)
+                d->first_wait_ns -= d->first_wait_ns / 16;
+            else if (d->first_wait_ns < 20000000)
+                d->first_wait_ns += d->first_wait_ns / 16 + 20000;
+        }
         if (s.decodeStatus != cuvidDecodeStatus_InProgress)
             return s.decodeStatus;
-        uint64_t now = core_now_ns();
-        if (!start)
-            start = now;
-        else if (now - start > DECODE_TIMEOUT_NS) {
+        now = core_now_ns();
+        if (now - submitted > DECODE_TIMEOUT_NS) {
             fail(d, OMMA_ERR_CUDA, "NVDEC has not finished a %s picture in %llu s", d->codec_name,
                  (unsigned long long)(DECODE_TIMEOUT_NS / 1000000000ull));
             return cuvidDecodeStatus_Error;
         }
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        if (sleep_ns < 2000000)
-            sleep_ns *= 2;
+        sleep_ns(nap);
+        if (nap < 1000000)
+            nap *= 2;
     }
 }
 

@@ -155,7 +155,9 @@ static void gpu_decoded_faces_match_cpu_decoded(void)
             (unsigned long long)decoded, (unsigned long long)files,
             (double)(decoded - saved) / (CAMS * FRAMES));
     CHECK(cpu.stats.h2d_bytes > gpu.stats.h2d_bytes);
-    CHECK(saved <= decoded && saved + files >= decoded);
+    /* At most the files' bytes, plus the sequence headers NVDEC's parser is
+     * given again before each key frame (MP4's H.264 turned into Annex B). */
+    CHECK(saved <= decoded && saved + files + files / 50 >= decoded);
 }
 
 /* Auto within a budget of one 1080p30 stream per GPU: of two 1080p30
