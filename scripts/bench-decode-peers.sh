@@ -6,9 +6,7 @@
 #      largest is the GPU's decode limit (frames stay on the GPU, as omma's);
 #   2. omma bench decode --decode gpu --streams max;
 #   3. omma bench decode --decode cpu --streams max (the CPU decodes);
-#   4. omma bench decode --decode auto --streams max;
-#   gpu-ffmpeg in MODES: --decode gpu through FFmpeg's nvdec hwaccel instead
-#   of NVDEC's API (OMMA_NVDEC_VIA_FFMPEG=1), to compare the two.
+#   4. omma bench decode --decode auto --streams max.
 # Logs and JSON lines go to OUTDIR (bench-decode.log, bench-decode.jsonl).
 #   usage: scripts/bench-decode-peers.sh OMMA CLIPDIR OUTDIR
 #   environment: CODECS (h264 hevc), LOOPS (4), MODES (gpu cpu auto),
@@ -80,13 +78,8 @@ for codec in ${CODECS:-h264 hevc}; do
         for streams in ${STREAMS:-max}; do
             echo "== omma bench decode --decode $mode --streams $streams --input $clip" |
                 tee -a "$log"
-            if [ "$mode" = gpu-ffmpeg ]; then # the same through FFmpeg's nvdec hwaccel
-                OMMA_NVDEC_VIA_FFMPEG=1 "$omma" bench decode --decode gpu --input "$clip" \
-                    --streams "$streams" --warmup 2 --duration 5 --json >>"$json" 2>>"$log"
-            else
-                "$omma" bench decode --decode "$mode" --input "$clip" --streams "$streams" \
-                    --warmup 2 --duration 5 --json >>"$json" 2>>"$log"
-            fi
+            "$omma" bench decode --decode "$mode" --input "$clip" --streams "$streams" \
+                --warmup 2 --duration 5 --json >>"$json" 2>>"$log"
             tail -n 1 "$log"
         done
     done

@@ -53,7 +53,6 @@ int io_decode_parse(const char *name)
 #include <stdarg.h>
 #include <stdatomic.h>
 
-#include "io/video_gpu.h"
 #include "io/video_libav.h"
 #ifdef OMMA_HAVE_NVDEC
 #include "io/video_nvdec.h"
@@ -62,15 +61,14 @@ int io_decode_parse(const char *name)
 struct io_video {
     char *path;
     io_video_options opt;
-    io_video_gpu *gpu; /* decoding on the GPU through FFmpeg's hwaccel */
 #ifdef OMMA_HAVE_NVDEC
-    io_nvdec *nv; /* decoding on the GPU through NVDEC's API (v->dec is then NULL) */
+    io_nvdec *nv; /* decoding on the GPU (v->dec is then NULL) */
     omma_frame nv_frame; /* the frame it handed out */
     int64_t nv_pts;
     int nv_damaged;
     int nv_out; /* nv_frame is handed out */
 #endif
-    char decoder[384]; /* io_video_decoder's text */
+    char decoder[512]; /* io_video_decoder's text */
     AVFormatContext *fmt;
     AVCodecContext *dec;
     AVFrame *frame;
@@ -175,36 +173,29 @@ static omma_status choose_decoder(io_video *v, const AVCodec *codec, const AVCod
     snprintf(v->decoder, sizeof v->decoder, "cpu (%s)", codec->name);
     if (mode == IO_DECODE_CPU)
         return OMMA_OK;
-    char why[256];
-    int can = v->opt.device && io_gpu_can_decode(codec, par, why, sizeof why);
-    if (!v->opt.device)
-        snprintf(why, sizeof why, "no GPU");
-    omma_status st = OMMA_OK;
+    char why[384];
+    omma_status st = OMMA_ERR_UNSUPPORTED;
 #ifdef OMMA_HAVE_NVDEC
-    if (v->opt.device && !getenv("OMMA_NVDEC_VIA_FFMPEG")) {
+    if (v->opt.device) {
         st = io_nvdec_open(v->opt.device, par, v->fmt->streams[v->stream]->time_base, &v->nv);
         if (st == OMMA_OK) {
             snprintf(v->decoder, sizeof v->decoder, "gpu (nvdec %s)", codec->name);
             avcodec_free_context(&v->dec); /* NVDEC decodes */
             return OMMA_OK;
         }
-        can = 0;
         snprintf(why, sizeof why, "%s", omma_last_error());
+    } else {
+        snprintf(why, sizeof why, "no GPU");
     }
+#else
+    (void)par;
+    snprintf(why, sizeof why,
+             "omma was built without NVDEC decoding (it needs CUDA and nv-codec-headers: "
+             "libffmpeg-nvenc-dev)");
 #endif
-    if (can) {
-        st = io_gpu_attach(v->dec, v->opt.device, mode == IO_DECODE_GPU, &v->gpu);
-        if (st == OMMA_OK) {
-            snprintf(v->decoder, sizeof v->decoder, "gpu (nvdec %s)", codec->name);
-            return OMMA_OK;
-        }
-        snprintf(why, sizeof why, "%s", omma_last_error());
-    }
     if (mode == IO_DECODE_GPU)
-        return st != OMMA_OK ? OMMA_FAIL(st, "%s: cannot decode on the GPU: %s", v->path, why)
-                             : OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                                         "%s: cannot decode its %s video on the GPU: %s", v->path,
-                                         codec->name, why);
+        return OMMA_FAIL(st, "%s: cannot decode its %s video on the GPU: %s", v->path, codec->name,
+                         why);
     snprintf(v->decoder, sizeof v->decoder, "cpu (%s; not on the GPU: %s)", codec->name, why);
     return OMMA_OK;
 }
@@ -369,8 +360,6 @@ static omma_status decoder_give_back(io_video *v)
         st = io_nvdec_give_back(v->nv);
     }
 #endif
-    if (v->frame && v->frame->format == AV_PIX_FMT_CUDA)
-        st = io_gpu_give_back(v->gpu, v->frame);
     if (v->frame)
         av_frame_unref(v->frame);
     return st;
@@ -571,12 +560,12 @@ long io_video_frame_count(const io_video *v)
 }
 int io_video_on_gpu(const io_video *v)
 {
-    char why[8];
 #ifdef OMMA_HAVE_NVDEC
-    if (v && v->nv)
-        return 1;
+    return v && v->nv;
+#else
+    (void)v;
+    return 0;
 #endif
-    return v && v->gpu && !io_gpu_refused(v->gpu, why, sizeof why);
 }
 void *io_video_stream(const io_video *v)
 {
@@ -584,7 +573,8 @@ void *io_video_stream(const io_video *v)
     if (v && v->nv)
         return io_nvdec_stream(v->nv);
 #endif
-    return io_video_on_gpu(v) ? io_gpu_stream(v->gpu) : NULL;
+    (void)v;
+    return NULL;
 }
 const char *io_video_decoder(const io_video *v)
 {
@@ -632,14 +622,6 @@ static omma_status hand_over(io_video *v, omma_frame *f)
                          fr->width, fr->height, v->width, v->height);
     if ((fr->flags & AV_FRAME_FLAG_CORRUPT) || fr->decode_error_flags)
         v->stats.damaged_frames++; /* concealed by the decoder */
-    if (fr->format == AV_PIX_FMT_CUDA) {
-        omma_status st = io_gpu_hand_over(v->gpu, fr, f);
-        if (st == OMMA_OK && v->opt.host_waits)
-            st = io_gpu_wait(v->gpu);
-        return st == OMMA_OK
-                   ? OMMA_OK
-                   : OMMA_FAIL(st, "%s: frame %ld: %s", path, v->index, omma_last_error());
-    }
     int w = fr->width, h = fr->height;
     memset(f, 0, sizeof *f);
     f->width = w;
@@ -722,11 +704,6 @@ static int decode_next(io_video *v, omma_status *st)
     char why[512];
     const char *path = v->path;
     for (;;) {
-        if (v->gpu && v->opt.decode == IO_DECODE_GPU && io_gpu_refused(v->gpu, why, sizeof why)) {
-            *st = OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: frame %ld: cannot decode on the GPU: %s",
-                            path, v->index, why);
-            return -1;
-        }
         io_libav_clear_log();
         uint64_t t0 = core_now_ns(), c0 = core_thread_cpu_ns();
         int err = decoder_receive(v);
@@ -815,7 +792,6 @@ static int decode_next(io_video *v, omma_status *st)
         if (v->pkt->flags & AV_PKT_FLAG_CORRUPT)
             v->stats.corrupt_packets++;
         v->packets++;
-        io_gpu_count_packet(v->gpu, (size_t)v->pkt->size);
         io_libav_clear_log();
         t0 = core_now_ns(), c0 = core_thread_cpu_ns();
         err = decoder_send(v, v->pkt);
@@ -922,11 +898,7 @@ omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_fr
         *host = *frame;
         return OMMA_OK;
     }
-    int on_gpu = v->gpu != NULL;
-#ifdef OMMA_HAVE_NVDEC
-    on_gpu |= v->nv != NULL;
-#endif
-    if (!on_gpu || frame->format != OMMA_PIXEL_NV12)
+    if (!io_video_on_gpu(v) || frame->format != OMMA_PIXEL_NV12)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: not a frame this reader decoded on the GPU",
                          v->path);
     size_t w = (size_t)frame->width, h = (size_t)frame->height;
@@ -939,11 +911,8 @@ omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_fr
         v->host_bytes = bytes;
     }
 #ifdef OMMA_HAVE_NVDEC
-    if (v->nv)
-        OMMA_TRY(io_nvdec_download(v->nv, frame, v->host));
-    else
+    OMMA_TRY(io_nvdec_download(v->nv, frame, v->host));
 #endif
-        OMMA_TRY(io_gpu_download(v->gpu, frame, v->host));
     memset(host, 0, sizeof *host);
     host->width = frame->width;
     host->height = frame->height;
@@ -989,7 +958,6 @@ void io_video_close(io_video *v)
 #ifdef OMMA_HAVE_NVDEC
     io_nvdec_close(v->nv);
 #endif
-    io_gpu_detach(v->gpu); /* after the decoder: its pending frames hold it */
     avformat_close_input(&v->fmt);
     sws_freeContext(v->sws);
     free(v->rgb);

@@ -1,5 +1,5 @@
-/* GPU decoding (io_video with IO_DECODE_GPU / AUTO, NVDEC through FFmpeg's
- * CUDA hwaccel on omma's primary context), against the CPU decoder on the
+/* GPU decoding (io_video with IO_DECODE_GPU / AUTO: NVDEC through NVIDIA's
+ * video decoder API on omma's primary context), against the CPU decoder on the
  * same files: the clips scripts/make-decode-clips.sh makes from the real
  * photo (testdata/decode: H.264, HEVC, VP9 and MJPEG at 640x480, 10-bit
  * HEVC, 1080p H.264). Every frame decoded on the GPU is copied back and
