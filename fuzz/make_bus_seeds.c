@@ -95,6 +95,18 @@ int main(int argc, char **argv)
     bad |= write_seed(dir, "frame", &m);
 
     memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_FRAMES;
+    m.u.frames.count = 3;
+    for (int i = 0; i < 3; i++)
+        m.u.frames.frames[i] = (bus_frame){.camera = (uint32_t)i,
+                                           .slot = 2,
+                                           .seq = 77 + (uint64_t)i,
+                                           .capture_ns = 1000000,
+                                           .announce_ns = 1000500,
+                                           .missed = 0};
+    bad |= write_seed(dir, "frames", &m);
+
+    memset(&m, 0, sizeof m);
     m.type = BUS_MSG_RELEASE;
     m.u.release = (bus_release){.camera = 1, .slot = 2, .seq = 77, .used = 1};
     bad |= write_seed(dir, "release", &m);

@@ -9,7 +9,7 @@
 static const char *const type_names[] = {
     [BUS_MSG_HELLO] = "HELLO", [BUS_MSG_WELCOME] = "WELCOME", [BUS_MSG_CAMERA] = "CAMERA",
     [BUS_MSG_FRAME] = "FRAME", [BUS_MSG_RELEASE] = "RELEASE", [BUS_MSG_BYE] = "BYE",
-    [BUS_MSG_ERROR] = "ERROR",
+    [BUS_MSG_ERROR] = "ERROR", [BUS_MSG_FRAMES] = "FRAMES",
 };
 
 const char *bus_msg_type_name(int type)
@@ -31,6 +31,8 @@ static size_t body_bytes(const bus_msg *m)
         return sizeof(bus_camera);
     case BUS_MSG_FRAME:
         return sizeof(bus_frame);
+    case BUS_MSG_FRAMES:
+        return offsetof(bus_frames, frames) + m->u.frames.count * sizeof(bus_frame);
     case BUS_MSG_RELEASE:
         return sizeof(bus_release);
     case BUS_MSG_BYE:
@@ -44,6 +46,18 @@ static size_t body_bytes(const bus_msg *m)
 static int terminated(const char *s, size_t cap)
 {
     return memchr(s, '\0', cap) != NULL;
+}
+
+static omma_status check_frame(const char *t, const bus_frame *f)
+{
+    if (f->camera >= BUS_MAX_CAMERAS || f->slot >= BUS_MAX_SLOTS || f->seq == 0)
+        return OMMA_FAIL(OMMA_ERR_FORMAT,
+                         "bus message %s: camera %u, slot %u or seq %llu out of range", t,
+                         (unsigned)f->camera, (unsigned)f->slot, (unsigned long long)f->seq);
+    if (f->reserved != 0)
+        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%llx, not 0", t,
+                         (unsigned long long)f->reserved);
+    return OMMA_OK;
 }
 
 /* The checks shared by encode (what we send) and decode (what we trust). */
@@ -116,15 +130,18 @@ static omma_status check_body(const bus_msg *m)
                              (unsigned)c->index);
         return OMMA_OK;
     }
-    case BUS_MSG_FRAME: {
-        const bus_frame *f = &m->u.frame;
-        if (f->camera >= BUS_MAX_CAMERAS || f->slot >= BUS_MAX_SLOTS || f->seq == 0)
-            return OMMA_FAIL(OMMA_ERR_FORMAT,
-                             "bus message %s: camera %u, slot %u or seq %llu out of range", t,
-                             (unsigned)f->camera, (unsigned)f->slot, (unsigned long long)f->seq);
-        if (f->reserved != 0)
-            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%llx, not 0", t,
-                             (unsigned long long)f->reserved);
+    case BUS_MSG_FRAME:
+        return check_frame(t, &m->u.frame);
+    case BUS_MSG_FRAMES: {
+        const bus_frames *fs = &m->u.frames;
+        if (fs->count < 1 || fs->count > BUS_MAX_BATCH)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: %u frames (1..%d)", t,
+                             (unsigned)fs->count, BUS_MAX_BATCH);
+        if (fs->reserved != 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%x, not 0", t,
+                             (unsigned)fs->reserved);
+        for (uint32_t i = 0; i < fs->count; i++)
+            OMMA_TRY(check_frame(t, &fs->frames[i]));
         return OMMA_OK;
     }
     case BUS_MSG_RELEASE: {
@@ -200,6 +217,16 @@ omma_status bus_msg_decode(const void *buf, size_t n, bus_msg *m)
                sizeof count);
         if (count != (body - fixed) / sizeof(uint16_t))
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message HELLO: %u cameras in %zu bytes",
+                             (unsigned)count, body - fixed);
+    } else if (type == BUS_MSG_FRAMES) {
+        size_t fixed = offsetof(bus_frames, frames);
+        if (body < fixed || (body - fixed) % sizeof(bus_frame) != 0 ||
+            (body - fixed) / sizeof(bus_frame) > BUS_MAX_BATCH)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message FRAMES: %zu body bytes", body);
+        uint32_t count;
+        memcpy(&count, (const uint8_t *)buf + sizeof h + offsetof(bus_frames, count), sizeof count);
+        if (count != (body - fixed) / sizeof(bus_frame))
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message FRAMES: %u frames in %zu bytes",
                              (unsigned)count, body - fixed);
     } else {
         bus_msg probe = {.type = type};

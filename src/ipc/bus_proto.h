@@ -11,6 +11,8 @@
  *                                CAMERA x n (format, slots; the ring's
  *                                           memory fd)
  *   RELEASE (camera, slot, seq)  FRAME (camera, slot, seq, capture time, ...)
+ *                                FRAMES (1..BUS_MAX_BATCH FRAME bodies: the
+ *                                        frames that became ready together)
  *   BYE (reason)                 BYE / ERROR (status, reason)
  *
  * bus_msg_decode checks everything a hostile peer could get wrong (magic,
@@ -34,6 +36,7 @@
 #define BUS_NAME_MAX 64 /* bus and camera names, with the NUL */
 #define BUS_MAX_FACES 64 /* faces per frame in the results memory */
 #define BUS_TEXT_MAX 256 /* BYE / ERROR reasons, with the NUL */
+#define BUS_MAX_BATCH 64 /* frames in one FRAMES message */
 
 typedef enum bus_msg_type {
     BUS_MSG_HELLO = 1,
@@ -43,6 +46,7 @@ typedef enum bus_msg_type {
     BUS_MSG_RELEASE,
     BUS_MSG_BYE,
     BUS_MSG_ERROR,
+    BUS_MSG_FRAMES,
     BUS_MSG_TYPE_END
 } bus_msg_type;
 
@@ -112,6 +116,13 @@ typedef struct bus_release {
     uint32_t reserved; /* 0 */
 } bus_release;
 
+/* FRAMES: sent with only its count frames. */
+typedef struct bus_frames {
+    uint32_t count; /* 1..BUS_MAX_BATCH */
+    uint32_t reserved; /* 0 */
+    bus_frame frames[BUS_MAX_BATCH];
+} bus_frames;
+
 typedef struct bus_text {
     int32_t status; /* an omma_status (ERROR), 0 for BYE */
     char text[BUS_TEXT_MAX];
@@ -127,15 +138,17 @@ typedef struct bus_msg {
         bus_frame frame;
         bus_release release;
         bus_text text; /* BYE, ERROR */
+        bus_frames frames;
     } u;
 } bus_msg;
 
-/* Largest encoded message, for receive buffers. */
-#define BUS_MSG_MAX_BYTES (sizeof(bus_header) + sizeof(bus_hello)) /* a HELLO naming every camera */
+/* Largest encoded message, for receive buffers: a full FRAMES (larger than
+ * a HELLO naming every camera). */
+#define BUS_MSG_MAX_BYTES (sizeof(bus_header) + sizeof(bus_frames))
 
 /* Encodes *m into buf (cap bytes); returns the length, or 0 when cap is too
  * small or *m would not decode (a count out of range). HELLO is sent with
- * only its n_cameras indices. */
+ * only its n_cameras indices, FRAMES with only its count frames. */
 size_t bus_msg_encode(const bus_msg *m, void *buf, size_t cap);
 
 /* Decodes n bytes into *m. Errors: OMMA_ERR_FORMAT naming what is wrong

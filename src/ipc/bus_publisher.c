@@ -24,14 +24,15 @@
 #include "ipc/bus_socket.h"
 #include "omma/log.h"
 
-#define PENDING 256 /* frames between enqueue and announce, per camera */
+#define BUS_QUEUE 4096 /* frames enqueued and not yet announced, all cameras */
 #define HELLO_MS 2000 /* a connection must say HELLO within this */
 #define CONTROL_MS 1000 /* handshake messages must be taken within this */
 
+/* A frame whose write is enqueued, to announce once its event completes. */
 typedef struct pending {
-    bus_pub *p;
     int camera, slot;
     uint64_t seq, capture_ns;
+    CUevent written; /* the slot's, recorded after the write */
 } pending;
 
 typedef struct pub_camera {
@@ -43,9 +44,8 @@ typedef struct pub_camera {
     int slots, width, height, format;
     size_t frame_bytes, slot_bytes;
     bus_memory mem;
+    CUevent written[BUS_MAX_SLOTS]; /* recorded after each write into the slot */
     bus_holds holds; /* under the publisher's lock */
-    pending pend[PENDING]; /* producer's */
-    unsigned pend_next;
 } pub_camera;
 
 enum { SEAT_FREE = 0, SEAT_HELLO, SEAT_ACTIVE };
@@ -65,9 +65,15 @@ struct bus_pub {
     char path[256];
     int listen_fd;
     int wake[2];
-    pthread_t thread;
+    pthread_t thread, announcer;
     int started;
     atomic_int stop;
+    /* Frames to announce, oldest at qhead (producers -> the announcer). */
+    pthread_mutex_t qlock;
+    pthread_cond_t qmore;
+    pending queue[BUS_QUEUE];
+    int qhead, qcount;
+    atomic_ulong dropped; /* announcements dropped (the queue overflowed) */
     bus_results results;
     pthread_mutex_t lock;
     pub_camera *cams;
@@ -107,6 +113,8 @@ omma_status bus_pub_create(const bus_pub_options *opt, bus_pub **out)
     for (int i = 0; i < BUS_MAX_SEATS; i++)
         p->seats[i].fd = -1;
     pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->qlock, NULL);
+    pthread_cond_init(&p->qmore, NULL);
     omma_status st = bus_socket_path(opt->dir, opt->name, p->path, sizeof p->path);
     if (st == OMMA_OK)
         st = bus_results_create(opt->cameras, 2 * BUS_MAX_SLOTS, opt->max_faces, &p->results);
@@ -147,7 +155,15 @@ omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_dev
     c->frame_bytes = frame_bytes;
     c->slot_bytes = slot_bytes;
     omma_status st = bus_memory_create(dev, slot_bytes * (size_t)slots, &c->mem);
+    for (int i = 0; i < slots && st == OMMA_OK; i++)
+        st = OMMA_CK(
+            gpu_cu.cuEventCreate(&c->written[i], CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC));
     if (st != OMMA_OK) {
+        for (int i = 0; i < slots; i++)
+            if (c->written[i])
+                gpu_cu.cuEventDestroy(c->written[i]);
+        if (c->mem.base)
+            bus_memory_destroy(&c->mem);
         memset(c, 0, sizeof *c);
         return st;
     }
@@ -179,62 +195,142 @@ void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq)
     bus_holds_write(&p->cams[camera].holds, slot, seq);
 }
 
-/* Under the lock: tells one seat about a frame; a full queue is a miss. */
-static void offer(bus_pub *p, int si, pub_camera *c, int camera, const pending *pd, uint64_t now)
+/* A seat's FRAMES message being filled, and the holds it gives. */
+typedef struct batch {
+    bus_msg m;
+    int given[BUS_MAX_BATCH]; /* 1: a hold was given for the frame */
+} batch;
+
+/* Under the lock: sends seat si what its batch holds; a frame not
+ * delivered (queue full: the subscriber is not reading; or it hung up: the
+ * socket thread will notice) is a miss and its hold is given back. */
+static void flush(bus_pub *p, int si, batch *b)
 {
-    seat *s = &p->seats[si];
-    bus_offer_result r = bus_holds_offer(&c->holds, pd->slot, pd->seq, si);
-    if (r != BUS_OFFER_GIVEN && r != BUS_OFFER_WATCH) {
-        p->stats.missed += r == BUS_OFFER_MISSED;
+    bus_frames *fs = &b->m.u.frames;
+    if (!fs->count)
         return;
+    static _Thread_local unsigned char buf[BUS_MSG_MAX_BYTES];
+    size_t n = bus_msg_encode(&b->m, buf, sizeof buf);
+    omma_status st = n ? bus_send(p->seats[si].fd, buf, n, -1) : OMMA_ERR_INTERNAL;
+    for (uint32_t i = 0; i < fs->count; i++) {
+        const bus_frame *f = &fs->frames[i];
+        if (st == OMMA_OK) {
+            p->stats.given += b->given[i];
+            continue;
+        }
+        pub_camera *c = &p->cams[f->camera];
+        if (b->given[i])
+            bus_holds_release(&c->holds, si, (int)f->slot, f->seq);
+        c->holds.seat[si].missed++;
+        p->stats.missed++;
     }
-    bus_msg m = {.type = BUS_MSG_FRAME};
-    m.u.frame = (bus_frame){(uint32_t)camera,
-                            (uint32_t)pd->slot,
-                            pd->seq,
-                            pd->capture_ns,
-                            now,
-                            c->holds.seat[si].missed,
-                            0};
-    unsigned char buf[sizeof(bus_header) + sizeof(bus_frame)];
-    size_t n = bus_msg_encode(&m, buf, sizeof buf);
-    omma_status st = bus_send(s->fd, buf, n, -1);
-    if (st == OMMA_OK) {
-        p->stats.given += r == BUS_OFFER_GIVEN;
-        return;
-    }
-    /* Not delivered (queue full: the subscriber is not reading; or it hung
-     * up: the socket thread will notice): the frame is missed. */
-    if (r == BUS_OFFER_GIVEN)
-        bus_holds_release(&c->holds, si, pd->slot, pd->seq);
-    c->holds.seat[si].missed++;
-    p->stats.missed++;
-    omma_clear_error();
+    if (st != OMMA_OK)
+        omma_clear_error();
+    fs->count = 0;
 }
 
-static void CUDA_CB announce(void *arg)
+/* Under the lock: adds frame pd to every seat that wants its camera (a
+ * seat holding too much misses it). */
+static void offer(bus_pub *p, batch *batches, const pending *pd, uint64_t now)
 {
-    const pending *pd = arg;
-    bus_pub *p = pd->p;
     pub_camera *c = &p->cams[pd->camera];
-    uint64_t now = core_now_ns();
-    pthread_mutex_lock(&p->lock);
-    if (c->holds.slot[pd->slot].seq == pd->seq) {
-        p->stats.announced++;
-        for (int si = 0; si < p->opt.max_subscribers; si++)
-            if (p->seats[si].state == SEAT_ACTIVE && p->seats[si].wants[pd->camera])
-                offer(p, si, c, pd->camera, pd, now);
+    for (int si = 0; si < p->opt.max_subscribers; si++) {
+        seat *s = &p->seats[si];
+        if (s->state != SEAT_ACTIVE || !s->wants[pd->camera])
+            continue;
+        bus_offer_result r = bus_holds_offer(&c->holds, pd->slot, pd->seq, si);
+        if (r != BUS_OFFER_GIVEN && r != BUS_OFFER_WATCH) {
+            p->stats.missed += r == BUS_OFFER_MISSED;
+            continue;
+        }
+        batch *b = &batches[si];
+        bus_frames *fs = &b->m.u.frames;
+        b->m.type = BUS_MSG_FRAMES;
+        b->given[fs->count] = r == BUS_OFFER_GIVEN;
+        fs->frames[fs->count++] = (bus_frame){(uint32_t)pd->camera,
+                                              (uint32_t)pd->slot,
+                                              pd->seq,
+                                              pd->capture_ns,
+                                              now,
+                                              c->holds.seat[si].missed,
+                                              0};
+        if (fs->count == BUS_MAX_BATCH)
+            flush(p, si, b);
     }
-    pthread_mutex_unlock(&p->lock);
+}
+
+/* The announcing thread: waits (sleeping: omma's contexts block on
+ * synchronization) until the frames enqueued so far are in their slots,
+ * then tells each subscriber about all of them in one message. */
+static void *announce(void *arg)
+{
+    bus_pub *p = arg;
+    static const int most = BUS_MAX_BATCH * 4;
+    pending *take = malloc(sizeof *take * (size_t)most);
+    batch *batches = calloc((size_t)p->opt.max_subscribers, sizeof *batches);
+    while (take && batches) {
+        pthread_mutex_lock(&p->qlock);
+        while (!p->qcount && !atomic_load(&p->stop))
+            pthread_cond_wait(&p->qmore, &p->qlock);
+        int n = 0;
+        for (; n < most && p->qcount; n++) {
+            take[n] = p->queue[p->qhead];
+            p->qhead = (p->qhead + 1) % BUS_QUEUE;
+            p->qcount--;
+        }
+        pthread_mutex_unlock(&p->qlock);
+        if (!n && atomic_load(&p->stop))
+            break;
+        omma_device *entered = NULL;
+        omma_scope scope;
+        for (int i = 0; i < n; i++) {
+            omma_device *dev = p->cams[take[i].camera].dev;
+            if (dev != entered) {
+                if (entered)
+                    omma_device_leave(&scope);
+                entered = omma_device_enter(dev, &scope) == OMMA_OK ? dev : NULL;
+            }
+            if (entered)
+                (void)gpu_cu.cuEventSynchronize(take[i].written);
+        }
+        if (entered)
+            omma_device_leave(&scope);
+        uint64_t now = core_now_ns();
+        pthread_mutex_lock(&p->lock);
+        for (int i = 0; i < n; i++) {
+            const pending *pd = &take[i];
+            if (p->cams[pd->camera].holds.slot[pd->slot].seq != pd->seq)
+                continue; /* the slot was rewritten meanwhile */
+            p->stats.announced++;
+            offer(p, batches, pd, now);
+        }
+        for (int si = 0; si < p->opt.max_subscribers; si++)
+            flush(p, si, &batches[si]);
+        pthread_mutex_unlock(&p->lock);
+    }
+    if (!take || !batches)
+        omma_log(OMMA_LOG_ERROR, "bus %s: no memory for the announcing thread", p->name);
+    free(take);
+    free(batches);
+    return NULL;
 }
 
 omma_status bus_pub_frame_ready(bus_pub *p, int camera, int slot, uint64_t seq, uint64_t capture_ns,
                                 CUstream stream)
 {
-    pub_camera *c = &p->cams[camera];
-    pending *pd = &c->pend[c->pend_next++ % PENDING];
-    *pd = (pending){p, camera, slot, seq, capture_ns};
-    return OMMA_CK(gpu_cu.cuLaunchHostFunc(stream, announce, pd));
+    CUevent written = p->cams[camera].written[slot];
+    OMMA_TRY(OMMA_CK(gpu_cu.cuEventRecord(written, stream)));
+    pthread_mutex_lock(&p->qlock);
+    if (p->qcount == BUS_QUEUE) { /* the announcer is far behind: the oldest goes */
+        p->qhead = (p->qhead + 1) % BUS_QUEUE;
+        p->qcount--;
+        atomic_fetch_add(&p->dropped, 1);
+    }
+    p->queue[(p->qhead + p->qcount++) % BUS_QUEUE] =
+        (pending){camera, slot, seq, capture_ns, written};
+    pthread_cond_signal(&p->qmore);
+    pthread_mutex_unlock(&p->qlock);
+    return OMMA_OK;
 }
 
 void bus_pub_results(bus_pub *p, int camera, uint64_t seq, uint64_t capture_ns,
@@ -538,6 +634,12 @@ omma_status bus_pub_start(bus_pub *p)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus %s: camera %d was not added", p->name, c);
     if (pthread_create(&p->thread, NULL, serve, p) != 0)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: pthread_create", p->name);
+    if (pthread_create(&p->announcer, NULL, announce, p) != 0) {
+        atomic_store(&p->stop, 1);
+        pthread_join(p->thread, NULL);
+        atomic_store(&p->stop, 0);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: pthread_create", p->name);
+    }
     p->started = 1;
     omma_log(OMMA_LOG_INFO, "bus %s: publishing %d cameras at %s", p->name, p->opt.cameras,
              p->path);
@@ -554,6 +656,10 @@ void bus_pub_destroy(bus_pub *p)
             /* the poll timeout wakes the thread anyway */
         }
         pthread_join(p->thread, NULL);
+        pthread_mutex_lock(&p->qlock);
+        pthread_cond_broadcast(&p->qmore);
+        pthread_mutex_unlock(&p->qlock);
+        pthread_join(p->announcer, NULL);
     }
     for (int i = 0; i < BUS_MAX_SEATS; i++)
         end_seat(p, i, OMMA_OK, p->seats[i].state == SEAT_ACTIVE ? "the publisher stops" : NULL);
@@ -570,12 +676,16 @@ void bus_pub_destroy(bus_pub *p)
             continue;
         omma_scope scope;
         if (omma_device_enter(pc->dev, &scope) == OMMA_OK) {
+            for (int i = 0; i < pc->slots; i++)
+                gpu_cu.cuEventDestroy(pc->written[i]);
             bus_memory_destroy(&pc->mem);
             omma_device_leave(&scope);
         }
     }
     bus_results_close(&p->results);
     pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->qlock);
+    pthread_cond_destroy(&p->qmore);
     free(p->cams);
     free(p);
 }

@@ -4,18 +4,20 @@
  * allocation, bus_memory.h); the runtime's frame ring uses it in place of
  * its own (rt_ring_create_bus) and tells the publisher when it starts
  * writing a slot and when a frame is enqueued. A frame is announced to
- * subscribers from a host function on the producer's stream, so it is
- * announced only once it is really in the slot: a subscriber has nothing
- * to wait for on the GPU, and never waits on work of a process that may
- * die. Subscribers give frames back once their reads have run (bus_holds.h),
- * so no interprocess event is needed either way.
+ * subscribers by the publisher's announcing thread once the event recorded
+ * after its write has completed (the thread sleeps in the wait: omma's
+ * contexts block on synchronization), so it is announced only once it is
+ * really in the slot: a subscriber has nothing to wait for on the GPU, and
+ * never waits on work of a process that may die. The frames that became
+ * ready together go to each subscriber in one FRAMES message. Subscribers give frames back once
+ * their reads have run (bus_holds.h), so no interprocess event is needed either way.
  *
  * One thread serves the socket: it accepts subscribers (uid checked with
  * SO_PEERCRED), sends each its seat, the results memfd and per camera the
  * memory fd and event handles, reads their releases, and notices hang-ups.
- * Frames go out from the producer's host function without waiting: a
- * subscriber whose queue is full misses the frame (counted), never slowing
- * the publisher or the others. A malformed message ends that subscriber's
+ * Frames go out from the announcing thread without waiting: a subscriber
+ * whose queue is full misses the frames (counted), never slowing the
+ * publisher or the others. A malformed message ends that subscriber's
  * session with a logged reason.
  *
  * Threads: create/add_camera/start/destroy from the owner's thread;
@@ -86,8 +88,9 @@ int bus_pub_slot_busy(bus_pub *p, int camera, int slot);
  * (an announcement of its old frame still pending is then stale). */
 void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq);
 
-/* Producer: frame seq's copy into slot and its ready event are enqueued on
- * stream; it is announced once the stream gets here. */
+/* Producer: frame seq's copy into slot is enqueued on stream; the frame
+ * is announced once the stream gets here (an event of the slot's, which
+ * the announcing thread waits for). Never blocks on the GPU. */
 omma_status bus_pub_frame_ready(bus_pub *p, int camera, int slot, uint64_t seq, uint64_t capture_ns,
                                 CUstream stream);
 

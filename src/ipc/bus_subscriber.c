@@ -58,6 +58,8 @@ struct omma_bus_subscriber {
     int n_holds;
     int closed;
     int stopped; /* the publisher said BYE (it stopped; it did not die) */
+    bus_frames batch; /* the last FRAMES message; next_taken of them handed out */
+    uint32_t next_taken;
     atomic_int busy;
 };
 
@@ -371,17 +373,30 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
 {
     if (s->closed)
         return OMMA_FAIL(OMMA_ERR_CLOSED, "bus %s: closed (the publisher left)", s->name);
-    bus_msg m;
-    omma_status st = recv_msg(s, timeout_ms, &m, NULL);
-    if (st == OMMA_ERR_TIMEOUT) {
-        omma_clear_error();
-        return OMMA_ERR_TIMEOUT;
+    bus_frame one;
+    const bus_frame *f = NULL;
+    if (s->next_taken < s->batch.count) { /* the rest of the last FRAMES */
+        f = &s->batch.frames[s->next_taken++];
+    } else {
+        bus_msg m;
+        omma_status st = recv_msg(s, timeout_ms, &m, NULL);
+        if (st == OMMA_ERR_TIMEOUT) {
+            omma_clear_error();
+            return OMMA_ERR_TIMEOUT;
+        }
+        OMMA_TRY(st);
+        if (m.type == BUS_MSG_FRAME) {
+            one = m.u.frame;
+            f = &one;
+        } else if (m.type == BUS_MSG_FRAMES) {
+            s->batch = m.u.frames;
+            s->next_taken = 1;
+            f = &s->batch.frames[0];
+        } else {
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: unexpected %s message", s->name,
+                             bus_msg_type_name(m.type));
+        }
     }
-    OMMA_TRY(st);
-    if (m.type != BUS_MSG_FRAME)
-        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: unexpected %s message", s->name,
-                         bus_msg_type_name(m.type));
-    const bus_frame *f = &m.u.frame;
     int li = s->local_of[f->camera];
     if (li < 0 || f->slot >= s->cams[li].desc.slots)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: frame of camera %u slot %u out of range",

@@ -88,6 +88,23 @@ static bus_msg frame(void)
     return m;
 }
 
+/* A FRAMES message of n frames (camera i, slot i % 64, seq i + 1). */
+static bus_msg frames(int n)
+{
+    bus_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_FRAMES;
+    m.u.frames.count = (uint32_t)n;
+    for (int i = 0; i < n; i++)
+        m.u.frames.frames[i] = (bus_frame){.camera = (uint32_t)i,
+                                           .slot = (uint32_t)(i % BUS_MAX_SLOTS),
+                                           .seq = (uint64_t)i + 1,
+                                           .capture_ns = 1000u * (uint64_t)i,
+                                           .announce_ns = 1000u * (uint64_t)i + 7,
+                                           .missed = (uint64_t)i / 3};
+    return m;
+}
+
 static bus_msg release(void)
 {
     bus_msg m;
@@ -118,6 +135,9 @@ static int samples(bus_msg *out)
     out[n++] = welcome();
     out[n++] = camera();
     out[n++] = frame();
+    out[n++] = frames(1);
+    out[n++] = frames(5);
+    out[n++] = frames(BUS_MAX_BATCH);
     out[n++] = release();
     out[n++] = text(BUS_MSG_BYE, 0, "subscriber stopped");
     out[n++] = text(BUS_MSG_ERROR, OMMA_ERR_FORMAT, "bus message FRAME: bad");
@@ -142,6 +162,7 @@ static void layout(void)
     CHECK(sizeof(bus_release) == 24);
     CHECK(sizeof(bus_text) == 260);
     CHECK(offsetof(bus_hello, cameras) == 16);
+    CHECK(sizeof(bus_frames) == 8 + BUS_MAX_BATCH * sizeof(bus_frame));
     /* Receive buffers of BUS_MSG_MAX_BYTES hold every message: a HELLO
      * naming every camera is the largest. */
     CHECK(BUS_MSG_MAX_BYTES >= sizeof(bus_header) + sizeof(bus_hello));
@@ -176,8 +197,11 @@ static void every_type_round_trips(void)
     }
     for (int t = BUS_MSG_HELLO; t < BUS_MSG_TYPE_END; t++)
         CHECK(seen[t]);
-    /* A HELLO naming every camera is the largest. */
-    CHECK(bus_msg_encode(&all[3], buf, sizeof buf) == BUS_MSG_MAX_BYTES);
+    /* A full FRAMES is the largest, then a HELLO naming every camera. */
+    bus_msg full = frames(BUS_MAX_BATCH);
+    CHECK(bus_msg_encode(&full, buf, sizeof buf) == BUS_MSG_MAX_BYTES);
+    CHECK(bus_msg_encode(&all[3], buf, sizeof buf) < BUS_MSG_MAX_BYTES);
+    CHECK(strcmp(bus_msg_type_name(BUS_MSG_FRAMES), "FRAMES") == 0);
     CHECK(strcmp(bus_msg_type_name(BUS_MSG_HELLO), "HELLO") == 0);
     CHECK(strcmp(bus_msg_type_name(BUS_MSG_ERROR), "ERROR") == 0);
     CHECK(strcmp(bus_msg_type_name(0), "unknown") == 0);
@@ -235,7 +259,7 @@ static void header_checks(void)
     DECODE_FAILS(len, "unknown type 0");
     bad.type = BUS_MSG_TYPE_END;
     memcpy(buf, &bad, sizeof bad);
-    DECODE_FAILS(len, "unknown type 8");
+    DECODE_FAILS(len, "unknown type 9");
     bad.type = 0xFFFF;
     memcpy(buf, &bad, sizeof bad);
     DECODE_FAILS(len, "unknown type 65535");
@@ -403,6 +427,38 @@ static void frame_release_text_checks(void)
     bus_msg fd;
     REQUIRE_OK(bus_msg_decode(buf, raw(BUS_MSG_FRAME, &f, sizeof f), &fd));
     CHECK(fd.type == BUS_MSG_FRAME && memcmp(&fd.u.frame, &f, sizeof f) == 0);
+
+    /* FRAMES: the count against the length and the limits, each frame
+     * checked like a FRAME. */
+    static bus_frames fs;
+    fs = frames(3).u.frames;
+    DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8 + 3 * sizeof(bus_frame) - 1), "FRAMES: 151 body bytes");
+    DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 4), "FRAMES: 4 body bytes");
+    DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8 + 2 * sizeof(bus_frame)),
+                 "FRAMES: 3 frames in 96 bytes");
+    fs.count = 0;
+    DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8), "FRAMES: 0 frames (1..64)");
+    fs = frames(3).u.frames;
+    fs.reserved = 2;
+    DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8 + 3 * sizeof(bus_frame)),
+                 "FRAMES: reserved field is 0x2, not 0");
+    fs = frames(3).u.frames;
+    fs.frames[2].seq = 0;
+    DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8 + 3 * sizeof(bus_frame)),
+                 "FRAMES: camera 2, slot 2 or seq 0 out of range");
+    fs = frames(3).u.frames;
+    fs.frames[1].reserved = 9;
+    DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8 + 3 * sizeof(bus_frame)),
+                 "FRAMES: reserved field is 0x9, not 0");
+    static uint8_t big[sizeof(bus_frames) + sizeof(bus_frame)];
+    fs = frames(BUS_MAX_BATCH).u.frames;
+    memcpy(big, &fs, sizeof fs);
+    uint32_t over = BUS_MAX_BATCH + 1;
+    memcpy(big, &over, sizeof over);
+    DECODE_FAILS(raw(BUS_MSG_FRAMES, big, sizeof big), "FRAMES: 3128 body bytes");
+    bus_msg m = frames(BUS_MAX_BATCH);
+    m.u.frames.count = BUS_MAX_BATCH + 1; /* would read past frames[] */
+    CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
 
     bus_release r = release().u.release;
     r.camera = BUS_MAX_CAMERAS;
