@@ -43,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((m.type == BUS_MSG_CAMERA && m.u.camera.reserved != 0) ||
         (m.type == BUS_MSG_FRAME && m.u.frame.reserved != 0) ||
         (m.type == BUS_MSG_FRAMES && m.u.frames.reserved != 0) ||
+        (m.type == BUS_MSG_RELEASES && m.u.releases.reserved != 0) ||
         (m.type == BUS_MSG_WELCOME && m.u.welcome.reserved != 0) ||
         (m.type == BUS_MSG_RELEASE && m.u.release.reserved != 0))
         __builtin_trap();

@@ -65,8 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tfl_model_free(m);
         return 0;
     }
-    if (m != NULL || (st != OMMA_ERR_FORMAT && st != OMMA_ERR_UNSUPPORTED &&
-                      st != OMMA_ERR_OUT_OF_MEMORY) ||
+    if (m != NULL ||
+        (st != OMMA_ERR_FORMAT && st != OMMA_ERR_UNSUPPORTED && st != OMMA_ERR_OUT_OF_MEMORY) ||
         strncmp(omma_last_error(), "fuzz.tflite: ", 13) != 0)
         __builtin_trap();
     return 0;

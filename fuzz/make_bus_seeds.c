@@ -114,6 +114,13 @@ int main(int argc, char **argv)
     bad |= write_seed(dir, "release_unused", &m);
 
     memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_RELEASES;
+    m.u.releases.count = 2;
+    m.u.releases.releases[0] = (bus_release){.camera = 1, .slot = 2, .seq = 77, .used = 1};
+    m.u.releases.releases[1] = (bus_release){.camera = 4, .slot = 0, .seq = 9, .used = 0};
+    bad |= write_seed(dir, "releases", &m);
+
+    memset(&m, 0, sizeof m);
     m.type = BUS_MSG_BYE;
     strcpy(m.u.text.text, "subscriber stopped");
     bad |= write_seed(dir, "bye", &m);

@@ -110,9 +110,10 @@ omma_status omma_bus_next(omma_bus_subscriber *sub, int timeout_ms, omma_bus_fra
 omma_status omma_bus_wait(omma_bus_subscriber *sub, const omma_bus_frame *f, void *stream);
 
 /* Gives the frame back once the reads enqueued on stream so far have run
- * (a host function there tells the publisher; nothing waits); NULL stream:
- * the frame was not read and goes back now. The frame may not be read
- * after this call. */
+ * (an event recorded there; the subscriber's releasing thread waits for it,
+ * sleeping, and tells the publisher, batching the releases that complete
+ * together; nothing waits here); NULL stream: the frame was not read and
+ * goes back now. The frame may not be read after this call. */
 omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *stream);
 
 /* The faces the publisher found in frame f: OMMA_OK with *n (up to max),

@@ -11,6 +11,9 @@
  *                                CAMERA x n (format, slots; the ring's
  *                                           memory fd)
  *   RELEASE (camera, slot, seq)  FRAME (camera, slot, seq, capture time, ...)
+ *   RELEASES (1..BUS_MAX_BATCH
+ *     RELEASE bodies: the frames
+ *     whose reads ran together)
  *                                FRAMES (1..BUS_MAX_BATCH FRAME bodies: the
  *                                        frames that became ready together)
  *   BYE (reason)                 BYE / ERROR (status, reason)
@@ -47,6 +50,7 @@ typedef enum bus_msg_type {
     BUS_MSG_BYE,
     BUS_MSG_ERROR,
     BUS_MSG_FRAMES,
+    BUS_MSG_RELEASES,
     BUS_MSG_TYPE_END
 } bus_msg_type;
 
@@ -123,6 +127,13 @@ typedef struct bus_frames {
     bus_frame frames[BUS_MAX_BATCH];
 } bus_frames;
 
+/* RELEASES: sent with only its count releases. */
+typedef struct bus_releases {
+    uint32_t count; /* 1..BUS_MAX_BATCH */
+    uint32_t reserved; /* 0 */
+    bus_release releases[BUS_MAX_BATCH];
+} bus_releases;
+
 typedef struct bus_text {
     int32_t status; /* an omma_status (ERROR), 0 for BYE */
     char text[BUS_TEXT_MAX];
@@ -139,16 +150,18 @@ typedef struct bus_msg {
         bus_release release;
         bus_text text; /* BYE, ERROR */
         bus_frames frames;
+        bus_releases releases;
     } u;
 } bus_msg;
 
 /* Largest encoded message, for receive buffers: a full FRAMES (larger than
- * a HELLO naming every camera). */
+ * a HELLO naming every camera, or a full RELEASES). */
 #define BUS_MSG_MAX_BYTES (sizeof(bus_header) + sizeof(bus_frames))
 
 /* Encodes *m into buf (cap bytes); returns the length, or 0 when cap is too
  * small or *m would not decode (a count out of range). HELLO is sent with
- * only its n_cameras indices, FRAMES with only its count frames. */
+ * only its n_cameras indices, FRAMES and RELEASES with only their count
+ * entries. */
 size_t bus_msg_encode(const bus_msg *m, void *buf, size_t cap);
 
 /* Decodes n bytes into *m. Errors: OMMA_ERR_FORMAT naming what is wrong

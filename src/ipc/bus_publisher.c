@@ -518,13 +518,20 @@ static void serve_seat(bus_pub *p, int si)
         }
         if (s->state == SEAT_HELLO && m.type == BUS_MSG_HELLO) {
             welcome(p, si, &m.u.hello);
-        } else if (s->state == SEAT_ACTIVE && m.type == BUS_MSG_RELEASE) {
-            const bus_release *r = &m.u.release;
+        } else if (s->state == SEAT_ACTIVE &&
+                   (m.type == BUS_MSG_RELEASE || m.type == BUS_MSG_RELEASES)) {
+            const bus_release *rs =
+                m.type == BUS_MSG_RELEASE ? &m.u.release : m.u.releases.releases;
+            uint32_t count = m.type == BUS_MSG_RELEASE ? 1 : m.u.releases.count;
+            const bus_release *r = NULL;
             pthread_mutex_lock(&p->lock);
-            int bad = (int)r->camera >= p->opt.cameras ||
-                      bus_holds_release(&p->cams[r->camera].holds, si, (int)r->slot, r->seq) != 0;
+            for (uint32_t i = 0; i < count && !r; i++)
+                if ((int)rs[i].camera >= p->opt.cameras ||
+                    bus_holds_release(&p->cams[rs[i].camera].holds, si, (int)rs[i].slot,
+                                      rs[i].seq) != 0)
+                    r = &rs[i]; /* the first one it does not hold */
             pthread_mutex_unlock(&p->lock);
-            if (bad) {
+            if (r) {
                 char why[200];
                 snprintf(why, sizeof why,
                          "released frame %llu of camera %u (slot %u), which it does not hold",

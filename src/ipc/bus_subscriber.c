@@ -3,6 +3,7 @@
 #include "omma/bus.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,14 +33,12 @@ enum { HOLD_FREE = 0, HOLD_HELD, HOLD_RELEASING };
 
 /* A frame held, and what its release sends once the reads have run. */
 typedef struct hold {
-    atomic_int state; /* HOLD_*: RELEASING until the host function ran */
+    atomic_int state; /* HOLD_*: RELEASING until the releasing thread sent it */
     int cam; /* local index */
     uint32_t slot;
     uint64_t seq;
-    struct omma_bus_subscriber *sub; /* for the host function */
-    unsigned char msg[sizeof(bus_header) + sizeof(bus_release)];
-    size_t msg_bytes;
-    CUevent after; /* recorded after the host function: close waits on it */
+    bus_release rel; /* what the release says */
+    CUevent after; /* recorded after the reads: the releasing thread waits on it */
     int after_used;
 } hold;
 
@@ -60,6 +59,15 @@ struct omma_bus_subscriber {
     int stopped; /* the publisher said BYE (it stopped; it did not die) */
     bus_frames batch; /* the last FRAMES message; next_taken of them handed out */
     uint32_t next_taken;
+    /* Releases of frames that were read: the releasing thread waits for
+     * each one's reads (its event) and sends those done together in one
+     * RELEASES message. The queue holds at most every hold. */
+    pthread_t releaser;
+    int releasing; /* the thread runs */
+    pthread_mutex_t rlock;
+    pthread_cond_t rmore;
+    hold **rqueue;
+    int rhead, rcount, rstop;
     atomic_int busy;
 };
 
@@ -163,14 +171,102 @@ static void detach_cameras(omma_bus_subscriber *s)
     s->cams = NULL;
 }
 
+static void stop_releasing(omma_bus_subscriber *s)
+{
+    if (!s->releasing)
+        return;
+    pthread_mutex_lock(&s->rlock);
+    s->rstop = 1;
+    pthread_cond_broadcast(&s->rmore);
+    pthread_mutex_unlock(&s->rlock);
+    pthread_join(s->releaser, NULL);
+    s->releasing = 0;
+    pthread_mutex_destroy(&s->rlock);
+    pthread_cond_destroy(&s->rmore);
+}
+
 static void free_subscriber(omma_bus_subscriber *s)
 {
+    stop_releasing(s); /* what it had not sent is lost with the session */
     detach_cameras(s);
     bus_results_close(&s->results);
     if (s->fd >= 0)
         close(s->fd);
     free(s->holds);
+    free(s->rqueue);
     free(s);
+}
+
+/* Sends a RELEASES message of rs->count entries (those holds are free
+ * already). A publisher that does not read for a second, or is gone, loses
+ * them with its session. */
+static void send_releases(omma_bus_subscriber *s, bus_msg *m)
+{
+    unsigned char buf[BUS_MSG_MAX_BYTES];
+    size_t n = bus_msg_encode(m, buf, sizeof buf);
+    if (n)
+        bus_send_wait(s->fd, buf, n, -1, 1000);
+    m->u.releases.count = 0;
+}
+
+/* The releasing thread (see the queue's comment). A hold is free for the
+ * next frame before its release goes, as the publisher gives no new frame
+ * of it before the release. */
+static void *release_frames(void *arg)
+{
+    omma_bus_subscriber *s = arg;
+    hold **take = malloc(sizeof *take * (size_t)s->n_holds);
+    static _Thread_local bus_msg m;
+    while (take) {
+        pthread_mutex_lock(&s->rlock);
+        while (!s->rcount && !s->rstop)
+            pthread_cond_wait(&s->rmore, &s->rlock);
+        int n = 0;
+        for (; s->rcount; n++) {
+            take[n] = s->rqueue[s->rhead];
+            s->rhead = (s->rhead + 1) % s->n_holds;
+            s->rcount--;
+        }
+        int stop = s->rstop;
+        pthread_mutex_unlock(&s->rlock);
+        if (stop)
+            break;
+        omma_scope scope;
+        int entered = omma_device_enter(s->dev, &scope) == OMMA_OK;
+        m.type = BUS_MSG_RELEASES;
+        m.u.releases.count = 0;
+        for (int i = 0; i < n; i++) {
+            if (entered)
+                (void)gpu_cu.cuEventSynchronize(take[i]->after);
+            m.u.releases.releases[m.u.releases.count++] = take[i]->rel;
+            atomic_store(&take[i]->state, HOLD_FREE);
+            if (m.u.releases.count == BUS_MAX_BATCH)
+                send_releases(s, &m);
+        }
+        if (entered)
+            omma_device_leave(&scope);
+        if (m.u.releases.count)
+            send_releases(s, &m);
+        omma_clear_error();
+    }
+    free(take);
+    return NULL;
+}
+
+static omma_status start_releasing(omma_bus_subscriber *s)
+{
+    s->rqueue = calloc((size_t)s->n_holds, sizeof *s->rqueue);
+    if (!s->rqueue)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: release queue", s->name);
+    pthread_mutex_init(&s->rlock, NULL);
+    pthread_cond_init(&s->rmore, NULL);
+    if (pthread_create(&s->releaser, NULL, release_frames, s) != 0) {
+        pthread_mutex_destroy(&s->rlock);
+        pthread_cond_destroy(&s->rmore);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: releasing thread", s->name);
+    }
+    s->releasing = 1;
+    return OMMA_OK;
 }
 
 static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
@@ -205,8 +301,6 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
     s->cams = calloc(s->n ? (size_t)s->n : 1, sizeof *s->cams);
     s->n_holds = (s->n ? s->n : 1) * s->max_holds;
     s->holds = calloc((size_t)s->n_holds, sizeof *s->holds);
-    for (int i = 0; s->holds && i < s->n_holds; i++)
-        s->holds[i].sub = s;
     if (!s->cams || !s->holds)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: camera state", s->name);
     omma_scope scope;
@@ -315,6 +409,8 @@ omma_status omma_bus_subscribe(omma_device *dev, const char *name, const omma_bu
         st = OMMA_FAIL(OMMA_ERR_CLOSED, "bus %s: no publisher (nothing at %s)", name, path);
     if (st == OMMA_OK)
         st = handshake(s, &o);
+    if (st == OMMA_OK && !s->watch)
+        st = start_releasing(s);
     if (st != OMMA_OK) {
         free_subscriber(s);
         return st;
@@ -467,22 +563,6 @@ omma_status omma_bus_wait(omma_bus_subscriber *sub, const omma_bus_frame *f, voi
     return leave_call(sub, OMMA_OK);
 }
 
-/* A host function on the reading stream: the reads have run, so the
- * publisher may have the frame back. The hold is free for the next frame
- * before the message goes, as the publisher gives no new frame before it. */
-static void CUDA_CB send_release(void *arg)
-{
-    hold *h = arg;
-    unsigned char msg[sizeof h->msg];
-    size_t n = h->msg_bytes;
-    int fd = h->sub->fd;
-    memcpy(msg, h->msg, n);
-    atomic_store(&h->state, HOLD_FREE);
-    /* A publisher that does not read for a second, or is gone, loses the
-     * release with its session. */
-    bus_send_wait(fd, msg, n, -1, 1000);
-}
-
 omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *stream)
 {
     OMMA_TRY(enter_call(sub, "omma_bus_release"));
@@ -491,31 +571,35 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
         return leave_call(sub, OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                                          "omma_bus_release: not a frame this subscriber holds"));
     int used = stream != NULL;
-    bus_msg m = {.type = BUS_MSG_RELEASE};
-    m.u.release = (bus_release){(uint32_t)f->camera, h->slot, h->seq, (uint32_t)used, 0};
-    h->msg_bytes = bus_msg_encode(&m, h->msg, sizeof h->msg);
+    h->rel = (bus_release){(uint32_t)f->camera, h->slot, h->seq, (uint32_t)used, 0};
     omma_status st = OMMA_OK;
     if (sub->closed) {
         atomic_store(&h->state, HOLD_FREE); /* nobody to tell */
-    } else if (used) {
+    } else if (used) { /* the releasing thread sends it once the reads have run */
         omma_scope scope;
         st = omma_device_enter(sub->dev, &scope);
         if (st == OMMA_OK) {
             if (!h->after)
-                st = OMMA_CK(gpu_cu.cuEventCreate(&h->after, CU_EVENT_DISABLE_TIMING));
-            atomic_store(&h->state, HOLD_RELEASING);
+                st = OMMA_CK(gpu_cu.cuEventCreate(&h->after, CU_EVENT_DISABLE_TIMING |
+                                                                 CU_EVENT_BLOCKING_SYNC));
             if (st == OMMA_OK)
-                st = OMMA_CK(gpu_cu.cuLaunchHostFunc((CUstream)stream, send_release, h));
-            if (st == OMMA_OK) {
                 st = OMMA_CK(gpu_cu.cuEventRecord(h->after, (CUstream)stream));
-                h->after_used = 1;
-            } else {
-                atomic_store(&h->state, HOLD_HELD); /* still ours: release again */
-            }
             st = gpu_leave_keep(&scope, st);
         }
+        if (st == OMMA_OK) {
+            h->after_used = 1;
+            atomic_store(&h->state, HOLD_RELEASING);
+            pthread_mutex_lock(&sub->rlock);
+            sub->rqueue[(sub->rhead + sub->rcount++) % sub->n_holds] = h;
+            pthread_cond_signal(&sub->rmore);
+            pthread_mutex_unlock(&sub->rlock);
+        } /* else still held: release again */
     } else {
-        st = bus_send_wait(sub->fd, h->msg, h->msg_bytes, -1, 1000);
+        bus_msg m = {.type = BUS_MSG_RELEASE};
+        m.u.release = h->rel;
+        unsigned char buf[sizeof(bus_header) + sizeof(bus_release)];
+        size_t n = bus_msg_encode(&m, buf, sizeof buf);
+        st = bus_send_wait(sub->fd, buf, n, -1, 1000);
         if (st == OMMA_ERR_CLOSED)
             st = closed_error(sub, "the publisher hung up");
         if (st == OMMA_OK || sub->closed)

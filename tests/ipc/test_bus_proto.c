@@ -114,6 +114,21 @@ static bus_msg release(void)
     return m;
 }
 
+/* A RELEASES message of n releases. */
+static bus_msg releases(int n)
+{
+    bus_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = BUS_MSG_RELEASES;
+    m.u.releases.count = (uint32_t)n;
+    for (int i = 0; i < n; i++)
+        m.u.releases.releases[i] = (bus_release){.camera = (uint32_t)(BUS_MAX_CAMERAS - 1 - i),
+                                                 .slot = (uint32_t)(i % BUS_MAX_SLOTS),
+                                                 .seq = (uint64_t)i + 1,
+                                                 .used = (uint32_t)(i % 2)};
+    return m;
+}
+
 static bus_msg text(bus_msg_type type, int status, const char *s)
 {
     bus_msg m;
@@ -139,6 +154,8 @@ static int samples(bus_msg *out)
     out[n++] = frames(5);
     out[n++] = frames(BUS_MAX_BATCH);
     out[n++] = release();
+    out[n++] = releases(1);
+    out[n++] = releases(BUS_MAX_BATCH);
     out[n++] = text(BUS_MSG_BYE, 0, "subscriber stopped");
     out[n++] = text(BUS_MSG_ERROR, OMMA_ERR_FORMAT, "bus message FRAME: bad");
     out[n++] = text(BUS_MSG_ERROR, OMMA_STATUS_COUNT - 1, "");
@@ -175,7 +192,7 @@ static void layout(void)
 
 static void every_type_round_trips(void)
 {
-    bus_msg all[16];
+    bus_msg all[24];
     int n = samples(all);
     int seen[BUS_MSG_TYPE_END] = {0};
     for (int i = 0; i < n; i++) {
@@ -259,7 +276,7 @@ static void header_checks(void)
     DECODE_FAILS(len, "unknown type 0");
     bad.type = BUS_MSG_TYPE_END;
     memcpy(buf, &bad, sizeof bad);
-    DECODE_FAILS(len, "unknown type 9");
+    DECODE_FAILS(len, "unknown type 10");
     bad.type = 0xFFFF;
     memcpy(buf, &bad, sizeof bad);
     DECODE_FAILS(len, "unknown type 65535");
@@ -435,9 +452,9 @@ static void frame_release_text_checks(void)
     DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8 + 3 * sizeof(bus_frame) - 1), "FRAMES: 151 body bytes");
     DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 4), "FRAMES: 4 body bytes");
     DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8 + 2 * sizeof(bus_frame)),
-                 "FRAMES: 3 frames in 96 bytes");
+                 "FRAMES: 3 entries in 96 bytes");
     fs.count = 0;
-    DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8), "FRAMES: 0 frames (1..64)");
+    DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8), "FRAMES: 0 entries (1..64)");
     fs = frames(3).u.frames;
     fs.reserved = 2;
     DECODE_FAILS(raw(BUS_MSG_FRAMES, &fs, 8 + 3 * sizeof(bus_frame)),
@@ -459,6 +476,20 @@ static void frame_release_text_checks(void)
     bus_msg m = frames(BUS_MAX_BATCH);
     m.u.frames.count = BUS_MAX_BATCH + 1; /* would read past frames[] */
     CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
+
+    /* RELEASES: the same framing; each release checked like a RELEASE. */
+    static bus_releases rs;
+    rs = releases(2).u.releases;
+    DECODE_FAILS(raw(BUS_MSG_RELEASES, &rs, 8 + sizeof(bus_release)),
+                 "RELEASES: 2 entries in 24 bytes");
+    DECODE_FAILS(raw(BUS_MSG_RELEASES, &rs, 8 + 2 * sizeof(bus_release) + 3),
+                 "RELEASES: 59 body bytes");
+    rs.releases[1].used = 2;
+    DECODE_FAILS(raw(BUS_MSG_RELEASES, &rs, 8 + 2 * sizeof(bus_release)),
+                 "RELEASES: camera 1022, slot 1, used 2");
+    rs = releases(2).u.releases;
+    rs.count = 0;
+    DECODE_FAILS(raw(BUS_MSG_RELEASES, &rs, 8), "RELEASES: 0 entries (1..64)");
 
     bus_release r = release().u.release;
     r.camera = BUS_MAX_CAMERAS;
@@ -493,7 +524,7 @@ static void frame_release_text_checks(void)
 
 static void encode_refuses_bad_messages_and_small_buffers(void)
 {
-    bus_msg all[16];
+    bus_msg all[24];
     int n = samples(all);
     for (int i = 0; i < n; i++) {
         size_t len = bus_msg_encode(&all[i], buf, sizeof buf);
@@ -572,7 +603,7 @@ static int check_mutant(const uint8_t *in, size_t n)
 
 static void random_mutations_decode_or_fail_cleanly(void)
 {
-    bus_msg all[16];
+    bus_msg all[24];
     int n = samples(all);
     static uint8_t orig[sizeof buf], mut[sizeof buf];
     int decoded = 0, refused = 0;
