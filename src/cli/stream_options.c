@@ -495,8 +495,15 @@ static int parse_participant(const cli_stream_opts *o, const char *v, rt_partici
 static int parse_participants(cli_stream_opts *o)
 {
     for (int i = 0; i < o->n_participants; i++)
-        if (!parse_participant(o, o->participant_specs[i], &o->participants[i]))
+        if (!parse_participant(o, o->participant_specs[i], &o->participants[i])) {
+            const cli_config_item *it = o->participant_from[i];
+            if (it)
+                fprintf(stderr,
+                        "omma: error: --config %s:%d: key %s: that participant is "
+                        "refused\n",
+                        o->config.path, it->line, it->key);
             return 0;
+        }
     if (o->n_participants == 0)
         return 1;
     rt_participants_config pc = {o->n_participants, o->participants, o->enroll, o->enroll_frames,
@@ -570,8 +577,10 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return o->comodulation = 1, 1;
     if (id == OPT_PARTICIPANT) {
         for (int i = 0; i < o->n_participants; i++) /* a config's, replaced */
-            if (same_participant(o->participant_specs[i], v))
+            if (same_participant(o->participant_specs[i], v)) {
+                o->participant_from[i] = NULL;
                 return o->participant_specs[i] = v, 1;
+            }
         if (o->n_participants == RT_PARTICIPANTS_MAX) {
             fprintf(stderr, "omma: error: --participant: at most %d participants\n",
                     RT_PARTICIPANTS_MAX);
@@ -783,8 +792,12 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
             }
             if (cli_sources && (int)(it->option - options) == OPT_LSL_NAME)
                 continue; /* the file's cameras' names, with its cameras */
-            if (!option((int)(it->option - options), it->option->name, it->value, o, &max_frames,
-                        &full_range)) {
+            int before = o->n_participants;
+            int ok = option((int)(it->option - options), it->option->name, it->value, o,
+                            &max_frames, &full_range);
+            if (ok && o->n_participants > before)
+                o->participant_from[before] = it;
+            if (!ok) {
                 fprintf(stderr, "omma: error: --config %s:%d: key %s: that value is refused\n",
                         o->config.path, it->line, it->key);
                 free(sources);

@@ -42,6 +42,8 @@ typedef struct cli_stream_opts {
     const char *site, *node; /* --site, --node; NULL: the sinks' defaults */
     double sink_drain_s;
     const char *participant_specs[RT_PARTICIPANTS_MAX]; /* --participant */
+    const cli_config_item *participant_from[RT_PARTICIPANTS_MAX]; /* its config
+                                                                 * line, or NULL */
     int n_participants;
     rt_participant_spec participants[RT_PARTICIPANTS_MAX]; /* parsed, cameras known */
     int enroll; /* --enroll */
