@@ -201,7 +201,7 @@ static const cli_option options[] = {
     [OPT_ENROLL_FRAMES] = {"--enroll-frames", "N", "frames averaged into a signature (15)"},
     [OPT_ENROLL_DISTANCE] = {"--enroll-distance", "D",
                              "largest signature distance that re-identifies, 0..2\n"
-                             "(0.05)"},
+                             "(0.025)"},
     [OPT_SYNC_WINDOW] = {"--sync-window", "S",
                          "participants' synchrony: correlation window in\n"
                          "seconds at the cameras' rate (2)"},
@@ -754,7 +754,7 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     o->metrics_port = -1;
     o->sink_drain_s = 10.0;
     o->enroll_frames = 15;
-    o->enroll_distance = 0.05;
+    o->enroll_distance = 0.025;
     o->sync_window_s = 2.0;
     o->rt.n_gpus = 1;
     o->gpus[0] = 0;

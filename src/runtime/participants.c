@@ -87,7 +87,7 @@ omma_status rt_participants_create(const rt_participants_config *c, rt_participa
     ps->n = c->n;
     ps->enroll = c->enroll;
     ps->enroll_frames = frames;
-    ps->enroll_distance = c->enroll_distance > 0 ? c->enroll_distance : 0.05;
+    ps->enroll_distance = c->enroll_distance > 0 ? c->enroll_distance : 0.025;
     for (int i = 0; i < c->n; i++) {
         ps->p[i].spec = c->p[i];
         ps->p[i].track = -1;
@@ -140,7 +140,16 @@ static void by_signature(rt_participants *ps, int camera, const omma_face *faces
                 if (!ok[f] || taken[f])
                     continue;
                 double d = vis_signature_distance(&q->template, &sig[f]);
-                if (d <= best) {
+                if (d > best)
+                    continue;
+                /* The ratio test: no other enrolled person of the camera
+                 * within twice that distance (a face half out of the frame
+                 * is about as far from everyone). */
+                int clear = 1;
+                for (int o = 0; o < ps->n && clear; o++)
+                    clear = o == p || ps->p[o].spec.camera != camera || !ps->p[o].enrolled ||
+                            2 * d < vis_signature_distance(&ps->p[o].template, &sig[f]);
+                if (clear) {
                     best = d;
                     bp = p;
                     bf = f;

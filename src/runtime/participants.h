@@ -9,8 +9,9 @@
  * 2. Enrollment (optional): the first `enroll_frames` frames of a
  *    participant's face give its template (vision/face_signature.h); once
  *    enrolled, a lost participant is given back only to a new track whose
- *    signature is within `enroll_distance` of its template (the closest
- *    pairs first), never by region or position.
+ *    signature is within `enroll_distance` of its template and less than
+ *    half its distance to any other enrolled participant's of the camera
+ *    (the closest pairs first), never by region or position.
  * 3. Region: a free participant with a region takes the free track whose
  *    box centre lies in the region, the one nearest the region's centre.
  * 4. Position, when unambiguous: the free participants without a region
@@ -43,7 +44,7 @@ typedef struct rt_participants_config {
     const rt_participant_spec *p;
     int enroll; /* signatures and re-identification */
     int enroll_frames; /* frames averaged into a template (15) */
-    double enroll_distance; /* the largest signature distance that re-identifies (0.05) */
+    double enroll_distance; /* the largest signature distance that re-identifies (0.025) */
 } rt_participants_config;
 
 typedef enum rt_assign_how {
