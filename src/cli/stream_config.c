@@ -356,7 +356,7 @@ static int cameras(walk *w, json_object *v)
         if (!push(w, NULL, (int)i))
             return 0;
         const char *source = NULL, *name = NULL;
-        char cam[16];
+        char cam[32];
         snprintf(cam, sizeof cam, "cam%zu", i);
         if (json_object_get_type(c) == json_type_string) {
             source = json_object_get_string(c);

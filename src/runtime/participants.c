@@ -146,9 +146,9 @@ static void by_signature(rt_participants *ps, int camera, const omma_face *faces
                  * within twice that distance (a face half out of the frame
                  * is about as far from everyone). */
                 int clear = 1;
-                for (int o = 0; o < ps->n && clear; o++)
-                    clear = o == p || ps->p[o].spec.camera != camera || !ps->p[o].enrolled ||
-                            2 * d < vis_signature_distance(&ps->p[o].template, &sig[f]);
+                for (int k = 0; k < ps->n && clear; k++)
+                    clear = k == p || ps->p[k].spec.camera != camera || !ps->p[k].enrolled ||
+                            2 * d < vis_signature_distance(&ps->p[k].template, &sig[f]);
                 if (clear) {
                     best = d;
                     bp = p;
