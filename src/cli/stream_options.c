@@ -188,13 +188,14 @@ static const cli_option options[] = {
     [OPT_SINK_DRAIN] = {"--sink-drain", "S",
                         "at the end, wait up to S seconds for the sinks'\n"
                         "acknowledgements (10); what is left is dropped"},
-    [OPT_PARTICIPANT] = {"--participant", "NAME=CAMERA[:X,Y,W,H[px]]",
-                         "a person measured on CAMERA (its name or index), up to\n"
-                         "16 (repeat): the face in the region X,Y,W,H (fractions\n"
-                         "of the frame, or pixels with px), or without a region\n"
-                         "by position (listed left to right); then followed by\n"
-                         "its track. LSL streams and --data files become per\n"
-                         "participant, plus CoModulation (docs/OUTPUT.md)"},
+    [OPT_PARTICIPANT] = {"--participant", "SPEC",
+                         "NAME=CAMERA[:X,Y,W,H[px]]: a person measured on CAMERA\n"
+                         "(its name or index), up to 16 (repeat): the face in\n"
+                         "the region X,Y,W,H (fractions of the frame; pixels\n"
+                         "with px), or without one by position (listed left to\n"
+                         "right); then followed by its track. LSL streams and\n"
+                         "--data files become per participant, plus\n"
+                         "CoModulation (docs/OUTPUT.md)"},
     [OPT_ENROLL] = {"--enroll", NULL,
                     "take each participant's face-shape signature in its\n"
                     "first frames and re-identify it by that after a loss"},
