@@ -210,7 +210,7 @@ if [ -f "$pan" ]; then
     done
     "$omma" lsl read CoModulation --count 2 --json --wait 30 >"$tmp/cm" 2>"$tmp/cm.err" ||
         fail "lsl read CoModulation: $(cat "$tmp/cm.err")"
-    grep -q "channel labels: ${a}-${b}_yaw_r ${a}-${b}_pitch_r .* ${a}-${b}_mouth_width_comod" \
+    grep -q "channel labels: ${a}-${b}_yaw_r ${a}-${b}_pitch_r .* ${a}-${b}_yaw_comod" \
         "$tmp/cm.err" || fail "CoModulation labels: $(cat "$tmp/cm.err")"
     "$omma" lsl read "${a}_track" --count 2 --json --wait 30 >"$tmp/tr" 2>"$tmp/tr.err" ||
         fail "lsl read track: $(cat "$tmp/tr.err")"
