@@ -466,7 +466,28 @@ static int participants(walk *w, json_object *v, json_object *regions)
             return 0;
         char spec[512];
         if (json_object_get_type(p) == json_type_string) {
-            snprintf(spec, sizeof spec, "%s", json_object_get_string(p));
+            const char *t = json_object_get_string(p);
+            size_t nl = strcspn(t, "=");
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(nl < sizeof name ? nl : sizeof name - 1), t);
+            json_object *r = NULL;
+            char region[256] = "";
+            if (regions && json_object_object_get_ex(regions, name, &r)) {
+                seg saved[2] = {w->at[0], w->at[1]}; /* [participants][i] */
+                w->depth = 0;
+                if (!push(w, "regions", 0) || !push(w, name, 0))
+                    return 0;
+                if (strchr(t, ':'))
+                    return fail(w, "participant %s has a region already (participants[%zu])", name,
+                                i);
+                if (!region_text(w, r, region, sizeof region))
+                    return 0;
+                w->at[0] = saved[0];
+                w->at[1] = saved[1];
+                w->depth = 2;
+            }
+            snprintf(spec, sizeof spec, "%s%s%s%s", t, region[0] && !t[nl] ? "=0" : "",
+                     region[0] ? ":" : "", region);
         } else {
             if (!need(w, p, json_type_object, "a participant: {\"name\", \"camera\", \"region\"}"))
                 return 0;
@@ -540,6 +561,12 @@ static int top(walk *w, json_object *root)
                                i < json_object_array_length(parts);
                  i++) {
                 json_object *p = json_object_array_get_idx(parts, i), *nm = NULL;
+                if (json_object_get_type(p) == json_type_string) { /* "NAME=..." */
+                    const char *t = json_object_get_string(p);
+                    size_t n = strcspn(t, "=");
+                    known |= strlen(name) == n && strncmp(t, name, n) == 0;
+                    continue;
+                }
                 known |= json_object_get_type(p) == json_type_object &&
                          json_object_object_get_ex(p, "name", &nm) &&
                          json_object_get_type(nm) == json_type_string &&
