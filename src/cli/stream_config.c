@@ -589,7 +589,8 @@ static int top(walk *w, json_object *root)
         else if (!strcmp(key, "regions"))
             ok = 1; /* with participants */
         else if (!strcmp(key, "outputs") || !strcmp(key, "thresholds")) {
-            ok = need(w, v, json_type_object, "an object of settings");
+            if (!need(w, v, json_type_object, "an object of settings"))
+                return 0;
             json_object_object_foreach(v, k2, v2)
             {
                 if (!ok || !push(w, k2, 0) || !(ok = option_value(w, k2, v2)))
