@@ -3,7 +3,7 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config]
 #     tflite: the TFLite reader, seeded from the three models and the small
 #             forged models in fuzz/seeds/
 #     image:  the PNG/JPEG decoders, seeded from small images written by
@@ -15,6 +15,8 @@
 #             (MPEG-4 AVI, H.264 MP4 and MPEG-TS, HEVC MKV, MJPEG AVI)
 #     lsl:    the parsers of LSL network input (discovery queries, <info>
 #             documents, streamfeed headers), seeded with what liblsl sends
+#     config: omma stream --config's JSON files (json-c and the key
+#             locator), seeded with a full file and two bad ones
 set -eu
 src=${1:?source dir}
 build=${2:?build dir}
@@ -120,8 +122,35 @@ lsl)
     sources="$sources $src/src/lsl/lsl_query.c $src/src/lsl/lsl_feed.c"
     libs="-lm"
     ;;
+config)
+    # omma stream --config's JSON (fuzz/fuzz_config.c), with json-c.
+    if ! pkg-config --exists json-c; then
+        echo "SKIP: json-c not found by pkg-config (libjson-c-dev)"
+        exit 77
+    fi
+    cat >"$out/seeds/full.json" <<'JSON'
+{
+  "backend": "cpu", "fps": 30, "loop": true, "graphs": false,
+  "cameras": [{"source": "a.mp4", "name": "left", "fps": 30, "resolution": "1280x720"},
+              "b.mp4"],
+  "participants": [{"name": "ann", "camera": "left", "region": [0, 0, 0.5, 1]},
+                   {"name": "bob", "camera": 1}, "cy=left:0,0,10,10px"],
+  "regions": {"bob": {"pixels": [0, 0, 640, 720]}},
+  "outputs": {"lsl": {"bind": "0.0.0.0"}, "data": "out", "sink": ["nats://h/x", "mqtt://h"]},
+  "thresholds": {"min-score": 0.6}
+}
+JSON
+    printf '{"fps": "x",
+ "cameras": [{"name": "a"}]}' >"$out/seeds/bad.json"
+    printf '{
+  "regions": {"z": [1, 2]},
+  "lsl": tru }' >"$out/seeds/syntax.json"
+    sources="$src/fuzz/fuzz_config.c $src/src/cli/stream_config.c $src/src/cli/args.c"
+    sources="$sources $src/src/core/log.c"
+    libs="-DOMMA_DEFAULT_DATA_DIR=\"$src\" $(pkg-config --cflags --libs json-c) -lm"
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video or lsl)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl or config)" >&2
     exit 2
     ;;
 esac

@@ -15,6 +15,7 @@ packages=(
     libffmpeg-nvenc-dev                #   NVDEC's API types (header only): GPU decoding
     ffmpeg                             # the CLI: fetch-testdata.sh makes the test videos
     libmicrohttpd-dev                  # the OpenMetrics endpoint (omma run --metrics-port)
+    libjson-c-dev                      # omma stream --config FILE (src/cli/stream_config.c)
     libv4l-dev                         # V4L2 cameras (src/runtime/source_v4l2.c): libv4l2, libv4lconvert
     python3-jsonschema                 # tests/pipeline/test_output_schema.sh: docs/omma-faces.schema.json
     python3-gi gir1.2-gst-rtsp-server-1.0   # tests/runtime/test_net_stream.sh: GStreamer's RTSP

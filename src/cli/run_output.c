@@ -155,6 +155,11 @@ static int record_end(cli_output *o, FILE *m, char **buf, size_t *len)
     return ok;
 }
 
+int cli_output_line(cli_output *o, const char *line, size_t n)
+{
+    return o->csv ? 1 : put(o, line, n);
+}
+
 int cli_output_frame(cli_output *o, int camera, const char *source, long frame, double timestamp_ms,
                      const omma_face *faces, int n)
 {

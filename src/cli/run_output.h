@@ -42,6 +42,10 @@ int cli_output_frame_extra(cli_output *o, int camera, const char *source, long f
                            double timestamp_ms, const cli_frame_extra *extra,
                            const omma_face *faces, int n);
 
+/* Writes one whole JSON line of another kind (n bytes with its newline;
+ * nothing for CSV). Returns 1, or 0 as cli_output_frame. */
+int cli_output_line(cli_output *o, const char *line, size_t n);
+
 /* Flushes; a file is renamed into place (keep) or removed. Returns 1 when
  * everything was written. */
 int cli_output_close(cli_output *o, int keep);

@@ -18,6 +18,7 @@
 #include "cli/stream_data.h"
 #include "cli/stream_lsl.h"
 #include "cli/stream_options.h"
+#include "cli/stream_people.h"
 #include "core/clock.h"
 #include "io/video_file.h"
 #include "omma/device.h"
@@ -45,6 +46,7 @@ typedef struct stream_state {
     uint64_t t0;
     cli_lsl_sink *lsl; /* --lsl; NULL: none */
     cli_data_sink *data; /* --data; NULL: none */
+    cli_people *people; /* --participant; NULL: none */
     sink *sinks[CLI_MAX_SINKS];
     int n_sinks;
     atomic_uint_fast64_t *sink_seq; /* per camera: messages made */
@@ -97,15 +99,24 @@ static void on_result(void *ctx, const rt_result *r)
         cli_lsl_result(s->lsl, r);
     if (s->data)
         cli_data_result(s->data, r);
-    if (!s->writing)
+    double ts = (double)(r->capture_ns - s->t0) / 1e6;
+    char *people = NULL;
+    size_t people_len = 0;
+    if (s->people)
+        cli_people_result(s->people, r, ts, s->lsl, s->data, &people, &people_len);
+    if (!s->writing) {
+        free(people);
         return;
+    }
     cli_frame_extra extra = {r->gpu, (double)(r->done_ns - r->capture_ns) / 1e6,
                              (unsigned long long)r->dropped};
-    double ts = (double)(r->capture_ns - s->t0) / 1e6;
     pthread_mutex_lock(&s->lock);
     cli_output_frame_extra(&s->out, r->camera, c->spec ? c->spec : "synthetic", (long)r->seq - 1,
                            ts, &extra, r->faces, r->n_faces);
+    if (people)
+        cli_output_line(&s->out, people, people_len);
     pthread_mutex_unlock(&s->lock);
+    free(people);
 }
 
 static void on_camera(void *ctx, const rt_camera_event *e)
@@ -378,6 +389,8 @@ int cli_stream(int argc, char **argv)
         rc = cli_lsl_start(&o, &s.lsl);
     if (rc < 0 && o.data_dir)
         rc = cli_data_start(&o, &s.data);
+    if (rc < 0)
+        rc = cli_people_start(&o, &s.people);
     if (rc < 0 && o.results) {
         if (!cli_output_open(&s.out, o.out, 0))
             rc = CLI_EXIT_ERROR;
@@ -391,6 +404,8 @@ int cli_stream(int argc, char **argv)
     close_sinks(&o, &s, m);
     if (s.writing && !cli_output_close(&s.out, 1) && rc == CLI_EXIT_OK)
         rc = CLI_EXIT_ERROR;
+    cli_people_stop(s.people);
+    s.people = NULL;
     cli_lsl_stop(s.lsl);
     s.lsl = NULL;
     if (cli_data_stop(s.data) && rc == CLI_EXIT_OK)

@@ -37,6 +37,7 @@ typedef struct data_camera {
 
 struct cli_data_sink {
     int n;
+    int people; /* the files are the participants' (a camera column) */
     data_camera *cams;
     pthread_t writer;
     pthread_mutex_t lock;
@@ -123,9 +124,10 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-static void header(data_camera *c)
+static void header(data_camera *c, int people)
 {
-    size_t n = (size_t)snprintf(c->row, sizeof c->row, "frame,capture_time,unix_time,face_id");
+    size_t n = (size_t)snprintf(c->row, sizeof c->row, "frame,capture_time,unix_time,%sface_id",
+                                people ? "camera," : "");
     for (int ch = 0; ch < LSL_LANDMARKS_CHANNELS; ch++) {
         char label[48];
         lsl_layout_landmarks_label(ch, label, sizeof label);
@@ -144,8 +146,9 @@ int cli_data_start(const cli_stream_opts *o, cli_data_sink **out)
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return cli_fail(OMMA_ERR_IO, "--data %s: not a folder", dir);
+    int people = o->n_participants > 0, n = people ? o->n_participants : o->rt.n_cameras;
     cli_data_sink *d = calloc(1, sizeof *d);
-    data_camera *cams = calloc((size_t)o->rt.n_cameras, sizeof *cams);
+    data_camera *cams = calloc((size_t)n, sizeof *cams);
     if (!d || !cams) {
         free(d);
         free(cams);
@@ -154,11 +157,13 @@ int cli_data_start(const cli_stream_opts *o, cli_data_sink **out)
     d->cams = cams;
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->wake, NULL);
-    for (int i = 0; i < o->rt.n_cameras; i++) {
+    d->people = people;
+    for (int i = 0; i < n; i++) {
         data_camera *c = &cams[i];
+        const char *name = people ? o->participants[i].name : o->names[i];
         pthread_mutex_init(&c->lock, NULL);
         d->n = i + 1;
-        snprintf(c->path, sizeof c->path, "%s/%s.csv", dir, o->names[i]);
+        snprintf(c->path, sizeof c->path, "%s/%s.csv", dir, name);
         c->fd = open(c->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (c->fd < 0) {
             int e = errno;
@@ -167,11 +172,10 @@ int cli_data_start(const cli_stream_opts *o, cli_data_sink **out)
                 return cli_fail(OMMA_ERR_IO,
                                 "--data: %s/%s.csv exists (omma never overwrites data: move it "
                                 "or choose another folder)",
-                                dir, o->names[i]);
-            return cli_fail(OMMA_ERR_IO, "--data: creating %s/%s.csv: %s", dir, o->names[i],
-                            strerror(e));
+                                dir, name);
+            return cli_fail(OMMA_ERR_IO, "--data: creating %s/%s.csv: %s", dir, name, strerror(e));
         }
-        header(c);
+        header(c, people);
     }
     if (pthread_create(&d->writer, NULL, writer_main, d) != 0) {
         cli_data_stop(d);
@@ -191,15 +195,10 @@ static size_t put_value(char *p, size_t cap, float v)
     return (size_t)snprintf(p, cap, ",%.7g", v);
 }
 
-void cli_data_result(cli_data_sink *d, const rt_result *r)
+/* One row of file `slot` with `face` (NULL: none) of the frame r. */
+static void row(cli_data_sink *d, int slot, const rt_result *r, const omma_face *face)
 {
-    if (!d || r->camera < 0 || r->camera >= d->n)
-        return;
-    data_camera *c = &d->cams[r->camera];
-    const omma_face *face = NULL; /* the camera's oldest track, as on LSL */
-    for (int i = 0; i < r->n_faces; i++)
-        if (!face || r->faces[i].id < face->id)
-            face = &r->faces[i];
+    data_camera *c = &d->cams[slot];
     /* Unix time of the capture: now on the wall clock less its age. */
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
@@ -211,6 +210,8 @@ void cli_data_result(cli_data_sink *d, const rt_result *r)
     size_t n =
         (size_t)snprintf(c->row, sizeof c->row, "%llu,%.6f,%.6f,", (unsigned long long)(r->seq - 1),
                          lsl_clock_from_ns(r->capture_ns), unix_time);
+    if (d->people)
+        n += (size_t)snprintf(c->row + n, sizeof c->row - n, "%d,", r->camera);
     if (face)
         n += (size_t)snprintf(c->row + n, sizeof c->row - n, "%d", face->id);
     for (int ch = 0; ch < LSL_LANDMARKS_CHANNELS && n + 32 < sizeof c->row; ch++)
@@ -221,6 +222,23 @@ void cli_data_result(cli_data_sink *d, const rt_result *r)
     else
         c->dropped++;
     pthread_mutex_unlock(&c->lock);
+}
+
+void cli_data_result(cli_data_sink *d, const rt_result *r)
+{
+    if (!d || d->people || r->camera < 0 || r->camera >= d->n)
+        return;
+    const omma_face *face = NULL; /* the camera's oldest track, as on LSL */
+    for (int i = 0; i < r->n_faces; i++)
+        if (!face || r->faces[i].id < face->id)
+            face = &r->faces[i];
+    row(d, r->camera, r, face);
+}
+
+void cli_data_participant(cli_data_sink *d, int p, const rt_result *r, const omma_face *face)
+{
+    if (d && d->people && p >= 0 && p < d->n)
+        row(d, p, r, face);
 }
 
 int cli_data_stop(cli_data_sink *d)

@@ -21,6 +21,11 @@ typedef struct cli_data_sink cli_data_sink;
 int cli_data_start(const cli_stream_opts *o, cli_data_sink **out);
 /* From the result callback (any thread; one camera's results in order). */
 void cli_data_result(cli_data_sink *d, const rt_result *r);
+/* Participant mode (o->n_participants > 0): one file per participant,
+ * DIR/NAME.csv, with a camera column before face_id; cli_data_result does
+ * nothing and this writes participant p's row for frame r (face NULL:
+ * missing). */
+void cli_data_participant(cli_data_sink *d, int p, const rt_result *r, const omma_face *face);
 /* Writes what is left, closes the files, prints the counts; returns 0 when
  * every row was written. */
 int cli_data_stop(cli_data_sink *d);

@@ -16,6 +16,15 @@ typedef struct cli_lsl_sink cli_lsl_sink;
 int cli_lsl_start(const cli_stream_opts *o, cli_lsl_sink **out);
 /* From the result callback (any thread; one camera's results in order). */
 void cli_lsl_result(cli_lsl_sink *l, const rt_result *r);
+/* Participant mode (o->n_participants > 0): cli_lsl_result serves only
+ * the cameras' NAME_frames; each participant p has NAME_landmarks,
+ * NAME_face and NAME_track, one sample per frame of its camera (face NULL:
+ * missing; change: the code of NAME_track's change channel). */
+void cli_lsl_participant(cli_lsl_sink *l, int p, const rt_result *r, const omma_face *face,
+                         int change);
+/* One CoModulation sample (n labelled channels, made at the first). */
+void cli_lsl_sync(cli_lsl_sink *l, const float *sample, int n, const char *const *labels,
+                  uint64_t t_ns, double rate);
 /* Prints each stream's counts to stderr and closes everything. */
 void cli_lsl_stop(cli_lsl_sink *l);
 

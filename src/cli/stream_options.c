@@ -62,6 +62,13 @@ enum {
     OPT_SITE,
     OPT_NODE,
     OPT_SINK_DRAIN,
+    OPT_PARTICIPANT,
+    OPT_ENROLL,
+    OPT_ENROLL_FRAMES,
+    OPT_ENROLL_DISTANCE,
+    OPT_SYNC_WINDOW,
+    OPT_COMODULATION,
+    OPT_CONFIG,
     OPT_COUNT
 };
 
@@ -181,6 +188,31 @@ static const cli_option options[] = {
     [OPT_SINK_DRAIN] = {"--sink-drain", "S",
                         "at the end, wait up to S seconds for the sinks'\n"
                         "acknowledgements (10); what is left is dropped"},
+    [OPT_PARTICIPANT] = {"--participant", "SPEC",
+                         "NAME=CAMERA[:X,Y,W,H[px]]: a person measured on CAMERA\n"
+                         "(its name or index), up to 16 (repeat): the face in\n"
+                         "the region X,Y,W,H (fractions of the frame; pixels\n"
+                         "with px), or without one by position (listed left to\n"
+                         "right); then followed by its track. LSL streams and\n"
+                         "--data files become per participant, plus\n"
+                         "CoModulation (docs/OUTPUT.md)"},
+    [OPT_ENROLL] = {"--enroll", NULL,
+                    "take each participant's face-shape signature in its\n"
+                    "first frames and re-identify it by that after a loss"},
+    [OPT_ENROLL_FRAMES] = {"--enroll-frames", "N", "frames averaged into a signature (15)"},
+    [OPT_ENROLL_DISTANCE] = {"--enroll-distance", "D",
+                             "largest signature distance that re-identifies, 0..2\n"
+                             "(0.025)"},
+    [OPT_SYNC_WINDOW] = {"--sync-window", "S",
+                         "participants' synchrony: correlation window in\n"
+                         "seconds at the cameras' rate (2)"},
+    [OPT_COMODULATION] = {"--comodulation", NULL,
+                          "also the previous tool's co-modulation detector on\n"
+                          "CoModulation (60 and 300 frame windows)"},
+    [OPT_CONFIG] = {"--config", "FILE",
+                    "settings from a JSON file (docs/CONFIG.md): every option\n"
+                    "by its name, plus cameras, participants, regions,\n"
+                    "outputs, thresholds; options given here win"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -402,6 +434,124 @@ static int name_cameras(cli_stream_opts *o)
     return 1;
 }
 
+/* Whether two --participant values name the same participant. */
+static int same_participant(const char *a, const char *b)
+{
+    size_t na = strcspn(a, "="), nb = strcspn(b, "=");
+    return na == nb && strncmp(a, b, na) == 0;
+}
+
+/* NAME=CAMERA[:X,Y,W,H[px]] into *p, CAMERA a camera's name or index. */
+static int parse_participant(const cli_stream_opts *o, const char *v, rt_participant_spec *p)
+{
+    memset(p, 0, sizeof *p);
+    const char *eq = strchr(v, '=');
+    size_t n = eq ? (size_t)(eq - v) : strlen(v);
+    if (!valid_name(v, n) || n >= sizeof p->name) {
+        fprintf(stderr,
+                "omma: error: --participant %s: expected NAME=CAMERA[:X,Y,W,H[px]], NAME of "
+                "letters, digits, _ - . (at most %d)\n",
+                v, (int)sizeof p->name - 1);
+        return 0;
+    }
+    memcpy(p->name, v, n);
+    const char *cam = eq ? eq + 1 : "0";
+    size_t cn = strcspn(cam, ":");
+    p->camera = -1;
+    for (int i = 0; i < o->rt.n_cameras; i++)
+        if (strlen(o->names[i]) == cn && strncmp(o->names[i], cam, cn) == 0)
+            p->camera = i;
+    if (p->camera < 0) {
+        char *end;
+        long k = strtol(cam, &end, 10);
+        if (end == cam + cn && cn > 0 && k >= 0 && k < o->rt.n_cameras)
+            p->camera = (int)k;
+    }
+    if (p->camera < 0) {
+        fprintf(stderr,
+                "omma: error: --participant %s: no camera '%.*s' (a name from --lsl-name "
+                "or cameras' names, or an index 0..%d)\n",
+                v, (int)cn, cam, o->rt.n_cameras - 1);
+        return 0;
+    }
+    if (!cam[cn])
+        return 1;
+    const char *r = cam + cn + 1;
+    int used = 0;
+    if (sscanf(r, "%lf,%lf,%lf,%lf%n", &p->region[0], &p->region[1], &p->region[2], &p->region[3],
+               &used) != 4 ||
+        (strcmp(r + used, "") != 0 && strcmp(r + used, "px") != 0)) {
+        fprintf(stderr,
+                "omma: error: --participant %s: expected the region as X,Y,W,H "
+                "(fractions of the frame) or X,Y,W,Hpx (pixels)\n",
+                v);
+        return 0;
+    }
+    p->has_region = 1;
+    p->region_pixels = r[used] == 'p';
+    return 1;
+}
+
+/* The participants, once the cameras are named; their checks. */
+static int parse_participants(cli_stream_opts *o)
+{
+    for (int i = 0; i < o->n_participants; i++)
+        if (!parse_participant(o, o->participant_specs[i], &o->participants[i])) {
+            const cli_config_item *it = o->participant_from[i];
+            if (it)
+                fprintf(stderr,
+                        "omma: error: --config %s:%d: key %s: that participant is "
+                        "refused\n",
+                        o->config.path, it->line, it->key);
+            return 0;
+        }
+    if (o->n_participants == 0)
+        return 1;
+    rt_participants_config pc = {o->n_participants, o->participants, o->enroll, o->enroll_frames,
+                                 o->enroll_distance};
+    rt_participants *ps = NULL;
+    omma_status st = rt_participants_create(&pc, &ps);
+    rt_participants_destroy(ps);
+    if (st != OMMA_OK) {
+        fprintf(stderr, "omma: error: --participant: %s\n", omma_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+/* --config's value on the command line (NULL: none); *positional: whether
+ * SOURCEs are given there too. */
+static const char *find_config(int argc, char **argv, int *positional)
+{
+    const char *path = NULL;
+    *positional = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            *positional |= i + 1 < argc;
+            break;
+        }
+        if (a[0] != '-' || !a[1]) {
+            *positional = 1;
+            continue;
+        }
+        if (strncmp(a, "--config=", 9) == 0) {
+            path = a + 9;
+            continue;
+        }
+        size_t n = strcspn(a, "=");
+        for (const cli_option *op = options; op->name; op++)
+            if (strlen(op->name) == n && strncmp(op->name, a, n) == 0 && op->value && !a[n] &&
+                i + 1 < argc) {
+                if (strcmp(op->name, "--config") == 0)
+                    path = argv[i + 1];
+                i++;
+                break;
+            }
+    }
+    return path;
+}
+
 /* One option's value into o. Returns 1, or 0 after the message. */
 static int option(int id, const char *a, const char *v, cli_stream_opts *o, long *max_frames,
                   int *full_range)
@@ -420,6 +570,25 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return o->lsl_bind = v, o->lsl = 1, 1;
     if (id == OPT_DATA)
         return o->data_dir = v, 1;
+    if (id == OPT_CONFIG)
+        return 1; /* read before the rest */
+    if (id == OPT_ENROLL)
+        return o->enroll = 1, 1;
+    if (id == OPT_COMODULATION)
+        return o->comodulation = 1, 1;
+    if (id == OPT_PARTICIPANT) {
+        for (int i = 0; i < o->n_participants; i++) /* a config's, replaced */
+            if (same_participant(o->participant_specs[i], v)) {
+                o->participant_from[i] = NULL;
+                return o->participant_specs[i] = v, 1;
+            }
+        if (o->n_participants == RT_PARTICIPANTS_MAX) {
+            fprintf(stderr, "omma: error: --participant: at most %d participants\n",
+                    RT_PARTICIPANTS_MAX);
+            return 0;
+        }
+        return o->participant_specs[o->n_participants++] = v, 1;
+    }
     long n;
     double d;
     rt_runtime_config *rt = &o->rt;
@@ -568,6 +737,12 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return o->node = v, 1;
     if (id == OPT_SINK_DRAIN && cli_arg_double(a, v, 0.0, 3600.0, &d))
         return o->sink_drain_s = d, 1;
+    if (id == OPT_ENROLL_FRAMES && cli_arg_long(a, v, 1, 1000, &n))
+        return o->enroll_frames = (int)n, 1;
+    if (id == OPT_ENROLL_DISTANCE && cli_arg_double(a, v, 0.0001, 2.0, &d))
+        return o->enroll_distance = d, 1;
+    if (id == OPT_SYNC_WINDOW && cli_arg_double(a, v, 0.1, 3600.0, &d))
+        return o->sync_window_s = d, 1;
     return 0; /* a value that did not parse: said so above */
 }
 
@@ -579,6 +754,9 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     o->status_interval_s = 1.0;
     o->metrics_port = -1;
     o->sink_drain_s = 10.0;
+    o->enroll_frames = 15;
+    o->enroll_distance = 0.025;
+    o->sync_window_s = 2.0;
     o->rt.n_gpus = 1;
     o->gpus[0] = 0;
     o->rt.source.decode = IO_DECODE_AUTO;
@@ -590,7 +768,44 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
         return CLI_EXIT_ERROR;
     }
     long max_frames = 0;
-    int full_range = 0, n_sources = 0;
+    int full_range = 0, n_sources = 0, cli_sources = 0;
+    const char *config = find_config(argc, argv, &cli_sources);
+    if (config) {
+        char err[1024];
+        if (!cli_config_load(config, options, &o->config, err, sizeof err)) {
+            free(sources);
+            fprintf(stderr, "omma: error: --config %s\n", err);
+            return cli_see_help("stream");
+        }
+        const char **more = realloc(sources, (size_t)(argc + 1 + o->config.n) * sizeof *more);
+        if (!more) {
+            free(sources);
+            fprintf(stderr, "omma: error: out of memory\n");
+            return CLI_EXIT_ERROR;
+        }
+        sources = more;
+        for (int i = 0; i < o->config.n; i++) {
+            const cli_config_item *it = &o->config.items[i];
+            if (!it->option) {
+                if (!cli_sources) /* the command line's SOURCEs replace the file's */
+                    sources[n_sources++] = it->value;
+                continue;
+            }
+            if (cli_sources && (int)(it->option - options) == OPT_LSL_NAME)
+                continue; /* the file's cameras' names, with its cameras */
+            int before = o->n_participants;
+            int ok = option((int)(it->option - options), it->option->name, it->value, o,
+                            &max_frames, &full_range);
+            if (ok && o->n_participants > before)
+                o->participant_from[before] = it;
+            if (!ok) {
+                fprintf(stderr, "omma: error: --config %s:%d: key %s: that value is refused\n",
+                        o->config.path, it->line, it->key);
+                free(sources);
+                return cli_see_help("stream");
+            }
+        }
+    }
     cli_args args;
     cli_args_init(&args, "stream", options, argc, argv);
     const cli_option *opt;
@@ -627,9 +842,8 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     free(sources);
     if (!ok)
         return cli_see_help("stream");
-    if (!name_cameras(o)) {
+    if (!name_cameras(o) || !parse_participants(o))
         return cli_see_help("stream");
-    }
     const char *data = cli_data_dir();
     snprintf(o->detector, sizeof o->detector, "%s/models/face_detection_%s_range.tflite", data,
              full_range ? "full" : "short");
@@ -653,4 +867,5 @@ void cli_stream_opts_free(cli_stream_opts *o)
     o->cameras = NULL;
     free(o->names);
     o->names = NULL;
+    cli_config_free(&o->config);
 }

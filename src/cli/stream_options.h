@@ -4,6 +4,8 @@
 
 #include <stdio.h>
 
+#include "cli/stream_config.h"
+#include "runtime/participants.h"
 #include "runtime/runtime.h"
 
 typedef enum cli_status_mode {
@@ -39,6 +41,17 @@ typedef struct cli_stream_opts {
     int n_sinks;
     const char *site, *node; /* --site, --node; NULL: the sinks' defaults */
     double sink_drain_s;
+    const char *participant_specs[RT_PARTICIPANTS_MAX]; /* --participant */
+    const cli_config_item *participant_from[RT_PARTICIPANTS_MAX]; /* its config
+                                                                 * line, or NULL */
+    int n_participants;
+    rt_participant_spec participants[RT_PARTICIPANTS_MAX]; /* parsed, cameras known */
+    int enroll; /* --enroll */
+    int enroll_frames;
+    double enroll_distance;
+    double sync_window_s; /* --sync-window */
+    int comodulation; /* --comodulation */
+    cli_config config; /* --config FILE's settings (their values live here) */
     char **owned; /* camera specs made here (bus:NAME/I) */
     int n_owned;
 } cli_stream_opts;

@@ -117,6 +117,46 @@ omma_status lsl_layout_face_info(const char *base, const char *source_id, double
     return finish(spec, &d);
 }
 
+omma_status lsl_layout_track_info(const char *base, const char *source_id, double rate,
+                                  lsl_info *spec)
+{
+    OMMA_TRY(names(spec, base, "track", source_id));
+    snprintf(spec->type, sizeof spec->type, "Assignment");
+    spec->channel_count = LSL_TRACK_CHANNELS;
+    spec->format = LSL_FORMAT_DOUBLE64;
+    spec->nominal_srate = rate;
+    lsl_buf d = {0};
+    lsl_buf_puts(&d, "<channels>");
+    lsl_desc_channel(&d, "camera", "index", "Camera");
+    lsl_desc_channel(&d, "track", "id", "Track");
+    lsl_desc_channel(&d, "change", "code", "Event");
+    lsl_buf_puts(&d, "</channels>");
+    acquisition(&d);
+    return finish(spec, &d);
+}
+
+omma_status lsl_layout_labelled_info(const char *name, const char *type, const char *source_id,
+                                     double rate, int n, const char *const *labels,
+                                     const char *unit, lsl_info *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    if (snprintf(spec->name, sizeof spec->name, "%s", name) >= (int)sizeof spec->name ||
+        snprintf(spec->source_id, sizeof spec->source_id, "%s", source_id) >=
+            (int)sizeof spec->source_id)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "lsl stream name '%s' is too long", name);
+    snprintf(spec->type, sizeof spec->type, "%s", type);
+    spec->channel_count = n;
+    spec->format = LSL_FORMAT_FLOAT32;
+    spec->nominal_srate = rate;
+    lsl_buf d = {0};
+    lsl_buf_puts(&d, "<channels>");
+    for (int i = 0; i < n; i++)
+        lsl_desc_channel(&d, labels[i], unit, type);
+    lsl_buf_puts(&d, "</channels>");
+    acquisition(&d);
+    return finish(spec, &d);
+}
+
 void lsl_layout_landmarks_sample(const omma_face *face, int width, int height, float *out)
 {
     if (!face || width <= 0 || height <= 0) {

@@ -45,6 +45,20 @@ omma_status lsl_layout_frames_info(const char *base, const char *source_id, doub
 omma_status lsl_layout_face_info(const char *base, const char *source_id, double rate,
                                  lsl_info *spec);
 
+/* {base}_track, type "Assignment", double64, LSL_TRACK_CHANNELS = 3:
+ * camera (index), track (id, -1 none), change (0 none, -1 lost, 1 region,
+ * 2 position, 3 enrollment: how the participant got its track at this
+ * sample). One sample per frame of the participant's camera. */
+#define LSL_TRACK_CHANNELS 3
+omma_status lsl_layout_track_info(const char *base, const char *source_id, double rate,
+                                  lsl_info *spec);
+
+/* A float32 stream of n labelled channels (unit `unit`, type `type`):
+ * CoModulation's (name as is; source_id as is). */
+omma_status lsl_layout_labelled_info(const char *name, const char *type, const char *source_id,
+                                     double rate, int n, const char *const *labels,
+                                     const char *unit, lsl_info *spec);
+
 /* The label of landmarks channel ch ("lm0_x", ..., "presence"). */
 void lsl_layout_landmarks_label(int ch, char *out, size_t cap);
 
