@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "omma/face.h"
+#include "omma/pose.h"
 
 typedef struct cli_output {
     FILE *f;
@@ -41,6 +42,12 @@ typedef struct cli_frame_extra {
 int cli_output_frame_extra(cli_output *o, int camera, const char *source, long frame,
                            double timestamp_ms, const cli_frame_extra *extra,
                            const omma_face *faces, int n);
+
+/* cli_output_frame_extra with the people of the frame (JSON only): a
+ * "pose" array, also when empty. */
+int cli_output_frame_poses(cli_output *o, int camera, const char *source, long frame,
+                           double timestamp_ms, const cli_frame_extra *extra,
+                           const omma_face *faces, int n, const omma_pose *poses, int n_poses);
 
 /* Flushes; a file is renamed into place (keep) or removed. Returns 1 when
  * everything was written. */

@@ -346,7 +346,7 @@ static omma_status process(omma_pose_pipeline *p, pose_camera *c, const omma_fra
                 known = overlaps(&roi, &c->tracks[t].roi);
             if (known)
                 continue;
-            c->tracks[c->count].id = c->next_id++;
+            c->tracks[c->count].id = ++c->next_id; /* ids from 1, as faces */
             c->tracks[c->count++].roi = roi;
         }
     }
