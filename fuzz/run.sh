@@ -4,8 +4,9 @@
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
 #   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config]
-#     tflite: the TFLite reader, seeded from the three models and the small
-#             forged models in fuzz/seeds/
+#     tflite: the TFLite reader, seeded from the face models, pose_detection
+#             (sparse constants), pose_landmark_lite, the attention mesh and
+#             the small forged models in fuzz/seeds/
 #     image:  the PNG/JPEG decoders, seeded from small images written by
 #             fuzz/make_image_seeds.c
 #     bus:    the frame bus's control-message decoder, seeded from one
@@ -33,7 +34,8 @@ fi
 
 case $target in
 tflite)
-    for m in face_detection_short_range face_detection_full_range face_landmark; do
+    for m in face_detection_short_range face_detection_full_range face_landmark pose_detection \
+        pose_landmark_lite face_landmark_with_attention; do
         if [ ! -f "$src/models/$m.tflite" ]; then
             echo "SKIP: $src/models/$m.tflite missing (scripts/fetch-models.sh)"
             exit 77

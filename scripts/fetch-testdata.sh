@@ -67,6 +67,36 @@ if ! good grace_hopper.jpg "$hopper_sha"; then
     echo "fetch-testdata: grace_hopper.jpg ok"
 fi
 
+# messi5.jpg (548x342 JPEG, one footballer shot full length while kicking:
+# head near x 205..265, y 65..130, arms out to both sides, feet near x 280,
+# y 325 and x 440, y 275) from Debian's opencv-doc examples, pinned: the
+# pose pipeline's photo.
+messi_sha=1d570e49654e84c7a943918537bd9e5e1ef82920152e147c834006e235be97c9
+messi_pkg=opencv-doc=4.6.0+dfsg-12
+if ! good messi5.jpg "$messi_sha"; then
+    if ! (cd "$work" && apt-get download -qq "$messi_pkg" 2>/dev/null); then
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        (cd "$work" && apt-get download -qq "$messi_pkg")
+    fi
+    # Only the one file: the package holds ~100 MB of examples.
+    dpkg-deb --fsys-tarfile "$work"/opencv-doc_*.deb |
+        tar -x -C "$work" ./usr/share/doc/opencv-doc/examples/data/messi5.jpg 2>/dev/null || true
+    src="$work/usr/share/doc/opencv-doc/examples/data/messi5.jpg"
+    if [ ! -f "$src" ]; then
+        echo "fetch-testdata: error: messi5.jpg not found in $messi_pkg" >&2
+        exit 1
+    fi
+    got=$(sha256sum "$src" | cut -d' ' -f1)
+    if [ "$got" != "$messi_sha" ]; then
+        echo "fetch-testdata: error: messi5.jpg has sha256 $got, expected $messi_sha; not installed" >&2
+        exit 1
+    fi
+    mv -f "$src" "$dest/messi5.jpg"
+    echo "fetch-testdata: messi5.jpg ok"
+fi
+
 # Test videos made from astronaut.png (tests/io/test_video_file.c and
 # tests/pipeline/test_video_tracking.c rely on these exact parameters; change
 # both together). Both: 640x480, 24 frames

@@ -8,6 +8,7 @@
 #include "omma/engine.h"
 #include "omma/face.h"
 #include "omma/pipeline.h"
+#include "omma/pose.h"
 #include "omma/bus.h"
 #include "omma/version.h"
 

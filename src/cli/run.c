@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "omma/device.h"
 #include "omma/pipeline.h"
+#include "omma/pose.h"
 #include "io/video_file.h"
 
 #define SAMPLE_PHOTO "testdata/astronaut.png"
@@ -30,6 +31,7 @@
 #define DETECTOR_SHORT "models/face_detection_short_range.tflite"
 #define DETECTOR_FULL "models/face_detection_full_range.tflite"
 #define MESH_MODEL "models/face_landmark.tflite"
+#define POSE_DETECTOR "models/pose_detection.tflite"
 #define EXIT_INTERRUPTED 130
 /* The short-range detector's input side: a face much smaller than a fifth
  * of a picture over twice this size in both directions is below what it
@@ -56,6 +58,7 @@ enum {
     OPT_MODEL,
     OPT_MAX_FRAMES,
     OPT_DECODE,
+    OPT_POSE,
     OPT_COUNT
 };
 
@@ -106,6 +109,10 @@ static const cli_option options[] = {
                     "engines when they can decode the video, else the CPU;\n"
                     "gpu: NVDEC or an error; cpu: libavcodec in software (the\n"
                     "CPU backend always)"},
+    [OPT_POSE] = {"--pose", "lite|full|heavy",
+                  "also track body pose (BlazePose, the given landmark\n"
+                  "model; off by default): a \"pose\" array in each JSON\n"
+                  "record (docs/OUTPUT.md); not with --csv"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -120,7 +127,9 @@ static void usage(FILE *to)
             "  and runs them as one batch (--max-batch frames per batch).\n"
             "  Writes one JSON line per frame per camera: camera, source, frame,\n"
             "  timestamp_ms, faces (id, score, box [x0,y0,x1,y1], 6 keypoints [x,y],\n"
-            "  468 landmarks [x,y,z], presence), in frame pixels.\n");
+            "  468 landmarks [x,y,z], presence), in frame pixels; with --pose also pose\n"
+            "  (id, score, box, 33 landmarks [x,y,z,visibility,presence], 33 world\n"
+            "  landmarks [x,y,z] in metres).\n");
     cli_print_options(to, options);
     fprintf(to,
             "  No INPUT: the sample, %s and %s\n"
@@ -147,6 +156,7 @@ typedef struct run_args {
     omma_precision precision;
     const char *out_path, *annotate_dir, *annotate_video;
     int csv, max_faces, max_batch, detect_every, full_range, threads;
+    const char *pose; /* --pose: lite, full or heavy; NULL: off */
     double min_score, min_presence;
     long max_frames;
     io_decode decode;
@@ -205,6 +215,13 @@ static int set_option(run_args *a, int id, const char *o, const char *v)
         return cli_arg_double(o, v, 0.0, 1.0, &a->min_score);
     case OPT_MIN_PRESENCE:
         return cli_arg_double(o, v, 0.0, 1.0, &a->min_presence);
+    case OPT_POSE: {
+        static const char *const poses[] = {"lite", "full", "heavy"};
+        if (!cli_arg_choice(o, v, poses, 3, &k))
+            return 0;
+        a->pose = poses[k];
+        return 1;
+    }
     case OPT_DECODE:
         k = io_decode_parse(v);
         if (k < 0) {
@@ -280,6 +297,9 @@ static void on_interrupt(int sig)
 /* Everything the stepping loop works with. */
 typedef struct run_state {
     omma_face_pipeline *p;
+    omma_pose_pipeline *pose; /* --pose, else NULL */
+    omma_pose poses[1]; /* one person per camera (the pose pipeline's default) */
+    long poses_found;
     cli_input *inputs;
     cli_output out;
     cli_annotator ann;
@@ -304,7 +324,20 @@ static void emit(run_state *s, int camera, long index, double ts, const omma_fra
     s->camera_faces[camera] += n;
     if (frame->width > 2 * SHORT_RANGE_INPUT && frame->height > 2 * SHORT_RANGE_INPUT)
         s->camera_large[camera] = 1;
-    if (!cli_output_frame(&s->out, camera, s->inputs[camera].path, index, ts, faces, n))
+    int n_poses = -1;
+    if (s->pose) {
+        omma_frame host; /* the pose pipeline reads host frames */
+        n_poses = 0;
+        if (!cli_input_host_frame(&s->inputs[camera], frame, &host) ||
+            omma_pose_pipeline_process(s->pose, camera, &host, s->poses, &n_poses) != OMMA_OK) {
+            cli_run_error("%s: frame %ld: pose: %s", s->inputs[camera].path, index,
+                          omma_last_error());
+            n_poses = 0;
+        }
+        s->poses_found += n_poses;
+    }
+    if (!cli_output_frame_poses(&s->out, camera, s->inputs[camera].path, index, ts, NULL, faces, n,
+                                s->poses, n_poses))
         s->output_failed = 1;
     if (cli_annotator_wants(&s->ann, camera)) {
         omma_frame host; /* a GPU-decoded frame is drawn on in host memory */
@@ -472,7 +505,31 @@ static int run_parsed(run_args a)
     run_state s;
     memset(&s, 0, sizeof s);
     s.max_faces = a.max_faces;
+    if (a.pose && a.csv)
+        return cli_usage_error("run", "--pose writes JSON Lines only (not with --csv)");
+    if (a.pose) {
+        char pose_det[4096], pose_lm[4096];
+        snprintf(pose_det, sizeof pose_det, "%s/%s", data, POSE_DETECTOR);
+        snprintf(pose_lm, sizeof pose_lm, "%s/models/pose_landmark_%s.tflite", data, a.pose);
+        omma_pose_pipeline_options po;
+        omma_pose_pipeline_options_init(&po);
+        po.backend = a.backend;
+        po.precision = a.precision;
+        po.threads = a.threads;
+        po.detector_model = pose_det;
+        po.landmark_model = pose_lm;
+        omma_status pst = omma_pose_pipeline_create(&po, &s.pose);
+        if (pst == OMMA_ERR_NO_DEVICE)
+            return no_gpu(omma_last_error());
+        if (pst != OMMA_OK)
+            return cli_fail(pst,
+                            "cannot load the pose models from %s/models (set OMMA_DATA, or run "
+                            "scripts/fetch-models.sh)",
+                            data);
+    }
     omma_status st = omma_face_pipeline_create(&opt, &s.p);
+    if (st != OMMA_OK)
+        omma_pose_pipeline_destroy(s.pose);
     if (st == OMMA_ERR_NO_DEVICE)
         return no_gpu(omma_last_error());
     if (st != OMMA_OK && a.backend == OMMA_BACKEND_CUDA)
@@ -497,6 +554,7 @@ static int run_parsed(run_args a)
         free(s.inputs), free(s.faces), free(s.counts);
         free(s.camera_faces), free(s.camera_large);
         omma_face_pipeline_destroy(s.p);
+        omma_pose_pipeline_destroy(s.pose);
         return CLI_EXIT_ERROR;
     }
     long total = 0;
@@ -538,6 +596,7 @@ static int run_parsed(run_args a)
         free(s.inputs), free(s.faces), free(s.counts);
         free(s.camera_faces), free(s.camera_large);
         omma_face_pipeline_destroy(s.p);
+        omma_pose_pipeline_destroy(s.pose);
         return CLI_EXIT_ERROR;
     }
 
@@ -565,6 +624,7 @@ static int run_parsed(run_args a)
     memset(&stats, 0, sizeof stats);
     omma_face_pipeline_get_stats(s.p, &stats);
     omma_face_pipeline_destroy(s.p);
+    omma_pose_pipeline_destroy(s.pose);
     omma_device_close(s.decode_dev);
     free(s.faces), free(s.counts);
 
@@ -583,6 +643,9 @@ static int run_parsed(run_args a)
             (double)stats.h2d_bytes / per, (double)stats.d2h_bytes / per, backend_name(a.backend),
             threads_note, written && a.out_path ? ", written to " : "",
             written && a.out_path ? a.out_path : "");
+    if (a.pose)
+        fprintf(stderr, "omma run: pose (%s): %ld person(s) over %ld frame(s)\n", a.pose,
+                s.poses_found, s.frames);
     if (sample)
         fprintf(stderr, "omma run: sample: %ld face(s) found in %ld frame(s);", s.faces_found,
                 s.frames);

@@ -170,6 +170,15 @@ int cli_output_frame_extra(cli_output *o, int camera, const char *source, long f
                            double timestamp_ms, const cli_frame_extra *extra,
                            const omma_face *faces, int n)
 {
+    return cli_output_frame_poses(o, camera, source, frame, timestamp_ms, extra, faces, n, NULL,
+                                  -1);
+}
+
+/* n_poses -1: no "pose" field. */
+int cli_output_frame_poses(cli_output *o, int camera, const char *source, long frame,
+                           double timestamp_ms, const cli_frame_extra *extra,
+                           const omma_face *faces, int n, const omma_pose *poses, int n_poses)
+{
     FILE *m;
     char *buf;
     size_t len;
@@ -183,7 +192,10 @@ int cli_output_frame_extra(cli_output *o, int camera, const char *source, long f
                          .frame = frame,
                          .timestamp_ms = timestamp_ms,
                          .faces = faces,
-                         .n_faces = n};
+                         .n_faces = n,
+                         .has_poses = n_poses >= 0,
+                         .poses = poses,
+                         .n_poses = n_poses > 0 ? n_poses : 0};
         if (extra) {
             fr.has_extra = 1;
             fr.gpu = extra->gpu;

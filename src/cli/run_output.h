@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "omma/face.h"
+#include "omma/pose.h"
 
 typedef struct cli_output {
     FILE *f;
@@ -45,6 +46,11 @@ int cli_output_frame_extra(cli_output *o, int camera, const char *source, long f
 /* Writes one whole JSON line of another kind (n bytes with its newline;
  * nothing for CSV). Returns 1, or 0 as cli_output_frame. */
 int cli_output_line(cli_output *o, const char *line, size_t n);
+/* cli_output_frame_extra with the people of the frame (JSON only): a
+ * "pose" array, also when empty. */
+int cli_output_frame_poses(cli_output *o, int camera, const char *source, long frame,
+                           double timestamp_ms, const cli_frame_extra *extra,
+                           const omma_face *faces, int n, const omma_pose *poses, int n_poses);
 
 /* Flushes; a file is renamed into place (keep) or removed. Returns 1 when
  * everything was written. */

@@ -538,6 +538,20 @@ static omma_status run_relu(const cpu_ctx *c, const float *const *inputs, float 
     return OMMA_OK;
 }
 
+static omma_status run_logistic(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const float *x;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    const gr_tensor *xt = tensor(c, c->n->in[0]), *yt = tensor(c, c->n->out);
+    if (item_elems(xt) != item_elems(yt))
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' and output '%s' differ in size",
+                        xt->name, yt->name);
+    size_t total = (size_t)c->batch * item_elems(yt);
+    for (size_t i = 0; i < total; i++)
+        out[i] = 1.0f / (1.0f + expf(-x[i]));
+    return OMMA_OK;
+}
+
 static omma_status run_prelu(const cpu_ctx *c, const float *const *inputs, float *out)
 {
     const gr_node *n = c->n;
@@ -599,6 +613,31 @@ static omma_status run_pad(const cpu_ctx *c, const float *const *inputs, float *
                 size_t dst = ((((size_t)i0 + before[0]) * yd[1] + i1 + before[1]) * yd[2] + i2 +
                               before[2]) * yd[3] + before[3];
                 memcpy(out + dst, x + src, (size_t)xd[3] * sizeof *out);
+            }
+    return OMMA_OK;
+}
+
+/* y[n, h*b + i, w*b + j, c] = x[n, h, w, (i*b + j)*C + c] (TFLite's DCR order). */
+static omma_status run_depth_to_space(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_tensor *xt = tensor(c, c->n->in[0]), *yt = tensor(c, c->n->out);
+    OMMA_TRY(want_rank4(c, xt, "input"));
+    OMMA_TRY(want_rank4(c, yt, "output"));
+    int b = c->n->p.d2s.block, H = xt->dims[1], W = xt->dims[2], C = yt->dims[3];
+    if (b < 1 || yt->dims[1] != H * b || yt->dims[2] != W * b || xt->dims[3] != C * b * b)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' %dx%dx%d, output '%s' %dx%dx%d, block %d",
+                        xt->name, H, W, xt->dims[3], yt->name, yt->dims[1], yt->dims[2], C, b);
+    const float *x;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    for (int n = 0; n < c->batch; n++)
+        for (int h = 0; h < H; h++)
+            for (int w = 0; w < W; w++) {
+                const float *px = x + (((size_t)n * H + h) * W + w) * (size_t)C * b * b;
+                for (int i = 0; i < b; i++)
+                    for (int j = 0; j < b; j++)
+                        memcpy(out + (((size_t)n * H * b + (size_t)h * b + i) * W * b +
+                                      (size_t)w * b + j) * C,
+                               px + ((size_t)i * b + j) * C, (size_t)C * sizeof *out);
             }
     return OMMA_OK;
 }
@@ -786,6 +825,8 @@ omma_status cpu_op_run_pool(cpu_pool *pool, const gr_graph *g, const gr_node *n,
     case GR_CONCAT: return run_concat(&c, inputs, out);
     case GR_RESIZE_BILINEAR: return run_resize(&c, inputs, out);
     case GR_DEQUANTIZE: return run_dequantize(&c, out);
+    case GR_LOGISTIC: return run_logistic(&c, inputs, out);
+    case GR_DEPTH_TO_SPACE: return run_depth_to_space(&c, inputs, out);
     case GR_OP_COUNT: break;
     }
     return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "cpu: op %d (model op %d) has no CPU implementation",

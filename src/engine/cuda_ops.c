@@ -310,6 +310,32 @@ static omma_status run_resize(const launch *l)
     return OMMA_CK(cuda_launch_resize_bilinear(&a, l->s));
 }
 
+static omma_status run_logistic(const launch *l)
+{
+    cuda_unary_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    a.y = output(l);
+    a.n = (int)((size_t)l->nb * cuda_item_elems(tensor(l, l->n->out)));
+    return OMMA_CK(cuda_launch_logistic(&a, l->s));
+}
+
+static omma_status run_depth_to_space(const launch *l)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *x = tensor(l, n->in[0]), *y = tensor(l, n->out);
+    cuda_d2s_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    a.y = output(l);
+    a.batch = l->nb;
+    a.h = x->dims[1], a.w = x->dims[2], a.c = y->dims[3];
+    a.block = n->p.d2s.block;
+    return OMMA_CK(cuda_launch_depth_to_space(&a, l->s));
+}
+
 static omma_status run_copy(const launch *l)
 {
     const gr_node *n = l->n;
@@ -357,6 +383,10 @@ static omma_status run_items(const launch *l)
     case GR_RESHAPE:
     case GR_DEQUANTIZE:
         return run_copy(l);
+    case GR_LOGISTIC:
+        return run_logistic(l);
+    case GR_DEPTH_TO_SPACE:
+        return run_depth_to_space(l);
     case GR_OP_COUNT:
         break;
     }

@@ -475,6 +475,27 @@ cudaError_t cuda_launch_resize_bilinear(const cuda_resize_args *a, cudaStream_t 
 cudaError_t cuda_launch_convert(void *dst, cuda_prec dst_prec, const void *src, cuda_prec src_prec,
                                 int n, cudaStream_t s);
 
+/* LOGISTIC of n elements (cuda_ops_pose.cu). */
+typedef struct cuda_unary_args {
+    cuda_prec prec;
+    const void *x;
+    void *y;
+    int n;
+} cuda_unary_args;
+
+cudaError_t cuda_launch_logistic(const cuda_unary_args *a, cudaStream_t s);
+
+/* DEPTH_TO_SPACE of [batch, h, w, block * block * c] into
+ * [batch, h * block, w * block, c] (cuda_ops_pose.cu). */
+typedef struct cuda_d2s_args {
+    cuda_prec prec;
+    const void *x;
+    void *y;
+    int batch, h, w, c, block;
+} cuda_d2s_args;
+
+cudaError_t cuda_launch_depth_to_space(const cuda_d2s_args *a, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -305,6 +305,8 @@ const char *gr_op_name(gr_op op)
         [GR_RESIZE_BILINEAR] = "RESIZE_BILINEAR",
         [GR_DEQUANTIZE] = "DEQUANTIZE",
         [GR_DWPW] = "DW_PW_BLOCK",
+        [GR_LOGISTIC] = "LOGISTIC",
+        [GR_DEPTH_TO_SPACE] = "DEPTH_TO_SPACE",
     };
     if ((int)op < 0 || op >= GR_OP_COUNT)
         return "UNKNOWN";

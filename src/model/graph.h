@@ -9,7 +9,9 @@
  * - Activations are NHWC float tensors; dims[0] is the batch, 1 in the model
  *   and N at run time. Rank 2..4 (a RESHAPE output may be [1, K]).
  * - Constants are fp32 in `data` after DEQUANTIZE folding (fp16 constants are
- *   kept as GR_F16 until the rewrite folds them).
+ *   kept as GR_F16 until the rewrite folds them). Sparse constants are
+ *   densified by the reader and a DENSIFY operator is folded by the builder:
+ *   its output is a plain constant, no node.
  * - Nodes are stored in a valid execution (topological) order.
  * - Conv filters are OHWI [Cout, kh, kw, Cin]; depthwise filters are
  *   [1, kh, kw, C * depth_multiplier], TFLite's layouts.
@@ -52,6 +54,8 @@ typedef enum gr_op {
     GR_RESIZE_BILINEAR,
     GR_DEQUANTIZE,
     GR_DWPW, /* depthwise then pointwise convolution, one node (rewrite_block.c) */
+    GR_LOGISTIC,       /* y = 1 / (1 + exp(-x)), element-wise */
+    GR_DEPTH_TO_SPACE, /* TFLite's DEPTH_TO_SPACE (DCR order), 4-D NHWC */
     GR_OP_COUNT
 } gr_op;
 
@@ -120,10 +124,15 @@ typedef struct gr_node {
             bool align_corners;
             bool half_pixel_centers;
         } resize;
+        struct {               /* GR_DEPTH_TO_SPACE: in = {x} [N, H, W, b*b*C] ->
+                                * y [N, H*b, W*b, C], y[n, h*b+i, w*b+j, c] =
+                                * x[n, h, w, (i*b + j)*C + c] */
+            int block;
+        } d2s;
     } p;
 } gr_node;
 
-#define GR_MAX_IO 4 /* graph inputs / outputs */
+#define GR_MAX_IO 8 /* graph inputs / outputs (the attention mesh has 7 outputs) */
 
 typedef struct gr_graph {
     int n_tensors, cap_tensors;

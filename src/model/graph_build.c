@@ -1,5 +1,6 @@
 /* Building the graph IR from a TFLite model read by tflite.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -233,6 +234,15 @@ static omma_status build_node(const tfl_model *m, const gr_graph *g, int idx, gr
     case TFL_DEQUANTIZE:
         n->op = GR_DEQUANTIZE;
         return OMMA_OK;
+    case TFL_LOGISTIC:
+        n->op = GR_LOGISTIC;
+        return OMMA_OK;
+    case TFL_DEPTH_TO_SPACE:
+        n->op = GR_DEPTH_TO_SPACE;
+        n->p.d2s.block = o->opt.d2s.block_size;
+        return OMMA_OK;
+    case TFL_DENSIFY: /* folded by fold_densify, never a node */
+        break;
     }
     return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "model op %d: operator code %d", idx, (int)o->opcode);
 }
@@ -248,6 +258,38 @@ static omma_status map_dtype(const tfl_tensor *t, int index, gr_dtype *out)
                      (int)t->type);
 }
 
+/* DENSIFY of a sparse constant (densified by the reader): its output
+ * becomes a plain constant holding the same values, and no node is made. */
+static omma_status fold_densify(const tfl_model *m, gr_graph *g, int idx)
+{
+    const tfl_operator *o = &m->operators[idx];
+    int xi, yi;
+    OMMA_TRY(operand(m, idx, o, true, 0, false, &xi));
+    OMMA_TRY(operand(m, idx, o, false, 0, false, &yi));
+    gr_tensor *x = &g->tensors[xi], *y = &g->tensors[yi];
+    if (!x->data)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "model op %d (DENSIFY): input '%s' is not a constant", idx, x->name);
+    if (y->data || y->producer >= 0 || xi == yi)
+        return OMMA_FAIL(OMMA_ERR_FORMAT,
+                         "model op %d (DENSIFY): output '%s' is a constant or written twice", idx,
+                         y->name);
+    if (x->dtype != y->dtype || gr_tensor_elems(x) != gr_tensor_elems(y) ||
+        x->bytes != gr_tensor_elems(y) * gr_dtype_size(y->dtype))
+        return OMMA_FAIL(OMMA_ERR_FORMAT,
+                         "model op %d (DENSIFY): input '%s' (%s, %zu values) and output '%s' (%s, "
+                         "%zu values) differ",
+                         idx, x->name, gr_dtype_name(x->dtype), gr_tensor_elems(x), y->name,
+                         gr_dtype_name(y->dtype), gr_tensor_elems(y));
+    void *copy = malloc(x->bytes ? x->bytes : 1);
+    if (!copy)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "model op %d (DENSIFY): %zu bytes", idx, x->bytes);
+    memcpy(copy, x->data, x->bytes);
+    y->data = copy;
+    y->bytes = x->bytes;
+    return OMMA_OK;
+}
+
 static omma_status build(const tfl_model *m, gr_graph *g)
 {
     for (int i = 0; i < m->n_tensors; i++) {
@@ -260,6 +302,10 @@ static omma_status build(const tfl_model *m, gr_graph *g)
         OMMA_TRY(gr_add_tensor(g, t->name, t->rank, t->shape, dt, t->data, t->data_size, NULL));
     }
     for (int i = 0; i < m->n_operators; i++) {
+        if (m->operators[i].opcode == TFL_DENSIFY) {
+            OMMA_TRY(fold_densify(m, g, i));
+            continue;
+        }
         gr_node n;
         OMMA_TRY(build_node(m, g, i, &n));
         OMMA_TRY(gr_add_node(g, &n, NULL));

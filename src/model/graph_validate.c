@@ -481,7 +481,24 @@ static omma_status check_node(const gr_graph *g, const check *c, int i)
             OMMA_TRY(want_per_channel(g, c, i, n->p.add.alpha, "alpha", y->dims[y->rank - 1]));
         return OMMA_OK;
     }
+    case GR_DEPTH_TO_SPACE: {
+        if (n->n_in != 1)
+            return node_fail(g, i, "has %d inputs, expected 1", n->n_in);
+        OMMA_TRY(want_activation(g, c, i, n->in[0], "input"));
+        int b = n->p.d2s.block;
+        if (b < 1 || b > 64)
+            return node_fail(g, i, "block size %d (1 to 64)", b);
+        if (x->rank != 4 || y->rank != 4 || x->dims[3] % (b * b) || y->dims[0] != x->dims[0] ||
+            y->dims[1] != x->dims[1] * b || y->dims[2] != x->dims[2] * b ||
+            y->dims[3] != x->dims[3] / (b * b))
+            return node_fail(g, i,
+                             "input '%s' %s and output '%s' %s do not agree with block "
+                             "size %d ([N, H*b, W*b, C/(b*b)] expected)",
+                             x->name, dims_text(x), y->name, dims_text(y), b);
+        return OMMA_OK;
+    }
     case GR_RELU:
+    case GR_LOGISTIC:
     case GR_PRELU:
         if (n->n_in != (n->op == GR_PRELU ? 2 : 1))
             return node_fail(g, i, "has %d inputs", n->n_in);

@@ -13,13 +13,15 @@
  *   of the file (checked by division, so a huge length cannot overflow);
  *   every string has its NUL terminator inside the file;
  * - the model: exactly one subgraph, tensor types float32 / float16 / int32
- *   without quantization parameters, sparsity or variables, rank <= 8,
+ *   without quantization parameters or variables, rank <= 8; sparse
+ *   constants (DENSE / SPARSE_CSR levels, identity traversal order, no block
+ *   map) with every segment and index checked, densified into a copy;
  *   dimensions >= 0, buffer indices in range, constant data size equal to
  *   product(shape) x element size (overflow-checked), buffers stored after
  *   the flatbuffer (offset/size) inside the file; subgraph inputs, outputs
  *   and every operator operand index in range (-1 only for an optional conv
- *   bias); operator code index in range; the operator one of the eleven omma
- *   runs (no custom ops), with its input/output counts, the options table of
+ *   bias); operator code index in range; the operator one of the fourteen
+ *   omma runs (no custom ops), with its input/output counts, the options table of
  *   its own type, and option values omma can run (padding SAME/VALID, strides,
  *   filter sizes and dilations >= 1, fused activation NONE/RELU/RELU6, not
  *   both align_corners and half_pixel_centers).
@@ -50,6 +52,7 @@
 #define TFL_SCHEMA_VERSION 3u
 #define TFL_MAX_FILE ((size_t)0x7fffffff)
 #define TFL_MAX_OPERANDS 64 /* per operator, inputs or outputs */
+#define TFL_MAX_DENSE ((size_t)1 << 28) /* bytes of one densified sparse constant */
 
 /* Field ids (declaration order in TFLite's schema.fbs). */
 enum { F_MODEL_VERSION = 0, F_MODEL_OPCODES = 1, F_MODEL_SUBGRAPHS = 2, F_MODEL_BUFFERS = 4 };
@@ -61,6 +64,15 @@ enum {
 };
 enum { F_QUANT_MIN = 0, F_QUANT_MAX = 1, F_QUANT_SCALE = 2, F_QUANT_ZERO = 3, F_QUANT_DETAILS_TYPE = 4 };
 enum { F_BUFFER_DATA = 0, F_BUFFER_OFFSET = 1, F_BUFFER_SIZE = 2 };
+enum { F_SPARSE_ORDER = 0, F_SPARSE_BLOCK_MAP = 1, F_SPARSE_DIMS = 2 };
+enum {
+    F_DIM_FORMAT = 0,
+    F_DIM_DENSE_SIZE = 1,
+    F_DIM_SEGMENTS_TYPE = 2,
+    F_DIM_SEGMENTS = 3,
+    F_DIM_INDICES_TYPE = 4,
+    F_DIM_INDICES = 5
+};
 enum {
     F_OP_OPCODE = 0, F_OP_INPUTS = 1, F_OP_OUTPUTS = 2, F_OP_OPTIONS_TYPE = 3, F_OP_OPTIONS = 4,
     F_OP_CUSTOM_OPTIONS = 5
@@ -68,9 +80,17 @@ enum {
 
 /* BuiltinOptions union members. */
 enum {
-    TFL_OPT_NONE = 0, TFL_OPT_CONV = 1, TFL_OPT_DWCONV = 2, TFL_OPT_POOL = 5,
-    TFL_OPT_CONCAT = 10, TFL_OPT_ADD = 11, TFL_OPT_RESIZE = 15, TFL_OPT_RESHAPE = 17,
-    TFL_OPT_PAD = 22, TFL_OPT_DEQUANTIZE = 38
+    TFL_OPT_NONE = 0,
+    TFL_OPT_CONV = 1,
+    TFL_OPT_DWCONV = 2,
+    TFL_OPT_POOL = 5,
+    TFL_OPT_CONCAT = 10,
+    TFL_OPT_ADD = 11,
+    TFL_OPT_RESIZE = 15,
+    TFL_OPT_RESHAPE = 17,
+    TFL_OPT_PAD = 22,
+    TFL_OPT_DEQUANTIZE = 38,
+    TFL_OPT_DEPTH_TO_SPACE = 94
 };
 
 #define TFL_OP_CUSTOM 32
@@ -210,6 +230,176 @@ static omma_status read_buffers(const fb_reader *r, const fb_table *model, tfl_b
     return OMMA_OK;
 }
 
+/* ---- sparse constants ------------------------------------------------------ */
+
+/* One level of a sparse tensor's traversal (TFLite's DimensionMetadata). */
+typedef struct sp_level {
+    bool csr;
+    size_t seg, n_seg, idx, n_idx; /* CSR: vectors' first elements and lengths */
+    unsigned seg_size, idx_size; /* bytes per element: 1, 2 or 4 */
+} sp_level;
+
+typedef struct sp_walk {
+    const fb_reader *r;
+    const tfl_tensor *t;
+    int index;
+    sp_level lv[TFL_MAX_RANK];
+    int pos[TFL_MAX_RANK];
+    size_t es, nnz, taken; /* element size, stored values, values placed so far */
+    uint8_t *dense;
+} sp_walk;
+
+static uint32_t sp_read(const fb_reader *r, size_t start, unsigned size, size_t k)
+{
+    const uint8_t *p = r->b + start + k * size;
+    return size == 1 ? p[0] : size == 2 ? fb_rd_u16(p) : fb_rd_u32(p);
+}
+
+/* A SparseIndexVector union member: Int32Vector (1), Uint16Vector (2) or
+ * Uint8Vector (3), each a table whose field 0 is the values. */
+static omma_status sp_vector(const fb_reader *r, const fb_table *dm, int type_id, int id,
+                             const char *what, size_t *start, size_t *len, unsigned *size)
+{
+    uint8_t type;
+    OMMA_TRY(fb_field_u8(r, dm, type_id, what, 0, &type));
+    if (type < 1 || type > 3)
+        return fb_bad(r, "%s: %s has index vector type %u (1 to 3 expected)", dm->obj, what, type);
+    char obj[80];
+    snprintf(obj, sizeof obj, "%s %s", dm->obj, what);
+    fb_table v;
+    bool has;
+    OMMA_TRY(fb_subtable(r, dm, id, what, obj, &v, &has));
+    if (!has)
+        return fb_bad(r, "%s: %s is missing", dm->obj, what);
+    *size = type == 1 ? 4 : type == 2 ? 2 : 1;
+    return fb_vector(r, &v, 0, *size, "values", start, len);
+}
+
+/* Places the stored values under level `level` at traversal position prev
+ * (TFLite's FormatConverter::Populate with an identity order). The depth is
+ * the tensor's rank, at most TFL_MAX_RANK. */
+static omma_status sp_populate(sp_walk *w, int level, size_t prev)
+{
+    const tfl_tensor *t = w->t;
+    if (level == t->rank) {
+        if (w->taken >= w->nnz)
+            return fb_bad(w->r,
+                          "sparse tensor %d '%s': the indices place more than the %zu "
+                          "stored values",
+                          w->index, t->name, w->nnz);
+        size_t at = 0;
+        for (int d = 0; d < t->rank; d++)
+            at = at * (size_t)t->shape[d] + (size_t)w->pos[d];
+        memcpy(w->dense + at * w->es, t->data + w->taken * w->es, w->es);
+        w->taken++;
+        return OMMA_OK;
+    }
+    const sp_level *l = &w->lv[level];
+    int size = t->shape[level];
+    if (!l->csr) {
+        for (int i = 0; i < size; i++) {
+            w->pos[level] = i;
+            OMMA_TRY(sp_populate(w, level + 1, prev * (size_t)size + (size_t)i));
+        }
+        return OMMA_OK;
+    }
+    if (prev + 1 >= l->n_seg)
+        return fb_bad(w->r, "sparse tensor %d '%s' level %d: segment %zu of %zu", w->index, t->name,
+                      level, prev + 1, l->n_seg);
+    uint32_t a = sp_read(w->r, l->seg, l->seg_size, prev);
+    uint32_t b = sp_read(w->r, l->seg, l->seg_size, prev + 1);
+    if (a > b || b > l->n_idx)
+        return fb_bad(w->r,
+                      "sparse tensor %d '%s' level %d: segment %zu is [%u, %u) of %zu "
+                      "indices",
+                      w->index, t->name, level, prev, a, b, l->n_idx);
+    for (uint32_t k = a; k < b; k++) {
+        uint32_t i = sp_read(w->r, l->idx, l->idx_size, k);
+        if (i >= (uint32_t)size)
+            return fb_bad(w->r,
+                          "sparse tensor %d '%s' level %d: index %u at %u is outside "
+                          "dimension %d",
+                          w->index, t->name, level, i, k, size);
+        w->pos[level] = (int)i;
+        OMMA_TRY(sp_populate(w, level + 1, k));
+    }
+    return OMMA_OK;
+}
+
+/* Reads a constant's sparsity parameters and densifies its values into
+ * t->dense (t->data then points there, data_size is the dense size). */
+static omma_status densify(const fb_reader *r, const fb_table *sp, int index, size_t elems,
+                           tfl_tensor *t)
+{
+    size_t s, n_order, n_block, dstart, n_dims;
+    OMMA_TRY(fb_vector(r, sp, F_SPARSE_ORDER, 4, "traversal_order", &s, &n_order));
+    for (size_t k = 0; k < n_order; k++)
+        if (fb_rd_i32(r->b + s + 4 * k) != (int32_t)k)
+            return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                             "%s: sparse tensor %d '%s' has a traversal "
+                             "order other than the tensor's own",
+                             r->what, index, t->name);
+    OMMA_TRY(fb_vector(r, sp, F_SPARSE_BLOCK_MAP, 4, "block_map", &s, &n_block));
+    if (n_block)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: sparse tensor %d '%s' is block-sparse", r->what,
+                         index, t->name);
+    OMMA_TRY(fb_vector(r, sp, F_SPARSE_DIMS, 4, "dim_metadata", &dstart, &n_dims));
+    if (n_order != (size_t)t->rank || n_dims != (size_t)t->rank || t->rank == 0)
+        return fb_bad(r,
+                      "sparse tensor %d '%s': %zu traversal dimensions and %zu dimension "
+                      "metadata for rank %d",
+                      index, t->name, n_order, n_dims, t->rank);
+    sp_walk w = {.r = r, .t = t, .index = index, .es = type_size(t->type)};
+    for (int d = 0; d < t->rank; d++) {
+        char obj[80];
+        snprintf(obj, sizeof obj, "tensor %d dimension metadata %d", index, d);
+        fb_table dm;
+        uint8_t format;
+        int32_t dense_size;
+        OMMA_TRY(fb_vector_table(r, dstart, (size_t)d, obj, &dm));
+        OMMA_TRY(fb_field_u8(r, &dm, F_DIM_FORMAT, "format", 0, &format));
+        OMMA_TRY(fb_field_i32(r, &dm, F_DIM_DENSE_SIZE, "dense_size", 0, &dense_size));
+        if (format > 1)
+            return fb_bad(r, "%s: format %u (0 DENSE or 1 SPARSE_CSR)", obj, format);
+        sp_level *l = &w.lv[d];
+        l->csr = format == 1;
+        if (!l->csr && dense_size != t->shape[d])
+            return fb_bad(r, "%s: dense_size %d for dimension %d", obj, (int)dense_size,
+                          t->shape[d]);
+        if (l->csr) {
+            OMMA_TRY(sp_vector(r, &dm, F_DIM_SEGMENTS_TYPE, F_DIM_SEGMENTS, "array_segments",
+                               &l->seg, &l->n_seg, &l->seg_size));
+            OMMA_TRY(sp_vector(r, &dm, F_DIM_INDICES_TYPE, F_DIM_INDICES, "array_indices", &l->idx,
+                               &l->n_idx, &l->idx_size));
+        }
+    }
+    w.nnz = t->data_size / w.es;
+    if (t->data_size % w.es || elems > SIZE_MAX / w.es)
+        return fb_bad(r, "sparse tensor %d '%s': %zu bytes of %s values", index, t->name,
+                      t->data_size, type_name(t->type));
+    if (elems * w.es > TFL_MAX_DENSE)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "%s: sparse tensor %d '%s' densifies to %zu "
+                         "bytes (at most %zu)",
+                         r->what, index, t->name, elems * w.es, (size_t)TFL_MAX_DENSE);
+    w.dense = calloc(elems ? elems * w.es : 1, 1);
+    if (!w.dense)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: densifying tensor %d '%s' (%zu values)",
+                         r->what, index, t->name, elems);
+    omma_status st = sp_populate(&w, 0, 0);
+    if (st == OMMA_OK && w.taken != w.nnz)
+        st = fb_bad(r, "sparse tensor %d '%s': the indices place %zu of the %zu stored values",
+                    index, t->name, w.taken, w.nnz);
+    if (st != OMMA_OK) {
+        free(w.dense);
+        return st;
+    }
+    t->dense = w.dense;
+    t->data = w.dense;
+    t->data_size = elems * w.es;
+    return OMMA_OK;
+}
+
 static omma_status read_tensor(const fb_reader *r, const fb_table *t, int index,
                                const tfl_buf *bufs, size_t n_bufs, tfl_tensor *out)
 {
@@ -251,9 +441,6 @@ static omma_status read_tensor(const fb_reader *r, const fb_table *t, int index,
     char sobj[64];
     snprintf(sobj, sizeof sobj, "%s sparsity", t->obj);
     OMMA_TRY(fb_subtable(r, t, F_TENSOR_SPARSITY, "sparsity", sobj, &sp, &has_sp));
-    if (has_sp)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: tensor %d '%s' is sparse", r->what, index,
-                         out->name);
     if (variable)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: tensor %d '%s' is a variable tensor",
                          r->what, index, out->name);
@@ -286,6 +473,15 @@ static omma_status read_tensor(const fb_reader *r, const fb_table *t, int index,
                       out->name, buffer_at, buffer, n_bufs);
     out->data = bufs[buffer].data;
     out->data_size = bufs[buffer].size;
+    if (has_sp) {
+        if (!out->data)
+            return fb_bad(r, "tensor %d '%s' has sparsity parameters but no data", index,
+                          out->name);
+        if (overflow)
+            return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: sparse tensor %d '%s' is too large",
+                             r->what, index, out->name);
+        return densify(r, &sp, index, elems, out);
+    }
     if (out->data) {
         size_t es = type_size(out->type);
         if (overflow || elems > SIZE_MAX / es || elems * es != out->data_size)
@@ -312,6 +508,8 @@ static int options_type_of(int code)
     case TFL_RESHAPE: return TFL_OPT_RESHAPE;
     case TFL_PAD: return TFL_OPT_PAD;
     case TFL_DEQUANTIZE: return TFL_OPT_DEQUANTIZE;
+    case TFL_DEPTH_TO_SPACE:
+        return TFL_OPT_DEPTH_TO_SPACE;
     default: return TFL_OPT_NONE;
     }
 }
@@ -321,7 +519,12 @@ static bool supported_op(int code)
     switch (code) {
     case TFL_ADD: case TFL_CONCATENATION: case TFL_CONV_2D: case TFL_DEPTHWISE_CONV_2D:
     case TFL_DEQUANTIZE: case TFL_MAX_POOL_2D: case TFL_RELU: case TFL_RESHAPE:
-    case TFL_RESIZE_BILINEAR: case TFL_PAD: case TFL_PRELU:
+    case TFL_RESIZE_BILINEAR:
+    case TFL_PAD:
+    case TFL_PRELU:
+    case TFL_DEPTH_TO_SPACE:
+    case TFL_LOGISTIC:
+    case TFL_DENSIFY:
         return true;
     default:
         return false;
@@ -494,6 +697,12 @@ static omma_status read_options(const fb_reader *r, const tfl_opctx *c, const fb
             return op_malformed(c, "align_corners and half_pixel_centers are both set");
         op->opt.resize.align_corners = b1;
         op->opt.resize.half_pixel_centers = b2;
+        return OMMA_OK;
+    case TFL_DEPTH_TO_SPACE:
+        OMMA_TRY(fb_field_i32(r, ot, 0, "block_size", 0, &a));
+        if (a < 1 || a > 64)
+            return op_malformed(c, "block_size %d (1 to 64)", (int)a);
+        op->opt.d2s.block_size = a;
         return OMMA_OK;
     default: /* RESHAPE's new_shape duplicates its output's shape: not read */
         return OMMA_OK;
@@ -682,6 +891,9 @@ void tfl_model_free(tfl_model *m)
             free(m->operators[i].outputs);
         }
     free(m->operators);
+    if (m->tensors)
+        for (int i = 0; i < m->n_tensors; i++)
+            free(m->tensors[i].dense);
     free(m->tensors);
     free(m->inputs);
     free(m->outputs);

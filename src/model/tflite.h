@@ -4,7 +4,9 @@
  * file's bounds before use; a violation is OMMA_ERR_FORMAT with a message
  * naming what is wrong and the byte offset. Ops or options omma cannot run
  * (custom ops, quantized tensors, unsupported dilation, several subgraphs...)
- * are OMMA_ERR_UNSUPPORTED naming the op and its index. */
+ * are OMMA_ERR_UNSUPPORTED naming the op and its index. Sparse constants
+ * (TFLite's sparsity: dense and CSR levels in the tensor's own order, no
+ * block map) are densified while reading: data then holds every element. */
 #ifndef OMMA_MODEL_TFLITE_H
 #define OMMA_MODEL_TFLITE_H
 
@@ -19,13 +21,16 @@ typedef enum tfl_opcode {
     TFL_CONCATENATION = 2,
     TFL_CONV_2D = 3,
     TFL_DEPTHWISE_CONV_2D = 4,
+    TFL_DEPTH_TO_SPACE = 5,
     TFL_DEQUANTIZE = 6,
+    TFL_LOGISTIC = 14,
     TFL_MAX_POOL_2D = 17,
     TFL_RELU = 19,
     TFL_RESHAPE = 22,
     TFL_RESIZE_BILINEAR = 23,
     TFL_PAD = 34,
     TFL_PRELU = 54,
+    TFL_DENSIFY = 124,
 } tfl_opcode;
 
 /* TFLite's TensorType codes omma accepts. */
@@ -45,6 +50,7 @@ typedef struct tfl_tensor {
     tfl_type type;
     const uint8_t *data;     /* constant contents inside the file bytes, or NULL */
     size_t data_size;        /* bytes of data; checked against shape x type size */
+    uint8_t *dense; /* a sparse constant densified (owned; data points here) */
 } tfl_tensor;
 
 typedef struct tfl_operator {
@@ -62,6 +68,9 @@ typedef struct tfl_operator {
         struct { tfl_activation act; } add;            /* ADD */
         struct { int axis; tfl_activation act; } concat; /* CONCATENATION */
         struct { int align_corners, half_pixel_centers; } resize; /* RESIZE_BILINEAR */
+        struct {
+            int block_size;
+        } d2s; /* DEPTH_TO_SPACE */
     } opt;
 } tfl_operator;
 

@@ -79,6 +79,48 @@ static void json_face(FILE *f, const omma_face *face)
     fputc('}', f);
 }
 
+/* A person: id, score, box, 33 landmarks [x, y, z, visibility, presence]
+ * in frame pixels, 33 world landmarks [x, y, z] in metres. */
+static void json_pose(FILE *f, const omma_pose *p)
+{
+    fprintf(f, "{\"id\":%d,\"score\":", p->id);
+    num(f, p->score, 4);
+    fputs(",\"box\":[", f);
+    num(f, p->box.xmin, 2);
+    fputc(',', f);
+    num(f, p->box.ymin, 2);
+    fputc(',', f);
+    num(f, p->box.xmax, 2);
+    fputc(',', f);
+    num(f, p->box.ymax, 2);
+    fputs("],\"landmarks\":[", f);
+    for (int k = 0; k < OMMA_POSE_LANDMARKS; k++) {
+        const omma_pose_landmark *l = &p->landmarks[k];
+        fputs(k ? ",[" : "[", f);
+        num(f, l->x, 2);
+        fputc(',', f);
+        num(f, l->y, 2);
+        fputc(',', f);
+        num(f, l->z, 2);
+        fputc(',', f);
+        num(f, l->visibility, 4);
+        fputc(',', f);
+        num(f, l->presence, 4);
+        fputc(']', f);
+    }
+    fputs("],\"world\":[", f);
+    for (int k = 0; k < OMMA_POSE_LANDMARKS; k++) {
+        fputs(k ? ",[" : "[", f);
+        for (int c = 0; c < 3; c++) {
+            if (c)
+                fputc(',', f);
+            num(f, p->world[k][c], 4);
+        }
+        fputc(']', f);
+    }
+    fputs("]}", f);
+}
+
 void sink_json_frame(FILE *f, const sink_frame *fr)
 {
     fprintf(f, "{\"camera\":%d,\"source\":", fr->camera);
@@ -102,5 +144,15 @@ void sink_json_frame(FILE *f, const sink_frame *fr)
             fputc(',', f);
         json_face(f, &fr->faces[i]);
     }
-    fputs("]}\n", f);
+    fputc(']', f);
+    if (fr->has_poses) {
+        fputs(",\"pose\":[", f);
+        for (int i = 0; i < fr->n_poses; i++) {
+            if (i)
+                fputc(',', f);
+            json_pose(f, &fr->poses[i]);
+        }
+        fputc(']', f);
+    }
+    fputs("}\n", f);
 }

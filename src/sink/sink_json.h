@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "omma/face.h"
+#include "omma/pose.h"
 
 typedef struct sink_frame {
     int camera;
@@ -23,6 +24,9 @@ typedef struct sink_frame {
     uint64_t capture_unix_ns;
     const omma_face *faces;
     int n_faces;
+    int has_poses; /* omma run --pose: a "pose" array after "faces" */
+    const omma_pose *poses;
+    int n_poses;
 } sink_frame;
 
 /* Writes the record as one line of JSON ending with "\n". */

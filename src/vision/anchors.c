@@ -40,6 +40,16 @@ void vis_anchor_options_full_range(vis_anchor_options *opt)
     opt->fixed_anchor_size = 1;
 }
 
+void vis_anchor_options_pose(vis_anchor_options *opt)
+{
+    vis_anchor_options_short_range(opt);
+    opt->input_width = opt->input_height = 224;
+    opt->num_layers = 5;
+    opt->strides[0] = 8;
+    opt->strides[1] = 16;
+    opt->strides[2] = opt->strides[3] = opt->strides[4] = 32;
+}
+
 static float layer_scale(const vis_anchor_options *opt, int layer)
 {
     if (opt->num_layers == 1)

@@ -37,6 +37,11 @@ void vis_anchor_options_short_range(vis_anchor_options *opt);
  * interpolated anchor, fixed size: 48x48 = 2304 anchors. */
 void vis_anchor_options_full_range(vis_anchor_options *opt);
 
+/* pose_detection (MediaPipe's pose_detection_cpu.pbtxt): 224x224, strides
+ * 8, 16, 32, 32, 32, scales 0.1484375..0.75, offsets 0.5, ratio 1 +
+ * interpolated 1, fixed size: 28x28x2 + 14x14x2 + 7x7x6 = 2254 anchors. */
+void vis_anchor_options_pose(vis_anchor_options *opt);
+
 /* Generates the anchors in the order of the model's outputs. With out NULL
  * only counts them. Writes the number into *count; out (when not NULL) must
  * hold `capacity` anchors. Errors: OMMA_ERR_INVALID_ARG for NULL opt/count,

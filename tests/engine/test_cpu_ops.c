@@ -4,9 +4,12 @@
  * multiplier, the depthwise + pointwise block with a pooled, narrower
  * residual, max-pool ignoring padded cells, RESIZE_BILINEAR in its three
  * modes, PAD on channels, CONCATENATION, PRELU, ADD with a constant,
- * DEQUANTIZE; batch independence; argument errors. */
+ * DEQUANTIZE, LOGISTIC, DEPTH_TO_SPACE over a table of shapes and blocks;
+ * batch independence; argument errors. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/cpu_ops.h"
@@ -611,6 +614,79 @@ static void test_reshape_dequantize(void)
     gr_free(g);
 }
 
+/* LOGISTIC at points whose sigmoid is known in closed form: 0 -> 1/2,
+ * +-ln 3 -> 3/4 and 1/4, +-ln 9 -> 9/10 and 1/10, and the saturated ends. */
+static void test_logistic(void)
+{
+    gr_graph *g = NULL;
+    REQUIRE_OK(gr_create(&g));
+    int x = tensor(g, "x", 2, 1, 8, 0, 0, NULL), y = tensor(g, "y", 2, 1, 8, 0, 0, NULL);
+    gr_node n = node(GR_LOGISTIC, y);
+    n.n_in = 1;
+    n.in[0] = x;
+    const float l3 = 1.0986122886681098f, l9 = 2.1972245773362196f;
+    const float xv[16] = {0, l3, -l3, l9, -l9, 100, -100, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+    static const float want[8] = {0.5f, 0.75f, 0.25f, 0.9f, 0.1f, 1.0f, 0.0f, 0.5f};
+    float out[16];
+    const float *in[1] = {xv};
+    REQUIRE_OK(cpu_op_run(g, &n, 2, in, NULL, out));
+    for (int i = 0; i < 8; i++)
+        CHECK(fabsf(out[i] - want[i]) <= 1e-6f);
+    for (int i = 9; i < 16; i++) /* increasing, inside (0.5, 1) */
+        CHECK(out[i] > out[i - 1] && out[i] < 1.0f && out[i] > 0.5f);
+    gr_free(g);
+}
+
+/* DEPTH_TO_SPACE over shapes and blocks, against the mapping written from
+ * the input side: x[b, h, w, (i*k + j)*C + c] lands at y[b, h*k + i,
+ * w*k + j, c]; every output element written exactly once. */
+static void test_depth_to_space(void)
+{
+    static const int rows[][5] = {/* batch, h, w, c (output channels), block */
+                                  {1, 1, 1, 1, 2},   {1, 2, 3, 1, 2},   {2, 3, 2, 3, 2},
+                                  {1, 7, 7, 288, 2}, {3, 2, 2, 5, 3},   {1, 4, 1, 2, 4},
+                                  {2, 1, 5, 8, 1},   {1, 14, 14, 48, 2}};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        int B = rows[r][0], H = rows[r][1], W = rows[r][2], C = rows[r][3], k = rows[r][4];
+        gr_graph *g = NULL;
+        REQUIRE_OK(gr_create(&g));
+        int x = act4(g, "x", 1, H, W, C * k * k), y = act4(g, "y", 1, H * k, W * k, C);
+        gr_node n = node(GR_DEPTH_TO_SPACE, y);
+        n.n_in = 1;
+        n.in[0] = x;
+        n.p.d2s.block = k;
+        size_t count = (size_t)B * H * W * C * k * k;
+        float *xv = malloc(count * sizeof *xv), *out = malloc(count * sizeof *out),
+              *want = malloc(count * sizeof *want);
+        REQUIRE(xv && out && want);
+        for (size_t i = 0; i < count; i++) {
+            xv[i] = (float)i;
+            want[i] = -1;
+        }
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int w = 0; w < W; w++)
+                    for (int q = 0; q < C * k * k; q++) {
+                        int i = q / (C * k), j = q / C % k, c = q % C;
+                        size_t from = (((size_t)b * H + h) * W + w) * C * k * k + q;
+                        size_t to = (((size_t)b * H * k + h * k + i) * W * k + w * k + j) * C + c;
+                        CHECK(want[to] == -1);
+                        want[to] = xv[from];
+                    }
+        const float *in[1] = {xv};
+        REQUIRE_OK(cpu_op_run(g, &n, B, in, NULL, out));
+        char what[48];
+        snprintf(what, sizeof what, "depth_to_space row %zu", r);
+        CHECK(expect_exact(out, want, (int)count, what));
+        n.p.d2s.block = k + 1; /* a block that does not fit the shapes */
+        CHECK_FAILS(cpu_op_run(g, &n, B, in, NULL, out), OMMA_ERR_FORMAT, "block");
+        free(xv);
+        free(out);
+        free(want);
+        gr_free(g);
+    }
+}
+
 /* The same conv (3x3 SAME, stride 2, 8 -> 16 channels, bias, residual-free,
  * RELU6) on a batch of 3 gives each item's batch-1 bits exactly. */
 static void test_batch_independence(void)
@@ -713,6 +789,8 @@ int main(void)
     RUN(test_concat);
     RUN(test_prelu_relu_add);
     RUN(test_reshape_dequantize);
+    RUN(test_logistic);
+    RUN(test_depth_to_space);
     RUN(test_batch_independence);
     RUN(test_argument_errors);
     return testing_finish();

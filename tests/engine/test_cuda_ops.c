@@ -88,9 +88,10 @@ typedef struct spec {
     chain chain;
     res_mode res;          /* GR_DWPW */
     int rc;                /* GR_DWPW: residual channels (<= cout) */
+    int block; /* DEPTH_TO_SPACE: output channels are c / (block * block) */
 } spec;
 
-#define MAX_CASES 512
+#define MAX_CASES 640
 static spec cases[MAX_CASES];
 static int n_cases;
 
@@ -375,6 +376,26 @@ static void make_cases(void)
         s->oh = PICK(1, 2, 5, 12, 17), s->ow = PICK(1, 3, 8, 13);
         s->mode = i % 3;
     }
+    /* LOGISTIC: BlazePose's pose flag [1, 1, 1, 1], odd and vector-friendly
+     * sizes. */
+    s = add_case(GR_LOGISTIC, 1, 1, 1, 1);
+    s = add_case(GR_LOGISTIC, 5, 1, 1, 1);
+    for (int i = 0; i < 6; i++)
+        s = add_case(GR_LOGISTIC, PICK(1, 2, 7), PICK(1, 3, 16), PICK(1, 5, 16), PICK(1, 3, 8, 39));
+    /* DEPTH_TO_SPACE: pose detection's three (7x7x1152, 14x14x192,
+     * 28x28x96, block 2), then odd channel counts and block 3. */
+    s = add_case(GR_DEPTH_TO_SPACE, 2, 7, 7, 1152);
+    s->block = 2;
+    s = add_case(GR_DEPTH_TO_SPACE, 3, 14, 14, 192);
+    s->block = 2;
+    s = add_case(GR_DEPTH_TO_SPACE, 1, 28, 28, 96);
+    s->block = 2;
+    for (int i = 0; i < 6; i++) {
+        int b = i % 3 == 2 ? 3 : 2;
+        s = add_case(GR_DEPTH_TO_SPACE, PICK(1, 2, 5), PICK(1, 3, 6), PICK(1, 4, 7),
+                     b * b * PICK(1, 3, 8, 24));
+        s->block = b;
+    }
     /* Chains: DEQUANTIZE of an fp16 constant feeding an ADD; a BlazeFace
      * block (depthwise, channel PAD, pointwise with the padded residual). */
     s = add_case(GR_DEQUANTIZE, 1, 4, 5, 8);
@@ -623,6 +644,17 @@ static int build(gr_graph *g, const spec *s)
         n.p.resize.half_pixel_centers = s->mode == 2;
         n.out = tensor(g, 4, s->oh, s->ow, s->c);
         return add_node(g, &n);
+    case GR_LOGISTIC:
+        n.n_in = 1;
+        n.in[0] = input(g, 4, s->h, s->w, s->c);
+        n.out = tensor(g, 4, s->h, s->w, s->c);
+        return add_node(g, &n);
+    case GR_DEPTH_TO_SPACE:
+        n.n_in = 1;
+        n.in[0] = input(g, 4, s->h, s->w, s->c);
+        n.p.d2s.block = s->block;
+        n.out = tensor(g, 4, s->h * s->block, s->w * s->block, s->c / (s->block * s->block));
+        return add_node(g, &n);
     default:
         break;
     }
@@ -648,6 +680,8 @@ static void describe(const spec *s, char *buf, size_t size)
                  s->no_bias ? " nobias" : "");
     else if (s->op == GR_RESIZE_BILINEAR)
         snprintf(buf + k, size - (size_t)k, " -> %dx%d mode %d", s->oh, s->ow, s->mode);
+    else if (s->op == GR_DEPTH_TO_SPACE)
+        snprintf(buf + k, size - (size_t)k, " block %d", s->block);
     else if (s->op == GR_ADD)
         snprintf(buf + k, size - (size_t)k, " %s const %d", gr_act_name(s->act), s->const_operand);
     else if (s->op == GR_CONCAT)

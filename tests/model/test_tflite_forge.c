@@ -397,10 +397,20 @@ static void test_every_op(void)
     static const struct {
         int code, opt_type, n_in;
     } ops[] = {
-        {TFL_ADD, 11, 2}, {TFL_CONCATENATION, 10, 2}, {TFL_CONV_2D, 1, 3},
-        {TFL_DEPTHWISE_CONV_2D, 2, 3}, {TFL_DEQUANTIZE, 0, 1}, {TFL_MAX_POOL_2D, 5, 1},
-        {TFL_RELU, 0, 1}, {TFL_RESHAPE, 17, 1}, {TFL_RESIZE_BILINEAR, 15, 2}, {TFL_PAD, 0, 2},
+        {TFL_ADD, 11, 2},
+        {TFL_CONCATENATION, 10, 2},
+        {TFL_CONV_2D, 1, 3},
+        {TFL_DEPTHWISE_CONV_2D, 2, 3},
+        {TFL_DEQUANTIZE, 0, 1},
+        {TFL_MAX_POOL_2D, 5, 1},
+        {TFL_RELU, 0, 1},
+        {TFL_RESHAPE, 17, 1},
+        {TFL_RESIZE_BILINEAR, 15, 2},
+        {TFL_PAD, 0, 2},
         {TFL_PRELU, 0, 2},
+        {TFL_LOGISTIC, 0, 1},
+        {TFL_DEPTH_TO_SPACE, 94, 1},
+        {TFL_DENSIFY, 0, 1},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         forged f = base();
@@ -428,6 +438,8 @@ static void test_every_op(void)
             set(f.opts, 2, 4, 1);
         } else if (ops[i].code == TFL_ADD) {
             set(f.opts, 0, 1, TFL_ACT_RELU);
+        } else if (ops[i].code == TFL_DEPTH_TO_SPACE) {
+            set(f.opts, 0, 4, 2);
         }
         if (ops[i].opt_type)
             ref(f.op, 4, f.opts);
@@ -456,10 +468,81 @@ static void test_every_op(void)
             CHECK(!o->opt.resize.align_corners && o->opt.resize.half_pixel_centers);
             break;
         case TFL_ADD: CHECK(o->opt.add.act == TFL_ACT_RELU); break;
+        case TFL_DEPTH_TO_SPACE:
+            CHECK(o->opt.d2s.block_size == 2);
+            break;
         default: break;
         }
         tfl_model_free(m);
     }
+}
+
+/* ---- sparse constants -------------------------------------------------------- */
+
+/* w [3, 1, 1, 2] = {1, 0, 0, 4, 5, 0} stored sparse: dims 0..2 dense, the
+ * last one CSR with 3 rows of segments {0, 1, 2, 3} (uint8) and indices
+ * {0, 1, 0} (uint16), values {1, 4, 5}. */
+static const float sparse_values[4] = {1, 4, 5, 7};
+
+static void make_sparse(forged *f, const uint8_t *segs, const uint16_t *idx, int n_values,
+                        const int32_t *order)
+{
+    f->buffer[1] = table();
+    ref(f->buffer[1], 0, vec(sparse_values, (size_t)n_values * 4, 1));
+    ref(f->model, 4, vref(3, f->buffer));
+    fb *dims[4];
+    for (int d = 0; d < 3; d++) {
+        dims[d] = table();
+        set(dims[d], 1, 4, (uint64_t)w_shape[d]);
+    }
+    dims[3] = table();
+    set(dims[3], 0, 1, 1); /* SPARSE_CSR */
+    set(dims[3], 2, 1, 3); /* Uint8Vector */
+    fb *s = table();
+    ref(s, 0, vec(segs, 4, 1));
+    ref(dims[3], 3, s);
+    set(dims[3], 4, 1, 2); /* Uint16Vector */
+    fb *ix = table();
+    ref(ix, 0, vec(idx, 3, 2));
+    ref(dims[3], 5, ix);
+    fb *sp = table();
+    ref(sp, 0, ints(4, order));
+    ref(sp, 2, vref(4, dims));
+    ref(f->tensor[1], 6, sp);
+}
+
+static void test_sparse(void)
+{
+    static const uint8_t segs[4] = {0, 1, 2, 3}, bad_segs[4] = {0, 2, 1, 3};
+    static const uint16_t idx[3] = {0, 1, 0}, far[3] = {0, 2, 0};
+    static const int32_t order[4] = {0, 1, 2, 3}, swapped[4] = {1, 0, 2, 3};
+    static const float dense[6] = {1, 0, 0, 4, 5, 0};
+    forged f = base();
+    make_sparse(&f, segs, idx, 3, order);
+    tfl_model *m = NULL;
+    REQUIRE_OK(read_forged(&f, &m));
+    CHECK(m->tensors[1].data_size == sizeof dense &&
+          memcmp(m->tensors[1].data, dense, sizeof dense) == 0);
+    tfl_model_free(m);
+
+    f = base();
+    make_sparse(&f, segs, far, 3, order);
+    EXPECT(f, OMMA_ERR_FORMAT, "sparse tensor 1 'w' level 3: index 2 at 1 is outside dimension 2");
+    f = base();
+    make_sparse(&f, bad_segs, idx, 3, order);
+    EXPECT(f, OMMA_ERR_FORMAT, "sparse tensor 1 'w' level 3: segment 1 is [2, 1) of 3 indices");
+    f = base();
+    make_sparse(&f, segs, idx, 2, order);
+    EXPECT(f, OMMA_ERR_FORMAT, "the indices place more than the 2 stored values");
+    f = base();
+    make_sparse(&f, segs, idx, 4, order);
+    EXPECT(f, OMMA_ERR_FORMAT, "the indices place 3 of the 4 stored values");
+    f = base();
+    make_sparse(&f, segs, idx, 3, swapped);
+    EXPECT(f, OMMA_ERR_UNSUPPORTED, "has a traversal order other than the tensor's own");
+    f = base();
+    ref(f.tensor[1], 6, table());
+    EXPECT(f, OMMA_ERR_FORMAT, "sparse tensor 1 'w': 0 traversal dimensions");
 }
 
 /* ---- unsupported features --------------------------------------------------- */
@@ -497,10 +580,6 @@ static void test_unsupported(void)
     static const uint8_t opts[3] = {1, 2, 3};
     ref(f.op, 5, vec(opts, 3, 1));
     EXPECT(f, OMMA_ERR_UNSUPPORTED, "op 0 (CONV_2D): custom options (3 bytes)");
-
-    f = base();
-    ref(f.tensor[1], 6, table());
-    EXPECT(f, OMMA_ERR_UNSUPPORTED, "tensor 1 'w' is sparse");
 
     f = base();
     set(f.tensor[0], 5, 1, 1);
@@ -839,6 +918,7 @@ int main(void)
     RUN(test_base_model);
     RUN(test_valid_variants);
     RUN(test_every_op);
+    RUN(test_sparse);
     RUN(test_unsupported);
     RUN(test_shared_operators);
     RUN(test_malformed_values);

@@ -280,7 +280,8 @@ fi
 for args in "--backend tpu $photo" "--max-faces 0 $photo" "--max-faces 65 $photo" \
     "--max-faces x $photo" "--bogus $photo" "--backend cpu --out" "--max-batch 0 $photo" \
     "--max-batch 257 $photo" "--detect-every -1 $photo" "--precision fp8 $photo" \
-    "--model mid $photo" "--max-frames 0 $photo" "--backend cpu --annotate"; do
+    "--model mid $photo" "--max-frames 0 $photo" "--backend cpu --annotate" \
+    "--backend cpu --pose tiny $photo" "--backend cpu --pose lite --csv $photo"; do
     # shellcheck disable=SC2086
     "$omma" run $args >/dev/null 2>&1
     rc=$?

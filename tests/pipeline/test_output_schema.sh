@@ -5,15 +5,18 @@
 # video (stream records) validate with Debian's python3-jsonschema; records
 # broken on purpose (a landmark missing, a stream field in a run record,
 # presence 1.5, id 0, ...) are rejected, so the check can fail; the CSV
-# header of `omma run --csv` is the documented column list.
+# header of `omma run --csv` is the documented column list; `omma run --pose
+# lite` on the full-length photo (messi5.jpg) gives a run record with one
+# person of 33 landmarks that validates, and broken people are rejected.
 # usage: test_output_schema.sh OMMA SOURCE_DIR TESTDATA_DIR
 omma=$1 src=$2 data=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -x "$omma" ] || fail "no omma binary at '$omma'"
 schema=$src/docs/omma-faces.schema.json doc=$src/docs/OUTPUT.md
 [ -f "$schema" ] && [ -f "$doc" ] || fail "no $schema or $doc"
-photo=$data/astronaut.png video=$data/astronaut_pan.mp4
-[ -f "$photo" ] && [ -f "$video" ] || fail "no $photo or $video: run scripts/fetch-testdata.sh"
+photo=$data/astronaut.png video=$data/astronaut_pan.mp4 person=$data/messi5.jpg
+[ -f "$photo" ] && [ -f "$video" ] && [ -f "$person" ] ||
+    fail "no $photo, $video or $person: run scripts/fetch-testdata.sh"
 # Debian's python3 and its python3-jsonschema first (scripts/install-deps.sh
 # installs it), else a python3 on PATH that has jsonschema.
 py=
@@ -31,15 +34,17 @@ trap 'rm -rf "$dir"' EXIT
     2>"$dir/err" || fail "omma run exited $?: $(cat "$dir/err")"
 "$omma" run --backend cpu --threads 2 --csv --out "$dir/run.csv" "$photo" 2>"$dir/err" ||
     fail "omma run --csv exited $?: $(cat "$dir/err")"
+"$omma" run --backend cpu --threads 2 --pose lite --out "$dir/pose.jsonl" "$person" \
+    2>"$dir/err" || fail "omma run --pose exited $?: $(cat "$dir/err")"
 "$omma" stream --backend cpu --threads 2 --max-frames 4 --realtime off --status off \
     --out "$dir/stream.jsonl" "$video" 2>"$dir/err" ||
     fail "omma stream exited $?: $(cat "$dir/err")"
 
-"$py" - "$schema" "$doc" "$dir/run.jsonl" "$dir/stream.jsonl" "$dir/run.csv" <<'PY' ||
+"$py" - "$schema" "$doc" "$dir/run.jsonl" "$dir/stream.jsonl" "$dir/run.csv" "$dir/pose.jsonl" <<'PY' ||
 import copy, csv, json, sys
 import jsonschema
 
-schema_path, doc_path, run_path, stream_path, csv_path = sys.argv[1:]
+schema_path, doc_path, run_path, stream_path, csv_path, pose_path = sys.argv[1:]
 schema = json.load(open(schema_path))
 jsonschema.Draft202012Validator.check_schema(schema)
 
@@ -114,6 +119,29 @@ cases = [
 ]
 for what, base, change in cases:
     must_fail(either, broken(base, change), what)
+
+# omma run --pose: one record, one person of 33 landmarks, valid; no pose
+# field without --pose; broken people rejected.
+pose = records(pose_path)
+assert len(pose) == 1 and len(pose[0]["pose"]) == 1, pose_path
+person = pose[0]["pose"][0]
+assert len(person["landmarks"]) == 33 and len(person["world"]) == 33
+assert person["landmarks"][0][1] < person["landmarks"][11][1], "nose below the shoulder"
+must_pass(run_v, pose[0], "omma run --pose record")
+assert all("pose" not in r for r in run), "a pose field without --pose"
+who = lambda r: r["pose"][0]
+pose_cases = [
+    ("a pose landmark missing", lambda r: who(r)["landmarks"].pop()),
+    ("a pose landmark without presence", lambda r: who(r)["landmarks"][3].pop()),
+    ("visibility 2", lambda r: who(r)["landmarks"][0].__setitem__(3, 2)),
+    ("a world landmark of 2 numbers", lambda r: who(r)["world"][5].pop()),
+    ("no world landmarks", lambda r: who(r).pop("world")),
+    ("pose id 0", lambda r: who(r).update(id=0)),
+    ("pose as an object", lambda r: r.update(pose=who(r))),
+]
+for what, change in pose_cases:
+    must_fail(either, broken(pose[0], change), what)
+cases += pose_cases
 
 # CSV: the documented columns, in order; one row of as many fields.
 cols = "camera,source,frame,timestamp_ms,face_id,score,presence,x0,y0,x1,y1".split(",")
