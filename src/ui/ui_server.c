@@ -560,8 +560,8 @@ omma_status ui_start(const ui_options *o, ui_server **out)
                                    .handler = handle,
                                    .ctx = u,
                                    .thread_per_connection = 1,
-                                   .max_connections = o->max_connections ? o->max_connections : 32,
-                                   .max_per_ip = 8,
+                                   .max_connections = o->max_connections ? o->max_connections : 64,
+                                   .max_per_ip = 32,
                                    .timeout_s = 10,
                                    .name = "live view (--ui)"};
         st = metrics_http_start_with(o->metrics, &ho, &u->http);

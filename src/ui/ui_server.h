@@ -19,7 +19,7 @@
  * connection times out (10 s): nothing queues for it (each event stream
  * sends the newest state when it can write, older states are dropped) and
  * no other thread waits for it. Connections are limited (max_connections
- * in all, 8 per address, 16 event streams), requests are GET or HEAD
+ * in all, 32 per address, 16 event streams), requests are GET or HEAD
  * with at most 32 KiB of headers, paths are checked before use.
  *
  * Access: bound to a loopback address, no token is needed unless one is
@@ -54,7 +54,7 @@ typedef struct ui_options {
     uint64_t t0_ns; /* the run's start (timestamp_ms, as the JSON output) */
     metrics_registry *metrics; /* stats and /metrics; NULL: none */
     rt_preview *preview; /* previews; NULL: none */
-    unsigned max_connections; /* 0: 32 */
+    unsigned max_connections; /* 0: 64 */
 } ui_options;
 
 /* Starts serving. Errors: OMMA_ERR_INVALID_ARG (a bad option or token:

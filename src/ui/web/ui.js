@@ -32,6 +32,7 @@ function fmt(v, digits) {
 
 function trouble(c) {
   if (c.state === 'reconnecting' || c.state === 'failed') return true;
+  if (c.state === 'running' && c.latency_ms && c.latency_ms.p99 > 2000) return true; // lagging
   if (c.fps_in > 1 && c.fps_processed !== null && c.fps_processed < 0.5 * c.fps_in) return true;
   return (c.recent_drops || 0) > 0;
 }
@@ -120,6 +121,10 @@ function renderSummary() {
   $('summary').textContent = cams.length + ' cameras, ' + bad + ' in trouble · ' +
     s.frames_processed + ' frames processed · up ' + fmt(s.uptime_s, 0) + ' s';
   const gpus = $('gpus');
+  if (s.gpus.length === 0) {
+    gpus.textContent = 'CPU backend (no GPU)';
+    return;
+  }
   gpus.replaceChildren(...s.gpus.map((g) => {
     const d = document.createElement('div');
     d.className = 'gpu';
@@ -200,8 +205,9 @@ function drawOverlay(view, cam, large) {
     ctx.fillStyle = '#ffd166';
     for (const [x, y] of f.keypoints) ctx.fillRect(x * sx - 1.5, y * sy - 1.5, 3, 3);
     if ($('landmarks').checked && f.landmarks) {
-      ctx.fillStyle = 'rgba(120,200,255,0.8)';
-      for (const p of f.landmarks) ctx.fillRect(p[0] * sx - 0.5, p[1] * sy - 0.5, 1.2, 1.2);
+      ctx.fillStyle = 'rgba(120,200,255,0.9)';
+      const d = large ? 2 : 1.2;
+      for (const p of f.landmarks) ctx.fillRect(p[0] * sx - d / 2, p[1] * sy - d / 2, d, d);
     }
   }
   if (large) {
