@@ -398,9 +398,10 @@ static void test_live_cameras_drop_and_stop(void)
         pthread_mutex_unlock(&c.lock);
         if (!wanted && results >= 2 * SYNTH) {
             unwanted = rt_preview_count(preview);
-            rt_preview_want(preview, 1, 160, 50000000ull, core_now_ns());
             wanted = 1;
         }
+        if (wanted) /* renewed, as a viewer's requests do */
+            rt_preview_want(preview, 1, 160, 50000000ull, core_now_ns());
         if (wanted && results >= 4 * SYNTH && rt_preview_count(preview) >= 2)
             break;
         usleep(100000);
