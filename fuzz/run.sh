@@ -3,7 +3,7 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config|ui]
 #     tflite: the TFLite reader, seeded from the face models, pose_detection
 #             (sparse constants), pose_landmark_lite, the attention mesh and
 #             the small forged models in fuzz/seeds/
@@ -18,6 +18,8 @@
 #             documents, streamfeed headers), seeded with what liblsl sends
 #     config: omma stream --config's JSON files (json-c and the key
 #             locator), seeded with a full file and two bad ones
+#     ui:     the live view's parsers of request input (paths, camera lists,
+#             tokens, --ui's value), seeded with what its page sends
 set -eu
 src=${1:?source dir}
 build=${2:?build dir}
@@ -151,8 +153,21 @@ JSON
     sources="$sources $src/src/core/log.c"
     libs="-DOMMA_DEFAULT_DATA_DIR=\"$src\" $(pkg-config --cflags --libs json-c) -lm"
     ;;
+ui)
+    # The first byte picks the parser (fuzz/fuzz_ui.c).
+    printf '\000/api/preview/3.jpg' >"$out/seeds/path"
+    printf '\000/../etc/passwd' >"$out/seeds/traversal"
+    printf '\000/api/events' >"$out/seeds/events"
+    printf '\0010,1,2,3,17,23' >"$out/seeds/cams"
+    printf '\002Bearer abcdefghijklmnop_-0123' >"$out/seeds/bearer"
+    printf '\002a=b; omma_token=abcdefghijklmnop_-0123; c=d' >"$out/seeds/cookie"
+    printf '\003[::1]:8080' >"$out/seeds/listen6"
+    printf '\0030.0.0.0:9000' >"$out/seeds/listen4"
+    sources="$src/fuzz/fuzz_ui.c $src/src/ui/ui_request.c"
+    libs=""
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl or config)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl, config or ui)" >&2
     exit 2
     ;;
 esac

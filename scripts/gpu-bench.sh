@@ -11,7 +11,9 @@
 #   BUILD_DIR  build folder with the omma binary (default build-gpu; built
 #              here for sm_90 when missing)
 #   PARTS      which parts run (default "engine peers pipeline"; also
-#              "runtime": omma bench runtime, "soak": its 5-minute soak)
+#              "runtime": omma bench runtime, "soak": its 5-minute soak,
+#              "ui": the live view's cost, 1000 cameras with 0 and 10
+#              simulated viewers in one run, docs/UI.md)
 #   PEER_BATCHES  batch sizes of the peer's torch.compile part, e.g.
 #              1,128,512 (its --batches option; default: the peer's own)
 set -u
@@ -89,6 +91,13 @@ if has runtime; then
     runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_EAGER:-3000}" --graphs off
     runtime_bench runtime.txt --cameras "${RUNTIME_COUNTS_PINNED:-500,520,560,600}" --pool pinned
     cat "$OUT/runtime.txt"
+fi
+# The live view's cost: 1000 cameras at 1080p30 without it, then with 10
+# simulated browsers (--ui-viewers), each count twice in the same process.
+if has ui; then
+    runtime_bench ui.txt --cameras "${UI_COUNTS:-1000}" --ui-viewers 0,10 --duration 20
+    runtime_bench ui.txt --cameras "${UI_COUNTS:-1000}" --ui-viewers 0,10 --duration 20
+    cat "$OUT/ui.txt"
 fi
 # The soak: 32 cameras at 1080p30 for 5 minutes, memory and threads each minute.
 if has soak; then

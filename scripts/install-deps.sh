@@ -14,7 +14,7 @@ packages=(
     libavutil-dev libswscale-dev       #   FFmpeg's demuxers, decoders, encoders, scaler
     libffmpeg-nvenc-dev                #   NVDEC's API types (header only): GPU decoding
     ffmpeg                             # the CLI: fetch-testdata.sh makes the test videos
-    libmicrohttpd-dev                  # the OpenMetrics endpoint (omma run --metrics-port)
+    libmicrohttpd-dev                  # the OpenMetrics endpoint and the live view (--metrics-port, --ui)
     libjson-c-dev                      # omma stream --config FILE (src/cli/stream_config.c)
     libv4l-dev                         # V4L2 cameras (src/runtime/source_v4l2.c): libv4l2, libv4lconvert
     python3-jsonschema                 # tests/pipeline/test_output_schema.sh: docs/omma-faces.schema.json
@@ -29,6 +29,8 @@ packages=(
     python3-dev python3-numpy          # the Python package (python/): headers, NumPy's C API
     python3-setuptools python3-pip     #   pip install ./python, offline
     python3-pytest                     #   its tests (tests/python/)
+    chromium chromium-driver           # the live view's browser test (tests/ui/test_ui_browser.py):
+                                       #   headless Chromium through chromedriver's WebDriver API
 )
 # Commands that may come from elsewhere (npm ships its own updates): the
 # Debian package is installed only when the command is missing.

@@ -21,14 +21,18 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/bench_viewers.h"
 #include "cli/bench_window.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/memory.h"
 #include "gpu/stream_pool.h"
 #include "omma/device.h"
+#include "runtime/preview.h"
 #include "runtime/runtime.h"
+#include "ui/ui_server.h"
 
 #define PHOTO "testdata/astronaut.png"
 #define MAX_COUNTS 32
@@ -40,6 +44,7 @@ typedef struct bench_opts {
     omma_memory pool;
     int gpus[RT_MAX_GPUS], n_gpus;
     int max_batch, max_wait_ms, lanes, graphs, max_faces, detect_every, per_thread;
+    int viewers[4], n_viewers; /* --ui-viewers: each count runs with each */
     int json;
 } bench_opts;
 
@@ -49,6 +54,8 @@ typedef struct figures {
     double h2d_per_frame, d2h_per_frame, h2d_copies_per_frame, d2h_copies_per_batch;
     double frames_per_batch, launches_per_batch, worker_us_per_batch, step_ms, face_rate, mean_iou;
     uint64_t dropped;
+    int viewers; /* live-view viewers attached (0: no live view) */
+    uint64_t previews, images, image_errors; /* made by the runtime, fetched by viewers */
     int pass;
 } figures;
 
@@ -68,6 +75,7 @@ enum {
     OPT_DETECT_EVERY,
     OPT_PER_THREAD,
     OPT_REPORT_EVERY,
+    OPT_UI_VIEWERS,
     OPT_JSON
 };
 
@@ -89,6 +97,12 @@ static const cli_option options[] = {
     [OPT_REPORT_EVERY] = {"--report-every", "S",
                           "every S s of the window (a soak): frames, drops, device\n"
                           "memory (omma's pool and NVML's), host RSS, threads"},
+    [OPT_UI_VIEWERS] = {"--ui-viewers", "N[,N...]",
+                        "run each count with the live view (omma stream --ui)\n"
+                        "and N simulated browsers on loopback (0: no live view;\n"
+                        "1..16): each follows 24 cameras' results and stats,\n"
+                        "fetches their thumbnails every second and one large\n"
+                        "preview 5 times a second (default 0; e.g. 0,10)"},
     [OPT_JSON] = {"--json", NULL, "one JSON line per count on stdout"},
     {NULL, NULL, NULL},
 };
@@ -100,7 +114,7 @@ static void usage(FILE *to)
                 "                          [--gpus LIST] [--max-batch N] [--max-wait-ms MS]\n"
                 "                          [--lanes N] [--graphs on|off] [--max-faces N]\n"
                 "                          [--detect-every K] [--cameras-per-thread K]\n"
-                "                          [--report-every S] [--json]\n"
+                "                          [--report-every S] [--ui-viewers N[,N...]] [--json]\n"
                 "  The runtime with N synthetic cameras at F fps; a count passes when every\n"
                 "  camera kept F fps with nothing dropped and p99 latency under 1/F s.\n");
     cli_print_options(to, options);
@@ -129,6 +143,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->n_gpus = 1;
     o->max_batch = 256, o->max_wait_ms = 8, o->lanes = 3, o->graphs = 1;
     o->max_faces = 1, o->detect_every = 10, o->per_thread = 1;
+    o->n_viewers = 1;
     cli_args args;
     cli_args_init(&args, "bench runtime", options, argc, argv);
     const cli_option *opt;
@@ -152,6 +167,9 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             break;
         case OPT_GPUS:
             bad = parse_list(v, 0, 63, o->gpus, RT_MAX_GPUS, &o->n_gpus);
+            break;
+        case OPT_UI_VIEWERS:
+            bad = parse_list(v, 0, 16, o->viewers, 4, &o->n_viewers);
             break;
         case OPT_FPS:
             bad = sscanf(v, "%lf", &o->fps) != 1 || !(o->fps > 0 && o->fps <= 1000);
@@ -249,11 +267,14 @@ typedef struct accuracy {
     pthread_mutex_t lock;
     uint64_t frames, with_face;
     double iou_sum;
+    ui_server *ui; /* --ui-viewers: the live view, fed as omma stream does */
 } accuracy;
 
 static void on_result(void *ctx, const rt_result *r)
 {
     accuracy *a = ctx;
+    if (a->ui)
+        ui_result(a->ui, r);
     float iou = 0.0f;
     if (r->n_faces > 0 && r->truth) {
         const omma_box *b = &r->faces[0].box, *t = r->truth;
@@ -366,11 +387,33 @@ static void measure(const bench_opts *o, rt_runtime *rt)
     }
 }
 
-static int run_count(const bench_opts *o, int cameras, const io_image *photo, const char *data,
-                     figures *f)
+/* --ui-viewers: the previews, the live view and its viewers; -1 or the
+ * exit code. */
+static int start_ui(int viewers, int cameras, int max_faces, metrics_registry *m,
+                    rt_preview **preview, ui_server **ui)
+{
+    if (viewers == 0)
+        return -1;
+    omma_status st = rt_preview_create(cameras, preview);
+    if (st == OMMA_OK) {
+        ui_options uo = {.n_cameras = cameras,
+                         .max_faces = max_faces,
+                         .t0_ns = core_now_ns(),
+                         .metrics = m,
+                         .preview = *preview};
+        st = ui_start(&uo, ui);
+    }
+    if (st != OMMA_OK)
+        return cli_fail(st, "bench runtime --ui-viewers");
+    return -1;
+}
+
+static int run_count(const bench_opts *o, int cameras, int viewers, const io_image *photo,
+                     const char *data, figures *f)
 {
     memset(f, 0, sizeof *f);
     f->cameras = cameras;
+    f->viewers = viewers;
     char det[4096], mesh[4096];
     snprintf(det, sizeof det, "%s/models/face_detection_short_range.tflite", data);
     snprintf(mesh, sizeof mesh, "%s/models/face_landmark.tflite", data);
@@ -406,18 +449,38 @@ static int run_count(const bench_opts *o, int cameras, const io_image *photo, co
     c.on_result = on_result;
     c.ctx = &acc;
     c.metrics = m;
+    rt_preview *preview = NULL;
+    bench_viewers *bv = NULL;
+    int rc = start_ui(viewers, cameras, o->max_faces, m, &preview, &acc.ui);
+    if (rc >= 0) {
+        rt_preview_destroy(preview);
+        metrics_destroy(m);
+        pthread_mutex_destroy(&acc.lock);
+        free(cams);
+        return rc;
+    }
+    rc = CLI_EXIT_OK;
+    c.preview = preview;
     rt_runtime *rt = NULL;
     omma_status st = rt_runtime_start(&c, &rt);
-    int rc = CLI_EXIT_OK;
+    if (st == OMMA_OK && viewers > 0 &&
+        !(bv = bench_viewers_start(viewers, ui_port(acc.ui), cameras)))
+        st = OMMA_FAIL(OMMA_ERR_INTERNAL, "bench runtime: the simulated viewers did not start");
     if (st != OMMA_OK) {
         rc = cli_fail(st, "bench runtime: %d cameras", cameras);
     } else {
         cli_window_mark a = {0}, b = {0};
         cli_sleep_s(o->warmup_s);
         st = cli_window_take(rt, m, &a);
+        uint64_t previews0 = rt_preview_count(preview);
         measure(o, rt);
         if (st == OMMA_OK)
             st = cli_window_take(rt, m, &b);
+        f->previews = rt_preview_count(preview) - previews0;
+        bench_viewers_stats vs;
+        bench_viewers_stop(bv, &vs);
+        bv = NULL;
+        f->images = vs.images, f->image_errors = vs.image_errors;
         rt_runtime_stop(rt);
         omma_status ended = rt_runtime_wait(rt, -1);
         if (st == OMMA_OK && ended == OMMA_OK) {
@@ -430,7 +493,10 @@ static int run_count(const bench_opts *o, int cameras, const io_image *photo, co
         cli_window_free(&a);
         cli_window_free(&b);
     }
+    bench_viewers_stop(bv, NULL);
     rt_runtime_destroy(rt);
+    ui_stop(acc.ui);
+    rt_preview_destroy(preview);
     metrics_destroy(m);
     pthread_mutex_destroy(&acc.lock);
     free(cams);
@@ -441,12 +507,13 @@ static void print_row(const figures *f)
 {
     fprintf(stderr,
             "%7d %9.0f %8.2f %7.2f %7.2f %6llu %8.2f %9.0f %7.0f %5.2f %6.1f %6.1f %7.0f %6.2f "
-            "%5.3f %5.3f %s\n",
+            "%5.3f %5.3f %s %d %llu/%llu\n",
             f->cameras, f->fps_total, f->min_camera_fps, f->p50_ms, f->p99_ms,
             (unsigned long long)f->dropped, f->cpu_us_per_frame, f->h2d_per_frame, f->d2h_per_frame,
             f->h2d_copies_per_frame, f->frames_per_batch, f->launches_per_batch,
             f->worker_us_per_batch, f->step_ms, f->face_rate, f->mean_iou,
-            f->pass ? "pass" : "FAIL");
+            f->pass ? "pass" : "FAIL", f->viewers, (unsigned long long)f->previews,
+            (unsigned long long)f->images);
 }
 
 static void print_json(const bench_opts *o, const figures *f, double gbps)
@@ -463,7 +530,8 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
            "\"d2h_copies_per_batch\":%.3f,\"frames_per_batch\":%.2f,\"launches_per_batch\":%.2f,"
            "\"worker_cpu_us_per_batch\":%.1f,"
            "\"step_ms\":%.3f,\"face_rate\":%.4f,\"mean_iou\":%.4f,\"h2d_gbps\":%s,"
-           "\"pass\":%s}\n",
+           "\"ui_viewers\":%d,\"previews\":%llu,\"preview_images\":%llu,"
+           "\"preview_errors\":%llu,\"pass\":%s}\n",
            f->cameras, o->fps, o->width, o->height,
            o->pool == OMMA_MEMORY_HOST ? "pinned" : "device", o->n_gpus, o->max_batch,
            o->max_wait_ms, o->lanes, o->graphs ? "true" : "false", o->per_thread, f->fps_total,
@@ -471,7 +539,8 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
            f->cpu_us_per_frame, f->h2d_per_frame, f->d2h_per_frame, f->h2d_copies_per_frame,
            f->d2h_copies_per_batch, f->frames_per_batch, f->launches_per_batch,
            f->worker_us_per_batch, isnan(f->step_ms) ? 0.0 : f->step_ms, f->face_rate, f->mean_iou,
-           gbps_text, f->pass ? "true" : "false");
+           gbps_text, f->viewers, (unsigned long long)f->previews, (unsigned long long)f->images,
+           (unsigned long long)f->image_errors, f->pass ? "true" : "false");
     fflush(stdout);
 }
 
@@ -508,23 +577,25 @@ int cli_bench_runtime(int argc, char **argv)
                 "(90%%: %.0f)\n",
                 gbps, gbps * 1e9 / (frame_bytes * o.fps), frame_bytes / 1e6, o.fps,
                 0.9 * gbps * 1e9 / (frame_bytes * o.fps));
-    fprintf(stderr, "%7s %9s %8s %7s %7s %6s %8s %9s %7s %5s %6s %6s %7s %6s %5s %5s\n", "cameras",
-            "frames/s", "min fps", "p50 ms", "p99 ms", "drops", "CPU us/f", "h2d B/f", "d2h B/f",
-            "h2d/f", "f/bat", "l/bat", "wrk us/b", "stepms", "faces", "IoU");
+    fprintf(stderr, "%7s %9s %8s %7s %7s %6s %8s %9s %7s %5s %6s %6s %7s %6s %5s %5s pass %s\n",
+            "cameras", "frames/s", "min fps", "p50 ms", "p99 ms", "drops", "CPU us/f", "h2d B/f",
+            "d2h B/f", "h2d/f", "f/bat", "l/bat", "wrk us/b", "stepms", "faces", "IoU",
+            "viewers previews/images");
     int best = 0;
-    for (int i = 0; i < o.n_counts && rc < 0; i++) {
-        figures f;
-        int r = run_count(&o, o.counts[i], &photo, data, &f);
-        if (r != CLI_EXIT_OK) {
-            rc = r;
-            break;
+    for (int i = 0; i < o.n_counts && rc < 0; i++)
+        for (int k = 0; k < o.n_viewers && rc < 0; k++) {
+            figures f;
+            int r = run_count(&o, o.counts[i], o.viewers[k], &photo, data, &f);
+            if (r != CLI_EXIT_OK) {
+                rc = r;
+                break;
+            }
+            print_row(&f);
+            if (o.json)
+                print_json(&o, &f, gbps);
+            if (f.pass && f.cameras > best)
+                best = f.cameras;
         }
-        print_row(&f);
-        if (o.json)
-            print_json(&o, &f, gbps);
-        if (f.pass && f.cameras > best)
-            best = f.cameras;
-    }
     if (rc < 0) {
         fprintf(stderr, "largest camera count passing: %d\n", best);
         rc = CLI_EXIT_OK;

@@ -23,8 +23,10 @@
 #include "io/video_file.h"
 #include "omma/device.h"
 #include "metrics/metrics_http.h"
+#include "runtime/preview.h"
 #include "sink/sink.h"
 #include "sink/sink_json.h"
+#include "ui/ui_server.h"
 
 #define EXIT_INTERRUPTED 130
 
@@ -47,6 +49,8 @@ typedef struct stream_state {
     cli_lsl_sink *lsl; /* --lsl; NULL: none */
     cli_data_sink *data; /* --data; NULL: none */
     cli_people *people; /* --participant; NULL: none */
+    ui_server *ui; /* --ui; NULL: none */
+    rt_preview *preview; /* its previews */
     sink *sinks[CLI_MAX_SINKS];
     int n_sinks;
     atomic_uint_fast64_t *sink_seq; /* per camera: messages made */
@@ -99,6 +103,8 @@ static void on_result(void *ctx, const rt_result *r)
         cli_lsl_result(s->lsl, r);
     if (s->data)
         cli_data_result(s->data, r);
+    if (s->ui)
+        ui_result(s->ui, r);
     double ts = (double)(r->capture_ns - s->t0) / 1e6;
     char *people = NULL;
     size_t people_len = 0;
@@ -319,6 +325,51 @@ static void close_sinks(cli_stream_opts *o, stream_state *s, metrics_registry *m
     s->sink_seq = NULL;
 }
 
+/* --ui: the previews and the live view's server; returns -1, or the exit
+ * code. */
+static int start_ui(cli_stream_opts *o, stream_state *s, metrics_registry *m)
+{
+    if (!o->ui)
+        return -1;
+    omma_status st = rt_preview_create(o->rt.n_cameras, &s->preview);
+    if (st != OMMA_OK)
+        return cli_fail(st, "--ui");
+    const char **names = calloc((size_t)o->rt.n_cameras, sizeof *names);
+    const char **sources = calloc((size_t)o->rt.n_cameras, sizeof *sources);
+    if (!names || !sources) {
+        free(names);
+        free(sources);
+        return cli_fail(OMMA_ERR_OUT_OF_MEMORY, "--ui");
+    }
+    for (int i = 0; i < o->rt.n_cameras; i++) {
+        names[i] = o->cameras[i].name;
+        sources[i] = o->cameras[i].spec ? o->cameras[i].spec : "synthetic";
+    }
+    ui_options uo = {.bind_addr = o->ui_addr,
+                     .port = o->ui_port,
+                     .token = o->ui_token,
+                     .n_cameras = o->rt.n_cameras,
+                     .names = names,
+                     .sources = sources,
+                     .max_faces = o->rt.pipeline.max_faces,
+                     .t0_ns = s->t0,
+                     .metrics = m,
+                     .preview = s->preview};
+    st = ui_start(&uo, &s->ui);
+    free(names);
+    free(sources);
+    if (st != OMMA_OK)
+        return cli_fail(st, "--ui %s", o->ui);
+    o->rt.preview = s->preview;
+    const char *a = o->ui_addr;
+    int v6 = strchr(a, ':') != NULL;
+    const char *token = ui_token(s->ui);
+    fprintf(stderr, "omma stream: live view at http://%s%s%s:%d/%s%s%s\n", v6 ? "[" : "", a,
+            v6 ? "]" : "", ui_port(s->ui), token[0] ? "?token=" : "", token,
+            token[0] && !o->ui_token ? " (a new token: every request needs it)" : "");
+    return -1;
+}
+
 static int run(cli_stream_opts *o, stream_state *s, metrics_registry *m)
 {
     rt_runtime *rt = NULL;
@@ -335,6 +386,11 @@ static int run(cli_stream_opts *o, stream_state *s, metrics_registry *m)
     o->rt.on_camera = on_camera;
     o->rt.ctx = s;
     s->t0 = core_now_ns();
+    int rc = start_ui(o, s, m);
+    if (rc >= 0) {
+        metrics_http_stop(http);
+        return rc;
+    }
     omma_status st = rt_runtime_start(&o->rt, &rt);
     if (st != OMMA_OK) {
         metrics_http_stop(http);
@@ -411,6 +467,10 @@ int cli_stream(int argc, char **argv)
     if (cli_data_stop(s.data) && rc == CLI_EXIT_OK)
         rc = CLI_EXIT_ERROR;
     s.data = NULL;
+    ui_stop(s.ui); /* after the runtime, which reports to it */
+    s.ui = NULL;
+    rt_preview_destroy(s.preview);
+    s.preview = NULL;
     metrics_destroy(m);
     io_image_free(&photo);
     pthread_mutex_destroy(&s.lock);

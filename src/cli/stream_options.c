@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "omma/bus.h"
+#include "ui/ui_request.h"
 
 #define DEFAULT_PHOTO "testdata/astronaut.png"
 
@@ -69,6 +70,8 @@ enum {
     OPT_SYNC_WINDOW,
     OPT_COMODULATION,
     OPT_CONFIG,
+    OPT_UI,
+    OPT_UI_TOKEN,
     OPT_COUNT
 };
 
@@ -183,6 +186,14 @@ static const cli_option options[] = {
                   "(repeat for several): kafka://BROKERS/TOPIC,\n"
                   "nats://HOST:PORT[/PREFIX] (JetStream), mqtt://HOST:PORT\n"
                   "[/PREFIX]; options after '?' (docs/SINKS.md)"},
+    [OPT_UI] = {"--ui", "[ADDR:]PORT",
+                "a live view in the browser at http://ADDR:PORT/ (ADDR\n"
+                "127.0.0.1 unless given; 0: any port): every camera,\n"
+                "its faces and numbers, the GPUs (docs/UI.md)"},
+    [OPT_UI_TOKEN] = {"--ui-token", "TOKEN",
+                      "the live view's access token, 16..128 of A-Za-z0-9_-\n"
+                      "(required on every request; off loopback one is\n"
+                      "generated and printed when not given)"},
     [OPT_SITE] = {"--site", "NAME", "the sinks' {site} in subjects and topics (default)"},
     [OPT_NODE] = {"--node", "NAME", "this node's name in sink messages (the host name)"},
     [OPT_SINK_DRAIN] = {"--sink-drain", "S",
@@ -731,6 +742,23 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         }
         return o->sinks[o->n_sinks++] = v, 1;
     }
+    if (id == OPT_UI) {
+        char err[128];
+        if (!ui_parse_listen(v, o->ui_addr, sizeof o->ui_addr, &o->ui_port, err, sizeof err)) {
+            fprintf(stderr, "omma: error: --ui %s: %s\n", v, err);
+            return 0;
+        }
+        return o->ui = v, 1;
+    }
+    if (id == OPT_UI_TOKEN) {
+        if (!ui_token_valid(v)) {
+            fprintf(stderr,
+                    "omma: error: --ui-token: expected %d..%d characters of A-Z a-z 0-9 _ -\n",
+                    UI_TOKEN_MIN, UI_TOKEN_MAX);
+            return 0;
+        }
+        return o->ui_token = v, 1;
+    }
     if (id == OPT_SITE)
         return o->site = v, 1;
     if (id == OPT_NODE)
@@ -830,6 +858,10 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     if (o->rt.pipeline.backend == OMMA_BACKEND_CPU && o->rt.source.decode == IO_DECODE_GPU) {
         free(sources);
         return cli_usage_error("stream", "--decode gpu needs the GPU backend (--backend gpu)");
+    }
+    if (o->ui_token && !o->ui) {
+        free(sources);
+        return cli_usage_error("stream", "--ui-token needs --ui");
     }
     if (n_sources == 0) {
         free(sources);

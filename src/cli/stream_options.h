@@ -31,6 +31,10 @@ typedef struct cli_stream_opts {
     double status_interval_s;
     int metrics_port; /* -1: none */
     const char *metrics_bind;
+    const char *ui; /* --ui [ADDR:]PORT; NULL: no live view */
+    char ui_addr[64]; /* parsed from ui */
+    int ui_port;
+    const char *ui_token; /* --ui-token; NULL: generated off loopback */
     int lsl; /* --lsl: LSL outlets (stream_lsl.h) */
     const char *lsl_names; /* --lsl-name; NULL: cam0, cam1... */
     const char *lsl_bind; /* --lsl-bind; NULL: 127.0.0.1 */

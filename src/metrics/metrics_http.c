@@ -30,6 +30,8 @@ typedef int mhd_result;
 
 struct metrics_http {
     metrics_registry *metrics;
+    metrics_http_handler handler;
+    void *ctx;
     struct MHD_Daemon *daemon;
     int port;
 };
@@ -53,22 +55,14 @@ static mhd_result respond_text(struct MHD_Connection *conn, unsigned status, con
     return ret;
 }
 
-static mhd_result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                             const char *method, const char *version, const char *upload_data,
-                             size_t *upload_size, void **con_cls)
+int metrics_http_serve(metrics_registry *m, struct MHD_Connection *conn)
 {
-    metrics_http *h = cls;
-    (void)version, (void)upload_data, (void)upload_size, (void)con_cls;
-
-    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-        return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
-    if (strcmp(url, "/metrics") != 0)
-        return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
-
+    if (!m)
+        return respond_text(conn, MHD_HTTP_NOT_FOUND, "no metrics here\n");
     metrics_snapshot *snap = NULL;
     char *body = NULL;
     size_t len = 0;
-    omma_status st = metrics_snapshot_take(h->metrics, &snap);
+    omma_status st = metrics_snapshot_take(m, &snap);
     if (st == OMMA_OK)
         st = metrics_format_openmetrics(snap, &body, &len);
     metrics_snapshot_free(snap);
@@ -86,8 +80,24 @@ static mhd_result on_request(void *cls, struct MHD_Connection *conn, const char 
     return ret;
 }
 
+static mhd_result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                             const char *method, const char *version, const char *upload_data,
+                             size_t *upload_size, void **con_cls)
+{
+    metrics_http *h = cls;
+    (void)version;
+    if (h->handler)
+        return (mhd_result)h->handler(h->ctx, conn, url, method, upload_data, upload_size, con_cls);
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+    if (strcmp(url, "/metrics") != 0)
+        return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+    return (mhd_result)metrics_http_serve(h->metrics, conn);
+}
+
 /* Opens a bound, listening, non-blocking socket in *fd_out. */
-static omma_status listen_on(const char *bind_addr, int port, int *fd_out, int *port_out)
+static omma_status listen_on(const char *what, const char *bind_addr, int port, int *fd_out,
+                             int *port_out)
 {
     struct sockaddr_storage ss;
     socklen_t ss_len;
@@ -106,14 +116,13 @@ static omma_status listen_on(const char *bind_addr, int port, int *fd_out, int *
         v6->sin6_port = htons((uint16_t)port);
         ss_len = sizeof *v6;
     } else {
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
-                         "metrics endpoint: \"%s\" is not a numeric IPv4 or IPv6 address",
-                         bind_addr);
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: \"%s\" is not a numeric IPv4 or IPv6 address",
+                         what, bind_addr);
     }
 
     int fd = socket(ss.ss_family, SOCK_STREAM, 0);
     if (fd < 0)
-        return OMMA_FAIL(OMMA_ERR_IO, "metrics endpoint: socket: %s", strerror(errno));
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: socket: %s", what, strerror(errno));
     int one = 1;
     /* Reuse lets a restarted server bind while old connections sit in
      * TIME_WAIT; Linux still refuses a port that another socket listens on. */
@@ -122,25 +131,25 @@ static omma_status listen_on(const char *bind_addr, int port, int *fd_out, int *
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
         int e = errno;
         close(fd);
-        return OMMA_FAIL(OMMA_ERR_IO, "metrics endpoint: socket options: %s", strerror(e));
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: socket options: %s", what, strerror(e));
     }
     if (bind(fd, (struct sockaddr *)&ss, ss_len) != 0) {
         int e = errno;
         close(fd);
-        return OMMA_FAIL(OMMA_ERR_IO, "metrics endpoint: cannot bind %s port %d: %s%s", shown, port,
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: cannot bind %s port %d: %s%s", what, shown, port,
                          strerror(e), e == EADDRINUSE ? " (the port is in use)" : "");
     }
     if (listen(fd, 64) != 0) {
         int e = errno;
         close(fd);
-        return OMMA_FAIL(OMMA_ERR_IO, "metrics endpoint: cannot listen on %s port %d: %s", shown,
-                         port, strerror(e));
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: cannot listen on %s port %d: %s", what, shown, port,
+                         strerror(e));
     }
     ss_len = sizeof ss;
     if (getsockname(fd, (struct sockaddr *)&ss, &ss_len) != 0) {
         int e = errno;
         close(fd);
-        return OMMA_FAIL(OMMA_ERR_IO, "metrics endpoint: getsockname: %s", strerror(e));
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: getsockname: %s", what, strerror(e));
     }
     *port_out = ntohs(ss.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
     *fd_out = fd;
@@ -150,34 +159,54 @@ static omma_status listen_on(const char *bind_addr, int port, int *fd_out, int *
 omma_status metrics_http_start(metrics_registry *m, const char *bind_addr, int port,
                                metrics_http **out)
 {
+    if (out && !m) {
+        *out = NULL;
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "metrics_http_start: NULL registry");
+    }
+    metrics_http_options opt = {.bind_addr = bind_addr, .port = port};
+    return metrics_http_start_with(m, &opt, out);
+}
+
+omma_status metrics_http_start_with(metrics_registry *m, const metrics_http_options *opt,
+                                    metrics_http **out)
+{
     if (!out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "metrics_http_start: NULL out");
     *out = NULL;
-    if (!m)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "metrics_http_start: NULL registry");
+    if (!opt)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "metrics_http_start: NULL options");
+    const char *what = opt->name ? opt->name : "metrics endpoint";
+    int port = opt->port;
     if (port < 0 || port > 65535)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "metrics endpoint: port %d out of 0..65535", port);
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "%s: port %d out of 0..65535", what, port);
 
     metrics_http *h = calloc(1, sizeof *h);
     if (!h)
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "metrics endpoint: %zu bytes", sizeof *h);
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %zu bytes", what, sizeof *h);
     h->metrics = m;
+    h->handler = opt->handler;
+    h->ctx = opt->ctx;
     int fd = -1;
-    omma_status st = listen_on(bind_addr, port, &fd, &h->port);
+    omma_status st = listen_on(what, opt->bind_addr, port, &fd, &h->port);
     if (st != OMMA_OK) {
         free(h);
         return st;
     }
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC;
-    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+    unsigned flags = opt->thread_per_connection
+                         ? MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
+                         : MHD_USE_AUTO_INTERNAL_THREAD;
+    flags |= MHD_USE_ITC;
+    unsigned max_conns = opt->max_connections ? opt->max_connections : 64;
+    unsigned timeout = opt->timeout_s ? opt->timeout_s : 10;
+    h->daemon =
+        MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd,
+                         MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT,
+                         max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT, opt->max_per_ip,
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_END);
     if (!h->daemon) {
         close(fd);
         free(h);
-        return OMMA_FAIL(OMMA_ERR_INTERNAL,
-                         "metrics endpoint: libmicrohttpd did not start on "
-                         "port %d",
+        return OMMA_FAIL(OMMA_ERR_INTERNAL, "%s: libmicrohttpd did not start on port %d", what,
                          port);
     }
     *out = h;
@@ -218,6 +247,24 @@ omma_status metrics_http_start(metrics_registry *m, const char *bind_addr, int p
                      "metrics endpoint on port %d: omma was built without libmicrohttpd "
                      "(install libmicrohttpd-dev and rebuild)",
                      port);
+}
+
+omma_status metrics_http_start_with(metrics_registry *m, const metrics_http_options *opt,
+                                    metrics_http **out)
+{
+    (void)m;
+    if (out)
+        *out = NULL;
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                     "%s on port %d: omma was built without libmicrohttpd "
+                     "(install libmicrohttpd-dev and rebuild)",
+                     opt && opt->name ? opt->name : "HTTP server", opt ? opt->port : 0);
+}
+
+int metrics_http_serve(metrics_registry *m, struct MHD_Connection *conn)
+{
+    (void)m, (void)conn;
+    return 0;
 }
 
 int metrics_http_port(const metrics_http *h)

@@ -30,7 +30,41 @@ int metrics_http_available(void);
  * message names), OMMA_ERR_OUT_OF_MEMORY, OMMA_ERR_INTERNAL (libmicrohttpd
  * refused to start). On failure *out is NULL. */
 omma_status metrics_http_start(metrics_registry *m, const char *bind_addr, int port,
-                                  metrics_http **out);
+                               metrics_http **out);
+
+/* ---- The same server with other pages (the live view, src/ui) ---------- */
+
+struct MHD_Connection;
+
+/* Answers one request (libmicrohttpd's access handler, less its version
+ * argument): returns MHD_YES or MHD_NO as libmicrohttpd expects. */
+typedef int (*metrics_http_handler)(void *ctx, struct MHD_Connection *conn, const char *url,
+                                    const char *method, const char *upload_data,
+                                    size_t *upload_size, void **con_cls);
+
+typedef struct metrics_http_options {
+    const char *bind_addr; /* as metrics_http_start */
+    int port;
+    metrics_http_handler handler; /* every request (NULL: /metrics only) */
+    void *ctx;
+    int thread_per_connection; /* 1: each connection on its own thread (its
+                                * handler's content callbacks may wait, as
+                                * a Server-Sent Events stream does) */
+    unsigned max_connections; /* 0: 64 */
+    unsigned max_per_ip; /* 0: no limit */
+    unsigned timeout_s; /* idle connections closed after; 0: 10 */
+    const char *name; /* in error messages; NULL: "metrics endpoint" */
+} metrics_http_options;
+
+/* As metrics_http_start, with a handler for every request (it may call
+ * metrics_http_serve to answer /metrics from m). m may be NULL. Requests
+ * with a body are refused by libmicrohttpd's memory limit (32 KiB of
+ * headers) before the handler sees more. Errors as metrics_http_start. */
+omma_status metrics_http_start_with(metrics_registry *m, const metrics_http_options *opt,
+                                    metrics_http **out);
+
+/* From a handler: answers conn with m's OpenMetrics text (as GET /metrics). */
+int metrics_http_serve(metrics_registry *m, struct MHD_Connection *conn);
 
 /* The port the server listens on (the one picked when started with 0). */
 int metrics_http_port(const metrics_http *h);

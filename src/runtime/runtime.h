@@ -143,6 +143,9 @@ typedef struct rt_runtime_config {
     void *ctx;
     metrics_registry *metrics; /* NULL: none; else cameras and GPUs are
                                 * registered in it, stages "step" */
+    struct rt_preview *preview; /* the live view's previews (preview.h; at
+                                 * least n_cameras of them, outliving the
+                                 * runtime); NULL: none */
 } rt_runtime_config;
 
 /* Defaults: round-robin, pipeline defaults with the CUDA backend, batch 64,

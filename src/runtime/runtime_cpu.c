@@ -18,7 +18,9 @@
 #include "io/video_file.h"
 #include "omma/log.h"
 #include "runtime/runtime_backend.h"
+#include "runtime/preview.h"
 #include "runtime/runtime_cpu_private.h"
+#include "vision/thumb.h"
 
 int rt_cpu_stopping(const rt_cpu_runtime *rt)
 {
@@ -106,6 +108,25 @@ static int take(rt_cpu_runtime *rt, int max, rt_cpu_cam **picked)
     return n;
 }
 
+/* The previews due of the batch's cameras, from the frames the worker
+ * still holds (preview.h); scratch holds the largest one. */
+static void previews(rt_cpu_runtime *rt, int n, rt_cpu_cam *const *cams, uint8_t *scratch)
+{
+    rt_preview *p = rt->cfg.preview;
+    uint64_t now = core_now_ns();
+    for (int i = 0; i < n; i++) {
+        int side = rt_preview_due(p, cams[i]->index, now);
+        if (!side)
+            continue;
+        const rt_cpu_frame *b = &cams[i]->bufs[cams[i]->work];
+        int tw, th;
+        vis_thumb_size(b->frame.width, b->frame.height, side, &tw, &th);
+        if (vis_thumb_ref(&b->frame, tw, th, scratch) == OMMA_OK)
+            (void)rt_preview_put(p, cams[i]->index, scratch, tw, th, b->frame.width,
+                                 b->frame.height, b->seq, b->capture_ns);
+    }
+}
+
 static void *worker(void *arg)
 {
     rt_cpu_runtime *rt = arg;
@@ -116,9 +137,12 @@ static void *worker(void *arg)
     omma_frame *frames = calloc((size_t)max, sizeof *frames);
     uint64_t *dropped = calloc((size_t)max, sizeof *dropped);
     omma_face *faces = calloc((size_t)max * (size_t)cfg->pipeline.max_faces, sizeof *faces);
-    omma_status st = picked && cams && counts && frames && dropped && faces
-                         ? OMMA_OK
-                         : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: worker buffers");
+    uint8_t *scratch =
+        cfg->preview ? malloc((size_t)RT_PREVIEW_MAX_SIDE * RT_PREVIEW_MAX_SIDE * 3) : NULL;
+    omma_status st =
+        picked && cams && counts && frames && dropped && faces && (scratch || !cfg->preview)
+            ? OMMA_OK
+            : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: worker buffers");
     uint64_t cpu0 = core_thread_cpu_ns();
     pthread_mutex_lock(&rt->lock);
     while (st == OMMA_OK) {
@@ -140,6 +164,8 @@ static void *worker(void *arg)
             st = omma_face_pipeline_process_batch(rt->pipe, n, cams, frames, faces, counts);
             if (st == OMMA_OK)
                 report(rt, n, picked, faces, counts, dropped, core_now_ns());
+            if (st == OMMA_OK && scratch)
+                previews(rt, n, picked, scratch);
         }
         uint64_t cpu = core_thread_cpu_ns();
         atomic_fetch_add_explicit(&rt->worker_cpu_ns, cpu - cpu0, memory_order_relaxed);
@@ -155,6 +181,7 @@ static void *worker(void *arg)
     free(frames);
     free(dropped);
     free(faces);
+    free(scratch);
     rt_cpu_thread_ended(rt);
     return NULL;
 }

@@ -63,6 +63,9 @@ typedef struct rt_driver {
     int started;
 } rt_driver;
 
+/* Previews (rt_runtime_config.preview) a batch may make at most. */
+#define RT_GPU_PREVIEWS 4
+
 /* A batch in flight: what the sink needs to report it. */
 typedef struct rt_batch {
     int lane;
@@ -71,6 +74,11 @@ typedef struct rt_batch {
     uint64_t seq[OMMA_PIPELINE_MAX_BATCH], capture_ns[OMMA_PIPELINE_MAX_BATCH];
     uint64_t dropped[OMMA_PIPELINE_MAX_BATCH];
     int timed; /* its step was timed with timing[lane] */
+    /* Previews made from its frames: into set preview_set of the GPU's
+     * preview buffers, done at preview_done[preview_set]. */
+    int n_previews, preview_set;
+    int preview_cam[RT_GPU_PREVIEWS], preview_w[RT_GPU_PREVIEWS], preview_h[RT_GPU_PREVIEWS];
+    uint64_t preview_seq[RT_GPU_PREVIEWS], preview_capture_ns[RT_GPU_PREVIEWS];
 } rt_batch;
 
 struct rt_gpu {
@@ -94,6 +102,14 @@ struct rt_gpu {
     int pending_head, pending_count;
     int free_lanes;
     int worker_done;
+    /* Previews (cfg.preview): one set of RT_GPU_PREVIEWS thumbnails per
+     * lane (batch_count % lanes: at most lanes - 1 batches are in flight
+     * while the worker prepares one), in device memory and pinned. */
+    CUstream preview_stream;
+    CUdeviceptr preview_dev;
+    uint8_t *preview_host;
+    size_t preview_bytes;
+    CUevent preview_done[OMMA_PIPELINE_MAX_LANES];
     /* Worker only. */
     CUevent timing[OMMA_PIPELINE_MAX_LANES][2];
     uint64_t batch_count;

@@ -13,9 +13,15 @@
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/stream_pool.h"
+#include "gpu/memory.h"
 #include "pipeline/face_pipeline_async.h"
 #include "ipc/bus_publisher.h"
+#include "runtime/preview.h"
 #include "runtime/runtime_private.h"
+#include "vision/cuda_vision.h"
+#include "vision/thumb.h"
+
+#define PREVIEW_SLOT_BYTES ((size_t)RT_PREVIEW_MAX_SIDE * RT_PREVIEW_MAX_SIDE * 3)
 
 omma_status rt_gpu_prepare(rt_gpu *g)
 {
@@ -45,6 +51,14 @@ omma_status rt_gpu_prepare(rt_gpu *g)
     for (int l = 0; l < lanes; l++)
         for (int k = 0; k < 2; k++)
             OMMA_TRY(gpu_event_acquire(g->dev, GPU_EVENT_TIMING, &g->timing[l][k]));
+    if (cfg->preview) {
+        g->preview_bytes = (size_t)lanes * RT_GPU_PREVIEWS * PREVIEW_SLOT_BYTES;
+        OMMA_TRY(gpu_stream_acquire(g->dev, GPU_PRIORITY_LOW, &g->preview_stream));
+        OMMA_TRY(gpu_mem_alloc(g->dev, g->preview_bytes, &g->preview_dev));
+        OMMA_TRY(gpu_host_alloc(g->dev, g->preview_bytes, (void **)&g->preview_host));
+        for (int l = 0; l < lanes; l++)
+            OMMA_TRY(gpu_event_acquire(g->dev, GPU_EVENT_SYNC, &g->preview_done[l]));
+    }
     if (cfg->photo && cfg->pool_frames > 0)
         OMMA_TRY(rt_synthetic_pool_create(g->dev, cfg->photo, &cfg->synthetic, cfg->pool_frames,
                                           cfg->pool_memory, &g->pool));
@@ -59,6 +73,22 @@ void rt_gpu_close(rt_gpu *g)
         for (int k = 0; k < 2; k++)
             if (g->timing[l][k])
                 gpu_event_release(g->dev, g->timing[l][k]);
+    if (g->preview_stream) { /* the last previews' copies */
+        omma_scope scope;
+        if (omma_device_enter(g->dev, &scope) == OMMA_OK) {
+            (void)gpu_cu.cuStreamSynchronize(g->preview_stream);
+            (void)omma_device_leave(&scope);
+        }
+    }
+    for (int l = 0; l < OMMA_PIPELINE_MAX_LANES; l++)
+        if (g->preview_done[l])
+            gpu_event_release(g->dev, g->preview_done[l]);
+    if (g->preview_stream)
+        gpu_stream_release(g->dev, g->preview_stream);
+    if (g->preview_dev)
+        (void)gpu_mem_free(g->dev, g->preview_dev);
+    if (g->preview_host)
+        gpu_host_free(g->dev, g->preview_host, g->preview_bytes);
     if (g->dev)
         omma_device_close(g->dev);
     if (g->rt) { /* prepared: the lock and conditions exist */
@@ -178,6 +208,79 @@ static int take_frames(rt_gpu *g, rt_cam **picked, int n, rt_ring_item *items, r
     return m;
 }
 
+/* The previews due of the batch's cameras (preview.h): each a thumbnail
+ * kernel on the ring slot and a copy of the thumbnail only to pinned
+ * memory, on the preview stream after the frame's ready event; the batch's
+ * release waits for them (submit), the sink stores them (report). A
+ * failure costs the previews, never the batch. */
+static void enqueue_previews(rt_gpu *g, rt_batch *b, const omma_frame *frames, const CUevent *ready)
+{
+    rt_preview *p = g->rt->cfg.preview;
+    b->n_previews = 0;
+    if (!p)
+        return;
+    uint64_t now = core_now_ns();
+    int set = (int)(g->batch_count % (uint64_t)g->rt->cfg.pipeline.lanes), n = 0;
+    omma_scope scope;
+    int entered = 0;
+    for (int i = 0; i < b->n && n < RT_GPU_PREVIEWS; i++) {
+        int side = rt_preview_due(p, b->cams[i], now);
+        if (!side)
+            continue;
+        if (!entered) {
+            if (omma_device_enter(g->dev, &scope) != OMMA_OK)
+                return;
+            entered = 1;
+        }
+        int tw, th;
+        vis_thumb_size(frames[i].width, frames[i].height, side, &tw, &th);
+        size_t off = ((size_t)set * RT_GPU_PREVIEWS + (size_t)n) * PREVIEW_SLOT_BYTES;
+        size_t bytes = (size_t)tw * (size_t)th * 3;
+        if ((ready[i] && OMMA_CK(gpu_cu.cuStreamWaitEvent(g->preview_stream, ready[i], 0))) ||
+            OMMA_CK(vis_cuda_thumb(frames[i], tw, th, (uint8_t *)(g->preview_dev + off),
+                                   g->preview_stream)) ||
+            gpu_copy_d2h_async(g->dev, g->preview_host + off, g->preview_dev + off, bytes,
+                               g->preview_stream))
+            break;
+        b->preview_cam[n] = b->cams[i];
+        b->preview_w[n] = tw, b->preview_h[n] = th;
+        b->preview_seq[n] = b->seq[i], b->preview_capture_ns[n] = b->capture_ns[i];
+        n++;
+    }
+    if (entered) {
+        if (n > 0 &&
+            OMMA_CK(gpu_cu.cuEventRecord(g->preview_done[set], g->preview_stream)) == OMMA_OK) {
+            b->n_previews = n;
+            b->preview_set = set;
+        } else if (n > 0) {
+            /* The ring slots must not be reused under the kernels: wait. */
+            (void)gpu_cu.cuStreamSynchronize(g->preview_stream);
+        }
+        (void)omma_device_leave(&scope);
+    }
+}
+
+/* The sink: the batch's previews to the viewers. */
+static void store_previews(rt_gpu *g, const rt_batch *b)
+{
+    if (b->n_previews == 0)
+        return;
+    omma_scope scope;
+    if (omma_device_enter(g->dev, &scope) != OMMA_OK)
+        return;
+    omma_status st = OMMA_CK(gpu_cu.cuEventSynchronize(g->preview_done[b->preview_set]));
+    (void)omma_device_leave(&scope);
+    if (st != OMMA_OK)
+        return;
+    for (int k = 0; k < b->n_previews; k++) {
+        const rt_cam *cam = &g->rt->cams[b->preview_cam[k]];
+        size_t off = ((size_t)b->preview_set * RT_GPU_PREVIEWS + (size_t)k) * PREVIEW_SLOT_BYTES;
+        (void)rt_preview_put(g->rt->cfg.preview, cam->index, g->preview_host + off, b->preview_w[k],
+                             b->preview_h[k], cam->fmt.width, cam->fmt.height, b->preview_seq[k],
+                             b->preview_capture_ns[k]);
+    }
+}
+
 static omma_status submit(rt_gpu *g, rt_batch *b, rt_ring_item *items, const omma_frame *frames,
                           const CUevent *ready)
 {
@@ -186,6 +289,19 @@ static omma_status submit(rt_gpu *g, rt_batch *b, rt_ring_item *items, const omm
     int timed = next >= 0 && g->batch_count % RT_TIMING_EVERY == 0;
     omma_status st = fp_async_submit(g->pipe, b->n, b->cams, frames, ready,
                                      timed ? g->timing[next] : NULL, &lane);
+    if (b->n_previews > 0) {
+        /* The slots' done events (recorded on the lane's stream) cover the
+         * previews' kernels too. */
+        CUstream s = lane >= 0 ? fp_async_stream(g->pipe, lane) : fp_async_stream(g->pipe, 0);
+        omma_scope scope;
+        omma_status ws = omma_device_enter(g->dev, &scope);
+        if (ws == OMMA_OK) {
+            ws = OMMA_CK(gpu_cu.cuStreamWaitEvent(s, g->preview_done[b->preview_set], 0));
+            (void)omma_device_leave(&scope);
+        }
+        if (ws != OMMA_OK && st == OMMA_OK)
+            st = ws;
+    }
     for (int i = 0; i < b->n; i++) {
         /* After the step on the lane's stream (or at once when it failed:
          * the lane's stream was synchronized). */
@@ -226,8 +342,10 @@ void *rt_gpu_worker(void *arg)
         pthread_mutex_unlock(&g->lock);
         int n_requeue = 0;
         int m = take_frames(g, picked, n, items, &staged, frames, ready, requeue, &n_requeue);
-        if (m > 0)
+        if (m > 0) {
+            enqueue_previews(g, &staged, frames, ready);
             st = submit(g, &staged, items, frames, ready);
+        }
         uint64_t cpu = core_thread_cpu_ns();
         atomic_fetch_add_explicit(&rt->worker_cpu_ns, cpu - cpu0, memory_order_relaxed);
         cpu0 = cpu;
@@ -314,6 +432,7 @@ void *rt_gpu_sink(void *arg)
             if (b->timed)
                 time_step(g, b);
             report(g, b, core_now_ns());
+            store_previews(g, b);
         } else {
             rt_fail(rt, st, omma_last_error());
         }

@@ -114,6 +114,12 @@ cudaError_t vis_cuda_track_finish(const vis_gpu_step *s, vis_gpu_shape shape, vi
                                   int size, const float *mesh_landmarks, const float *mesh_flags,
                                   omma_face *faces, int *counts, cudaStream_t stream);
 
+/* The live view's preview (vision/thumb.h): the tw x th thumbnail of the
+ * frame (planes in device memory, passed by value) as packed RGB8 into out
+ * (tw * th * 3 bytes of device memory), the same pixels as vis_thumb_ref
+ * but for float rounding. One thread per output pixel. */
+cudaError_t vis_cuda_thumb(omma_frame frame, int tw, int th, uint8_t *out, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,8 @@
  *   - three live synthetic cameras at 100 fps (faster than the CPU): frames
  *     are dropped, counted (every frame in is processed or dropped), each
  *     camera's seq increases, the faces found lie on the known face box;
+ *     the live view's previews: none until one is wanted, then only the
+ *     wanted camera's, at the size asked (runtime/preview.h);
  *     stopped mid-run, wait returns and no thread is left. */
 #include <dirent.h>
 #include <pthread.h>
@@ -22,8 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "io/video_file.h"
 #include "omma/pipeline.h"
+#include "runtime/preview.h"
 #include "runtime/runtime.h"
 #include "support/face_inputs.h"
 #include "testing.h"
@@ -376,15 +380,29 @@ static void test_live_cameras_drop_and_stop(void)
      * takes, however slow it is (sanitizers), so the tracker keeps it. */
     cfg.synthetic.period_s = 600;
     cfg.synthetic_per_thread = 2;
+    /* The live view's previews: none until one is wanted, then only the
+     * wanted camera's, at the size asked. */
+    rt_preview *preview = NULL;
+    REQUIRE_OK(rt_preview_create(SYNTH, &preview));
+    cfg.preview = preview;
     synthetic_run = 1;
     rt_runtime *rt = NULL;
     REQUIRE_OK(rt_runtime_start(&cfg, &rt));
-    /* Until each camera has had a few results (or a minute). */
+    /* Until each camera has had a few results and a preview was made (or
+     * a minute). */
+    uint64_t unwanted = 1;
+    int wanted = 0;
     for (int t = 0; t < 600; t++) {
         pthread_mutex_lock(&c.lock);
-        int enough = c.synth_results >= 4 * SYNTH;
+        int results = c.synth_results;
         pthread_mutex_unlock(&c.lock);
-        if (enough)
+        if (!wanted && results >= 2 * SYNTH) {
+            unwanted = rt_preview_count(preview);
+            wanted = 1;
+        }
+        if (wanted) /* renewed, as a viewer's requests do */
+            rt_preview_want(preview, 1, 160, 50000000ull, core_now_ns());
+        if (wanted && results >= 4 * SYNTH && rt_preview_count(preview) >= 2)
             break;
         usleep(100000);
     }
@@ -394,6 +412,19 @@ static void test_live_cameras_drop_and_stop(void)
     rt_runtime_get_stats(rt, &s);
     rt_runtime_destroy(rt);
     synthetic_run = 0;
+    CHECK(unwanted == 0);
+    CHECK(rt_preview_count(preview) >= 2);
+    rt_preview_image img = {0};
+    CHECK(rt_preview_get(preview, 0, &img) == 0 && rt_preview_get(preview, 2, &img) == 0);
+    CHECK(rt_preview_get(preview, 1, &img) == 1);
+    CHECK(img.w == 160 && img.h == 90 && img.frame_w == 640 && img.frame_h == 360 && img.seq > 0);
+    double mean = 0;
+    for (size_t i = 0; img.rgb && i < (size_t)img.w * img.h * 3; i++)
+        mean += img.rgb[i];
+    mean /= (double)img.w * img.h * 3;
+    CHECK(mean > 20 && mean < 235); /* the photo on grey, not a blank */
+    free(img.rgb);
+    rt_preview_destroy(preview);
     fprintf(stderr,
             "live: %llu frames in, %llu done, %llu dropped, %llu batches; threads %d -> %d\n",
             (unsigned long long)s.frames_in, (unsigned long long)s.frames_done,

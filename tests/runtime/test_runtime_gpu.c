@@ -13,7 +13,10 @@
  *   - a source that cannot be opened fails the start, naming it;
  *   - 48 synthetic cameras at 240 fps, stopped while frames are in flight:
  *     wait returns, results per camera in order, the counts add up, and
- *     afterwards the device memory and the threads are those of before. */
+ *     afterwards the device memory and the threads are those of before;
+ *   - the live view's previews (runtime/preview.h) made on the GPU from
+ *     the ring: none until wanted, then the wanted cameras' only, at the
+ *     sizes asked, not blank; their buffers freed with the runtime. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +26,8 @@
 
 #include "gpu/gpu_testing.h"
 #include "omma/pipeline.h"
+#include "core/clock.h"
+#include "runtime/preview.h"
 #include "runtime/runtime.h"
 #include "support/face_inputs.h"
 #include "testing.h"
@@ -334,6 +339,86 @@ static void test_stop_with_frames_in_flight(void)
     pthread_mutex_destroy(&c.lock);
 }
 
+/* A preview's mean and spread over its bytes. */
+static void image_stats(const rt_preview_image *img, double *mean, double *sd)
+{
+    size_t n = (size_t)img->w * (size_t)img->h * 3;
+    double s = 0, s2 = 0;
+    for (size_t i = 0; i < n; i++)
+        s += img->rgb[i], s2 += (double)img->rgb[i] * img->rgb[i];
+    *mean = s / (double)n;
+    *sd = sqrt(s2 / (double)n - *mean * *mean);
+}
+
+static void test_previews_from_the_ring(void)
+{
+    static collected c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.lock, NULL);
+    omma_device *dev = NULL;
+    REQUIRE_OK(omma_device_open(0, &dev));
+    omma_memory_stats m0, m1;
+    REQUIRE_OK(omma_device_get_memory_stats(dev, &m0));
+    enum { N = 8 };
+    static rt_camera_config cams[N];
+    for (int i = 0; i < N; i++)
+        cams[i] = (rt_camera_config){NULL, NULL, 0};
+    int gpu = 0;
+    rt_preview *p = NULL;
+    REQUIRE_OK(rt_preview_create(N, &p));
+    rt_runtime_config cfg;
+    base_config(&cfg, &c);
+    cfg.n_cameras = N;
+    cfg.cameras = cams;
+    cfg.n_gpus = 1;
+    cfg.gpus = &gpu;
+    cfg.photo = &photo;
+    cfg.synthetic.width = 640;
+    cfg.synthetic.height = 480;
+    cfg.synthetic.fps = 60;
+    cfg.pool_frames = 16;
+    cfg.pipeline.max_batch = 8;
+    cfg.preview = p;
+    rt_runtime *rt = NULL;
+    REQUIRE_OK(rt_runtime_start(&cfg, &rt));
+    usleep(300000);
+    uint64_t unwanted = rt_preview_count(p);
+    for (int t = 0; t < 100 && rt_preview_count(p) < 6; t++) {
+        uint64_t now = core_now_ns();
+        rt_preview_want(p, 3, 320, 50000000ull, now);
+        rt_preview_want(p, 5, RT_PREVIEW_MAX_SIDE, 50000000ull, now);
+        usleep(100000);
+    }
+    rt_runtime_stop(rt);
+    CHECK_OK(rt_runtime_wait(rt, 30000));
+    rt_runtime_destroy(rt);
+    REQUIRE_OK(omma_device_get_memory_stats(dev, &m1));
+    fprintf(stderr, "previews: %llu before any want, %llu after\n", (unsigned long long)unwanted,
+            (unsigned long long)rt_preview_count(p));
+    CHECK(unwanted == 0);
+    CHECK(rt_preview_count(p) >= 6);
+    rt_preview_image img = {0};
+    for (int cam = 0; cam < N; cam++) {
+        int got = rt_preview_get(p, cam, &img);
+        CHECK(got == (cam == 3 || cam == 5));
+        if (got != 1)
+            continue;
+        double mean, sd;
+        image_stats(&img, &mean, &sd);
+        fprintf(stderr, "  camera %d: %dx%d of %dx%d, seq %llu, mean %.1f, sd %.1f\n", cam, img.w,
+                img.h, img.frame_w, img.frame_h, (unsigned long long)img.seq, mean, sd);
+        CHECK(img.frame_w == 640 && img.frame_h == 480 && img.seq > 0);
+        CHECK(cam == 3 ? img.w == 320 && img.h == 240 : img.w == 640 && img.h == 480);
+        CHECK(mean > 20 && mean < 235 && sd > 10); /* the photo, not a blank */
+    }
+    free(img.rgb);
+    rt_preview_destroy(p);
+    CHECK(m1.live_allocations == m0.live_allocations);
+    CHECK(m1.pinned_bytes == m0.pinned_bytes);
+    omma_device_close(dev);
+    pthread_mutex_destroy(&c.lock);
+}
+
 int main(void)
 {
     gpu_test_require_device();
@@ -350,6 +435,7 @@ int main(void)
     RUN(test_two_gpus_same_results);
     RUN(test_missing_source_fails_start);
     RUN(test_stop_with_frames_in_flight);
+    RUN(test_previews_from_the_ring);
     remove_dir(dir_good);
     remove_dir(dir_bad);
     io_image_free(&photo);
