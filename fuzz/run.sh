@@ -151,7 +151,7 @@ JSON
   "lsl": tru }' >"$out/seeds/syntax.json"
     sources="$src/fuzz/fuzz_config.c $src/src/cli/stream_config.c $src/src/cli/args.c"
     sources="$sources $src/src/core/log.c"
-    libs="-DOMMA_DEFAULT_DATA_DIR=\"$src\" $(pkg-config --cflags --libs json-c) -lm"
+    libs="-DOMMA_HAVE_JSONC=1 -DOMMA_DEFAULT_DATA_DIR=\"$src\" $(pkg-config --cflags --libs json-c) -lm"
     ;;
 ui)
     # The first byte picks the parser (fuzz/fuzz_ui.c).

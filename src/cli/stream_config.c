@@ -3,7 +3,6 @@
 #include "cli/stream_config.h"
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +10,9 @@
 #include <string.h>
 
 #define CONFIG_MAX_BYTES (1 << 20)
+#ifdef OMMA_HAVE_JSONC
+#include <json-c/json.h>
+
 #define CONFIG_MAX_ITEMS 4096
 #define MAX_DEPTH 16
 
@@ -666,6 +668,22 @@ int cli_config_parse(const char *path, const char *text, size_t len, const cli_o
     }
     return ok;
 }
+
+#else /* no json-c */
+
+int cli_config_parse(const char *path, const char *text, size_t len, const cli_option *options,
+                     cli_config *out, char *err, size_t cap)
+{
+    (void)text;
+    (void)len;
+    (void)options;
+    memset(out, 0, sizeof *out);
+    snprintf(err, cap,
+             "%s: omma was built without json-c (libjson-c-dev): --config is not available", path);
+    return 0;
+}
+
+#endif
 
 int cli_config_load(const char *path, const cli_option *options, cli_config *out, char *err,
                     size_t cap)
