@@ -2,8 +2,11 @@
  * full-length photo (testdata/messi5.jpg) and its next (tracked) frame:
  * one person each, the same id, the 33 landmarks within 2 px in fp16
  * (0.5 px in fp32), visibility and presence within 0.02, world landmarks
- * within 1 cm (fp32: 3 mm). pose_landmark_lite, full and heavy. Exits 77
- * without a GPU. */
+ * within 1 cm (fp32: 3 mm). The tracked frame's region comes from each
+ * pipeline's own previous landmarks, so fp16's differences compound there:
+ * 8 px and 2.5 cm (measured on the H100: up to 6.8 px and 1.8 cm with
+ * lite; fp32 stays within 0.001 px). pose_landmark_lite, full and heavy.
+ * Exits 77 without a GPU. */
 #include <math.h>
 #include <stdio.h>
 
@@ -58,8 +61,8 @@ static void run(const char *model, omma_precision prec)
         CHECK(na == 1 && nb == 1);
         if (na == 1 && nb == 1)
             compare(step ? "tracked" : "detected", &a, &b,
-                    prec == OMMA_PRECISION_FP16 ? 2.0f : 0.5f,
-                    prec == OMMA_PRECISION_FP16 ? 0.01f : 0.003f);
+                    prec == OMMA_PRECISION_FP16 ? (step ? 8.0f : 2.0f) : 0.5f,
+                    prec == OMMA_PRECISION_FP16 ? (step ? 0.025f : 0.01f) : 0.003f);
     }
     omma_pose_pipeline_destroy(gpu);
     omma_pose_pipeline_destroy(cpu);

@@ -399,6 +399,7 @@ static void test_previews_from_the_ring(void)
     CHECK(rt_preview_count(p) >= 6);
     rt_preview_image img = {0};
     for (int cam = 0; cam < N; cam++) {
+        img.version = 0; /* any image of this camera (versions are per camera) */
         int got = rt_preview_get(p, cam, &img);
         CHECK(got == (cam == 3 || cam == 5));
         if (got != 1)
