@@ -121,8 +121,17 @@ lsl)
     sources="$sources $src/src/lsl/lsl_query.c $src/src/lsl/lsl_feed.c"
     libs="-lm"
     ;;
+record)
+    # The first byte picks the parser (fuzz/fuzz_record.c); the build
+    # without FFmpeg: the parsers need none.
+    printf "\00010m" >"$out/seeds/minutes"
+    printf "\0001.5GiB" >"$out/seeds/size"
+    printf "\001{participant}-{camera}_{start}_{{x}}{segment}.mkv" >"$out/seeds/name"
+    sources="$src/fuzz/fuzz_record.c $src/src/io/recorder.c"
+    libs="-lm"
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video or lsl)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl or record)" >&2
     exit 2
     ;;
 esac
