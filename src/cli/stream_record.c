@@ -88,9 +88,12 @@ int cli_record_stop(cli_record *r)
         io_recorder_stats s;
         omma_status st = io_recorder_close(r->recs[i], &s);
         fprintf(stderr,
-                "omma stream: record %s: %ld frame%s %s in %d segment%s (%.1f MB), %ld "
+                "omma stream: record %s: %ld frame%s%s in %d segment%s (%.1f MB), %ld "
                 "dropped%s%s\n",
-                r->names[i], s.frames, s.frames == 1 ? "" : "s", s.encoded ? "encoded" : "remuxed",
+                r->names[i], s.frames, s.frames == 1 ? "" : "s",
+                !s.frames   ? ""
+                : s.encoded ? " encoded"
+                            : " remuxed",
                 s.segments, s.segments == 1 ? "" : "s", (double)s.bytes / 1e6, s.dropped,
                 st != OMMA_OK ? "; failed: " : "", st != OMMA_OK ? omma_last_error() : "");
         failed |= st != OMMA_OK;

@@ -308,6 +308,7 @@ struct io_recorder {
     int need_key;
     int have_base;
     int64_t base, last_pts;
+    int64_t last_dts; /* the last packet's dts in the file (INT64_MIN: none yet) */
     written ring[RING];
     int ring_next;
     AVCodecContext *enc;
@@ -538,6 +539,7 @@ static void end_run(io_recorder *r)
     close_segment(r, &r->cur);
     r->need_key = 1;
     r->have_base = 0;
+    r->last_dts = INT64_MIN;
     memset(r->ring, 0, sizeof r->ring);
     r->ring_next = 0;
 }
@@ -590,7 +592,18 @@ static void on_packet(io_recorder *r, const AVPacket *pkt)
     }
     r->out->stream_index = 0;
     r->out->pts = av_rescale_q(pts - r->base, r->in_tb, ost->time_base);
-    r->out->dts = av_rescale_q(dts - r->base, r->in_tb, ost->time_base);
+    if (pkt->dts != AV_NOPTS_VALUE) {
+        r->out->dts = av_rescale_q(dts - r->base, r->in_tb, ost->time_base);
+    } else {
+        /* RTP gives presentation times only. Matroska stores those; the
+         * muxer still wants increasing decode times at or before them:
+         * one tick after the last packet's (reordered B-frames included),
+         * never after the packet's own time. */
+        r->out->dts = r->last_dts == INT64_MIN ? r->out->pts : r->last_dts + 1;
+        if (r->out->dts > r->out->pts)
+            r->out->dts = r->out->pts;
+    }
+    r->last_dts = r->out->dts;
     r->out->duration = av_rescale_q(pkt->duration, r->in_tb, ost->time_base);
     r->out->pos = -1;
     written *w = &r->ring[r->ring_next];
