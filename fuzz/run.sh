@@ -101,7 +101,7 @@ video)
     done
     # CPU decoding only: the GPU part is video_gpu_none.c here.
     sources="$src/fuzz/fuzz_video.c $src/src/io/video_file.c $src/src/io/video_net.c"
-    sources="$sources $src/src/io/video_gpu_none.c"
+    sources="$sources $src/src/io/video_gpu_none.c $src/src/io/recorder.c"
     sources="$sources $src/src/core/clock.c"
     libs="-DOMMA_HAVE_LIBAV=1 $(pkg-config --cflags --libs libavformat libavcodec libavutil libswscale)"
     ;;

@@ -255,6 +255,7 @@ typedef struct item {
     uint64_t capture_ns;
     int64_t unix_ns;
     int64_t pts; /* ROW of a remuxed stream: the frame's pts (AV_NOPTS_VALUE: none) */
+    size_t bytes; /* the packet's or the frame's data */
     struct item *next;
 } item;
 
@@ -292,6 +293,7 @@ struct io_recorder {
     int stop;
     item *head, *tail;
     int heavy, all; /* queued packets and frames; all items */
+    size_t bytes; /* their data */
     io_recorder_stats stats; /* under lock */
     int64_t closed_bytes; /* under lock */
 
@@ -842,6 +844,7 @@ static void *writer_main(void *arg)
                 r->tail = NULL;
             r->all--;
             r->heavy -= it->pkt || it->image;
+            r->bytes -= it->bytes;
         }
         pthread_mutex_unlock(&r->lock);
         if (!it)
@@ -855,15 +858,27 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+/* Raw frames waiting for the encoder take this much memory at most (a
+ * 1080p camera: about 40 frames), whatever the queue's length. */
+#define QUEUE_BYTES ((size_t)128 << 20)
+
 /* Queues it, or frees it and returns -1 when the queue is full (heavy:
- * a packet or a frame, bounded by the queue size; anything else by a
- * larger bound, STREAM and BREAK never refused). */
+ * a packet or a frame, bounded by the queue size and QUEUE_BYTES, one
+ * always fits; anything else by a larger bound; STREAM and BREAK never
+ * refused). */
 static int push(io_recorder *r, item *it)
 {
     int heavy = it->pkt || it->image;
     int must = it->kind == ITEM_STREAM || it->kind == ITEM_BREAK;
+    int size = it->pkt     ? it->pkt->size
+               : it->image ? av_image_get_buffer_size(it->image->format, it->image->width,
+                                                      it->image->height, 1)
+                           : 0;
+    it->bytes = size > 0 ? (size_t)size : 0;
     pthread_mutex_lock(&r->lock);
-    if (!must && ((heavy && r->heavy >= r->queue) || r->all >= 4 * r->queue + 64)) {
+    int full =
+        heavy && (r->heavy >= r->queue || (r->heavy > 0 && r->bytes + it->bytes > QUEUE_BYTES));
+    if (!must && (full || r->all >= 4 * r->queue + 64)) {
         pthread_mutex_unlock(&r->lock);
         free_item(it);
         return -1;
@@ -876,6 +891,7 @@ static int push(io_recorder *r, item *it)
     r->tail = it;
     r->all++;
     r->heavy += heavy;
+    r->bytes += it->bytes;
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->lock);
     return 0;
