@@ -68,6 +68,7 @@ fuzz: data
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) video
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) lsl
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) ui
+	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) record
 
 clean:
 	rm -rf $(BUILD) $(RUN_BUILD) $(NOCUDA_BUILD)

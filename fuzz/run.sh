@@ -3,7 +3,7 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config|ui]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config|ui|record]
 #     tflite: the TFLite reader, seeded from the face models, pose_detection
 #             (sparse constants), pose_landmark_lite, the attention mesh and
 #             the small forged models in fuzz/seeds/
@@ -107,6 +107,7 @@ video)
     done
     # CPU decoding only (no OMMA_HAVE_NVDEC: GPU decoding is refused).
     sources="$src/fuzz/fuzz_video.c $src/src/io/video_file.c $src/src/io/video_net.c"
+    sources="$sources $src/src/io/recorder.c"
     sources="$sources $src/src/core/clock.c"
     libs="-DOMMA_HAVE_LIBAV=1 $(pkg-config --cflags --libs libavformat libavcodec libavutil libswscale)"
     ;;
@@ -166,8 +167,17 @@ ui)
     sources="$src/fuzz/fuzz_ui.c $src/src/ui/ui_request.c"
     libs=""
     ;;
+record)
+    # The first byte picks the parser (fuzz/fuzz_record.c); the build
+    # without FFmpeg: the parsers need none.
+    printf "\00010m" >"$out/seeds/minutes"
+    printf "\0001.5GiB" >"$out/seeds/size"
+    printf "\001{participant}-{camera}_{start}_{{x}}{segment}.mkv" >"$out/seeds/name"
+    sources="$src/fuzz/fuzz_record.c $src/src/io/recorder.c"
+    libs="-lm"
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl, config or ui)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl, config, ui or record)" >&2
     exit 2
     ;;
 esac

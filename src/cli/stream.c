@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/run_output.h"
 #include "cli/stream_data.h"
+#include "cli/stream_record.h"
 #include "cli/stream_lsl.h"
 #include "cli/stream_options.h"
 #include "cli/stream_people.h"
@@ -447,6 +448,9 @@ int cli_stream(int argc, char **argv)
         rc = cli_data_start(&o, &s.data);
     if (rc < 0)
         rc = cli_people_start(&o, &s.people);
+    cli_record *rec = NULL;
+    if (rc < 0 && o.record_dir)
+        rc = cli_record_start(&o, &rec);
     if (rc < 0 && o.results) {
         if (!cli_output_open(&s.out, o.out, 0))
             rc = CLI_EXIT_ERROR;
@@ -471,6 +475,8 @@ int cli_stream(int argc, char **argv)
     s.ui = NULL;
     rt_preview_destroy(s.preview);
     s.preview = NULL;
+    if (cli_record_stop(rec) && rc == CLI_EXIT_OK)
+        rc = CLI_EXIT_ERROR;
     metrics_destroy(m);
     io_image_free(&photo);
     pthread_mutex_destroy(&s.lock);

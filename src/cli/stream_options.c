@@ -8,8 +8,10 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "io/recorder.h"
 #include "omma/bus.h"
 #include "ui/ui_request.h"
+#include "omma/status.h"
 
 #define DEFAULT_PHOTO "testdata/astronaut.png"
 
@@ -59,6 +61,9 @@ enum {
     OPT_LSL_NAME,
     OPT_LSL_BIND,
     OPT_DATA,
+    OPT_RECORD,
+    OPT_RECORD_NAME,
+    OPT_RECORD_SEGMENT,
     OPT_SINK,
     OPT_SITE,
     OPT_NODE,
@@ -181,6 +186,20 @@ static const cli_option options[] = {
                   "per camera, one row per frame with its capture time\n"
                   "and the landmarks as on LSL; whole rows, written at\n"
                   "least every half second; existing files are kept"},
+    [OPT_RECORD] = {"--record", "DIR",
+                    "record every camera's video there (made if missing) as\n"
+                    "it arrives: compressed streams (videos, network\n"
+                    "cameras) remuxed as they are, raw frames (V4L2, images)\n"
+                    "encoded with libx264; Matroska files with a CSV beside\n"
+                    "each: frame numbers (as NAME_frames on LSL), times in\n"
+                    "the file, capture times (docs/RECORDING.md)"},
+    [OPT_RECORD_NAME] = {"--record-name", "TEMPLATE",
+                         "the files' names: {camera} (its name, as on LSL),\n"
+                         "{participant}, {start} (UTC), {segment} (0001...),\n"
+                         "ending in .mkv (default " IO_RECORD_DEFAULT_NAME ")"},
+    [OPT_RECORD_SEGMENT] = {"--record-segment", "DURATION|SIZE",
+                            "a new file after this long (90s, 10m, 1h) or this\n"
+                            "size (500MB, 2GB), at a key frame; none by default"},
     [OPT_SINK] = {"--sink", "URL",
                   "also send every frame's result to a message system\n"
                   "(repeat for several): kafka://BROKERS/TOPIC,\n"
@@ -600,6 +619,16 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         }
         return o->participant_specs[o->n_participants++] = v, 1;
     }
+    if (id == OPT_RECORD)
+        return o->record_dir = v, 1;
+    if (id == OPT_RECORD_NAME)
+        return o->record_name = v, 1;
+    if (id == OPT_RECORD_SEGMENT) {
+        if (io_record_parse_segment(v, &o->record_segment_ns, &o->record_segment_bytes) == OMMA_OK)
+            return 1;
+        fprintf(stderr, "omma: error: --record-segment: %s\n", omma_last_error());
+        return 0;
+    }
     long n;
     double d;
     rt_runtime_config *rt = &o->rt;
@@ -862,6 +891,17 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     if (o->ui_token && !o->ui) {
         free(sources);
         return cli_usage_error("stream", "--ui-token needs --ui");
+    }
+    if ((o->record_name || o->record_segment_ns || o->record_segment_bytes) && !o->record_dir) {
+        free(sources);
+        return cli_usage_error("stream", "--record-name and --record-segment need --record DIR");
+    }
+    if (o->record_dir &&
+        io_record_check_name(o->record_name ? o->record_name : IO_RECORD_DEFAULT_NAME,
+                             o->record_segment_ns > 0 || o->record_segment_bytes > 0) != OMMA_OK) {
+        fprintf(stderr, "omma: error: --record-name: %s\n", omma_last_error());
+        free(sources);
+        return cli_see_help("stream");
     }
     if (n_sources == 0) {
         free(sources);

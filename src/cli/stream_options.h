@@ -2,6 +2,7 @@
 #ifndef OMMA_CLI_STREAM_OPTIONS_H
 #define OMMA_CLI_STREAM_OPTIONS_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "cli/stream_config.h"
@@ -39,6 +40,9 @@ typedef struct cli_stream_opts {
     const char *lsl_names; /* --lsl-name; NULL: cam0, cam1... */
     const char *lsl_bind; /* --lsl-bind; NULL: 127.0.0.1 */
     const char *data_dir; /* --data DIR: per-frame CSV files (stream_data.h) */
+    const char *record_dir; /* --record DIR: the cameras' video (stream_record.h) */
+    const char *record_name; /* --record-name TEMPLATE; NULL: the default */
+    int64_t record_segment_ns, record_segment_bytes; /* --record-segment (0: none) */
     char (*names)[CLI_CAMERA_NAME_MAX]; /* each camera's name: --lsl-name's,
                                          * else cam0, cam1... */
     const char *sinks[CLI_MAX_SINKS]; /* --sink URLs */

@@ -53,6 +53,7 @@ int io_decode_parse(const char *name)
 #include <stdarg.h>
 #include <stdatomic.h>
 
+#include "io/recorder_libav.h"
 #include "io/video_libav.h"
 #ifdef OMMA_HAVE_NVDEC
 #include "io/video_nvdec.h"
@@ -292,6 +293,7 @@ static omma_status open_stream(io_video *v)
     v->codec_id = par->codec_id;
     v->pix_fmt = par->format;
     take_timing(v);
+    io_recorder_tap_stream(v->opt.record, st);
 
     v->dec = avcodec_alloc_context3(codec);
     if (!v->dec)
@@ -518,6 +520,7 @@ omma_status io_video_reconnect(io_video *v)
     free(v->error_text);
     v->error_text = NULL;
     v->stats.reused_decoders++;
+    io_recorder_tap_stream(v->opt.record, v->fmt->streams[v->stream]);
     return OMMA_OK;
 }
 
@@ -792,6 +795,7 @@ static int decode_next(io_video *v, omma_status *st)
         if (v->pkt->flags & AV_PKT_FLAG_CORRUPT)
             v->stats.corrupt_packets++;
         v->packets++;
+        io_recorder_tap_packet(v->opt.record, v->pkt); /* as demuxed, before decoding */
         io_libav_clear_log();
         t0 = core_now_ns(), c0 = core_thread_cpu_ns();
         err = decoder_send(v, v->pkt);
@@ -944,7 +948,15 @@ omma_status io_video_rewind(io_video *v)
     v->draining = 0;
     v->failures = 0;
     v->pending = OMMA_OK;
+    io_recorder_discontinuity(v->opt.record); /* the timestamps start again */
     return OMMA_OK;
+}
+
+int64_t io_video_last_pts(const io_video *v)
+{
+    if (!v || !v->frame || v->frame->best_effort_timestamp == AV_NOPTS_VALUE)
+        return INT64_MIN;
+    return v->frame->best_effort_timestamp;
 }
 
 void io_video_close(io_video *v)
@@ -1112,6 +1124,12 @@ omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_fr
     (void)frame;
     (void)host;
     return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "omma was built without FFmpeg");
+}
+
+int64_t io_video_last_pts(const io_video *v)
+{
+    (void)v;
+    return INT64_MIN;
 }
 
 void io_video_close(io_video *v)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/recorder.h"
 #include "omma/device.h"
 #include "omma/face.h"
 #include "omma/status.h"
@@ -39,6 +40,9 @@ typedef struct io_video_options {
                      * (waits on the host), for consumers that cannot make
                      * a stream wait (omma run); 0: ready in the stream's
                      * order only */
+    io_recorder *record; /* the demuxed packets are also recorded (remuxed):
+                          * each open and reconnection taps the stream, a
+                          * rewind breaks the recording (NULL: none) */
 } io_video_options;
 
 /* "cpu", "gpu", "auto"; and back (-1 for an unknown name). */
@@ -196,6 +200,11 @@ omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, 
  * cannot seek: reopen instead), OMMA_ERR_INVALID_ARG (NULL, or not at the
  * end), or the reader's sticky error. */
 omma_status io_video_rewind(io_video *v);
+
+/* The presentation time, in its stream's ticks, of the frame the last
+ * io_video_read gave (the pts io_recorder_frame matches with its packet);
+ * INT64_MIN when it has none or none was read. */
+int64_t io_video_last_pts(const io_video *v);
 
 /* Closes the file and frees everything; accepts NULL. */
 void io_video_close(io_video *v);

@@ -69,6 +69,9 @@ typedef struct rt_camera_config {
     const char *spec; /* a source (source.h), or NULL: a synthetic camera */
     const char *name; /* metrics label; NULL: the spec, or "synthN" */
     long max_frames; /* stop after this many frames (0: until the end or stop) */
+    io_recorder *record; /* --record: the camera's recorder (source.h's
+                          * record; NULL: none); the caller's, closed after
+                          * the runtime is destroyed */
 } rt_camera_config;
 
 /* One frame's results, to the result callback. */

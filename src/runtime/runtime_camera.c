@@ -30,6 +30,7 @@ static omma_status open_source(rt_gpu_runtime *rt, rt_cam *cam)
     const rt_runtime_config *cfg = &rt->cfg;
     rt_source_options so;
     rt_link_watch_init(&cam->link, cfg, cam->index, &so);
+    so.record = cam->cfg.record;
     rt_gpu *g = NULL;
     if (so.decode != IO_DECODE_CPU) {
         g = &rt->gpus[cam->index % rt->n_gpus];

@@ -40,6 +40,7 @@ omma_status rt_cpu_cam_open(rt_cpu_runtime *rt, rt_cpu_cam *cam)
     } else {
         rt_source_options so;
         rt_link_watch_init(&cam->link, cfg, cam->index, &so);
+        so.record = cam->cfg.record;
         if (so.decode == IO_DECODE_GPU)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                              "camera %d (%s): decoding on the GPU needs the CUDA backend",

@@ -237,6 +237,7 @@ omma_status rt_source_open(const char *spec, const rt_source_options *opt, rt_so
     s->info.kind = kind_of(spec);
     s->info.live = s->info.kind == RT_SOURCE_V4L2 || s->info.kind == RT_SOURCE_NETWORK;
     s->info.frames = -1;
+    s->pts = s->first_pts = INT64_MIN;
     snprintf(s->info.name, sizeof s->info.name, "%s", spec);
     switch (s->info.kind) {
     case RT_SOURCE_VIDEO:
@@ -319,6 +320,7 @@ static omma_status next_frame(rt_source *s, omma_frame *frame, uint64_t *capture
         *frame = s->first;
         ts_ms = s->first_ts_ms;
         *capture_ns = s->first_capture_ns;
+        s->pts = s->first_pts;
         s->have_first = 0;
     } else {
         omma_status st = s->ops->read(s, frame, &ts_ms, capture_ns, eof);
@@ -347,6 +349,8 @@ static omma_status next_frame(rt_source *s, omma_frame *frame, uint64_t *capture
         }
         *capture_ns = core_now_ns();
     }
+    /* Its number is the VideoSync stream's: frames read, from 0. */
+    io_recorder_frame(s->opt.record, s->index, *capture_ns, s->pts, frame);
     s->index++;
     return OMMA_OK;
 }

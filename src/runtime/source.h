@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "io/recorder.h"
 #include "io/video_file.h"
 #include "omma/device.h"
 #include "omma/face.h"
@@ -81,6 +82,10 @@ typedef struct rt_source_options {
                                          * RT_SOURCE_GOOD_MS */
     rt_source_observer on_status; /* NULL: none */
     void *status_ctx;
+    io_recorder *record; /* every frame handed out is recorded (NULL: none):
+                          * videos and network cameras remuxed from their
+                          * packets, the others' frames encoded; borrowed,
+                          * it outlives the source */
 } rt_source_options;
 
 #define RT_SOURCE_GOOD_MS 10000

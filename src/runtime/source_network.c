@@ -140,6 +140,7 @@ static omma_status read_connected(rt_source *s, net_src *ns, omma_frame *frame, 
                              frame->height, frame->memory == OMMA_MEMORY_DEVICE ? "GPU" : "CPU",
                              format_name(s->info.format), s->info.width, s->info.height,
                              s->info.memory == OMMA_MEMORY_DEVICE ? "GPU" : "CPU");
+        s->pts = io_video_last_pts(ns->v);
         return OMMA_OK;
     }
     if (src_interrupted(s))
@@ -299,7 +300,7 @@ omma_status src_network_open(rt_source *s)
     ns->net.read_timeout_ms = s->opt.read_timeout_ms;
     ns->net.abort = &s->interrupted;
     ns->backoff_ms = s->opt.backoff_min_ms;
-    ns->decode = (io_video_options){s->opt.decode, s->opt.device, 0};
+    ns->decode = (io_video_options){s->opt.decode, s->opt.device, 0, s->opt.record};
     OMMA_TRY(io_video_open_url(ns->url, &ns->net, &ns->decode, &ns->v));
     ns->linked = 1;
     s->info.width = io_video_width(ns->v);
@@ -323,6 +324,7 @@ omma_status src_network_open(rt_source *s)
     s->info.memory = s->first.memory;
     snprintf(s->info.decoder, sizeof s->info.decoder, "%s", io_video_decoder(ns->v));
     s->first_ts_ms = ts;
+    s->first_pts = io_video_last_pts(ns->v);
     s->have_first = 1;
     ns->connected_ns = core_now_ns();
     s->first_capture_ns = capture_time(s, ns, ts);

@@ -48,6 +48,10 @@ struct rt_source {
     /* The first frame's capture time (live sources that read one at open). */
     uint64_t first_capture_ns;
 
+    /* Videos: the frame's pts in its stream's ticks (io_video_last_pts),
+     * for the recorder; the first frame's, read at open. */
+    int64_t pts, first_pts;
+
     pthread_mutex_t status_lock; /* status, between the reader and any thread */
     rt_source_status status;
 

@@ -40,7 +40,7 @@ static const char *format_name(omma_pixel_format f)
 
 static omma_status open_video(rt_source *s, video_src *vs)
 {
-    io_video_options o = {s->opt.decode, s->opt.device, 0};
+    io_video_options o = {s->opt.decode, s->opt.device, 0, s->opt.record};
     return io_video_open_with(s->spec, &o, &vs->v);
 }
 
@@ -63,6 +63,7 @@ static int read_pass(rt_source *s, video_src *vs, omma_frame *frame, double *ts_
     }
     *ts_ms = vs->offset_ms + ts;
     vs->last_ms = *ts_ms;
+    s->pts = io_video_last_pts(vs->v);
     io_video_stats stats;
     io_video_get_stats(vs->v, &stats);
     src_set_damage(s, vs->damaged + stats.damaged_frames, vs->dropped + stats.dropped_packets);
@@ -153,6 +154,7 @@ omma_status src_video_open(rt_source *s)
     s->info.memory = s->first.memory;
     snprintf(s->info.decoder, sizeof s->info.decoder, "%s", io_video_decoder(vs->v));
     s->first_ts_ms = ts;
+    s->first_pts = io_video_last_pts(vs->v);
     s->have_first = 1;
     vs->last_ms = ts;
     return OMMA_OK;

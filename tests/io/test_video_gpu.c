@@ -122,7 +122,7 @@ static int compare_clip(const char *name, int *frames_out)
     char path[512];
     snprintf(path, sizeof path, "%s/%s", CLIPS, name);
     io_video *g = NULL, *c = NULL;
-    io_video_options go = {IO_DECODE_GPU, dev, 0};
+    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL};
     if (io_video_open_with(path, &go, &g) != OMMA_OK) {
         fprintf(stderr, "%s: GPU open: %s\n", name, omma_last_error());
         return -1;
@@ -209,11 +209,11 @@ static void mjpeg_close(void)
 static void ten_bit_refused_or_cpu(void)
 {
     io_video *v = NULL;
-    io_video_options go = {IO_DECODE_GPU, dev, 0};
+    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL};
     CHECK_FAILS(io_video_open_with(CLIPS "/pan_hevc10.mkv", &go, &v), OMMA_ERR_UNSUPPORTED,
                 "not 8-bit 4:2:0");
     CHECK(v == NULL);
-    io_video_options ao = {IO_DECODE_AUTO, dev, 0};
+    io_video_options ao = {IO_DECODE_AUTO, dev, 0, NULL};
     REQUIRE_OK(io_video_open_with(CLIPS "/pan_hevc10.mkv", &ao, &v));
     fprintf(stderr, "pan_hevc10.mkv with auto: %s\n", io_video_decoder(v));
     CHECK(strstr(io_video_decoder(v), "cpu (hevc; not on the GPU") != NULL);
@@ -229,7 +229,7 @@ static void ten_bit_refused_or_cpu(void)
 static void rewind_keeps_decoding(void)
 {
     io_video *v = NULL;
-    io_video_options go = {IO_DECODE_GPU, dev, 0};
+    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL};
     REQUIRE_OK(io_video_open_with(CLIPS "/pan_h264.mp4", &go, &v));
     int w = io_video_width(v), h = io_video_height(v);
     size_t bytes = (size_t)w * h * 3 / 2;
@@ -265,7 +265,7 @@ static void no_context_of_its_own(void)
 {
     size_t before = free_memory();
     io_video *v = NULL;
-    io_video_options go = {IO_DECODE_GPU, dev, 0};
+    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL};
     REQUIRE_OK(io_video_open_with(CLIPS "/pan_h264.mp4", &go, &v));
     omma_frame f;
     double t;
@@ -293,7 +293,7 @@ static int read_damaged(const char *path)
     if (omma_device_open(0, &d) != OMMA_OK)
         return 3;
     io_video *v = NULL;
-    io_video_options go = {IO_DECODE_GPU, d, 0};
+    io_video_options go = {IO_DECODE_GPU, d, 0, NULL};
     omma_status st = io_video_open_with(path, &go, &v);
     long frames = 0;
     while (st == OMMA_OK) {
