@@ -363,7 +363,7 @@ static void test_previews_from_the_ring(void)
     enum { N = 8 };
     static rt_camera_config cams[N];
     for (int i = 0; i < N; i++)
-        cams[i] = (rt_camera_config){NULL, NULL, 0};
+        cams[i] = (rt_camera_config){NULL, NULL, 0, NULL};
     int gpu = 0;
     rt_preview *p = NULL;
     REQUIRE_OK(rt_preview_create(N, &p));
