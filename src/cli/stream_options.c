@@ -62,6 +62,8 @@ enum {
     OPT_SITE,
     OPT_NODE,
     OPT_SINK_DRAIN,
+    OPT_CLUSTER,
+    OPT_CLUSTER_WEIGHT,
     OPT_COUNT
 };
 
@@ -181,6 +183,15 @@ static const cli_option options[] = {
     [OPT_SINK_DRAIN] = {"--sink-drain", "S",
                         "at the end, wait up to S seconds for the sinks'\n"
                         "acknowledgements (10); what is left is dropped"},
+    [OPT_CLUSTER] = {"--cluster", "URL",
+                     "share cameras out with other nodes through NATS\n"
+                     "JetStream's key-value store instead of SOURCEs:\n"
+                     "nats://HOST:PORT[,HOST:PORT...][/BUCKET][?lease_ms=\n"
+                     "&replicas=] (omma cluster add|rm|ls|drain;\n"
+                     "docs/CLUSTER.md); needs --node"},
+    [OPT_CLUSTER_WEIGHT] = {"--cluster-weight", "N",
+                            "cameras this node takes at most, and its weight in\n"
+                            "the split (default 0: no limit, weight 1)"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -364,7 +375,7 @@ static int valid_name(const char *s, size_t n)
 static int name_cameras(cli_stream_opts *o)
 {
     int n = o->rt.n_cameras;
-    o->names = calloc((size_t)n, sizeof *o->names);
+    o->names = calloc((size_t)(n > 0 ? n : 1), sizeof *o->names);
     if (!o->names) {
         fprintf(stderr, "omma: error: out of memory\n");
         return 0;
@@ -566,6 +577,10 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return o->site = v, 1;
     if (id == OPT_NODE)
         return o->node = v, 1;
+    if (id == OPT_CLUSTER)
+        return o->cluster = v, 1;
+    if (id == OPT_CLUSTER_WEIGHT && cli_arg_long(a, v, 0, 1000000, &n))
+        return o->cluster_weight = n, 1;
     if (id == OPT_SINK_DRAIN && cli_arg_double(a, v, 0.0, 3600.0, &d))
         return o->sink_drain_s = d, 1;
     return 0; /* a value that did not parse: said so above */
@@ -616,11 +631,20 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
         free(sources);
         return cli_usage_error("stream", "--decode gpu needs the GPU backend (--backend gpu)");
     }
-    if (n_sources == 0) {
+    if (o->cluster && (n_sources > 0 || o->lsl || o->data_dir || o->rt.publish || !o->node)) {
+        free(sources);
+        const char *why = n_sources > 0 ? "--cluster takes its cameras from the cluster's "
+                                          "bucket, not SOURCEs (omma cluster add)"
+                          : !o->node    ? "--cluster needs --node NAME"
+                                     : "--cluster does not go with --lsl, --data or --publish yet";
+        return cli_usage_error("stream", "%s", why);
+    }
+    if (n_sources == 0 && !o->cluster) {
         free(sources);
         return cli_usage_error("stream", "no SOURCE given (a video, images, /dev/videoN or "
                                          "synthetic)");
     }
+    o->max_frames = max_frames;
     int ok = 1;
     for (int i = 0; i < n_sources && ok; i++)
         ok = add_source(o, sources[i], max_frames);

@@ -39,6 +39,9 @@ typedef struct cli_stream_opts {
     int n_sinks;
     const char *site, *node; /* --site, --node; NULL: the sinks' defaults */
     double sink_drain_s;
+    const char *cluster; /* --cluster URL: cameras from the cluster (stream_cluster.h) */
+    long cluster_weight; /* --cluster-weight */
+    long max_frames; /* --max-frames (the cluster's cameras that set none) */
     char **owned; /* camera specs made here (bus:NAME/I) */
     int n_owned;
 } cli_stream_opts;
