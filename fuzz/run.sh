@@ -3,7 +3,7 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|cluster]
 #     tflite: the TFLite reader, seeded from the three models and the small
 #             forged models in fuzz/seeds/
 #     image:  the PNG/JPEG decoders, seeded from small images written by
@@ -15,6 +15,8 @@
 #             (MPEG-4 AVI, H.264 MP4 and MPEG-TS, HEVC MKV, MJPEG AVI)
 #     lsl:    the parsers of LSL network input (discovery queries, <info>
 #             documents, streamfeed headers), seeded with what liblsl sends
+#     cluster: the cluster's bucket values (cameras, heartbeats, owners) and
+#             its URL, seeded with what omma writes
 set -eu
 src=${1:?source dir}
 build=${2:?build dir}
@@ -121,8 +123,20 @@ lsl)
     sources="$sources $src/src/lsl/lsl_query.c $src/src/lsl/lsl_feed.c"
     libs="-lm"
     ;;
+cluster)
+    # The first byte picks the parser (fuzz/fuzz_cluster.c).
+    printf '\000source=rtsp://cam.local/1\nmax_frames=30\n' >"$out/seeds/camera"
+    printf '\000# a comment\n\nsource=synthetic' >"$out/seeds/camera2"
+    printf '\001weight=4\ncameras=3\ndraining=0\n' >"$out/seeds/node"
+    printf '\002node=edge-3\n' >"$out/seeds/owner"
+    printf '\003nats://u:p@127.0.0.1:4222,h2,[::1]:4223/fleet?lease_ms=2000&replicas=3&storage=memory' \
+        >"$out/seeds/url"
+    sources="$src/fuzz/fuzz_cluster.c $src/src/cluster/cluster_value.c"
+    sources="$sources $src/src/cluster/cluster_url.c"
+    libs=""
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video or lsl)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl or cluster)" >&2
     exit 2
     ;;
 esac

@@ -29,7 +29,7 @@ static void usage(FILE *to)
                 "  The cameras that omma stream --cluster URL --node NAME nodes share out\n"
                 "  (docs/CLUSTER.md). CAMERA and NODE: 1..63 of A-Z a-z 0-9 _ -. SOURCE: what\n"
                 "  omma stream takes (a video, rtsp://..., synthetic...). Nodes pick up a camera\n"
-                "  added or removed within a lease (3 s by default).\n"
+                "  added or removed at once.\n"
                 "  ls: the live nodes (weight, cameras held, draining) and every camera with\n"
                 "  its owner. drain: the node hands its cameras over and takes none until\n"
                 "  --undo.\n");

@@ -329,11 +329,14 @@ static void close_sinks(cli_stream_opts *o, stream_state *s, metrics_registry *m
         snprintf(name, sizeof name, "%s", sink_name(s->sinks[i]));
         sink_stats st;
         sink_close(s->sinks[i], (int)(o->sink_drain_s * 1000.0), &st);
+        char fenced[64] = "";
+        if (st.fenced > 0) /* --cluster: leases that ended under the backlog */
+            snprintf(fenced, sizeof fenced, " (%llu fenced)", (unsigned long long)st.fenced);
         fprintf(stderr,
                 "omma stream: sink %s: %llu published, %llu acknowledged, %llu failed "
-                "(resent), %llu dropped%s%s\n",
+                "(resent), %llu dropped%s%s%s\n",
                 name, (unsigned long long)st.published, (unsigned long long)st.acked,
-                (unsigned long long)st.failed, (unsigned long long)st.dropped,
+                (unsigned long long)st.failed, (unsigned long long)st.dropped, fenced,
                 st.last_error[0] ? "; last error: " : "", st.last_error);
     }
     s->n_sinks = 0;

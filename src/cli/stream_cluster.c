@@ -106,6 +106,8 @@ static void on_camera(void *ctx, const rt_camera_event *e)
 /* The jobs' thread: starts a camera's runtime under its lease. */
 static void start(cli_cluster_node *c, slot *s, const cluster_camera *cam, uint64_t lease)
 {
+    if (!cluster_lease_valid(c->cl, s->id, lease))
+        return; /* released (or lost) while this waited */
     snprintf(s->source, sizeof s->source, "%s", cam->source);
     s->cam.spec = strcmp(cam->source, "synthetic") ? s->source : NULL;
     s->cam.name = s->id;
@@ -204,7 +206,16 @@ static void on_release(void *ctx, const char *id, int lost)
     (void)lost;
     cli_cluster_node *c = ctx;
     slot *s = find_slot(c, id, 0);
-    if (s && queue(c, s, 0, NULL, 0) != OMMA_OK) { /* no memory: stop it here */
+    if (!s)
+        return;
+    /* Every camera released starts stopping now (its threads end while the
+     * jobs' thread joins those before it); under the lock, which the jobs'
+     * thread holds to take a runtime before destroying it. */
+    pthread_mutex_lock(&c->lock);
+    if (s->rt)
+        rt_runtime_stop(s->rt);
+    pthread_mutex_unlock(&c->lock);
+    if (queue(c, s, 0, NULL, 0) != OMMA_OK) { /* no memory: stop it here */
         pthread_mutex_lock(&c->lock);
         rt_runtime *rt = s->rt;
         s->rt = NULL;

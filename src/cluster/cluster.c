@@ -520,7 +520,7 @@ omma_status cluster_open(const cluster_config *cfg, cluster **out)
     }
     snprintf(c->node, sizeof c->node, "%s", cfg->node);
     c->lease_ns = (uint64_t)c->url.lease_ms * 1000000u;
-    c->period_ns = c->lease_ns / 3;
+    c->period_ns = c->lease_ns / 4; /* a lease outlives two renewals missed */
     c->margin_ns = c->lease_ns / 10;
     /* A request that hangs must not outlive the leases it renews. */
     st = cluster_conn_open(&c->url, cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 5000,

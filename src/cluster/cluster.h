@@ -9,7 +9,7 @@
  *                              cameras, draining), own.ID = the camera's
  *                              owner (node=NAME)
  *
- * A node watches both buckets, puts its heartbeat every lease_ms / 3 and
+ * A node watches both buckets, puts its heartbeat every lease_ms / 4 and
  * renews each lease it holds by compare-and-set on the revision it last
  * wrote (kvStore_Update). It claims an unowned camera with kvStore_Create
  * (which fails while any owner's key exists): at most one owner by
@@ -17,7 +17,7 @@
  * then claim its cameras. A node claims while it holds fewer than its
  * share: the cameras split over the live, undrained nodes by weight
  * (rounded up), and no more than its own weight; above its share it hands
- * over one camera per lease period (rebalancing when a node joins).
+ * over one camera per lease_ms / 4 (rebalancing when a node joins).
  *
  * Fencing: a lease is valid here until `lease_ms - margin` after the send
  * of its last renewal that succeeded (a local clock, no clock shared
