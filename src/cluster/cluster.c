@@ -48,7 +48,6 @@ struct cluster {
     cluster_url url;
     cluster_conn conn;
     kvWatcher *wcams, *wleases;
-    atomic_int resync; /* reconnected: watch again */
     atomic_int stop;
     pthread_t thread;
     int started;
@@ -65,15 +64,25 @@ struct cluster {
 };
 
 static void logf_(cluster *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line on the log, without the " at src/FILE.c:LINE" of the errors it
+ * quotes (as the command's messages). */
 static void logf_(cluster *c, const char *fmt, ...)
 {
+    char line[1536];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(c->log, "omma cluster %s: ", c->node);
-    vfprintf(c->log, fmt, ap);
-    fputc('\n', c->log);
-    fflush(c->log);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    for (char *at; (at = strstr(line, " at src/")) != NULL;) {
+        char *end = at + 8;
+        while (*end && *end != ':')
+            end++;
+        while (*end == ':' || (*end >= '0' && *end <= '9'))
+            end++;
+        memmove(at, end, strlen(end) + 1);
+    }
+    fprintf(c->log, "omma cluster %s: %s\n", c->node, line);
+    fflush(c->log);
 }
 
 static cam_entry *find_cam(cluster *c, const char *id, int add)
@@ -211,8 +220,9 @@ static void on_leases_entry(cluster *c, kvEntry *en)
                 OMMA_OK)
             logf_(c, "owner of %s unreadable (taken as free): %s", id, omma_last_error());
         e->own_present = put;
+        if (kvEntry_Revision(en) != e->own_rev) /* the same revision read again: no sign of life */
+            e->own_seen_ns = now;
         e->own_rev = kvEntry_Revision(en);
-        e->own_seen_ns = now;
         snprintf(e->owner, sizeof e->owner, "%s", put ? owner : "");
         /* A newer revision that is not ours: the lease is gone. */
         if (e->mine && e->own_rev > e->rev && strcmp(e->owner, c->node) != 0)
@@ -220,13 +230,15 @@ static void on_leases_entry(cluster *c, kvEntry *en)
     }
 }
 
-/* Reads what the watchers have; (re)makes them when asked. */
+/* Reads what the watchers have; makes them first. They live as long as
+ * the connection: libnats' ordered consumers resume by themselves after a
+ * reconnection (destroying one then races libnats' own reset of it), and
+ * what a watcher could miss meanwhile the claims read again (claim). */
 static void watch(cluster *c)
 {
-    if (atomic_exchange(&c->resync, 0) || !c->wcams || !c->wleases) {
+    if (!c->wcams || !c->wleases) {
         kvWatcher_Destroy(c->wcams);
-        kvWatcher_Destroy(c->wleases);
-        c->wcams = c->wleases = NULL;
+        c->wcams = NULL;
         kvWatchOptions wo;
         kvWatchOptions_Init(&wo);
         wo.Timeout = 2000;
@@ -379,7 +391,20 @@ static void claim(cluster *c, cam_entry *e, uint64_t now)
         s = kvStore_Update(&rev, c->conn.leases, key, value, n, e->own_rev);
     else
         s = kvStore_Create(&rev, c->conn.leases, key, value, n);
-    if (s != NATS_OK) { /* someone was first, or it has not expired yet */
+    if (s != NATS_OK) {
+        /* Someone was first, the key has not expired yet, or it was freed
+         * and the watcher has not said so yet: read it. */
+        kvEntry *en = NULL;
+        if (kvStore_Get(&en, c->conn.leases, key) == NATS_OK) {
+            on_leases_entry(c, en);
+            kvEntry_Destroy(en);
+            if (e->own_present && (!e->owner[0] || !strcmp(e->owner, c->node))) {
+                sent = core_now_ns();
+                s = kvStore_Update(&rev, c->conn.leases, key, value, n, e->own_rev);
+            }
+        }
+    }
+    if (s != NATS_OK) {
         e->retry_ns = now + 4 * TICK_MS * 1000000ull;
         return;
     }
@@ -484,13 +509,6 @@ static void *run(void *arg)
     return NULL;
 }
 
-static void on_reconnected(natsConnection *nc, void *closure)
-{
-    (void)nc;
-    cluster *c = closure;
-    atomic_store(&c->resync, 1);
-}
-
 omma_status cluster_open(const cluster_config *cfg, cluster **out)
 {
     *out = NULL;
@@ -524,7 +542,7 @@ omma_status cluster_open(const cluster_config *cfg, cluster **out)
     c->margin_ns = c->lease_ns / 10;
     /* A request that hangs must not outlive the leases it renews. */
     st = cluster_conn_open(&c->url, cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 5000,
-                           (int)(c->url.lease_ms / 4), 1, 1, on_reconnected, c, &c->conn);
+                           (int)(c->url.lease_ms / 4), 1, 1, NULL, NULL, &c->conn);
     if (st != OMMA_OK)
         goto fail;
     if (pthread_create(&c->thread, NULL, run, c) != 0) {
