@@ -379,8 +379,8 @@ static int run_cluster(cli_stream_opts *o, stream_state *s, metrics_registry *m)
             struct timespec ts = {0, 20000000};
             nanosleep(&ts, NULL);
         }
-        cli_cluster_stop(c); /* hands the cameras over: their runtimes end */
-        atomic_store(&s->cluster, NULL);
+        cli_cluster_leave(c); /* hands the cameras over: their runtimes end; what
+                               * the sinks still hold for them is fenced */
         rc = signals_seen ? EXIT_INTERRUPTED : CLI_EXIT_OK;
     }
     sigaction(SIGINT, &old_int, NULL);
@@ -475,6 +475,8 @@ int cli_stream(int argc, char **argv)
     if (rc < 0)
         rc = run(&o, &s, m);
     close_sinks(&o, &s, m);
+    cli_cluster_free(atomic_load(&s.cluster)); /* after the sinks: their fence */
+    atomic_store(&s.cluster, NULL);
     if (s.writing && !cli_output_close(&s.out, 1) && rc == CLI_EXIT_OK)
         rc = CLI_EXIT_ERROR;
     cli_lsl_stop(s.lsl);

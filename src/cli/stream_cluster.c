@@ -255,17 +255,15 @@ int cli_cluster_start(cli_stream_opts *o, cli_cluster_result_fn fn, void *ctx,
     pthread_mutex_unlock(&c->lock);
     if (st != OMMA_OK) {
         int rc = cli_fail(st, "--cluster");
-        cli_cluster_stop(c);
+        cli_cluster_free(c);
         return rc;
     }
     *out = c;
     return -1;
 }
 
-void cli_cluster_stop(cli_cluster_node *c)
+void cli_cluster_leave(cli_cluster_node *c)
 {
-    if (!c)
-        return;
     if (c->cl)
         cluster_leave(c->cl); /* releases every camera: their stops queued */
     if (c->started) {
@@ -274,12 +272,22 @@ void cli_cluster_stop(cli_cluster_node *c)
         pthread_cond_signal(&c->wake);
         pthread_mutex_unlock(&c->lock);
         pthread_join(c->thread, NULL); /* after the jobs queued */
+        c->started = 0;
     }
     for (int i = 0; i < c->n_slots; i++) {
         rt_runtime_destroy(c->slots[i]->rt); /* none left: the jobs stopped them */
-        free(c->slots[i]);
+        c->slots[i]->rt = NULL;
     }
-    cluster_close(c->cl); /* no runtime asks it any more */
+}
+
+void cli_cluster_free(cli_cluster_node *c)
+{
+    if (!c)
+        return;
+    cli_cluster_leave(c);
+    for (int i = 0; i < c->n_slots; i++)
+        free(c->slots[i]);
+    cluster_close(c->cl); /* no runtime or sink asks it any more */
     free(c->slots);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);

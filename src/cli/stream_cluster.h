@@ -24,8 +24,13 @@ typedef void (*cli_cluster_result_fn)(void *ctx, const rt_result *r, int slot, c
 int cli_cluster_start(cli_stream_opts *o, cli_cluster_result_fn fn, void *ctx,
                       cli_cluster_node **out);
 
-/* Hands every camera over and leaves. NULL ok. */
-void cli_cluster_stop(cli_cluster_node *c);
+/* Hands every camera over and leaves; the cameras' runtimes are gone when
+ * it returns, and the fence says no for every lease. */
+void cli_cluster_leave(cli_cluster_node *c);
+
+/* Leaves (if not yet) and frees: after the sinks that fence with it are
+ * closed. NULL ok. */
+void cli_cluster_free(cli_cluster_node *c);
 
 /* The sinks' fence (sink_options.fence): 1 while this node holds the
  * camera's lease. ctx is the cli_cluster_node. */
