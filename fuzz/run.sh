@@ -3,7 +3,7 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config|ui|record]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config|ui|record|cluster]
 #     tflite: the TFLite reader, seeded from the face models, pose_detection
 #             (sparse constants), pose_landmark_lite, the attention mesh and
 #             the small forged models in fuzz/seeds/
@@ -20,6 +20,8 @@
 #             locator), seeded with a full file and two bad ones
 #     ui:     the live view's parsers of request input (paths, camera lists,
 #             tokens, --ui's value), seeded with what its page sends
+#     cluster: the cluster's bucket values (cameras, heartbeats, owners) and
+#             its URL, seeded with what omma writes
 set -eu
 src=${1:?source dir}
 build=${2:?build dir}
@@ -176,8 +178,20 @@ record)
     sources="$src/fuzz/fuzz_record.c $src/src/io/recorder.c"
     libs="-lm"
     ;;
+cluster)
+    # The first byte picks the parser (fuzz/fuzz_cluster.c).
+    printf '\000source=rtsp://cam.local/1\nmax_frames=30\n' >"$out/seeds/camera"
+    printf '\000# a comment\n\nsource=synthetic' >"$out/seeds/camera2"
+    printf '\001weight=4\ncameras=3\ndraining=0\n' >"$out/seeds/node"
+    printf '\002node=edge-3\n' >"$out/seeds/owner"
+    printf '\003nats://u:p@127.0.0.1:4222,h2,[::1]:4223/fleet?lease_ms=2000&replicas=3&storage=memory' \
+        >"$out/seeds/url"
+    sources="$src/fuzz/fuzz_cluster.c $src/src/cluster/cluster_value.c"
+    sources="$sources $src/src/cluster/cluster_url.c"
+    libs=""
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl, config, ui or record)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl, config, ui, record or cluster)" >&2
     exit 2
     ;;
 esac

@@ -288,7 +288,7 @@ static int throughput(const char *url, const bench_opts *o, result *r)
     uint64_t t0 = core_now_ns(), c0 = core_process_cpu_ns();
     for (int i = 0; i < o->messages; i++) {
         int cam = i % o->cameras;
-        sink_message m = {cam, NULL, ++seq[cam], buf, (size_t)o->size};
+        sink_message m = {cam, NULL, ++seq[cam], buf, (size_t)o->size, 0};
         if ((i & 255) == 0) { /* keep the backlog from dropping: wait for room */
             sink_stats s;
             for (sink_get_stats(k, &s); s.backlog > 8000; sink_get_stats(k, &s))
@@ -329,7 +329,7 @@ static int latency(const char *url, subscriber *sub, const bench_opts *o, result
      * finds its partitions' ends late), then the measured ones. */
     for (int i = 0; i < 100; i++) {
         fill_message(buf, o->size, 0, 0, unix_ns());
-        sink_message warm = {0, NULL, 0, buf, (size_t)o->size};
+        sink_message warm = {0, NULL, 0, buf, (size_t)o->size, 0};
         sink_publish(k, &warm);
         sleep_us(100000);
         pthread_mutex_lock(&sub->lat->lock);
@@ -351,7 +351,7 @@ static int latency(const char *url, subscriber *sub, const bench_opts *o, result
             sleep_us((long)((due - now) / 1000));
         int cam = i % o->cameras;
         fill_message(buf, o->size, cam, ++seq[cam], unix_ns());
-        sink_message m = {cam, NULL, seq[cam], buf, (size_t)o->size};
+        sink_message m = {cam, NULL, seq[cam], buf, (size_t)o->size, 0};
         sink_publish(k, &m);
     }
     sink_flush(k, 30000);

@@ -17,6 +17,7 @@ int cli_models(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_stream(int argc, char **argv);
 int cli_lsl(int argc, char **argv);
+int cli_cluster(int argc, char **argv);
 
 /* Prints "omma: error: MESSAGE" (and the omma_last_error detail when st is
  * not OK) to stderr and returns the exit code for st. */

@@ -21,6 +21,7 @@ static const struct {
     {"bench", cli_bench, "benchmarks: bench context|engine|pipeline|runtime|bus|lsl"},
     {"bus", cli_bus, "frame buses between processes: bus ls | bus watch NAME"},
     {"lsl", cli_lsl, "Lab Streaming Layer streams: lsl ls | lsl read NAME"},
+    {"cluster", cli_cluster, "cameras shared out across nodes: cluster ls|add|rm|drain"},
     {"help", NULL, "help of omma or of a command (help COMMAND)"},
     {"version", NULL, "omma's version (also --version)"},
 };

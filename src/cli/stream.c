@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/run_output.h"
+#include "cli/stream_cluster.h"
 #include "cli/stream_data.h"
 #include "cli/stream_record.h"
 #include "cli/stream_lsl.h"
@@ -57,13 +58,17 @@ typedef struct stream_state {
     atomic_uint_fast64_t *sink_seq; /* per camera: messages made */
     int64_t unix_minus_now_ns; /* the wall clock minus core_now_ns() */
     char node[64];
+    _Atomic(cli_cluster_node *) cluster; /* --cluster: this node's cameras; else NULL */
 } stream_state;
 
 /* The frame's message (the JSON record plus node, seq and the capture
- * time on the wall clock) to every sink; they only enqueue it. */
-static void to_sinks(stream_state *s, const rt_result *r, const char *name)
+ * time on the wall clock; the lease with --cluster) to every sink; they
+ * only enqueue it. camera: the index in messages; camera_name: the
+ * subjects' {camera} (NULL: camN). */
+static void to_sinks(stream_state *s, const rt_result *r, int camera, const char *camera_name,
+                     const char *name, uint64_t seq, uint64_t lease)
 {
-    sink_frame fr = {.camera = r->camera,
+    sink_frame fr = {.camera = camera,
                      .source = name,
                      .frame = (long)r->seq - 1,
                      .timestamp_ms = (double)(r->capture_ns - s->t0) / 1e6,
@@ -72,8 +77,9 @@ static void to_sinks(stream_state *s, const rt_result *r, const char *name)
                      .latency_ms = (double)(r->done_ns - r->capture_ns) / 1e6,
                      .dropped = (unsigned long long)r->dropped,
                      .node = s->node,
-                     .seq = atomic_fetch_add(&s->sink_seq[r->camera], 1) + 1,
+                     .seq = seq,
                      .capture_unix_ns = (uint64_t)((int64_t)r->capture_ns + s->unix_minus_now_ns),
+                     .lease = lease,
                      .faces = r->faces,
                      .n_faces = r->n_faces};
     char *buf = NULL;
@@ -87,8 +93,7 @@ static void to_sinks(stream_state *s, const rt_result *r, const char *name)
         return;
     }
     len--; /* no newline in a message */
-    const rt_camera_config *c = &s->o->cameras[r->camera];
-    sink_message msg = {r->camera, c->name, fr.seq, buf, len};
+    sink_message msg = {camera, camera_name, fr.seq, buf, len, lease};
     for (int i = 0; i < s->n_sinks; i++)
         (void)sink_publish(s->sinks[i], &msg); /* a refusal is counted in its stats */
     free(buf);
@@ -99,7 +104,8 @@ static void on_result(void *ctx, const rt_result *r)
     stream_state *s = ctx;
     const rt_camera_config *c = &s->o->cameras[r->camera];
     if (s->n_sinks > 0)
-        to_sinks(s, r, c->spec ? c->spec : "synthetic");
+        to_sinks(s, r, r->camera, c->name, c->spec ? c->spec : "synthetic",
+                 atomic_fetch_add(&s->sink_seq[r->camera], 1) + 1, 0);
     if (s->lsl)
         cli_lsl_result(s->lsl, r);
     if (s->data)
@@ -124,6 +130,33 @@ static void on_result(void *ctx, const rt_result *r)
         cli_output_line(&s->out, people, people_len);
     pthread_mutex_unlock(&s->lock);
     free(people);
+}
+
+/* --cluster: a result of one of this node's cameras, its lease valid. */
+static void on_cluster_result(void *ctx, const rt_result *r, int slot, const char *id,
+                              const char *source, uint64_t seq, uint64_t lease)
+{
+    stream_state *s = ctx;
+    if (s->n_sinks > 0)
+        to_sinks(s, r, slot, id, source, seq, lease);
+    if (!s->writing)
+        return;
+    cli_frame_extra extra = {r->gpu, (double)(r->done_ns - r->capture_ns) / 1e6,
+                             (unsigned long long)r->dropped};
+    double ts = (double)(r->capture_ns - s->t0) / 1e6;
+    pthread_mutex_lock(&s->lock);
+    cli_output_frame_extra(&s->out, slot, source, (long)r->seq - 1, ts, &extra, r->faces,
+                           r->n_faces);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The sinks' fence: with --cluster, a message goes out only while its
+ * camera's lease holds here. */
+static int fence(void *ctx, const char *camera, uint64_t lease)
+{
+    stream_state *s = ctx;
+    cli_cluster_node *c = atomic_load(&s->cluster);
+    return !c || cli_cluster_fence(c, camera, lease);
 }
 
 static void on_camera(void *ctx, const rt_camera_event *e)
@@ -277,7 +310,7 @@ static int open_sinks(cli_stream_opts *o, stream_state *s, metrics_registry *m)
 {
     if (o->n_sinks == 0)
         return -1;
-    s->sink_seq = calloc((size_t)o->rt.n_cameras, sizeof *s->sink_seq);
+    s->sink_seq = calloc((size_t)o->rt.n_cameras + 1, sizeof *s->sink_seq);
     if (!s->sink_seq)
         return cli_fail(OMMA_ERR_OUT_OF_MEMORY, "the sinks' sequence numbers");
     if (o->node)
@@ -291,7 +324,7 @@ static int open_sinks(cli_stream_opts *o, stream_state *s, metrics_registry *m)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->unix_minus_now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - (int64_t)core_now_ns();
-    sink_options so = {o->site, s->node, 0, 0, 0};
+    sink_options so = {o->site, s->node, 0, 0, 0, fence, s};
     for (int i = 0; i < o->n_sinks; i++) {
         omma_status st = sink_open(o->sinks[i], &so, &s->sinks[s->n_sinks]);
         if (st != OMMA_OK)
@@ -314,11 +347,14 @@ static void close_sinks(cli_stream_opts *o, stream_state *s, metrics_registry *m
         snprintf(name, sizeof name, "%s", sink_name(s->sinks[i]));
         sink_stats st;
         sink_close(s->sinks[i], (int)(o->sink_drain_s * 1000.0), &st);
+        char fenced[64] = "";
+        if (st.fenced > 0) /* --cluster: leases that ended under the backlog */
+            snprintf(fenced, sizeof fenced, " (%llu fenced)", (unsigned long long)st.fenced);
         fprintf(stderr,
                 "omma stream: sink %s: %llu published, %llu acknowledged, %llu failed "
-                "(resent), %llu dropped%s%s\n",
+                "(resent), %llu dropped%s%s%s\n",
                 name, (unsigned long long)st.published, (unsigned long long)st.acked,
-                (unsigned long long)st.failed, (unsigned long long)st.dropped,
+                (unsigned long long)st.failed, (unsigned long long)st.dropped, fenced,
                 st.last_error[0] ? "; last error: " : "", st.last_error);
     }
     s->n_sinks = 0;
@@ -371,8 +407,55 @@ static int start_ui(cli_stream_opts *o, stream_state *s, metrics_registry *m)
     return -1;
 }
 
+/* --cluster: joins, runs this node's share of the cameras until a signal
+ * or --duration, hands them over. */
+static int run_cluster(cli_stream_opts *o, stream_state *s, metrics_registry *m)
+{
+    metrics_http *http = NULL;
+    if (o->metrics_port >= 0) {
+        omma_status st = metrics_http_start(m, o->metrics_bind, o->metrics_port, &http);
+        if (st != OMMA_OK)
+            return cli_fail(st, "--metrics-port %d", o->metrics_port);
+    }
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    s->t0 = core_now_ns();
+    cli_cluster_node *c = NULL;
+    int rc = cli_cluster_start(o, on_cluster_result, s, &c);
+    if (rc < 0) {
+        atomic_store(&s->cluster, c);
+        int lines = 0;
+        uint64_t next = s->t0;
+        while (!signals_seen) {
+            uint64_t now = core_now_ns();
+            if (o->duration_s > 0 && (double)(now - s->t0) / 1e9 >= o->duration_s)
+                break;
+            if (o->status != CLI_STATUS_OFF && now >= next) {
+                print_status(m, 0, &lines);
+                cli_cluster_status(c, stderr);
+                next = now + (uint64_t)(o->status_interval_s * 1e9);
+            }
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
+        cli_cluster_leave(c); /* hands the cameras over: their runtimes end; what
+                               * the sinks still hold for them is fenced */
+        rc = signals_seen ? EXIT_INTERRUPTED : CLI_EXIT_OK;
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    metrics_http_stop(http);
+    return rc;
+}
+
 static int run(cli_stream_opts *o, stream_state *s, metrics_registry *m)
 {
+    if (o->cluster)
+        return run_cluster(o, s, m);
     rt_runtime *rt = NULL;
     metrics_http *http = NULL;
     if (o->metrics_port >= 0) {
@@ -426,7 +509,10 @@ int cli_stream(int argc, char **argv)
     }
     rc = resolve_gpus(&o);
     io_image photo = {0};
-    if (rc < 0 && has_synthetic(&o)) {
+    if (rc < 0 && o.cluster) { /* any camera of the cluster may be synthetic */
+        if (io_image_load(o.photo, &photo) == OMMA_OK)
+            o.rt.photo = &photo;
+    } else if (rc < 0 && has_synthetic(&o)) {
         omma_status st = io_image_load(o.photo, &photo);
         if (st != OMMA_OK)
             rc = cli_fail(st, "the synthetic cameras' photo (run scripts/fetch-testdata.sh)");
@@ -462,6 +548,8 @@ int cli_stream(int argc, char **argv)
     if (rc < 0)
         rc = run(&o, &s, m);
     close_sinks(&o, &s, m);
+    cli_cluster_free(atomic_load(&s.cluster)); /* after the sinks: their fence */
+    atomic_store(&s.cluster, NULL);
     if (s.writing && !cli_output_close(&s.out, 1) && rc == CLI_EXIT_OK)
         rc = CLI_EXIT_ERROR;
     cli_people_stop(s.people);

@@ -77,6 +77,8 @@ enum {
     OPT_CONFIG,
     OPT_UI,
     OPT_UI_TOKEN,
+    OPT_CLUSTER,
+    OPT_CLUSTER_WEIGHT,
     OPT_COUNT
 };
 
@@ -243,6 +245,15 @@ static const cli_option options[] = {
                     "settings from a JSON file (docs/CONFIG.md): every option\n"
                     "by its name, plus cameras, participants, regions,\n"
                     "outputs, thresholds; options given here win"},
+    [OPT_CLUSTER] = {"--cluster", "URL",
+                     "share cameras out with other nodes through NATS\n"
+                     "JetStream's key-value store instead of SOURCEs:\n"
+                     "nats://HOST:PORT[,HOST:PORT...][/BUCKET][?lease_ms=\n"
+                     "&replicas=] (omma cluster add|rm|ls|drain;\n"
+                     "docs/CLUSTER.md); needs --node"},
+    [OPT_CLUSTER_WEIGHT] = {"--cluster-weight", "N",
+                            "cameras this node takes at most, and its weight in\n"
+                            "the split (default 0: no limit, weight 1)"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -426,7 +437,7 @@ static int valid_name(const char *s, size_t n)
 static int name_cameras(cli_stream_opts *o)
 {
     int n = o->rt.n_cameras;
-    o->names = calloc((size_t)n, sizeof *o->names);
+    o->names = calloc((size_t)(n > 0 ? n : 1), sizeof *o->names);
     if (!o->names) {
         fprintf(stderr, "omma: error: out of memory\n");
         return 0;
@@ -792,6 +803,10 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return o->site = v, 1;
     if (id == OPT_NODE)
         return o->node = v, 1;
+    if (id == OPT_CLUSTER)
+        return o->cluster = v, 1;
+    if (id == OPT_CLUSTER_WEIGHT && cli_arg_long(a, v, 0, 1000000, &n))
+        return o->cluster_weight = n, 1;
     if (id == OPT_SINK_DRAIN && cli_arg_double(a, v, 0.0, 3600.0, &d))
         return o->sink_drain_s = d, 1;
     if (id == OPT_ENROLL_FRAMES && cli_arg_long(a, v, 1, 1000, &n))
@@ -903,11 +918,20 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
         free(sources);
         return cli_see_help("stream");
     }
-    if (n_sources == 0) {
+    if (o->cluster && (n_sources > 0 || o->lsl || o->data_dir || o->rt.publish || !o->node)) {
+        free(sources);
+        const char *why = n_sources > 0 ? "--cluster takes its cameras from the cluster's "
+                                          "bucket, not SOURCEs (omma cluster add)"
+                          : !o->node    ? "--cluster needs --node NAME"
+                                     : "--cluster does not go with --lsl, --data or --publish yet";
+        return cli_usage_error("stream", "%s", why);
+    }
+    if (n_sources == 0 && !o->cluster) {
         free(sources);
         return cli_usage_error("stream", "no SOURCE given (a video, images, /dev/videoN or "
                                          "synthetic)");
     }
+    o->max_frames = max_frames;
     int ok = 1;
     for (int i = 0; i < n_sources && ok; i++)
         ok = add_source(o, sources[i], max_frames);

@@ -60,6 +60,9 @@ typedef struct cli_stream_opts {
     double sync_window_s; /* --sync-window */
     int comodulation; /* --comodulation */
     cli_config config; /* --config FILE's settings (their values live here) */
+    const char *cluster; /* --cluster URL: cameras from the cluster (stream_cluster.h) */
+    long cluster_weight; /* --cluster-weight */
+    long max_frames; /* --max-frames (the cluster's cameras that set none) */
     char **owned; /* camera specs made here (bus:NAME/I) */
     int n_owned;
 } cli_stream_opts;

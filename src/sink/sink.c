@@ -40,7 +40,9 @@ struct sink {
     pthread_t thread;
     int thread_started;
 
-    atomic_uint_fast64_t published, sent, acked, failed, dropped;
+    atomic_uint_fast64_t published, sent, acked, failed, dropped, fenced;
+    int (*fence)(void *ctx, const char *camera, uint64_t lease);
+    void *fence_ctx;
     atomic_int connected;
 };
 
@@ -80,6 +82,7 @@ static sink_msg *msg_new(const char *subject, const char *key, const char *id, c
     m->data = (unsigned char *)p + sn + kn + in;
     memcpy(m->data, data, len);
     m->len = len;
+    m->lease = 0;
     return m;
 }
 
@@ -191,6 +194,13 @@ static void *sender(void *arg)
         }
         sink_msg *m = pop(s);
         pthread_mutex_unlock(&s->lock);
+        if (m->lease && s->fence && !s->fence(s->fence_ctx, m->key, m->lease)) {
+            sink_msg_free(m); /* its camera's lease ended: another node owns it */
+            atomic_fetch_add(&s->fenced, 1);
+            atomic_fetch_add(&s->dropped, 1);
+            pthread_mutex_lock(&s->lock);
+            continue;
+        }
         omma_status st = s->backend->send(s->impl, m);
         if (st == OMMA_OK) {
             atomic_fetch_add(&s->sent, 1);
@@ -421,6 +431,8 @@ omma_status sink_open(const char *url, const sink_options *options, sink **out)
                        s->name, s->cap);
         goto fail;
     }
+    s->fence = o.fence;
+    s->fence_ctx = o.fence_ctx;
     if (o.connect_timeout_ms <= 0)
         o.connect_timeout_ms = 5000;
     st = s->backend->open(s, &u, &o, &s->impl);
@@ -465,6 +477,7 @@ omma_status sink_publish(sink *s, const sink_message *m)
         atomic_fetch_add(&s->dropped, 1);
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "sink %s: out of memory", s->name);
     }
+    msg->lease = m->lease;
     pthread_mutex_lock(&s->lock);
     if (s->closing || s->stop) {
         pthread_mutex_unlock(&s->lock);
@@ -517,6 +530,7 @@ void sink_get_stats(sink *s, sink_stats *out)
     out->acked = atomic_load(&s->acked);
     out->failed = atomic_load(&s->failed);
     out->dropped = atomic_load(&s->dropped);
+    out->fenced = atomic_load(&s->fenced);
     out->inflight = inflight(s);
     out->connected = atomic_load(&s->connected);
     pthread_mutex_lock(&s->lock);

@@ -49,6 +49,12 @@ typedef struct sink_options {
     int backlog; /* messages held while the server is away; 0: 10000 */
     int window; /* messages handed over and not yet acknowledged; 0: 1000 */
     int connect_timeout_ms; /* sink_open's wait for a first connection; 0: 5000 */
+    /* Fencing (omma stream --cluster, docs/CLUSTER.md): a message with a
+     * lease is handed to the library only while fence(fence_ctx, camera,
+     * lease) says 1 (the sender thread asks, just before); else it is
+     * dropped, counted as fenced. NULL: no fencing. */
+    int (*fence)(void *fence_ctx, const char *camera, uint64_t lease);
+    void *fence_ctx;
 } sink_options;
 
 /* Opens the sink of url (query options in docs/SINKS.md: qos, backlog,
@@ -78,6 +84,7 @@ typedef struct sink_message {
     uint64_t seq; /* per camera, from 1, without gaps as published */
     const void *data;
     size_t len;
+    uint64_t lease; /* the camera's cluster lease, for the fence (0: none) */
 } sink_message;
 
 /* Copies the message into the backlog; never blocks on the network.
@@ -91,6 +98,7 @@ struct sink_stats {
     uint64_t acked; /* acknowledged by the server (QoS 0: written) */
     uint64_t failed; /* deliveries refused or timed out (then resent) */
     uint64_t dropped; /* lost: backlog full (oldest first), or at close */
+    uint64_t fenced; /* not sent: the camera's lease had ended (also in dropped) */
     uint64_t backlog; /* waiting in the backlog now */
     uint64_t inflight; /* handed over, not yet acknowledged */
     int connected;

@@ -137,6 +137,8 @@ void sink_json_frame(FILE *f, const sink_frame *fr)
         sink_json_string(f, fr->node);
         fprintf(f, ",\"seq\":%llu,\"capture_unix_ns\":%llu", (unsigned long long)fr->seq,
                 (unsigned long long)fr->capture_unix_ns);
+        if (fr->lease)
+            fprintf(f, ",\"lease\":%llu", (unsigned long long)fr->lease);
     }
     fputs(",\"faces\":[", f);
     for (int i = 0; i < fr->n_faces; i++) {

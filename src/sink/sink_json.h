@@ -22,6 +22,7 @@ typedef struct sink_frame {
     const char *node; /* a sink message: node, seq, capture_unix_ns; NULL: left out */
     uint64_t seq;
     uint64_t capture_unix_ns;
+    uint64_t lease; /* omma stream --cluster: the camera's lease (0: left out) */
     const omma_face *faces;
     int n_faces;
     int has_poses; /* omma run --pose: a "pose" array after "faces" */

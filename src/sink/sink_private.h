@@ -42,6 +42,7 @@ typedef struct sink_msg {
     char *subject, *key, *id;
     size_t len;
     unsigned char *data;
+    uint64_t lease; /* sink_message's (0: none; a requeued message has none) */
 } sink_msg;
 
 void sink_msg_free(sink_msg *m);

@@ -4,7 +4,7 @@
 # A folder under src/ missing from this list is an error too, so a new
 # layer gets its place here when it is made.
 src=${1:?usage: test_layers.sh SOURCE_DIR}/src
-order="core gpu model engine vision io ipc sink metrics lsl pipeline runtime ui cli"
+order="core gpu model engine vision io ipc sink metrics lsl pipeline runtime cluster ui cli"
 rank() { # LAYER -> its position, or nothing
     n=0
     for l in $order; do

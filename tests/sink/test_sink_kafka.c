@@ -63,7 +63,7 @@ static void publish(sink *k, int camera, uint64_t seq)
     snprintf(name, sizeof name, "cam%d", camera);
     int n = snprintf(body, sizeof body, "{\"camera\":%d,\"seq\":%llu}", camera,
                      (unsigned long long)seq);
-    sink_message msg = {camera, name, seq, body, (size_t)n};
+    sink_message msg = {camera, name, seq, body, (size_t)n, 0};
     omma_status st = sink_publish(k, &msg);
     if (st != OMMA_OK)
         fprintf(stderr, "sink_publish: %s\n", omma_last_error());
@@ -141,7 +141,7 @@ static void test_in_order_per_camera(void)
     char url[700];
     snprintf(url, sizeof url, "kafka://%s/faces?log_level=0", m.bootstraps);
     sink *k = NULL;
-    sink_options o = {"lab", "n1", 0, 0, 0};
+    sink_options o = {"lab", "n1", 0, 0, 0, NULL, NULL};
     omma_status st = sink_open(url, &o, &k);
     if (st != OMMA_OK)
         fprintf(stderr, "%s\n", omma_last_error());

@@ -73,7 +73,7 @@ static void test_subjects(void)
     check_open_fails("nats://h/omma..x.{camera}", OMMA_ERR_INVALID_ARG, "an empty token");
     check_open_fails("mqtt://h/omma/#", OMMA_ERR_INVALID_ARG, "a character mqtt refuses ('#')");
     check_open_fails("kafka://h/faces!", OMMA_ERR_INVALID_ARG, "a character kafka refuses ('!')");
-    sink_options o = {"a.b", NULL, 0, 0, 0};
+    sink_options o = {"a.b", NULL, 0, 0, 0, NULL, NULL};
     sink *k = NULL;
     CHECK_FAILS(sink_open("nats://h/x", &o, &k), OMMA_ERR_INVALID_ARG,
                 "the site 'a.b' may hold letters, digits");
@@ -113,7 +113,7 @@ static void test_unreachable(void)
 {
     char url[128];
     int port = closed_port();
-    sink_options o = {NULL, NULL, 0, 0, 1000};
+    sink_options o = {NULL, NULL, 0, 0, 1000, NULL, NULL};
     sink *k = NULL;
 #if OMMA_HAVE_NATS
     snprintf(url, sizeof url, "nats://127.0.0.1:%d/omma", port);
