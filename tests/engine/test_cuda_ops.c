@@ -47,7 +47,7 @@
 
 static bool verbose, quick_mode;
 static unsigned rng_state = 1;
-static double worst[2];  /* per precision */
+static double worst[2]; /* per precision */
 static int cases_run, cases_failed;
 
 static unsigned rnd(void)
@@ -60,7 +60,8 @@ static int pick(const int *v, int n)
 {
     return v[rnd() % (unsigned)n];
 }
-#define PICK(...) pick((const int[]){__VA_ARGS__}, (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)))
+#define PICK(...)                                                                                  \
+    pick((const int[]){__VA_ARGS__}, (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)))
 
 /* ---- cases ---------------------------------------------------------------- */
 
@@ -74,20 +75,20 @@ typedef enum res_mode { RES_NONE, RES_PIXEL, RES_POOL, RES_INPUT } res_mode;
 typedef struct spec {
     gr_op op;
     int batch;
-    int h, w, c;           /* input 0 is [1, h, w, c] (rank 4) */
+    int h, w, c; /* input 0 is [1, h, w, c] (rank 4) */
     int kh, kw, sh, sw, dil;
-    int pt, pl, pb, pr;    /* window padding; PAD: before/after of H and W */
-    int cout, mult;        /* CONV2D output channels; DWCONV2D multiplier */
+    int pt, pl, pb, pr; /* window padding; PAD: before/after of H and W */
+    int cout, mult; /* CONV2D output channels; DWCONV2D multiplier */
     gr_act act;
     bool residual, no_bias;
-    int const_operand;     /* ADD: 1 = second operand constant, 2 = first */
-    int pad_c0, pad_c1;    /* PAD: channels before / after */
-    int rank;              /* PAD, RESHAPE, CONCAT: 3 for [1, h, c]-shaped tensors */
-    int axis, ext[3];      /* CONCAT: axis and the inputs' extents along it */
-    int oh, ow, mode;      /* RESIZE_BILINEAR; mode 1 align_corners, 2 half_pixel */
+    int const_operand; /* ADD: 1 = second operand constant, 2 = first */
+    int pad_c0, pad_c1; /* PAD: channels before / after */
+    int rank; /* PAD, RESHAPE, CONCAT: 3 for [1, h, c]-shaped tensors */
+    int axis, ext[3]; /* CONCAT: axis and the inputs' extents along it */
+    int oh, ow, mode; /* RESIZE_BILINEAR; mode 1 align_corners, 2 half_pixel */
     chain chain;
-    res_mode res;          /* GR_DWPW */
-    int rc;                /* GR_DWPW: residual channels (<= cout) */
+    res_mode res; /* GR_DWPW */
+    int rc; /* GR_DWPW: residual channels (<= cout) */
     int block; /* DEPTH_TO_SPACE: output channels are c / (block * block) */
 } spec;
 
@@ -326,7 +327,8 @@ static void make_cases(void)
     }
     /* Element-wise. */
     for (int i = 0; i < 14; i++) {
-        s = add_case(GR_ADD, PICK(1, 3, 8), PICK(1, 4, 9), PICK(1, 5, 16), PICK(1, 3, 8, 24, 28, 96));
+        s = add_case(GR_ADD, PICK(1, 3, 8), PICK(1, 4, 9), PICK(1, 5, 16),
+                     PICK(1, 3, 8, 24, 28, 96));
         s->act = any_act();
     }
     s = add_case(GR_ADD, 3, 6, 6, 8);
@@ -376,7 +378,18 @@ static void make_cases(void)
         s->oh = PICK(1, 2, 5, 12, 17), s->ow = PICK(1, 3, 8, 13);
         s->mode = i % 3;
     }
-    /* LOGISTIC: BlazePose's pose flag [1, 1, 1, 1], odd and vector-friendly
+    /* Chains: DEQUANTIZE of an fp16 constant feeding an ADD; a BlazeFace
+     * block (depthwise, channel PAD, pointwise with the padded residual). */
+    s = add_case(GR_DEQUANTIZE, 1, 4, 5, 8);
+    s->chain = CHAIN_DEQUANTIZE_ADD;
+    s = add_case(GR_DEQUANTIZE, 1, 3, 3, 5);
+    s->chain = CHAIN_DEQUANTIZE_ADD;
+    s = add_case(GR_CONV2D, 3, 32, 32, 28);
+    s->chain = CHAIN_BLAZE_BLOCK, s->cout = 32;
+    s = add_case(GR_CONV2D, 2, 16, 16, 42);
+    s->chain = CHAIN_BLAZE_BLOCK, s->cout = 48;
+    /* Rows added later go last, so the earlier rows' random shapes stay
+     * as they were. LOGISTIC: BlazePose's pose flag [1, 1, 1, 1], odd and vector-friendly
      * sizes. */
     s = add_case(GR_LOGISTIC, 1, 1, 1, 1);
     s = add_case(GR_LOGISTIC, 5, 1, 1, 1);
@@ -396,16 +409,6 @@ static void make_cases(void)
                      b * b * PICK(1, 3, 8, 24));
         s->block = b;
     }
-    /* Chains: DEQUANTIZE of an fp16 constant feeding an ADD; a BlazeFace
-     * block (depthwise, channel PAD, pointwise with the padded residual). */
-    s = add_case(GR_DEQUANTIZE, 1, 4, 5, 8);
-    s->chain = CHAIN_DEQUANTIZE_ADD;
-    s = add_case(GR_DEQUANTIZE, 1, 3, 3, 5);
-    s->chain = CHAIN_DEQUANTIZE_ADD;
-    s = add_case(GR_CONV2D, 3, 32, 32, 28);
-    s->chain = CHAIN_BLAZE_BLOCK, s->cout = 32;
-    s = add_case(GR_CONV2D, 2, 16, 16, 42);
-    s->chain = CHAIN_BLAZE_BLOCK, s->cout = 48;
 }
 
 /* ---- graphs --------------------------------------------------------------- */
@@ -448,9 +451,16 @@ static int build_conv(gr_graph *g, const spec *s, gr_op op, int x, int h, int w,
     gr_node n = tg_node(op);
     n.n_in = 3;
     n.in[0] = x;
-    n.p.conv.win = (gr_window){.kh = s->kh, .kw = s->kw, .stride_h = s->sh, .stride_w = s->sw,
-                               .dil_h = s->dil, .dil_w = s->dil, .pad_top = s->pt,
-                               .pad_left = s->pl, .pad_bottom = s->pb, .pad_right = s->pr};
+    n.p.conv.win = (gr_window){.kh = s->kh,
+                               .kw = s->kw,
+                               .stride_h = s->sh,
+                               .stride_w = s->sw,
+                               .dil_h = s->dil,
+                               .dil_w = s->dil,
+                               .pad_top = s->pt,
+                               .pad_left = s->pl,
+                               .pad_bottom = s->pb,
+                               .pad_right = s->pr};
     int oh = window_out(h, s->pt, s->pb, s->kh, s->sh, s->dil);
     int ow = window_out(w, s->pl, s->pr, s->kw, s->sw, s->dil);
     float bound;
@@ -481,9 +491,16 @@ static int build_dwpw(gr_graph *g, const spec *s)
     gr_node n = tg_node(GR_DWPW);
     n.n_in = 5;
     n.in[0] = input(g, 4, s->h, s->w, s->c);
-    n.p.conv.win = (gr_window){.kh = s->kh, .kw = s->kw, .stride_h = s->sh, .stride_w = s->sw,
-                               .dil_h = s->dil, .dil_w = s->dil, .pad_top = s->pt,
-                               .pad_left = s->pl, .pad_bottom = s->pb, .pad_right = s->pr};
+    n.p.conv.win = (gr_window){.kh = s->kh,
+                               .kw = s->kw,
+                               .stride_h = s->sh,
+                               .stride_w = s->sw,
+                               .dil_h = s->dil,
+                               .dil_w = s->dil,
+                               .pad_top = s->pt,
+                               .pad_left = s->pl,
+                               .pad_bottom = s->pb,
+                               .pad_right = s->pr};
     n.p.conv.depth_multiplier = 1;
     int oh = window_out(s->h, s->pt, s->pb, s->kh, s->sh, s->dil);
     int ow = window_out(s->w, s->pl, s->pr, s->kw, s->sw, s->dil);
@@ -521,7 +538,8 @@ static int build(gr_graph *g, const spec *s)
         if (!h)
             return -1;
         for (size_t i = 0; i < e; i++) /* finite halves of magnitude 2^-8 .. 2^4 */
-            h[i] = (unsigned short)((rnd() & 0x8000u) | ((7u + rnd() % 12u) << 10) | (rnd() & 0x3ffu));
+            h[i] =
+                (unsigned short)((rnd() & 0x8000u) | ((7u + rnd() % 12u) << 10) | (rnd() & 0x3ffu));
         int dims[4] = {1, s->h, s->w, s->c}, c16;
         omma_status st = gr_add_tensor(g, "w16", 4, dims, GR_F16, h, e * sizeof *h, &c16);
         free(h);
@@ -558,8 +576,8 @@ static int build(gr_graph *g, const spec *s)
         c.in[0] = t;
         c.in[1] = constant(g, 4, s->cout, 1, 1, s->c, -0.3f, 0.3f);
         c.in[2] = constant(g, 1, s->cout, 0, 0, 0, -0.5f, 0.5f);
-        c.p.conv.win = (gr_window){.kh = 1, .kw = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1,
-                                   .dil_w = 1};
+        c.p.conv.win =
+            (gr_window){.kh = 1, .kw = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1};
         c.p.conv.residual = padded;
         c.p.conv.act = GR_ACT_RELU;
         c.out = tensor(g, 4, s->h, s->w, s->cout);
@@ -577,9 +595,16 @@ static int build(gr_graph *g, const spec *s)
         x = input(g, 4, s->h, s->w, s->c);
         n.n_in = 1;
         n.in[0] = x;
-        n.p.pool.win = (gr_window){.kh = s->kh, .kw = s->kw, .stride_h = s->sh, .stride_w = s->sw,
-                                   .dil_h = 1, .dil_w = 1, .pad_top = s->pt, .pad_left = s->pl,
-                                   .pad_bottom = s->pb, .pad_right = s->pr};
+        n.p.pool.win = (gr_window){.kh = s->kh,
+                                   .kw = s->kw,
+                                   .stride_h = s->sh,
+                                   .stride_w = s->sw,
+                                   .dil_h = 1,
+                                   .dil_w = 1,
+                                   .pad_top = s->pt,
+                                   .pad_left = s->pl,
+                                   .pad_bottom = s->pb,
+                                   .pad_right = s->pr};
         n.out = tensor(g, 4, window_out(s->h, s->pt, s->pb, s->kh, s->sh, 1),
                        window_out(s->w, s->pl, s->pr, s->kw, s->sw, 1), s->c);
         return add_node(g, &n);
@@ -665,8 +690,9 @@ static int build(gr_graph *g, const spec *s)
 static void describe(const spec *s, char *buf, size_t size)
 {
     int k = snprintf(buf, size, "%s%s b%d [%d,%d,%d]", gr_op_name(s->op),
-                     s->chain == CHAIN_BLAZE_BLOCK ? "(block)"
-                     : s->chain == CHAIN_DEQUANTIZE_ADD ? "(+ADD)" : "",
+                     s->chain == CHAIN_BLAZE_BLOCK      ? "(block)"
+                     : s->chain == CHAIN_DEQUANTIZE_ADD ? "(+ADD)"
+                                                        : "",
                      s->batch, s->h, s->w, s->c);
     if (k < 0 || (size_t)k >= size)
         return;
@@ -685,48 +711,47 @@ static void describe(const spec *s, char *buf, size_t size)
     else if (s->op == GR_ADD)
         snprintf(buf + k, size - (size_t)k, " %s const %d", gr_act_name(s->act), s->const_operand);
     else if (s->op == GR_CONCAT)
-        snprintf(buf + k, size - (size_t)k, " axis %d ext %d,%d,%d", s->axis, s->ext[0],
-                 s->ext[1], s->ext[2]);
+        snprintf(buf + k, size - (size_t)k, " axis %d ext %d,%d,%d", s->axis, s->ext[0], s->ext[1],
+                 s->ext[2]);
 }
 
 /* ---- running -------------------------------------------------------------- */
 
-#define CUDA_GO(call)                                                       \
-    do {                                                                         \
-        cudaError_t e_ = (call);                                                 \
-        if (e_ != cudaSuccess) {                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,        \
-                    cudaGetErrorString(e_));                                     \
-            testing_case_failed = 1;                                             \
-            goto done;                                                           \
-        }                                                                        \
+#define CUDA_GO(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            testing_case_failed = 1;                                                               \
+            goto done;                                                                             \
+        }                                                                                          \
     } while (0)
 
 /* In run_graph: fail the case and clean up. */
-#define GO(cond)                                                                 \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);   \
-            testing_case_failed = 1;                                             \
-            goto done;                                                           \
-        }                                                                        \
+#define GO(cond)                                                                                   \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);                     \
+            testing_case_failed = 1;                                                               \
+            goto done;                                                                             \
+        }                                                                                          \
     } while (0)
-#define GO_OK(expr)                                                              \
-    do {                                                                         \
-        omma_status st_ = (expr);                                                \
-        if (st_ != OMMA_OK) {                                                    \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr,    \
-                    omma_status_str(st_), omma_last_error());                    \
-            testing_case_failed = 1;                                             \
-            goto done;                                                           \
-        }                                                                        \
+#define GO_OK(expr)                                                                                \
+    do {                                                                                           \
+        omma_status st_ = (expr);                                                                  \
+        if (st_ != OMMA_OK) {                                                                      \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #expr,                      \
+                    omma_status_str(st_), omma_last_error());                                      \
+            testing_case_failed = 1;                                                               \
+            goto done;                                                                             \
+        }                                                                                          \
     } while (0)
 
 typedef struct bufs {
     int n;
-    float **host;         /* reference values per tensor (batch items), NULL for constants */
-    unsigned char **dev;  /* device buffer per activation, + GUARD bytes */
-    size_t *elems;        /* elements per tensor at run-time batch */
+    float **host; /* reference values per tensor (batch items), NULL for constants */
+    unsigned char **dev; /* device buffer per activation, + GUARD bytes */
+    size_t *elems; /* elements per tensor at run-time batch */
 } bufs;
 
 static size_t item_of(const gr_tensor *t)
@@ -814,12 +839,12 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
         size_t e = b.elems[t];
         tg_fill(b.host[t], e, rnd(), -1.0f, 1.0f);
         CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
-        CUDA_GO(cudaMemcpyAsync(dtmp, b.host[t], e * sizeof(float), cudaMemcpyHostToDevice,
-                                stream));
+        CUDA_GO(
+            cudaMemcpyAsync(dtmp, b.host[t], e * sizeof(float), cudaMemcpyHostToDevice, stream));
         GO_OK(cuda_convert(b.dev[t], p, dtmp, CUDA_PREC_F32, e, stream));
         GO_OK(cuda_convert(dtmp, CUDA_PREC_F32, b.dev[t], p, e, stream));
-        CUDA_GO(cudaMemcpyAsync(b.host[t], dtmp, e * sizeof(float), cudaMemcpyDeviceToHost,
-                                stream));
+        CUDA_GO(
+            cudaMemcpyAsync(b.host[t], dtmp, e * sizeof(float), cudaMemcpyDeviceToHost, stream));
         CUDA_GO(cudaStreamSynchronize(stream));
         CUDA_GO(cudaFree(dtmp));
         dtmp = NULL;
@@ -896,8 +921,9 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
             maxref = fmax(maxref, fabs((double)ref[j]));
         }
         double err = bad ? INFINITY : maxdiff / fmax(maxref, 1e-6);
-        bool guard = written ? guard_intact((const unsigned char *)written + e * sizeof(float), stream)
-                             : guard_intact(b.dev[n->out] + e * es, stream);
+        bool guard = written
+                         ? guard_intact((const unsigned char *)written + e * sizeof(float), stream)
+                         : guard_intact(b.dev[n->out] + e * es, stream);
         int pi = p == CUDA_PREC_F16;
         if (err > worst[pi])
             worst[pi] = err;
@@ -972,8 +998,9 @@ static void test_op_table(void)
         testing_case_failed |= before;
         gr_free(g);
     }
-    fprintf(stderr, "op table: %d cases x 2 precisions, %d failed; worst error fp32 %.3g "
-                    "(tol %.0e), fp16 %.3g (tol %.0e)\n",
+    fprintf(stderr,
+            "op table: %d cases x 2 precisions, %d failed; worst error fp32 %.3g "
+            "(tol %.0e), fp16 %.3g (tol %.0e)\n",
             cases_run, cases_failed, worst[0], TOL_F32, worst[1], TOL_F16);
     CHECK(cases_failed == 0);
     CHECK(cases_run > 0);
@@ -1283,19 +1310,40 @@ static void test_up_add(void)
 typedef struct heads_case {
     const char *name;
     int batch, h, c, cout; /* the block: [h, h, c] -> [h, h, cout], 3x3 SAME */
-    res_mode res;          /* RES_NONE, RES_PIXEL (rc = cout) or RES_INPUT */
+    res_mode res; /* RES_NONE, RES_PIXEL (rc = cout) or RES_INPUT */
     gr_act act;
     int n_heads, heads[4]; /* the heads' widths */
 } heads_case;
 
 static const heads_case heads_cases[] = {
     {"full range 48x48, 24 -> 48, heads 1 + 16", 3, 48, 24, 48, RES_PIXEL, GR_ACT_RELU, 2, {1, 16}},
-    {"37x37 own residual, 32 -> 32, heads 2 + 6 + 5 (odd width)", 2, 37, 32, 32, RES_INPUT,
-     GR_ACT_RELU6, 3, {2, 6, 5}},
-    {"20x20, 16 -> 12, no residual, one head of 32, PRELU", 5, 20, 16, 12, RES_NONE, GR_ACT_PRELU,
-     1, {32}},
-    {"9x9, 64 -> 64, four heads of 1 + 7 + 8 + 8, no activation", 4, 9, 64, 64, RES_PIXEL,
-     GR_ACT_NONE, 4, {1, 7, 8, 8}},
+    {"37x37 own residual, 32 -> 32, heads 2 + 6 + 5 (odd width)",
+     2,
+     37,
+     32,
+     32,
+     RES_INPUT,
+     GR_ACT_RELU6,
+     3,
+     {2, 6, 5}},
+    {"20x20, 16 -> 12, no residual, one head of 32, PRELU",
+     5,
+     20,
+     16,
+     12,
+     RES_NONE,
+     GR_ACT_PRELU,
+     1,
+     {32}},
+    {"9x9, 64 -> 64, four heads of 1 + 7 + 8 + 8, no activation",
+     4,
+     9,
+     64,
+     64,
+     RES_PIXEL,
+     GR_ACT_NONE,
+     4,
+     {1, 7, 8, 8}},
 };
 
 /* The block of a heads case and its heads (1x1 convolutions, bias, no
@@ -1368,15 +1416,16 @@ static void test_errors(void)
     r.in[0] = other->nodes[0].out;
     r.out = tensor(other, 4, 4, 4, 8);
     GO(gr_add_node(other, &r, NULL) == OMMA_OK);
-    if (cudaMalloc(&x, 4 * 4 * 8 * 4) != cudaSuccess || cudaMalloc(&y, 4 * 4 * 8 * 4) != cudaSuccess)
+    if (cudaMalloc(&x, 4 * 4 * 8 * 4) != cudaSuccess ||
+        cudaMalloc(&y, 4 * 4 * 8 * 4) != cudaSuccess)
         goto done;
     const void *in[GR_MAX_INPUTS] = {x};
     CHECK_FAILS(cuda_op_launch(g, &g->nodes[0], w, 0, in, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
                 "batch");
     CHECK_FAILS(cuda_op_launch(other, &other->nodes[0], w, 1, in, NULL, y, NULL),
                 OMMA_ERR_INVALID_ARG, "weights of a graph");
-    CHECK_FAILS(cuda_op_launch(g, &other->nodes[0], w, 1, in, NULL, y, NULL),
-                OMMA_ERR_INVALID_ARG, "not one of the graph");
+    CHECK_FAILS(cuda_op_launch(g, &other->nodes[0], w, 1, in, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
+                "not one of the graph");
     const void *none[GR_MAX_INPUTS] = {NULL};
     CHECK_FAILS(cuda_op_launch(g, &g->nodes[0], w, 1, none, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
                 "NULL");
@@ -1419,8 +1468,8 @@ static void test_weights_memory(void)
     CHECK(free1 < free0);
     CHECK(free2 == free0);
     if (free2 != free0)
-        fprintf(stderr, "device memory free: %zu before, %zu after upload, %zu after free\n",
-                free0, free1, free2);
+        fprintf(stderr, "device memory free: %zu before, %zu after upload, %zu after free\n", free0,
+                free1, free2);
 done:
     cuda_weights_free(w);
     gr_free(g);
