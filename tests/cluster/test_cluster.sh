@@ -242,5 +242,10 @@ done
 
 [ -n "$OMMA_KEEP" ] && cp "$tmp"/*.err "$tmp"/watch.log "$tmp"/results "$tmp"/events "$tmp"/report "$OMMA_KEEP"/
 [ $fails = 0 ] && echo "ok: cluster" && exit 0
-for n in 1 2 3; do echo "== node $n"; grep -v '^{' "$tmp/n$n.err" | tail -n 15; done
+for n in 1 2 3; do
+    echo "== node $n (first and last lines)"
+    grep -v '^{' "$tmp/n$n.err" | head -n 10
+    echo "..."
+    grep -v '^{' "$tmp/n$n.err" | tail -n 15
+done
 exit 1
