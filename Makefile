@@ -42,13 +42,17 @@ run: setup $(RUN_BUILD)/CMakeCache.txt
 	@scripts/run-default.sh $(RUN_BUILD)/omma
 
 # make test: CTest's exit status, after one line per skipped test and why.
+CTEST_ARGS ?=
 test: setup build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --output-junit ctest-junit.xml; rc=$$?; \
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS) --output-junit ctest-junit.xml; rc=$$?; \
 	    cd $(CURDIR) && scripts/test-skips.sh $(BUILD)/ctest-junit.xml; exit $$rc
 
 # The suite of the build without CUDA (CPU backend only; GPU tests skip).
+# The slow multi-process cluster test (no CUDA code in it) runs once, in
+# make test.
 test-nocuda:
-	$(MAKE) test BUILD=$(NOCUDA_BUILD) CMAKE_FLAGS="$(CMAKE_FLAGS) -DOMMA_CUDA=OFF -DOMMA_TEST_FUZZ=OFF"
+	$(MAKE) test BUILD=$(NOCUDA_BUILD) CMAKE_FLAGS="$(CMAKE_FLAGS) -DOMMA_CUDA=OFF -DOMMA_TEST_FUZZ=OFF" \
+	    CTEST_ARGS="-LE slow"
 
 # Installs the libraries, headers, omma, omma.pc and the CMake package
 # under PREFIX, from the optimized build.
