@@ -314,9 +314,14 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
             rc = -1;
         }
     }
+    /* Releasing a frame may run its producer's code (a DLPack deleter, a
+     * tensor's dealloc), which must not clear the exception being raised. */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
     for (int i = 0; i < converted; i++)
         pyomma_frame_release(&self->holds[i]);
     Py_XDECREF(formats);
+    PyErr_Restore(et, ev, tb);
     return rc;
 }
 
