@@ -48,8 +48,9 @@ test: setup build
 	    cd $(CURDIR) && scripts/test-skips.sh $(BUILD)/ctest-junit.xml; exit $$rc
 
 # The suite of the build without CUDA (CPU backend only; GPU tests skip).
-# The slow multi-process cluster test (no CUDA code in it) runs once, in
-# make test.
+# The tests labelled slow (the cluster, the two-person participants video,
+# the CPU pipeline's threads: nothing in them differs without CUDA) run
+# once, in make test.
 test-nocuda:
 	$(MAKE) test BUILD=$(NOCUDA_BUILD) CMAKE_FLAGS="$(CMAKE_FLAGS) -DOMMA_CUDA=OFF -DOMMA_TEST_FUZZ=OFF" \
 	    CTEST_ARGS="-LE slow"
