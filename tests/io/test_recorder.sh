@@ -141,6 +141,14 @@ mkdir "$tmp/loop"
 n=$(frames_in "$data/astronaut_pan.mp4")
 check_segments loop "$tmp/loop" $((3 * n)) 3
 
+# What the decoding check's null output says of timestamps that its frame
+# rate's time base cannot tell apart (frames captured a few ms apart on a
+# loaded machine: a variable frame rate the Matroska file keeps exactly)
+# is no decoding error: left out.
+no_muxer_notes() {
+    grep -v "non monotonically increasing dts to muxer\|Last message repeated" || true
+}
+
 # Encoded: the decoded frames through libx264, paced at 30 fps (capture
 # times are the timestamps): 2 s segments of a 6 s clip.
 mkdir "$tmp/enc"
@@ -148,7 +156,7 @@ mkdir "$tmp/enc"
     fail "encode: $(tail -n 3 "$tmp/enc.out")"
 grep -q "dropped 0 " "$tmp/enc.out" || fail "encode: $(tail -n 1 "$tmp/enc.out")"
 for seg in $(segments_of "$tmp/enc"); do
-    err=$(ffmpeg -nostdin -v error -i "$seg" -fps_mode passthrough -f null - 2>&1)
+    err=$(ffmpeg -nostdin -v error -i "$seg" -fps_mode passthrough -f null - 2>&1 | no_muxer_notes)
     [ -z "$err" ] || fail "encode: $seg does not decode cleanly: $err"
     codec=$(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name -of csv=p=0 "$seg")
     [ "$codec" = h264 ] || fail "encode: $seg holds $codec"
@@ -189,7 +197,7 @@ killed() { # NAME MODE
             echo "$1: the open segment reads ${n:-0} of its sidecar's $r frames"
         else
             [ "$n" = "$r" ] || fail "$1: closed segment $seg has $n frames, its sidecar $r"
-            err=$(ffmpeg -nostdin -v error -i "$seg" -fps_mode passthrough -f null - 2>&1)
+            err=$(ffmpeg -nostdin -v error -i "$seg" -fps_mode passthrough -f null - 2>&1 | no_muxer_notes)
             [ -z "$err" ] || fail "$1: closed segment $seg does not decode cleanly: $err"
         fi
     done
@@ -306,7 +314,7 @@ for cam in $(echo "$names" | tr , ' '); do
     pts_in "$seg" | sort >"$tmp/file_pts"
     [ -z "$(comm -23 "$tmp/csv_pts" "$tmp/file_pts")" ] ||
         fail "$cam: sidecar times not in the file: $(comm -23 "$tmp/csv_pts" "$tmp/file_pts" | head -n 3 | tr '\n' ' ')"
-    err=$(ffmpeg -nostdin -v error -i "$seg" -fps_mode passthrough -f null - 2>&1)
+    err=$(ffmpeg -nostdin -v error -i "$seg" -fps_mode passthrough -f null - 2>&1 | no_muxer_notes)
     [ -z "$err" ] || fail "$cam: $seg does not decode cleanly: $err"
     echo "$cam: $n frames recorded, $r in the sidecar"
 done
