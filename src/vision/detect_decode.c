@@ -23,6 +23,11 @@ static int by_score(const void *pa, const void *pb)
     return vis_candidate_before(a, b) ? -1 : vis_candidate_before(b, a) ? 1 : 0;
 }
 
+void vis_sort_candidates(vis_candidate *cand, int m)
+{
+    qsort(cand, (size_t)m, sizeof *cand, by_score);
+}
+
 omma_status vis_detect_decode(const vis_decode_options *opt, const vis_anchor *anchors, int n,
                               const float *raw_boxes, const float *raw_scores,
                               const vis_letterbox *lb, omma_detection *out, int *count)
@@ -51,7 +56,7 @@ omma_status vis_detect_decode(const vis_decode_options *opt, const vis_anchor *a
         vis_decode_anchor(opt, &anchors[a], a, score, raw_boxes + (size_t)16 * (size_t)a,
                           &cand[m++]);
     }
-    qsort(cand, (size_t)m, sizeof *cand, by_score);
+    vis_sort_candidates(cand, m);
     *count = vis_weighted_nms(opt, lb, cand, m, out);
     free(cand);
     return OMMA_OK;

@@ -64,6 +64,9 @@ typedef struct vis_candidate {
     float kp[OMMA_FACE_KEYPOINTS][2];
 } vis_candidate;
 
+/* Sorts m candidates by vis_candidate_before (host only). */
+void vis_sort_candidates(vis_candidate *cand, int m);
+
 /* The score of a logit: sigmoid(clamp(logit, +-clip)). */
 VIS_HD float vis_detection_score(float logit, float clip)
 {
@@ -71,11 +74,11 @@ VIS_HD float vis_detection_score(float logit, float clip)
     return 1.0f / (1.0f + expf(-r));
 }
 
-/* Candidate a (score given) from its 16 raw values and its anchor. */
-VIS_HD void vis_decode_anchor(const vis_decode_options *opt, const vis_anchor *an, int a,
-                              float score, const float *raw, vis_candidate *c)
+/* Candidate a (score given) from its raw values and its anchor: the box
+ * (4 values), then nkp keypoints (x, y), in pixels of an s x s input. */
+VIS_HD void vis_decode_box_keypoints(float s, const vis_anchor *an, int a, float score,
+                                     const float *raw, int nkp, vis_candidate *c)
 {
-    float s = opt->input_size;
     float cx = raw[0] / s * an->w + an->x, cy = raw[1] / s * an->h + an->y;
     float w = raw[2] / s * an->w, h = raw[3] / s * an->h;
     c->anchor = a;
@@ -84,10 +87,17 @@ VIS_HD void vis_decode_anchor(const vis_decode_options *opt, const vis_anchor *a
     c->box.ymin = cy - h * 0.5f;
     c->box.xmax = cx + w * 0.5f;
     c->box.ymax = cy + h * 0.5f;
-    for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
+    for (int k = 0; k < nkp; k++) {
         c->kp[k][0] = raw[4 + 2 * k] / s * an->w + an->x;
         c->kp[k][1] = raw[5 + 2 * k] / s * an->h + an->y;
     }
+}
+
+/* A face candidate from its 16 raw values and its anchor. */
+VIS_HD void vis_decode_anchor(const vis_decode_options *opt, const vis_anchor *an, int a,
+                              float score, const float *raw, vis_candidate *c)
+{
+    vis_decode_box_keypoints(opt->input_size, an, a, score, raw, OMMA_FACE_KEYPOINTS, c);
 }
 
 /* The order of the NMS: best score first; equal scores in anchor order, so
@@ -112,56 +122,68 @@ VIS_HD void vis_candidate_to_frame(const vis_letterbox *lb, float size, const vi
     }
 }
 
-/* MediaPipe's WEIGHTED non-max suppression over m candidates sorted by
- * vis_candidate_before (cand is compacted in place as clusters are taken
- * out): up to opt->max_faces detections to out, best first; returns their
- * number. */
+/* One step of MediaPipe's WEIGHTED non-max suppression over m candidates
+ * sorted by vis_candidate_before: the cluster of cand[0] (every candidate
+ * whose IoU with it exceeds min_suppression) becomes *best, its box and
+ * first nkp keypoints the score-weighted means; the candidates outside the
+ * cluster are compacted to the front of cand and their number returned. A
+ * degenerate cand[0] (IoU 0 with itself) joins no cluster: it is dropped
+ * alone, so every step takes at least one candidate out. */
+VIS_HD int vis_nms_take_cluster(vis_candidate *cand, int m, int nkp, float min_suppression,
+                                vis_candidate *best)
+{
+    vis_candidate sum;
+    float total = 0.0f;
+    int rest = 0;
+    *best = cand[0];
+    sum.box.xmin = sum.box.ymin = sum.box.xmax = sum.box.ymax = 0.0f;
+    for (int k = 0; k < nkp; k++)
+        sum.kp[k][0] = sum.kp[k][1] = 0.0f;
+    for (int i = 0; i < m; i++) {
+        if (vis_box_iou(&cand[i].box, &best->box) > min_suppression) {
+            float w = cand[i].score;
+            total += w;
+            sum.box.xmin += cand[i].box.xmin * w;
+            sum.box.ymin += cand[i].box.ymin * w;
+            sum.box.xmax += cand[i].box.xmax * w;
+            sum.box.ymax += cand[i].box.ymax * w;
+            for (int k = 0; k < nkp; k++) {
+                sum.kp[k][0] += cand[i].kp[k][0] * w;
+                sum.kp[k][1] += cand[i].kp[k][1] * w;
+            }
+        } else {
+            cand[rest++] = cand[i];
+        }
+    }
+    if (total > 0.0f) {
+        best->box.xmin = sum.box.xmin / total;
+        best->box.ymin = sum.box.ymin / total;
+        best->box.xmax = sum.box.xmax / total;
+        best->box.ymax = sum.box.ymax / total;
+        for (int k = 0; k < nkp; k++) {
+            best->kp[k][0] = sum.kp[k][0] / total;
+            best->kp[k][1] = sum.kp[k][1] / total;
+        }
+    }
+    if (rest == m) {
+        for (int i = 1; i < m; i++)
+            cand[i - 1] = cand[i];
+        rest = m - 1;
+    }
+    return rest;
+}
+
+/* MediaPipe's WEIGHTED non-max suppression over m sorted face candidates
+ * (cand is compacted in place as clusters are taken out): up to
+ * opt->max_faces detections to out, best first; returns their number. */
 VIS_HD int vis_weighted_nms(const vis_decode_options *opt, const vis_letterbox *lb,
                             vis_candidate *cand, int m, omma_detection *out)
 {
     int found = 0;
     while (m > 0 && found < opt->max_faces) {
-        vis_candidate best = cand[0], sum;
-        float total = 0.0f;
-        int rest = 0;
-        sum.box.xmin = sum.box.ymin = sum.box.xmax = sum.box.ymax = 0.0f;
-        for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++)
-            sum.kp[k][0] = sum.kp[k][1] = 0.0f;
-        for (int i = 0; i < m; i++) {
-            if (vis_box_iou(&cand[i].box, &best.box) > opt->min_suppression) {
-                float w = cand[i].score;
-                total += w;
-                sum.box.xmin += cand[i].box.xmin * w;
-                sum.box.ymin += cand[i].box.ymin * w;
-                sum.box.xmax += cand[i].box.xmax * w;
-                sum.box.ymax += cand[i].box.ymax * w;
-                for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
-                    sum.kp[k][0] += cand[i].kp[k][0] * w;
-                    sum.kp[k][1] += cand[i].kp[k][1] * w;
-                }
-            } else {
-                cand[rest++] = cand[i];
-            }
-        }
-        if (total > 0.0f) {
-            best.box.xmin = sum.box.xmin / total;
-            best.box.ymin = sum.box.ymin / total;
-            best.box.xmax = sum.box.xmax / total;
-            best.box.ymax = sum.box.ymax / total;
-            for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++) {
-                best.kp[k][0] = sum.kp[k][0] / total;
-                best.kp[k][1] = sum.kp[k][1] / total;
-            }
-        }
+        vis_candidate best;
+        m = vis_nms_take_cluster(cand, m, OMMA_FACE_KEYPOINTS, opt->min_suppression, &best);
         vis_candidate_to_frame(lb, opt->input_size, &best, &out[found++]);
-        /* A degenerate best box (IoU 0 with itself) joins no cluster: drop
-         * it alone so the loop always progresses. */
-        if (rest == m) {
-            for (int i = 1; i < m; i++)
-                cand[i - 1] = cand[i];
-            rest = m - 1;
-        }
-        m = rest;
     }
     return found;
 }

@@ -23,30 +23,16 @@ void vis_pose_decode_options_init(vis_pose_decode_options *opt)
     opt->max_poses = 1;
 }
 
-typedef struct pose_candidate {
-    int anchor;
-    float score;
-    omma_box box;
-    float kp[VIS_POSE_KEYPOINTS][2];
-} pose_candidate;
-
-static int candidate_before(const pose_candidate *a, const pose_candidate *b)
-{
-    return a->score > b->score || (a->score == b->score && a->anchor < b->anchor);
-}
-
-static int by_score(const void *pa, const void *pb)
-{
-    const pose_candidate *a = pa, *b = pb;
-    return candidate_before(a, b) ? -1 : candidate_before(b, a) ? 1 : 0;
-}
+/* Pose candidates are face candidates with the first VIS_POSE_KEYPOINTS
+ * keypoints used: one decoder and one suppression serve both. */
+_Static_assert(VIS_POSE_KEYPOINTS <= OMMA_FACE_KEYPOINTS, "pose keypoints fit a vis_candidate");
 
 static float sigmoid(float v)
 {
     return 1.0f / (1.0f + expf(-v));
 }
 
-static void to_frame(const vis_letterbox *lb, const pose_candidate *c, vis_pose_detection *d)
+static void to_frame(const vis_letterbox *lb, const vis_candidate *c, vis_pose_detection *d)
 {
     const float s = (float)VIS_POSE_DETECT_SIZE;
     d->score = c->score;
@@ -62,46 +48,13 @@ static void to_frame(const vis_letterbox *lb, const pose_candidate *c, vis_pose_
 
 /* MediaPipe's WEIGHTED suppression, as vis_weighted_nms for faces. */
 static int weighted_nms(const vis_pose_decode_options *opt, const vis_letterbox *lb,
-                        pose_candidate *cand, int m, vis_pose_detection *out)
+                        vis_candidate *cand, int m, vis_pose_detection *out)
 {
     int found = 0;
     while (m > 0 && found < opt->max_poses) {
-        pose_candidate best = cand[0], sum = {0};
-        float total = 0.0f;
-        int rest = 0;
-        for (int i = 0; i < m; i++) {
-            if (vis_box_iou(&cand[i].box, &best.box) > opt->min_suppression) {
-                float w = cand[i].score;
-                total += w;
-                sum.box.xmin += cand[i].box.xmin * w;
-                sum.box.ymin += cand[i].box.ymin * w;
-                sum.box.xmax += cand[i].box.xmax * w;
-                sum.box.ymax += cand[i].box.ymax * w;
-                for (int k = 0; k < VIS_POSE_KEYPOINTS; k++) {
-                    sum.kp[k][0] += cand[i].kp[k][0] * w;
-                    sum.kp[k][1] += cand[i].kp[k][1] * w;
-                }
-            } else {
-                cand[rest++] = cand[i];
-            }
-        }
-        if (total > 0.0f) {
-            best.box.xmin = sum.box.xmin / total;
-            best.box.ymin = sum.box.ymin / total;
-            best.box.xmax = sum.box.xmax / total;
-            best.box.ymax = sum.box.ymax / total;
-            for (int k = 0; k < VIS_POSE_KEYPOINTS; k++) {
-                best.kp[k][0] = sum.kp[k][0] / total;
-                best.kp[k][1] = sum.kp[k][1] / total;
-            }
-        }
+        vis_candidate best;
+        m = vis_nms_take_cluster(cand, m, VIS_POSE_KEYPOINTS, opt->min_suppression, &best);
         to_frame(lb, &best, &out[found++]);
-        if (rest == m) { /* a degenerate box joins no cluster: drop it alone */
-            for (int i = 1; i < m; i++)
-                cand[i - 1] = cand[i];
-            rest = m - 1;
-        }
-        m = rest;
     }
     return found;
 }
@@ -121,33 +74,19 @@ omma_status vis_pose_detect_decode(const vis_pose_decode_options *opt, const vis
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                          "pose decode options: max poses %d, suppression %g, letterbox scale %g",
                          opt->max_poses, opt->min_suppression, lb->scale);
-    pose_candidate *cand = malloc((size_t)n * sizeof *cand);
+    vis_candidate *cand = malloc((size_t)n * sizeof *cand);
     if (!cand)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "pose decoder scratch for %d anchors", n);
     const float s = (float)VIS_POSE_DETECT_SIZE;
     int m = 0;
     for (int a = 0; a < n; a++) {
-        float logit = fminf(fmaxf(raw_scores[a], -POSE_SCORE_CLIP), POSE_SCORE_CLIP);
-        float score = sigmoid(logit);
+        float score = vis_detection_score(raw_scores[a], POSE_SCORE_CLIP);
         if (!(score >= opt->min_score))
             continue;
         const float *raw = raw_boxes + (size_t)VIS_POSE_DETECT_VALUES * (size_t)a;
-        const vis_anchor *an = &anchors[a];
-        pose_candidate *c = &cand[m++];
-        float cx = raw[0] / s * an->w + an->x, cy = raw[1] / s * an->h + an->y;
-        float w = raw[2] / s * an->w, h = raw[3] / s * an->h;
-        c->anchor = a;
-        c->score = score;
-        c->box.xmin = cx - w * 0.5f;
-        c->box.ymin = cy - h * 0.5f;
-        c->box.xmax = cx + w * 0.5f;
-        c->box.ymax = cy + h * 0.5f;
-        for (int k = 0; k < VIS_POSE_KEYPOINTS; k++) {
-            c->kp[k][0] = raw[4 + 2 * k] / s * an->w + an->x;
-            c->kp[k][1] = raw[5 + 2 * k] / s * an->h + an->y;
-        }
+        vis_decode_box_keypoints(s, &anchors[a], a, score, raw, VIS_POSE_KEYPOINTS, &cand[m++]);
     }
-    qsort(cand, (size_t)m, sizeof *cand, by_score);
+    vis_sort_candidates(cand, m);
     *count = weighted_nms(opt, lb, cand, m, out);
     free(cand);
     return OMMA_OK;
