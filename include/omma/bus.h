@@ -47,6 +47,11 @@ typedef struct omma_bus_options {
     int timeout_ms; /* for attaching (2000) */
     int watch; /* 1: frames are announced but never held or mapped (for
                 * monitoring: no memory is imported) */
+    int every_frame; /* 1: every frame written after attaching is given
+                      * (none missed): the publisher waits while this
+                      * subscriber holds max_holds frames of a camera. Only
+                      * for cameras whose publisher reads files; a live
+                      * camera refuses it (OMMA_ERR_UNSUPPORTED naming it) */
 } omma_bus_options;
 
 void omma_bus_options_init(omma_bus_options *opt);

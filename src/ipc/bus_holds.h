@@ -13,7 +13,13 @@
  * and no interprocess event is needed. A slot is written again only when
  * no seat holds it (bus_holds_busy). A seat that leaves or dies drops its
  * holds at once: subscribers map frames read-only, so a dead one's
- * unfinished reads can harm no one. */
+ * unfinished reads can harm no one.
+ *
+ * A seat that asked for every frame (only on cameras whose ring blocks its
+ * producer: files) holds each frame from the moment the ring starts
+ * writing it (bus_holds_write), so no frame reaches the slots without it;
+ * while such a seat holds max_holds frames there is no room
+ * (bus_holds_room): the producer waits, and the subscriber paces it. */
 #ifndef OMMA_IPC_BUS_HOLDS_H
 #define OMMA_IPC_BUS_HOLDS_H
 
@@ -25,11 +31,13 @@
 typedef struct bus_hold_slot {
     uint64_t seq; /* the frame in the slot (0: none yet) */
     uint64_t held; /* seats holding it (bit per seat) */
+    uint64_t offered; /* seats it was offered to since its write */
 } bus_hold_slot;
 
 typedef struct bus_hold_seat {
     int active;
     int watch; /* BUS_HELLO_WATCH: offered frames, never held */
+    int every; /* BUS_HELLO_EVERY_FRAME: holds each frame from its write */
     int max_holds;
     int holds; /* frames held now */
     uint64_t offered, given, missed;
@@ -61,10 +69,29 @@ static inline int bus_holds_busy(const bus_holds *h, int slot)
     return h->slot[slot].held != 0;
 }
 
-/* The ring starts writing frame seq into slot (not busy). */
+/* 1 when a new frame may be written: no every-frame seat holds its
+ * max_holds frames. */
+static inline int bus_holds_room(const bus_holds *h)
+{
+    for (int i = 0; i < BUS_MAX_SEATS; i++)
+        if (h->seat[i].active && h->seat[i].every && h->seat[i].holds >= h->seat[i].max_holds)
+            return 0;
+    return 1;
+}
+
+/* The ring starts writing frame seq into slot (not busy, with room): every
+ * every-frame seat holds it from now. */
 static inline void bus_holds_write(bus_holds *h, int slot, uint64_t seq)
 {
     h->slot[slot].seq = seq;
+    h->slot[slot].offered = 0;
+    for (int i = 0; i < BUS_MAX_SEATS; i++) {
+        bus_hold_seat *st = &h->seat[i];
+        if (st->active && st->every) {
+            h->slot[slot].held |= 1ull << i;
+            st->holds++;
+        }
+    }
 }
 
 /* Frame seq of slot is ready: offer it to seat. */
@@ -77,8 +104,15 @@ static inline bus_offer_result bus_holds_offer(bus_holds *h, int slot, uint64_t 
     bus_hold_seat *st = &h->seat[seat];
     bus_hold_slot *s = &h->slot[slot];
     uint64_t bit = 1ull << seat;
+    if (st->every && (s->held & bit) && !(s->offered & bit)) {
+        s->offered |= bit; /* held since its write: now it is ready */
+        st->offered++;
+        st->given++;
+        return BUS_OFFER_GIVEN;
+    }
     if (s->held & bit) /* offered twice: not counted, it was offered once */
         return BUS_OFFER_MISSED;
+    s->offered |= bit;
     st->offered++;
     if (st->watch)
         return BUS_OFFER_WATCH;
@@ -109,18 +143,22 @@ static inline int bus_holds_release(bus_holds *h, int seat, int slot, uint64_t s
     return 0;
 }
 
-/* max_holds: 1..BUS_MAX_HOLDS (checked by the HELLO's decode). */
-static inline void bus_holds_seat_open(bus_holds *h, int seat, int max_holds, int watch)
+/* max_holds: 1..BUS_MAX_HOLDS (checked by the HELLO's decode); every:
+ * the seat holds every frame written from now (not with watch). */
+static inline void bus_holds_seat_open(bus_holds *h, int seat, int max_holds, int watch, int every)
 {
-    h->seat[seat] = (bus_hold_seat){.active = 1, .watch = watch, .max_holds = max_holds};
+    h->seat[seat] = (bus_hold_seat){
+        .active = 1, .watch = watch, .every = every && !watch, .max_holds = max_holds};
 }
 
 /* The seat left or died: every hold of it is dropped now. */
 static inline void bus_holds_seat_close(bus_holds *h, int seat)
 {
     uint64_t bit = 1ull << seat;
-    for (int i = 0; i < h->slots; i++)
+    for (int i = 0; i < h->slots; i++) {
         h->slot[i].held &= ~bit;
+        h->slot[i].offered &= ~bit;
+    }
     h->seat[seat] = (bus_hold_seat){0};
 }
 

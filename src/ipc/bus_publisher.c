@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "gpu/check.h"
+#include "gpu/fault.h"
 #include "ipc/bus_holds.h"
 #include "ipc/bus_memory.h"
 #include "ipc/bus_proto.h"
@@ -42,6 +43,8 @@ typedef struct pub_camera {
     int gpu;
     uint8_t uuid[16];
     int slots, width, height, format;
+    int blocking; /* the ring blocks its producer: every frame may be asked */
+    int waiting; /* the producer found no room (counted once per frame) */
     size_t frame_bytes, slot_bytes;
     bus_memory mem;
     CUevent written[BUS_MAX_SLOTS]; /* recorded after each write into the slot */
@@ -55,7 +58,7 @@ typedef struct seat {
     int fd;
     pid_t pid;
     uint64_t hello_deadline;
-    int max_holds, watch;
+    int max_holds, watch, every;
     uint8_t *wants; /* per camera */
 } seat;
 
@@ -132,7 +135,7 @@ omma_status bus_pub_create(const bus_pub_options *opt, bus_pub **out)
 
 omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_device *dev, int slots,
                                int width, int height, omma_pixel_format format, size_t frame_bytes,
-                               size_t slot_bytes, bus_pub_slots *out)
+                               size_t slot_bytes, int blocking, bus_pub_slots *out)
 {
     if (!p || !dev || !out || index < 0 || index >= p->opt.cameras || p->cams[index].added ||
         slots < 1 || slots > BUS_MAX_SLOTS || frame_bytes == 0 || slot_bytes < frame_bytes)
@@ -149,15 +152,19 @@ omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_dev
     OMMA_TRY(OMMA_CK(gpu_cu.cuDeviceGetUuid(&uuid, cu)));
     memcpy(c->uuid, uuid.bytes, 16);
     c->slots = slots;
+    c->blocking = blocking != 0;
     c->width = width;
     c->height = height;
     c->format = (int)format;
     c->frame_bytes = frame_bytes;
     c->slot_bytes = slot_bytes;
     omma_status st = bus_memory_create(dev, slot_bytes * (size_t)slots, &c->mem);
-    for (int i = 0; i < slots && st == OMMA_OK; i++)
-        st = OMMA_CK(
-            gpu_cu.cuEventCreate(&c->written[i], CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC));
+    for (int i = 0; i < slots && st == OMMA_OK; i++) {
+        st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuEventCreate");
+        if (st == OMMA_OK)
+            st = OMMA_CK(gpu_cu.cuEventCreate(&c->written[i],
+                                              CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC));
+    }
     if (st != OMMA_OK) {
         for (int i = 0; i < slots; i++)
             if (c->written[i])
@@ -187,12 +194,38 @@ void bus_pub_unlock(bus_pub *p)
 
 int bus_pub_slot_busy(bus_pub *p, int camera, int slot)
 {
-    return bus_holds_busy(&p->cams[camera].holds, slot);
+    pub_camera *c = &p->cams[camera];
+    if (!bus_holds_room(&c->holds)) {
+        p->stats.every_waits += !c->waiting;
+        c->waiting = 1;
+        return 1;
+    }
+    return bus_holds_busy(&c->holds, slot);
 }
 
 void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq)
 {
+    p->cams[camera].waiting = 0;
     bus_holds_write(&p->cams[camera].holds, slot, seq);
+}
+
+/* Under the lock: every-frame seats let go of frame seq of slot, which
+ * will never be announced; they missed it. */
+static void drop_every_holds(bus_pub *p, int camera, int slot, uint64_t seq)
+{
+    pub_camera *c = &p->cams[camera];
+    for (int si = 0; si < p->opt.max_subscribers; si++)
+        if (c->holds.seat[si].every && bus_holds_release(&c->holds, si, slot, seq) == 0) {
+            c->holds.seat[si].missed++;
+            p->stats.missed++;
+        }
+}
+
+void bus_pub_slot_unwritten(bus_pub *p, int camera, int slot, uint64_t seq)
+{
+    pthread_mutex_lock(&p->lock);
+    drop_every_holds(p, camera, slot, seq);
+    pthread_mutex_unlock(&p->lock);
 }
 
 /* A seat's FRAMES message being filled, and the holds it gives. */
@@ -320,8 +353,10 @@ omma_status bus_pub_frame_ready(bus_pub *p, int camera, int slot, uint64_t seq, 
 {
     CUevent written = p->cams[camera].written[slot];
     OMMA_TRY(OMMA_CK(gpu_cu.cuEventRecord(written, stream)));
+    pending lost = {.camera = -1};
     pthread_mutex_lock(&p->qlock);
     if (p->qcount == BUS_QUEUE) { /* the announcer is far behind: the oldest goes */
+        lost = p->queue[p->qhead];
         p->qhead = (p->qhead + 1) % BUS_QUEUE;
         p->qcount--;
         atomic_fetch_add(&p->dropped, 1);
@@ -330,6 +365,8 @@ omma_status bus_pub_frame_ready(bus_pub *p, int camera, int slot, uint64_t seq, 
         (pending){camera, slot, seq, capture_ns, written};
     pthread_cond_signal(&p->qmore);
     pthread_mutex_unlock(&p->qlock);
+    if (lost.camera >= 0)
+        bus_pub_slot_unwritten(p, lost.camera, lost.slot, lost.seq);
     return OMMA_OK;
 }
 
@@ -425,6 +462,20 @@ static void welcome(bus_pub *p, int si, const bus_hello *h)
         return;
     }
     s->watch = (h->flags & BUS_HELLO_WATCH) != 0;
+    s->every = (h->flags & BUS_HELLO_EVERY_FRAME) != 0 && !s->watch;
+    for (int c = 0; c < p->opt.cameras && s->every && !why[0]; c++)
+        if (s->wants[c] && !p->cams[c].blocking)
+            snprintf(why, sizeof why,
+                     "camera %d (%s) is live: every frame can be asked only of cameras whose "
+                     "publisher waits for its readers (files)",
+                     c, p->cams[c].name);
+    if (why[0]) {
+        pthread_mutex_lock(&p->lock);
+        p->stats.refused++;
+        pthread_mutex_unlock(&p->lock);
+        end_seat(p, si, OMMA_ERR_UNSUPPORTED, why);
+        return;
+    }
     s->max_holds = (int)h->max_holds;
     omma_status st = OMMA_OK;
     int subscribers = 1;
@@ -480,12 +531,15 @@ static void welcome(bus_pub *p, int si, const bus_hello *h)
     pthread_mutex_lock(&p->lock);
     for (int c = 0; c < p->opt.cameras; c++)
         if (s->wants[c])
-            bus_holds_seat_open(&p->cams[c].holds, si, s->max_holds, s->watch);
+            bus_holds_seat_open(&p->cams[c].holds, si, s->max_holds, s->watch, s->every);
     s->state = SEAT_ACTIVE;
     p->stats.sessions++;
     pthread_mutex_unlock(&p->lock);
     omma_log(OMMA_LOG_INFO, "bus %s: subscriber pid %d attached (seat %d, %d cameras%s)", p->name,
-             (int)s->pid, si, wanted, s->watch ? ", watching" : "");
+             (int)s->pid, si, wanted,
+             s->watch   ? ", watching"
+             : s->every ? ", every frame"
+                        : "");
 }
 
 /* Reads what seat si sent; ends the session on hang-up or a bad message. */

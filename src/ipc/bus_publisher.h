@@ -57,6 +57,8 @@ typedef struct bus_pub_stats {
     uint64_t given; /* frame holds given to subscribers */
     uint64_t missed; /* frames subscribers missed (holding too much, or
                       * not reading) */
+    uint64_t every_waits; /* frames whose write waited for an every-frame
+                           * subscriber's release */
     uint64_t sessions; /* subscribers that attached so far */
     uint64_t ended; /* sessions ended: hang-ups, errors, byes */
     uint64_t refused; /* connections refused (uid, full, bad hello) */
@@ -65,10 +67,12 @@ typedef struct bus_pub_stats {
 omma_status bus_pub_create(const bus_pub_options *opt, bus_pub **out);
 
 /* Camera `index` (0..cameras-1): allocates its slots on dev (the device's
- * context current) and gives their memory. */
+ * context current) and gives their memory. blocking: the camera's ring
+ * makes its producer wait for a free slot (a file), so subscribers may ask
+ * for every frame of it. */
 omma_status bus_pub_add_camera(bus_pub *p, int index, const char *name, omma_device *dev, int slots,
                                int width, int height, omma_pixel_format format, size_t frame_bytes,
-                               size_t slot_bytes, bus_pub_slots *out);
+                               size_t slot_bytes, int blocking, bus_pub_slots *out);
 
 /* Starts serving subscribers (every camera added). */
 omma_status bus_pub_start(bus_pub *p);
@@ -81,12 +85,17 @@ void bus_pub_lock(bus_pub *p);
 void bus_pub_unlock(bus_pub *p);
 
 /* Producer, bus_pub_lock held: 1 when slot may not be written (a
- * subscriber holds it). */
+ * subscriber holds it, or an every-frame subscriber holds as many frames
+ * of the camera as it may: the producer waits for its releases). */
 int bus_pub_slot_busy(bus_pub *p, int camera, int slot);
 
 /* Producer, bus_pub_lock held: frame seq starts being written into slot
  * (an announcement of its old frame still pending is then stale). */
 void bus_pub_slot_write(bus_pub *p, int camera, int slot, uint64_t seq);
+
+/* Producer: the write of frame seq into slot failed; it will never be
+ * announced (every-frame subscribers' holds on it are dropped). */
+void bus_pub_slot_unwritten(bus_pub *p, int camera, int slot, uint64_t seq);
 
 /* Producer: frame seq's copy into slot is enqueued on stream; the frame
  * is announced once the stream gets here (an event of the slot's, which

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "gpu/check.h"
+#include "gpu/fault.h"
 #include "gpu/device_private.h"
 #include "ipc/bus_memory.h"
 #include "ipc/bus_proto.h"
@@ -272,7 +273,7 @@ static omma_status start_releasing(omma_bus_subscriber *s)
 static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
 {
     bus_msg m = {.type = BUS_MSG_HELLO};
-    m.u.hello.flags = o->watch ? BUS_HELLO_WATCH : 0;
+    m.u.hello.flags = o->watch ? BUS_HELLO_WATCH : o->every_frame ? BUS_HELLO_EVERY_FRAME : 0;
     m.u.hello.max_holds = (uint32_t)o->max_holds;
     m.u.hello.pid = (uint32_t)getpid();
     m.u.hello.n_cameras = o->cameras ? (uint32_t)o->n_cameras : 0;
@@ -383,6 +384,10 @@ omma_status omma_bus_subscribe(omma_device *dev, const char *name, const omma_bu
     if (o.max_holds < 1 || o.max_holds > BUS_MAX_HOLDS)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_subscribe: max_holds %d is not in 1..%d",
                          o.max_holds, BUS_MAX_HOLDS);
+    if (o.watch && o.every_frame)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "omma_bus_subscribe: watch and every_frame exclude each other (a "
+                         "watcher holds no frame)");
     if (o.n_cameras < 0 || o.n_cameras > BUS_MAX_CAMERAS || (o.n_cameras && !o.cameras))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_subscribe: %d cameras", o.n_cameras);
     for (int i = 0; o.cameras && i < o.n_cameras; i++)
@@ -580,6 +585,8 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
         st = omma_device_enter(sub->dev, &scope);
         if (st == OMMA_OK) {
             if (!h->after)
+                st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuEventCreate");
+            if (st == OMMA_OK && !h->after)
                 st = OMMA_CK(gpu_cu.cuEventCreate(&h->after, CU_EVENT_DISABLE_TIMING |
                                                                  CU_EVENT_BLOCKING_SYNC));
             if (st == OMMA_OK)

@@ -204,7 +204,8 @@ static omma_status create(omma_device *dev, int slots, const rt_ring_format *fmt
         st = omma_device_enter(dev, &scope);
         if (st == OMMA_OK) {
             st = bus_pub_add_camera(bus, bus_camera, bus_name, dev, slots, fmt->width, fmt->height,
-                                    fmt->format, ring->frame_bytes, ring->slot_stride, &shared);
+                                    fmt->format, ring->frame_bytes, ring->slot_stride,
+                                    policy == RT_RING_BLOCK, &shared);
             st = leave_keep(&scope, st);
         }
         if (st == OMMA_OK) {
@@ -439,6 +440,8 @@ static omma_status put_copy(rt_ring *ring, const char *fn, const omma_frame *f, 
     if (st == OMMA_OK && (plan.kind == RT_PUT_WRITE || plan.kind == RT_PUT_WRITE_AFTER_DONE)) {
         st = upload(ring, plan.slot, plan.seq, capture_ns, plan.kind == RT_PUT_WRITE_AFTER_DONE, f,
                     f_ready, stream);
+        if (st != OMMA_OK && ring->bus)
+            bus_pub_slot_unwritten(ring->bus, ring->bus_camera, plan.slot, plan.seq);
         pthread_mutex_lock(&ring->lock);
         rt_slots_end_put(&ring->s, plan.slot, capture_ns, st == OMMA_OK);
         if (st == OMMA_OK)

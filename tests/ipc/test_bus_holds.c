@@ -34,7 +34,7 @@ static void give_hold_release(void)
     CHECK(h.slots == 4);
     for (int s = 0; s < 4; s++)
         CHECK(bus_holds_busy(&h, s) == 0);
-    bus_holds_seat_open(&h, 2, 2, 0);
+    bus_holds_seat_open(&h, 2, 2, 0, 0);
     CHECK(h.seat[2].active == 1 && h.seat[2].max_holds == 2 && h.seat[2].watch == 0);
     bus_offer_result r;
     UNCHANGED(&h, r = bus_holds_offer(&h, 0, 1, 2)); /* not written yet */
@@ -98,8 +98,8 @@ static void max_holds_bound_a_seat(void)
 {
     static bus_holds h;
     bus_holds_init(&h, 8);
-    bus_holds_seat_open(&h, 0, 2, 0);
-    bus_holds_seat_open(&h, 1, 1, 1); /* watcher */
+    bus_holds_seat_open(&h, 0, 2, 0, 0);
+    bus_holds_seat_open(&h, 1, 1, 1, 0); /* watcher */
     for (int s = 0; s < 3; s++) {
         bus_holds_write(&h, s, (uint64_t)s + 1);
         bus_offer_result want = s < 2 ? BUS_OFFER_GIVEN : BUS_OFFER_MISSED;
@@ -124,7 +124,7 @@ static void max_holds_bound_a_seat(void)
     CHECK(bus_holds_offer(&h, 4, 5, 0) == BUS_OFFER_MISSED);
     CHECK(h.seat[0].offered == 5 && h.seat[0].given == 3 && h.seat[0].missed == 2);
     /* max_holds at its limit. */
-    bus_holds_seat_open(&h, 5, BUS_MAX_HOLDS, 0);
+    bus_holds_seat_open(&h, 5, BUS_MAX_HOLDS, 0, 0);
     int given = 0;
     for (int s = 0; s < 8; s++) {
         bus_holds_write(&h, s, 100 + (uint64_t)s);
@@ -140,8 +140,8 @@ static void prompt_releases_miss_nothing(void)
     static bus_holds h;
     for (int slots = 1; slots <= 16; slots += 15) {
         bus_holds_init(&h, slots);
-        bus_holds_seat_open(&h, 7, 1, 0);
-        bus_holds_seat_open(&h, 63, 1, 0);
+        bus_holds_seat_open(&h, 7, 1, 0, 0);
+        bus_holds_seat_open(&h, 63, 1, 0, 0);
         for (uint64_t seq = 1; seq <= 200; seq++) {
             int slot = (int)((seq - 1) % (uint64_t)slots);
             CHECK(bus_holds_busy(&h, slot) == 0);
@@ -162,8 +162,8 @@ static void seat_close_drops_everything(void)
 {
     static bus_holds h;
     bus_holds_init(&h, 4);
-    bus_holds_seat_open(&h, 63, 4, 0);
-    bus_holds_seat_open(&h, 0, 4, 0);
+    bus_holds_seat_open(&h, 63, 4, 0, 0);
+    bus_holds_seat_open(&h, 0, 4, 0, 0);
     for (int s = 0; s < 4; s++) {
         bus_holds_write(&h, s, (uint64_t)s + 10);
         CHECK(bus_holds_offer(&h, s, (uint64_t)s + 10, 63) == BUS_OFFER_GIVEN);
@@ -183,7 +183,7 @@ static void seat_close_drops_everything(void)
     /* The frames stay in their slots; a new subscriber in the old seat
      * starts clean. */
     CHECK(h.slot[1].seq == 11);
-    bus_holds_seat_open(&h, 63, 1, 0);
+    bus_holds_seat_open(&h, 63, 1, 0, 0);
     CHECK(h.seat[63].offered == 0 && h.seat[63].holds == 0);
     CHECK(bus_holds_offer(&h, 1, 11, 63) == BUS_OFFER_GIVEN);
     CHECK(h.seat[63].offered == 1 && h.seat[63].given == 1);
@@ -198,7 +198,8 @@ typedef struct model {
     int slots;
     uint64_t seq[BUS_MAX_SLOTS];
     unsigned char held[BUS_MAX_SLOTS][BUS_MAX_SEATS];
-    int active[BUS_MAX_SEATS], watch[BUS_MAX_SEATS], max_holds[BUS_MAX_SEATS];
+    unsigned char offered_since_write[BUS_MAX_SLOTS][BUS_MAX_SEATS];
+    int active[BUS_MAX_SEATS], watch[BUS_MAX_SEATS], every[BUS_MAX_SEATS], max_holds[BUS_MAX_SEATS];
     uint64_t offered[BUS_MAX_SEATS], given[BUS_MAX_SEATS], missed[BUS_MAX_SEATS],
         watched[BUS_MAX_SEATS];
 } model;
@@ -219,6 +220,15 @@ static int model_busy(const model *m, int slot)
     return 0;
 }
 
+/* No every-frame seat holds all it may: a frame may be written. */
+static int model_room(const model *m)
+{
+    for (int seat = 0; seat < BUS_MAX_SEATS; seat++)
+        if (m->active[seat] && m->every[seat] && model_holds(m, seat) >= m->max_holds[seat])
+            return 0;
+    return 1;
+}
+
 /* Every invariant of bus_holds against the model. */
 static int check_against_model(const bus_holds *h, const model *m)
 {
@@ -231,13 +241,14 @@ static int check_against_model(const bus_holds *h, const model *m)
             bad += st->holds != 0 || st->offered || st->given || st->missed;
             continue;
         }
-        bad += st->watch != m->watch[seat];
+        bad += st->watch != m->watch[seat] || st->every != m->every[seat];
         bad += st->holds != model_holds(m, seat);
         bad += st->holds < 0 || st->holds > st->max_holds || st->max_holds != m->max_holds[seat];
         bad += st->watch && st->holds != 0; /* a watcher never holds */
         bad += st->offered != m->offered[seat] || st->given != m->given[seat] ||
                st->missed != m->missed[seat];
         bad += st->offered != st->given + st->missed + m->watched[seat];
+        bad += st->every && st->watch;
         bad += st->watch && (st->given || st->missed);
     }
     for (int s = 0; s < m->slots; s++) {
@@ -249,6 +260,7 @@ static int check_against_model(const bus_holds *h, const model *m)
         bad += bus_holds_busy(h, s) != model_busy(m, s);
         bad += bus_holds_busy(h, s) != (held != 0);
     }
+    bad += bus_holds_room(h) != model_room(m);
     /* Slots past the ring are never touched. */
     for (int s = m->slots; s < BUS_MAX_SLOTS; s++)
         bad += h->slot[s].seq != 0 || h->slot[s].held != 0;
@@ -267,7 +279,8 @@ static void random_runs_match_the_model(void)
     static bus_holds h, before;
     static model m;
     int total_bad = 0, stale = 0, missed = 0, given = 0, watched = 0, twice = 0, writes = 0,
-        refused_writes = 0, releases = 0, bad_releases = 0, closes = 0, closes_holding = 0;
+        refused_writes = 0, releases = 0, bad_releases = 0, closes = 0, closes_holding = 0,
+        reserved = 0, every_given = 0, every_waits = 0;
     for (int run = 0; run < 40 && !total_bad; run++) {
         int slots = 1 + (int)rnd(BUS_MAX_SLOTS);
         if (run < 20)
@@ -287,14 +300,22 @@ static void random_runs_match_the_model(void)
             unsigned op = rnd(16);
             int seat = (int)rnd((unsigned)seats);
             int slot = (int)rnd((unsigned)slots);
-            if (op < 3) { /* the ring writes a slot (only when not busy) */
+            if (op < 3) { /* the ring writes a slot (only when not busy, with room) */
                 int busy = bus_holds_busy(&h, slot);
                 total_bad += count_bad(busy != model_busy(&m, slot), "busy", run, step);
-                if (busy) {
+                int room = bus_holds_room(&h);
+                total_bad += count_bad(room != model_room(&m), "room", run, step);
+                if (busy || !room) {
                     refused_writes++;
+                    every_waits += !room;
                 } else if (nready < 256) {
                     bus_holds_write(&h, slot, ++next_seq);
                     m.seq[slot] = next_seq;
+                    for (int st = 0; st < BUS_MAX_SEATS; st++) {
+                        m.offered_since_write[slot][st] = 0;
+                        if (m.active[st] && m.every[st])
+                            m.held[slot][st] = 1, reserved++;
+                    }
                     ready_slot[nready] = slot;
                     ready_seq[nready++] = next_seq;
                     writes++;
@@ -315,6 +336,8 @@ static void random_runs_match_the_model(void)
                         want = BUS_OFFER_STALE;
                     else if (m.watch[st])
                         want = BUS_OFFER_WATCH;
+                    else if (m.every[st] && m.held[s][st] && !m.offered_since_write[s][st])
+                        want = BUS_OFFER_GIVEN, every_given++; /* held since its write */
                     else if (model_holds(&m, st) >= m.max_holds[st])
                         want = BUS_OFFER_MISSED;
                     else
@@ -328,7 +351,7 @@ static void random_runs_match_the_model(void)
                     if (want == BUS_OFFER_STALE)
                         stale++;
                     if (want != BUS_OFFER_NO_SEAT && want != BUS_OFFER_STALE)
-                        m.offered[st]++;
+                        m.offered[st]++, m.offered_since_write[s][st] = 1;
                     if (want == BUS_OFFER_WATCH)
                         m.watched[st]++, watched++;
                     if (want == BUS_OFFER_MISSED)
@@ -394,14 +417,18 @@ static void random_runs_match_the_model(void)
                     bus_holds_seat_close(&h, seat);
                     for (int s = 0; s < slots; s++)
                         m.held[s][seat] = 0;
-                    m.active[seat] = 0;
+                    m.active[seat] = m.every[seat] = 0;
                     m.offered[seat] = m.given[seat] = m.missed[seat] = m.watched[seat] = 0;
+                    for (int s = 0; s < slots; s++)
+                        m.offered_since_write[s][seat] = 0;
                 } else if (!m.active[seat]) {
                     int mh = 1 + (int)rnd(BUS_MAX_HOLDS);
                     int watch = rnd(6) == 0;
-                    bus_holds_seat_open(&h, seat, mh, watch);
+                    int every = !watch && rnd(5) == 0;
+                    bus_holds_seat_open(&h, seat, mh, watch, every);
                     m.active[seat] = 1;
                     m.watch[seat] = watch;
+                    m.every[seat] = every;
                     m.max_holds[seat] = mh;
                 }
             } else { /* busy on a slot is pure */
@@ -431,10 +458,49 @@ static void random_runs_match_the_model(void)
             "refused: busy), %d releases, %d bad releases, %d closes (%d holding)\n",
             given, missed, watched, stale, twice, writes, refused_writes, releases, bad_releases,
             closes, closes_holding);
+    fprintf(stderr,
+            "  every-frame seats: %d frames held from their write, %d given, %d writes "
+            "waited for room\n",
+            reserved, every_given, every_waits);
     /* Every outcome happened many times. */
     CHECK(stale > 100 && missed > 100 && given > 1000 && watched > 100 && twice > 100);
     CHECK(writes > 1000 && refused_writes > 100 && releases > 1000 && bad_releases > 1000);
     CHECK(closes_holding > 20);
+    CHECK(reserved > 100 && every_given > 100 && every_waits > 100);
+}
+
+/* A seat asking for every frame holds each one from its write, so no
+ * frame escapes it; while it holds max_holds there is no room for a new
+ * frame (the producer waits); a frame that is never announced (its write
+ * failed) is let go with a release. */
+static void every_frame_seat_holds_from_the_write(void)
+{
+    static bus_holds h;
+    bus_holds_init(&h, 8);
+    bus_holds_seat_open(&h, 0, 2, 0, 1); /* every frame, 2 held at most */
+    bus_holds_seat_open(&h, 1, 1, 0, 0); /* an ordinary seat */
+    CHECK(bus_holds_room(&h) == 1);
+    bus_holds_write(&h, 0, 1);
+    CHECK(bus_holds_busy(&h, 0) == 1 && h.seat[0].holds == 1); /* held before it is ready */
+    CHECK(bus_holds_offer(&h, 0, 1, 0) == BUS_OFFER_GIVEN);
+    CHECK(bus_holds_offer(&h, 0, 1, 1) == BUS_OFFER_GIVEN);
+    CHECK(bus_holds_offer(&h, 0, 1, 0) == BUS_OFFER_MISSED); /* offered twice: not counted */
+    CHECK(h.seat[0].offered == 1 && h.seat[0].given == 1 && h.seat[0].missed == 0);
+    CHECK(bus_holds_room(&h) == 1);
+    bus_holds_write(&h, 1, 2);
+    CHECK(bus_holds_room(&h) == 0); /* seat 0 holds 2: the producer must wait */
+    CHECK(bus_holds_offer(&h, 1, 2, 1) == BUS_OFFER_MISSED); /* seat 1 holds its one */
+    CHECK(bus_holds_release(&h, 0, 0, 1) == 0);
+    CHECK(bus_holds_room(&h) == 1 && bus_holds_busy(&h, 0) == 1); /* seat 1 still holds 0 */
+    /* A write that failed: the frame is never offered; its hold goes. */
+    bus_holds_write(&h, 2, 3);
+    CHECK(bus_holds_release(&h, 0, 2, 3) == 0 && bus_holds_busy(&h, 2) == 0);
+    /* A watcher never holds, even asking for every frame. */
+    bus_holds_seat_open(&h, 2, 1, 1, 1);
+    CHECK(h.seat[2].every == 0);
+    /* Closing the every-frame seat frees its holds and the room. */
+    bus_holds_seat_close(&h, 0);
+    CHECK(bus_holds_room(&h) == 1 && bus_holds_busy(&h, 1) == 0);
 }
 
 int main(void)
@@ -443,6 +509,7 @@ int main(void)
     RUN(max_holds_bound_a_seat);
     RUN(prompt_releases_miss_nothing);
     RUN(seat_close_drops_everything);
+    RUN(every_frame_seat_holds_from_the_write);
     RUN(random_runs_match_the_model);
     return testing_finish();
 }

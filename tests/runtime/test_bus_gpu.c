@@ -16,7 +16,17 @@
  *     back to where they were;
  *   - a publisher killed with SIGKILL is reported as OMMA_ERR_CLOSED naming
  *     the bus (how fast is printed), the subscriber unmaps and closes
- *     cleanly, and attaches again to a new publisher under the same name. */
+ *     cleanly, and attaches again to a new publisher under the same name;
+ *     publishers killed at random moments (starting, handshaking,
+ *     streaming; OMMA_BUS_PUBLISHER_KILLS times) leave the subscriber's
+ *     fds, threads and device memory where they were;
+ *   - a subscriber asking for every frame of a publisher reading "files"
+ *     (rings that block their producer) gets every frame, in order, while
+ *     it is slower than the publisher; a live publisher refuses it;
+ *   - with fault injection built in, every fault point on the way to
+ *     publishing and to subscribing (VMM create/reserve/map/access/export/
+ *     import, events, streams) fails once in turn: each failure is
+ *     reported as an injected fault and leaves no fd, thread or memory. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <pthread.h>
@@ -34,6 +44,7 @@
 #include "core/clock.h"
 #include "gpu/check.h"
 #include "gpu/driver.h"
+#include "gpu/fault.h"
 #include "gpu/gpu_testing.h"
 #include "ipc/bus_publisher.h"
 #include "omma/bus.h"
@@ -75,7 +86,22 @@ static void on_term(int sig)
     stop_publisher = 1;
 }
 
-static int publisher_main(const char *name, const char *status_path)
+static int count_threads(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* blocking: the rings block their producer (as files do), so subscribers
+ * may ask for every frame. */
+static int publisher_main(const char *name, const char *status_path, int blocking)
 {
     signal(SIGTERM, on_term);
     omma_device *dev = NULL;
@@ -95,7 +121,9 @@ static int publisher_main(const char *name, const char *status_path)
     for (int c = 0; c < CAMS && st == OMMA_OK; c++) {
         char cn[16];
         snprintf(cn, sizeof cn, "cam%d", c);
-        st = rt_ring_create_bus(dev, 4 + 16 * 2, &fmt, RT_RING_KEEP_NEWEST, pub, c, cn, &rings[c]);
+        st = rt_ring_create_bus(dev, 4 + 16 * 2, &fmt,
+                                blocking ? RT_RING_BLOCK : RT_RING_KEEP_NEWEST, pub, c, cn,
+                                &rings[c]);
     }
     if (st == OMMA_OK)
         st = bus_pub_start(pub);
@@ -125,7 +153,19 @@ static int publisher_main(const char *name, const char *status_path)
                 .width = W, .height = H, .format = OMMA_PIXEL_RGB, .memory = OMMA_MEMORY_HOST};
             f.planes[0] = host;
             f.pitch[0] = W * 3;
-            if (rt_ring_put(rings[c], &f, up, core_now_ns(), 0) != OMMA_OK)
+            omma_status put = OMMA_ERR_TIMEOUT;
+            while (put == OMMA_ERR_TIMEOUT && !stop_publisher) {
+                put = rt_ring_put(rings[c], &f, up, core_now_ns(), blocking ? 200 : 0);
+                /* Blocked by an every-frame subscriber: its frames must go
+                 * on being taken and given back meanwhile. */
+                rt_ring_item it;
+                while (put == OMMA_ERR_TIMEOUT && rt_ring_take(rings[c], &it) == OMMA_OK &&
+                       it.has_frame)
+                    rt_ring_release(rings[c], &it, cons);
+                if (put == OMMA_ERR_TIMEOUT)
+                    omma_clear_error();
+            }
+            if (put != OMMA_OK && !stop_publisher)
                 fprintf(stderr, "publisher: put: %s\n", omma_last_error());
             /* The in-process consumer (the runtime's worker) takes and
              * gives frames back as it would after its kernels. */
@@ -387,6 +427,11 @@ static void test_bus_across_processes(void)
     /* Subscribers killed at random moments while this one goes on. */
     long long v0[6] = {0}, v1[6] = {0};
     int kills = getenv("OMMA_BUS_KILLS") ? atoi(getenv("OMMA_BUS_KILLS")) : 60;
+    /* The longest a victim lives (ms): its CUDA start takes ~200-400 ms, so
+     * 500 still kills some before, during and after attaching. */
+    int life_ms = getenv("OMMA_BUS_KILL_MAX_MS") ? atoi(getenv("OMMA_BUS_KILL_MAX_MS")) : 800;
+    if (life_ms < 1)
+        life_ms = 800;
     int warm = kills / 5; /* the publisher's counts after these are the baseline */
     uint64_t missed_before = missed;
     reader rd = {.sub = sub, .dev = dev, .host = host, .missed = missed};
@@ -395,9 +440,9 @@ static void test_bus_across_processes(void)
     srand(12345);
     for (int k = 0; k < kills; k++) {
         pid_t v = spawn("--victim", "tbus", "");
-        /* 0..800 ms: before (its CUDA start takes ~0.2-0.4 s), during or
+        /* 0..life_ms: before (its CUDA start takes ~0.2-0.4 s), during or
          * after attaching, holding frames, releasing them */
-        usleep((useconds_t)(rand() % 800000));
+        usleep((useconds_t)(rand() % (life_ms * 1000)));
         kill(v, SIGKILL);
         waitpid(v, NULL, 0);
         if (k + 1 == warm) {
@@ -470,6 +515,334 @@ static void test_bus_across_processes(void)
     omma_device_close(dev);
 }
 
+/* Attaches to name (a publisher starting), retrying for up to 10 s. */
+static omma_status attach(omma_device *dev, const char *name, const omma_bus_options *o,
+                          omma_bus_subscriber **sub)
+{
+    omma_status st = OMMA_ERR_CLOSED;
+    for (int i = 0; i < 200 && st != OMMA_OK; i++) {
+        usleep(50000);
+        st = omma_bus_subscribe(dev, name, o, sub);
+    }
+    return st;
+}
+
+static void test_every_frame(void)
+{
+    char dir[] = "/tmp/omma-bus-every-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    setenv("OMMA_BUS_DIR", dir, 1);
+    omma_device *dev = NULL;
+    REQUIRE_OK(omma_device_open(0, &dev));
+    omma_bus_options o;
+    omma_bus_options_init(&o);
+    o.every_frame = 1;
+
+    /* A live publisher refuses: it never waits for a reader. */
+    pid_t live = spawn("--publisher", "tlive", "");
+    omma_bus_subscriber *sub = NULL;
+    omma_bus_options plain;
+    omma_bus_options_init(&plain);
+    REQUIRE_OK(attach(dev, "tlive", &plain, &sub));
+    omma_bus_close(sub);
+    sub = NULL;
+    omma_status st = omma_bus_subscribe(dev, "tlive", &o, &sub);
+    printf("every frame of a live publisher: %s: %s\n", omma_status_str(st), omma_last_error());
+    CHECK(st == OMMA_ERR_UNSUPPORTED && sub == NULL);
+    CHECK(strstr(omma_last_error(), "live") && strstr(omma_last_error(), "tlive"));
+    kill(live, SIGTERM);
+    waitpid(live, NULL, 0);
+
+    /* A publisher of files: every frame, in order, to a slow subscriber. */
+    pid_t pub = spawn("--file-publisher", "tfile", "");
+    REQUIRE_OK(attach(dev, "tfile", &o, &sub));
+    omma_scope scope;
+    REQUIRE_OK(omma_device_enter(dev, &scope));
+    CUstream s;
+    REQUIRE_OK(OMMA_CK(gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0)));
+    uint8_t *host = malloc(FRAME_BYTES);
+    REQUIRE(host);
+    uint64_t last[CAMS] = {0};
+    int frames = 0, gaps = 0, wrong = 0, missed = 0;
+    for (int k = 0; k < 400; k++) {
+        omma_bus_frame f;
+        st = omma_bus_next(sub, 3000, &f);
+        if (st != OMMA_OK) {
+            fprintf(stderr, "every frame: next: %s\n", omma_last_error());
+            break;
+        }
+        omma_bus_wait(sub, &f, s);
+        gpu_cu.cuMemcpyDtoHAsync(host, (CUdeviceptr)(uintptr_t)f.frame.planes[0], FRAME_BYTES, s);
+        omma_bus_release(sub, &f, s);
+        gpu_cu.cuStreamSynchronize(s);
+        for (size_t i = 0; i < FRAME_BYTES; i += 97)
+            if (host[i] != pattern(f.camera, f.seq, i)) {
+                wrong++;
+                break;
+            }
+        if (last[f.camera] && f.seq != last[f.camera] + 1) {
+            gaps++;
+            fprintf(stderr, "every frame: camera %d seq %llu after %llu\n", f.camera,
+                    (unsigned long long)f.seq, (unsigned long long)last[f.camera]);
+        }
+        last[f.camera] = f.seq;
+        missed += f.missed != 0;
+        frames++;
+        if (k % 8 == 0)
+            usleep(15000); /* slower than the publisher's 100 frames/s */
+    }
+    printf("every frame: %d frames read (cameras up to seq %llu, %llu), %d gaps, %d wrong, %d "
+           "with a missed count\n",
+           frames, (unsigned long long)last[0], (unsigned long long)last[1], gaps, wrong, missed);
+    CHECK(frames == 400 && gaps == 0 && wrong == 0 && missed == 0);
+    omma_bus_close(sub);
+    kill(pub, SIGTERM);
+    waitpid(pub, NULL, 0);
+    free(host);
+    gpu_cu.cuStreamDestroy(s);
+    omma_device_leave(&scope);
+    omma_device_close(dev);
+}
+
+typedef struct killer {
+    pid_t pid;
+    useconds_t after;
+} killer;
+
+static void *kill_later(void *arg)
+{
+    killer *k = arg;
+    usleep(k->after);
+    kill(k->pid, SIGKILL);
+    return NULL;
+}
+
+/* Publishers killed at random moments: starting, while this subscriber
+ * attaches, while it streams. */
+static void test_publisher_kills(void)
+{
+    char dir[] = "/tmp/omma-bus-pkill-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    setenv("OMMA_BUS_DIR", dir, 1);
+    int kills = getenv("OMMA_BUS_PUBLISHER_KILLS") ? atoi(getenv("OMMA_BUS_PUBLISHER_KILLS")) : 6;
+    omma_device *dev = NULL;
+    REQUIRE_OK(omma_device_open(0, &dev));
+    omma_scope scope;
+    REQUIRE_OK(omma_device_enter(dev, &scope));
+    CUstream s;
+    REQUIRE_OK(OMMA_CK(gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0)));
+    int fds0 = count_fds(), threads0 = count_threads();
+    int attached = 0, refused = 0, reported = 0, bad = 0;
+    double worst_ms = 0.0, sum_ms = 0.0;
+    srand(777);
+    for (int k = 0; k < kills; k++) {
+        pid_t pub = spawn("--publisher", "tpk", "");
+        omma_bus_subscriber *sub = NULL;
+        omma_status st;
+        if (k % 3 == 0) { /* killed while starting or while we attach */
+            killer kl = {pub, (useconds_t)(rand() % 700000)};
+            pthread_t th;
+            REQUIRE(pthread_create(&th, NULL, kill_later, &kl) == 0);
+            st = OMMA_ERR_CLOSED;
+            for (int i = 0; i < 40 && st != OMMA_OK; i++) {
+                st = omma_bus_subscribe(dev, "tpk", NULL, &sub);
+                if (st != OMMA_OK) {
+                    bad += strstr(omma_last_error(), "tpk") == NULL;
+                    usleep(20000);
+                }
+            }
+            pthread_join(th, NULL);
+        } else {
+            st = attach(dev, "tpk", NULL, &sub);
+        }
+        waitpid(pub, NULL, WNOHANG);
+        if (st != OMMA_OK) {
+            refused++;
+            kill(pub, SIGKILL);
+            waitpid(pub, NULL, 0);
+            continue;
+        }
+        attached++;
+        /* Stream a little, then the publisher dies (if it is still alive). */
+        int n = rand() % 40;
+        omma_bus_frame f;
+        for (int i = 0; i < n; i++) {
+            if (omma_bus_next(sub, 500, &f) != OMMA_OK)
+                break;
+            omma_bus_wait(sub, &f, s);
+            omma_bus_release(sub, &f, i % 2 ? s : NULL);
+        }
+        uint64_t t0 = core_now_ns();
+        kill(pub, SIGKILL);
+        int closed = 0;
+        for (int i = 0; i < 100 && !closed; i++) {
+            st = omma_bus_next(sub, 100, &f);
+            if (st == OMMA_OK)
+                omma_bus_release(sub, &f, NULL);
+            closed = st == OMMA_ERR_CLOSED;
+        }
+        double ms = (core_now_ns() - t0) / 1e6;
+        waitpid(pub, NULL, 0);
+        if (closed && strstr(omma_last_error(), "tpk")) {
+            reported++;
+            sum_ms += ms;
+            worst_ms = ms > worst_ms ? ms : worst_ms;
+        } else {
+            bad++;
+            fprintf(stderr, "publisher kill %d: %s: %s\n", k, omma_status_str(st),
+                    omma_last_error());
+        }
+        omma_bus_close(sub);
+        if ((k + 1) % 10 == 0 || k + 1 == kills)
+            printf("after %d publisher kills: subscriber fds %+d, threads %+d\n", k + 1,
+                   count_fds() - fds0, count_threads() - threads0);
+    }
+    usleep(200000);
+    int dfds = count_fds() - fds0, dthreads = count_threads() - threads0;
+    printf("%d publishers killed: %d attached first (%d killed before), %d reported as closed "
+           "naming the bus (kill to report: mean %.1f ms, worst %.1f ms), %d bad; subscriber "
+           "fds %+d, threads %+d\n",
+           kills, attached, refused, reported, reported ? sum_ms / reported : 0.0, worst_ms, bad,
+           dfds, dthreads);
+    CHECK(bad == 0 && reported == attached && dfds == 0 && dthreads == 0);
+    CHECK(kills < 3 || attached > 0);
+    gpu_cu.cuStreamDestroy(s);
+    omma_device_leave(&scope);
+    omma_device_close(dev);
+}
+
+/* Every fault point of publishing and subscribing fails once in turn. */
+static void test_fault_walk(void)
+{
+    if (!gpu_fault_enabled()) {
+        printf("fault walk: this build has no fault injection (OMMA_FAULT_INJECTION=ON runs it)\n");
+        return;
+    }
+    char dir[] = "/tmp/omma-bus-fault-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    setenv("OMMA_BUS_DIR", dir, 1);
+    omma_device *dev = NULL;
+    REQUIRE_OK(omma_device_open(0, &dev));
+    omma_scope scope;
+    REQUIRE_OK(omma_device_enter(dev, &scope));
+    CUstream s;
+    REQUIRE_OK(OMMA_CK(gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0)));
+    int fds0 = count_fds(), threads0 = count_threads();
+    size_t free0 = 0, total = 0, fr = 0;
+
+    /* The publishing side, in this process. */
+    int walked = 0, bad = 0, done = 0;
+    for (long n = 1; n < 400 && !done; n++) {
+        bus_pub_options bo = {"tfault", NULL, CAMS, 4, 4, -1};
+        bus_pub *pub = NULL;
+        rt_ring *rings[CAMS] = {0};
+        rt_ring_format fmt = {W, H, OMMA_PIXEL_RGB};
+        if (n == 1)
+            gpu_cu.cuMemGetInfo(&free0, &total);
+        gpu_fault_arm(n);
+        omma_status st = bus_pub_create(&bo, &pub);
+        for (int c = 0; c < CAMS && st == OMMA_OK; c++)
+            st = rt_ring_create_bus(dev, 6, &fmt, RT_RING_KEEP_NEWEST, pub, c, "cam", &rings[c]);
+        if (st == OMMA_OK)
+            st = bus_pub_start(pub);
+        long passed = gpu_fault_points();
+        gpu_fault_arm(0);
+        if (passed < n) {
+            done = 1;
+            bad += st != OMMA_OK;
+        } else {
+            walked++;
+            if (st == OMMA_OK || !strstr(omma_last_error(), "injected fault")) {
+                bad++;
+                fprintf(stderr, "publisher fault %ld: %s: %s\n", n, omma_status_str(st),
+                        omma_last_error());
+            }
+        }
+        for (int c = 0; c < CAMS; c++)
+            rt_ring_destroy(rings[c]);
+        bus_pub_destroy(pub);
+        if (count_fds() != fds0 || count_threads() != threads0) {
+            bad++;
+            fprintf(stderr, "publisher fault %ld: fds %+d, threads %+d\n", n, count_fds() - fds0,
+                    count_threads() - threads0);
+        }
+    }
+    gpu_cu.cuMemGetInfo(&fr, &total);
+    printf("fault walk, publisher: %d fault points failed in turn, then it started; fds %+d, "
+           "threads %+d, device bytes %+lld; %d bad\n",
+           walked, count_fds() - fds0, count_threads() - threads0, (long long)fr - (long long)free0,
+           bad);
+    CHECK(done && walked >= 8 && bad == 0);
+
+    /* The subscribing side, against a publisher in another process. */
+    pid_t pub = spawn("--publisher", "tfaultp", "");
+    omma_bus_subscriber *sub = NULL;
+    REQUIRE_OK(attach(dev, "tfaultp", NULL, &sub));
+    omma_bus_close(sub);
+    sub = NULL;
+    usleep(100000);
+    fds0 = count_fds();
+    threads0 = count_threads();
+    int swalked = 0, sbad = 0, sabsorbed = 0;
+    done = 0;
+    for (long n = 1; n < 400 && !done; n++) {
+        gpu_fault_arm(n);
+        omma_status st = omma_bus_subscribe(dev, "tfaultp", NULL, &sub);
+        omma_bus_frame f;
+        int held = 0;
+        if (st == OMMA_OK)
+            st = omma_bus_next(sub, 2000, &f);
+        if (st == OMMA_OK) {
+            held = 1;
+            st = omma_bus_release(sub, &f, s); /* makes the release event */
+            held = st != OMMA_OK;
+        }
+        long passed = gpu_fault_points();
+        gpu_fault_arm(0);
+        /* A read-only mapping that fails is tried again read-write (for
+         * drivers that refuse read-only access): the fault is absorbed and
+         * the camera says it is writable. */
+        int absorbed = 0;
+        for (int c = 0; st == OMMA_OK && passed >= n && c < omma_bus_camera_count(sub); c++) {
+            omma_bus_camera_info ci;
+            absorbed |= omma_bus_camera_info_get(sub, c, &ci) == OMMA_OK && !ci.read_only;
+        }
+        if (passed < n) {
+            done = 1;
+            sbad += st != OMMA_OK;
+        } else if (absorbed) {
+            swalked++;
+            sabsorbed++;
+        } else {
+            swalked++;
+            if (st == OMMA_OK || !strstr(omma_last_error(), "injected fault")) {
+                sbad++;
+                fprintf(stderr, "subscriber fault %ld: %s: %s\n", n, omma_status_str(st),
+                        omma_last_error());
+            }
+        }
+        if (held) /* a refused release leaves the frame held: give it back */
+            CHECK(omma_bus_release(sub, &f, s) == OMMA_OK);
+        omma_bus_close(sub);
+        sub = NULL;
+        usleep(20000);
+        if (count_fds() != fds0 || count_threads() != threads0) {
+            sbad++;
+            fprintf(stderr, "subscriber fault %ld: fds %+d, threads %+d\n", n, count_fds() - fds0,
+                    count_threads() - threads0);
+        }
+    }
+    printf("fault walk, subscriber: %d fault points failed in turn (%d absorbed by mapping "
+           "read-write), then it read a frame; fds %+d, threads %+d; %d bad\n",
+           swalked, sabsorbed, count_fds() - fds0, count_threads() - threads0, sbad);
+    CHECK(done && swalked >= 2 && sbad == 0);
+    kill(pub, SIGTERM);
+    waitpid(pub, NULL, 0);
+    gpu_cu.cuStreamDestroy(s);
+    omma_device_leave(&scope);
+    omma_device_close(dev);
+}
+
 static void test_bad_names(void)
 {
     omma_device *dev = NULL;
@@ -485,7 +858,9 @@ static void test_bad_names(void)
 int main(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[1], "--publisher") == 0)
-        return publisher_main(argv[2], argc > 3 ? argv[3] : NULL);
+        return publisher_main(argv[2], argc > 3 ? argv[3] : NULL, 0);
+    if (argc >= 3 && strcmp(argv[1], "--file-publisher") == 0)
+        return publisher_main(argv[2], argc > 3 ? argv[3] : NULL, 1);
     if (argc >= 3 && strcmp(argv[1], "--victim") == 0)
         return victim_main(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "--writer") == 0)
@@ -497,5 +872,8 @@ int main(int argc, char **argv)
     self_path[n] = '\0';
     RUN(test_bad_names);
     RUN(test_bus_across_processes);
+    RUN(test_every_frame);
+    RUN(test_publisher_kills);
+    RUN(test_fault_walk);
     return testing_finish();
 }
