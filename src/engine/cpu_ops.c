@@ -177,6 +177,8 @@ typedef struct conv_job {
     const gr_node *n;
     const gr_window *w;
     const float *x, *f, *bias, *residual, *alpha;
+    const float *ft; /* not depthwise: f as [KH][KW][C][OC] */
+    float *scratch; /* OC floats per part: one pixel's sums */
     float *out;
     bool dw;
     int mult, H, W, C, OH, OW, OC;
@@ -185,46 +187,60 @@ typedef struct conv_job {
 /* Output rows [r0, r1) of a convolution, row r = item r / OH, y r % OH. */
 static void conv_rows(void *arg, int part, long r0, long r1)
 {
-    (void)part;
     const conv_job *j = arg;
     const gr_window *w = j->w;
-    const float *f = j->f, *bias = j->bias, *residual = j->residual, *alpha = j->alpha;
+    const float *f = j->f, *ft = j->ft, *bias = j->bias, *residual = j->residual, *alpha = j->alpha;
     int H = j->H, W = j->W, C = j->C, OH = j->OH, OW = j->OW, OC = j->OC, mult = j->mult;
     int KH = w->kh, KW = w->kw;
     bool dw = j->dw;
     float *out = j->out;
+    /* A pixel's OC sums side by side: each adds its terms in (ky, kx, ic)
+     * order, as one sum per channel would (bitwise), in vector lanes. */
+    float *acc = j->scratch + (size_t)part * (size_t)OC;
     for (long r = r0; r < r1; r++) {
         int b = (int)(r / OH), oy = (int)(r % OH);
         const float *xb = j->x + (size_t)b * H * W * C;
         for (int ox = 0; ox < OW; ox++) {
             size_t o = (((size_t)b * OH + oy) * OW + ox) * OC;
             int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
-            for (int oc = 0; oc < OC; oc++) {
-                float acc = 0.0f;
-                for (int ky = 0; ky < KH; ky++) {
-                    int iy = y0 + ky * w->dil_h;
-                    if (iy < 0 || iy >= H)
-                        continue; /* zero padding */
-                    for (int kx = 0; kx < KW; kx++) {
-                        int ix = x0 + kx * w->dil_w;
-                        if (ix < 0 || ix >= W)
-                            continue;
-                        const float *px = xb + ((size_t)iy * W + ix) * C;
-                        if (dw) {
-                            acc += px[oc / mult] * f[((size_t)ky * KW + kx) * OC + oc];
-                        } else {
-                            const float *pf = f + (((size_t)oc * KH + ky) * KW + kx) * C;
-                            for (int ic = 0; ic < C; ic++)
-                                acc += px[ic] * pf[ic];
+            for (int oc = 0; oc < OC; oc++)
+                acc[oc] = 0.0f;
+            for (int ky = 0; ky < KH; ky++) {
+                int iy = y0 + ky * w->dil_h;
+                if (iy < 0 || iy >= H)
+                    continue; /* zero padding */
+                for (int kx = 0; kx < KW; kx++) {
+                    int ix = x0 + kx * w->dil_w;
+                    if (ix < 0 || ix >= W)
+                        continue;
+                    const float *px = xb + ((size_t)iy * W + ix) * C;
+                    if (dw) {
+                        const float *pf = f + ((size_t)ky * KW + kx) * OC;
+                        if (mult == 1)
+                            for (int oc = 0; oc < OC; oc++)
+                                acc[oc] += px[oc] * pf[oc];
+                        else
+                            for (int oc = 0; oc < OC; oc++)
+                                acc[oc] += px[oc / mult] * pf[oc];
+                    } else {
+                        const float *pf = ft + ((size_t)ky * KW + kx) * C * OC;
+                        for (int ic = 0; ic < C; ic++) {
+                            const float xv = px[ic];
+                            const float *pw = pf + (size_t)ic * OC;
+                            for (int oc = 0; oc < OC; oc++)
+                                acc[oc] += xv * pw[oc];
                         }
                     }
                 }
-                /* Epilogue in the IR's order: act(acc + bias + residual). */
+            }
+            /* Epilogue in the IR's order: act(acc + bias + residual). */
+            for (int oc = 0; oc < OC; oc++) {
+                float v = acc[oc];
                 if (bias)
-                    acc += bias[oc];
+                    v += bias[oc];
                 if (residual)
-                    acc += residual[o + oc];
-                out[o + oc] = act_apply(j->n->p.conv.act, acc, alpha, oc);
+                    v += residual[o + oc];
+                out[o + oc] = act_apply(j->n->p.conv.act, v, alpha, oc);
             }
         }
     }
@@ -269,9 +285,27 @@ static omma_status run_conv(const cpu_ctx *c, const float *const *inputs, const 
     if (n->p.conv.residual < 0)
         residual = NULL;
 
-    conv_job j = {n, w, x, f, bias, residual, alpha, out, dw, mult, H, W, C, OH, OW, OC};
+    /* The filter with output channels innermost, and each part's sums. */
+    int parts = cpu_pool_threads(c->pool);
+    size_t taps = (size_t)w->kh * w->kw;
+    float *ft = dw ? NULL : malloc(taps * (size_t)C * (size_t)OC * sizeof *ft);
+    float *acc = malloc((size_t)parts * (size_t)OC * sizeof *acc);
+    if ((!dw && !ft) || !acc) {
+        free(ft);
+        free(acc);
+        return cpu_fail(c, OMMA_ERR_OUT_OF_MEMORY, "convolution scratch (%zu x %d x %d floats)",
+                        taps, C, OC);
+    }
+    for (int oc = 0; ft && oc < OC; oc++)
+        for (size_t t = 0; t < taps; t++)
+            for (int ic = 0; ic < C; ic++)
+                ft[(t * (size_t)C + (size_t)ic) * (size_t)OC + (size_t)oc] =
+                    f[((size_t)oc * taps + t) * (size_t)C + (size_t)ic];
+    conv_job j = {n, w, x, f, bias, residual, alpha, ft, acc, out, dw, mult, H, W, C, OH, OW, OC};
     cpu_pool_run(c->pool, (long)c->batch * OH,
                  grain_rows((long)OW * OC * w->kh * w->kw * (dw ? 1 : C)), conv_rows, &j);
+    free(ft);
+    free(acc);
     return OMMA_OK;
 }
 
@@ -296,6 +330,11 @@ static float dwpw_residual(const float *r, const gr_tensor *rt, bool pool, int b
     return m;
 }
 
+/* Pixels whose pointwise sums a part computes together: each sum still
+ * adds its terms in channel order (bitwise the unblocked result); the
+ * block only lets the compiler run the pixels in vector lanes. */
+#define DWPW_PIXELS 8
+
 /* A GR_DWPW node's operands, checked, for its parts (output rows). */
 typedef struct dwpw_job {
     const gr_node *n;
@@ -303,7 +342,7 @@ typedef struct dwpw_job {
     const float *x, *df, *db, *pf, *pb, *residual, *alpha;
     const gr_tensor *rt;
     bool pool;
-    float *scratch; /* C floats per part */
+    float *scratch; /* C * (DWPW_PIXELS + 1) floats per part */
     float *out;
     int H, W, C, OH, OW, OC;
 } dwpw_job;
@@ -316,14 +355,20 @@ static void dwpw_rows(void *arg, int part, long r0, long r1)
     const float *df = j->df, *db = j->db, *pf = j->pf, *pb = j->pb, *alpha = j->alpha;
     int H = j->H, W = j->W, C = j->C, OH = j->OH, OW = j->OW, OC = j->OC;
     int KH = w->kh, KW = w->kw;
-    float *d = j->scratch + (size_t)part * (size_t)C;
+    /* The part's scratch: one pixel's depthwise sums (C), then the
+     * depthwise vectors of DWPW_PIXELS pixels, channel-major. */
+    float *a = j->scratch + (size_t)part * (size_t)C * (DWPW_PIXELS + 1);
+    float *d = a + C;
     for (long r = r0; r < r1; r++) {
         int b = (int)(r / OH), oy = (int)(r % OH);
         const float *xb = j->x + (size_t)b * H * W * C;
-        for (int ox = 0; ox < OW; ox++) {
-            int y0 = oy * w->stride_h - w->pad_top, x0 = ox * w->stride_w - w->pad_left;
-            for (int ch = 0; ch < C; ch++) {
-                float acc = 0.0f;
+        for (int ox0 = 0; ox0 < OW; ox0 += DWPW_PIXELS) {
+            int np = OW - ox0 < DWPW_PIXELS ? OW - ox0 : DWPW_PIXELS;
+            for (int p = 0; p < np; p++) {
+                int y0 = oy * w->stride_h - w->pad_top;
+                int x0 = (ox0 + p) * w->stride_w - w->pad_left;
+                for (int ch = 0; ch < C; ch++)
+                    a[ch] = 0.0f;
                 for (int ky = 0; ky < KH; ky++) {
                     int iy = y0 + ky * w->dil_h;
                     if (iy < 0 || iy >= H)
@@ -332,23 +377,34 @@ static void dwpw_rows(void *arg, int part, long r0, long r1)
                         int ix = x0 + kx * w->dil_w;
                         if (ix < 0 || ix >= W)
                             continue;
-                        acc += xb[((size_t)iy * W + ix) * C + ch] *
-                               df[((size_t)ky * KW + kx) * C + ch];
+                        const float *px = xb + ((size_t)iy * W + ix) * C;
+                        const float *pw = df + ((size_t)ky * KW + kx) * C;
+                        for (int ch = 0; ch < C; ch++)
+                            a[ch] += px[ch] * pw[ch];
                     }
                 }
-                d[ch] = db ? acc + db[ch] : acc;
+                for (int ch = 0; ch < C; ch++)
+                    d[(size_t)ch * DWPW_PIXELS + p] = db ? a[ch] + db[ch] : a[ch];
             }
-            float *po = j->out + (((size_t)b * OH + oy) * OW + ox) * OC;
             for (int oc = 0; oc < OC; oc++) {
                 const float *pfo = pf + (size_t)oc * C;
-                float acc = 0.0f;
-                for (int ic = 0; ic < C; ic++)
-                    acc += d[ic] * pfo[ic];
-                if (pb)
-                    acc += pb[oc];
-                if (j->rt)
-                    acc += dwpw_residual(j->residual, j->rt, j->pool, b, oy, ox, oc);
-                po[oc] = act_apply(j->n->p.conv.act, acc, alpha, oc);
+                float acc[DWPW_PIXELS] = {0};
+                for (int ic = 0; ic < C; ic++) {
+                    const float wv = pfo[ic];
+                    const float *dv = d + (size_t)ic * DWPW_PIXELS;
+                    for (int p = 0; p < DWPW_PIXELS; p++)
+                        acc[p] += dv[p] * wv;
+                }
+                for (int p = 0; p < np; p++) {
+                    int ox = ox0 + p;
+                    float v = acc[p];
+                    if (pb)
+                        v += pb[oc];
+                    if (j->rt)
+                        v += dwpw_residual(j->residual, j->rt, j->pool, b, oy, ox, oc);
+                    j->out[(((size_t)b * OH + oy) * OW + ox) * OC + oc] =
+                        act_apply(j->n->p.conv.act, v, alpha, oc);
+                }
             }
         }
     }
@@ -409,11 +465,13 @@ static omma_status run_dwpw(const cpu_ctx *c, const float *const *inputs, const 
     } else if (pool) {
         return cpu_fail(c, OMMA_ERR_FORMAT, "pool_residual without a residual");
     }
-    /* The depthwise vector of a pixel, per part. */
+    /* Each part's depthwise sums and vectors (zeroed: the lanes past a
+     * row's last pixel are computed on zeros and never stored). */
     int parts = cpu_pool_threads(c->pool);
-    float *d = malloc((size_t)parts * (size_t)C * sizeof *d);
+    float *d = calloc((size_t)parts * (size_t)C * (DWPW_PIXELS + 1), sizeof *d);
     if (!d)
-        return cpu_fail(c, OMMA_ERR_OUT_OF_MEMORY, "%d x %d floats of depthwise scratch", parts, C);
+        return cpu_fail(c, OMMA_ERR_OUT_OF_MEMORY, "%d x %d floats of depthwise scratch", parts,
+                        C * (DWPW_PIXELS + 1));
     dwpw_job j = {n, w, x, df, db, pf, pb, residual, alpha, rt, pool, d, out, H, W, C, OH, OW, OC};
     cpu_pool_run(c->pool, (long)c->batch * OH, grain_rows((long)OW * C * (w->kh * w->kw + OC)),
                  dwpw_rows, &j);

@@ -340,6 +340,151 @@ static void test_dwpw_block(void)
     gr_free(g);
 }
 
+/* Random values of mixed magnitudes, so that a different summation order
+ * would change the bits. */
+static float mixed(unsigned *state)
+{
+    *state = *state * 1664525u + 1013904223u;
+    float u = (float)(*state >> 8) / 16777216.0f - 0.5f;
+    return u * ((*state & 3u) == 0 ? 1000.0f : 1.0f);
+}
+
+/* The ops compute several outputs side by side (vector lanes), each still
+ * one sum in (ky, kx, ic) order: bitwise equal to one plain loop per
+ * output, over shapes with row tails, padding, strides, multipliers. */
+static void test_blocked_sums_are_one_sum_per_output(void)
+{
+    unsigned rs = 12345u;
+    int bad = 0, cases = 0;
+    for (int t = 0; t < 24; t++) {
+        int H = 3 + t % 7, W = 5 + (t * 3) % 13, C = 1 + (t * 5) % 11, k = 1 + 2 * (t % 3);
+        int stride = 1 + t % 2, mult = t % 4 == 3 ? 2 : 1, OC = 1 + (t * 7) % 17;
+        int pad = k / 2;
+        int OH = (H + 2 * pad - k) / stride + 1, OW = (W + 2 * pad - k) / stride + 1;
+        size_t nx = (size_t)H * W * C;
+        float *x = malloc(nx * sizeof *x), *f = malloc((size_t)OC * k * k * C * sizeof *f);
+        float *dwf = malloc((size_t)k * k * C * mult * sizeof *dwf);
+        float *pw = malloc((size_t)OC * C * sizeof *pw), *bias = malloc((size_t)OC * sizeof *bias);
+        float *db = malloc((size_t)C * sizeof *db), *res = malloc((size_t)OH * OW * OC * sizeof *res);
+        float *out = malloc((size_t)OH * OW * OC * C * mult * sizeof *out);
+        REQUIRE(x && f && dwf && pw && bias && db && res && out);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = mixed(&rs);
+        for (int i = 0; i < OC * k * k * C; i++)
+            f[i] = mixed(&rs);
+        for (int i = 0; i < k * k * C * mult; i++)
+            dwf[i] = mixed(&rs);
+        for (int i = 0; i < OC * C; i++)
+            pw[i] = mixed(&rs);
+        for (int i = 0; i < OC; i++)
+            bias[i] = mixed(&rs);
+        for (int i = 0; i < C; i++)
+            db[i] = mixed(&rs);
+        for (int i = 0; i < OH * OW * OC; i++)
+            res[i] = mixed(&rs);
+        gr_graph *g = NULL;
+        REQUIRE_OK(gr_create(&g));
+        int xt = act4(g, "x", 1, H, W, C);
+        const float *in[5] = {x, NULL, NULL, NULL, NULL};
+        gr_window win = window(k, stride, pad, pad, pad, pad);
+
+        /* CONV_2D with bias and residual, no activation. */
+        gr_node n = node(GR_CONV2D, act4(g, "y", 1, OH, OW, OC));
+        n.n_in = 3;
+        n.in[0] = xt;
+        n.in[1] = tensor(g, "f", 4, OC, k, k, C, f);
+        n.in[2] = tensor(g, "b", 1, OC, 0, 0, 0, bias);
+        n.p.conv.win = win;
+        n.p.conv.residual = act4(g, "r", 1, OH, OW, OC);
+        REQUIRE_OK(cpu_op_run(g, &n, 1, in, res, out));
+        for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++)
+                for (int oc = 0; oc < OC; oc++) {
+                    float acc = 0.0f;
+                    for (int ky = 0; ky < k; ky++)
+                        for (int kx = 0; kx < k; kx++) {
+                            int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                continue;
+                            for (int ic = 0; ic < C; ic++)
+                                acc += x[((size_t)iy * W + ix) * C + ic] *
+                                       f[(((size_t)oc * k + ky) * k + kx) * C + ic];
+                        }
+                    acc += bias[oc];
+                    size_t o = ((size_t)oy * OW + ox) * OC + oc;
+                    acc += res[o];
+                    bad += memcmp(&acc, &out[o], sizeof acc) != 0;
+                }
+
+        /* DEPTHWISE_CONV_2D (multiplier 1 or 2), no bias. */
+        int DC = C * mult;
+        gr_node d = node(GR_DWCONV2D, act4(g, "yd", 1, OH, OW, DC));
+        d.n_in = 2;
+        d.in[0] = xt;
+        d.in[1] = tensor(g, "df", 4, 1, k, k, DC, dwf);
+        d.p.conv.win = win;
+        d.p.conv.depth_multiplier = mult;
+        REQUIRE_OK(cpu_op_run(g, &d, 1, in, NULL, out));
+        for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++)
+                for (int oc = 0; oc < DC; oc++) {
+                    float acc = 0.0f;
+                    for (int ky = 0; ky < k; ky++)
+                        for (int kx = 0; kx < k; kx++) {
+                            int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                continue;
+                            acc += x[((size_t)iy * W + ix) * C + oc / mult] *
+                                   dwf[((size_t)ky * k + kx) * DC + oc];
+                        }
+                    bad += memcmp(&acc, &out[((size_t)oy * OW + ox) * DC + oc], sizeof acc) != 0;
+                }
+
+        /* DW_PW_BLOCK with both biases and a residual (multiplier 1). */
+        gr_node b = node(GR_DWPW, act4(g, "yb", 1, OH, OW, OC));
+        b.n_in = 5;
+        b.in[0] = xt;
+        b.in[1] = tensor(g, "bdf", 4, 1, k, k, C, dwf);
+        b.in[2] = tensor(g, "bdb", 1, C, 0, 0, 0, db);
+        b.in[3] = tensor(g, "bpw", 4, OC, 1, 1, C, pw);
+        b.in[4] = tensor(g, "bpb", 1, OC, 0, 0, 0, bias);
+        b.p.conv.win = win;
+        b.p.conv.residual = act4(g, "br", 1, OH, OW, OC);
+        REQUIRE_OK(cpu_op_run(g, &b, 1, in, res, out));
+        for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++) {
+                float dv[16];
+                for (int ch = 0; ch < C; ch++) {
+                    float acc = 0.0f;
+                    for (int ky = 0; ky < k; ky++)
+                        for (int kx = 0; kx < k; kx++) {
+                            int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                continue;
+                            acc += x[((size_t)iy * W + ix) * C + ch] *
+                                   dwf[((size_t)ky * k + kx) * C + ch];
+                        }
+                    dv[ch] = acc + db[ch];
+                }
+                for (int oc = 0; oc < OC; oc++) {
+                    float acc = 0.0f;
+                    for (int ic = 0; ic < C; ic++)
+                        acc += dv[ic] * pw[(size_t)oc * C + ic];
+                    acc += bias[oc];
+                    size_t o = ((size_t)oy * OW + ox) * OC + oc;
+                    acc += res[o];
+                    bad += memcmp(&acc, &out[o], sizeof acc) != 0;
+                }
+            }
+        cases += 3;
+        gr_free(g);
+        free(x), free(f), free(dwf), free(pw), free(bias), free(db), free(res), free(out);
+    }
+    if (bad)
+        fprintf(stderr, "  %d outputs differ from one plain sum each\n", bad);
+    CHECK(bad == 0 && cases == 72);
+}
+
 /* Max-pool: padded cells never win, even over negative values. */
 static void test_maxpool_padding(void)
 {
@@ -783,6 +928,7 @@ int main(void)
     RUN(test_conv_epilogue);
     RUN(test_depthwise_multiplier);
     RUN(test_dwpw_block);
+    RUN(test_blocked_sums_are_one_sum_per_output);
     RUN(test_maxpool_padding);
     RUN(test_resize_bilinear);
     RUN(test_pad);
