@@ -46,11 +46,13 @@ from ._omma import (  # noqa: F401  (re-exported)
     load_image,
 )
 
+from . import bus  # noqa: E402  (omma.bus.subscribe)
+
 __version__: str = _omma.version()[0]
 
 __all__ = [
     "__version__", "build_info", "devices", "load_image", "models_dir",
-    "FacePipeline", "Stream", "stream",
+    "FacePipeline", "Stream", "stream", "bus",
     "Face", "Box", "FaceBatch", "StreamResult",
     "Error", "InvalidArgumentError", "NoDeviceError", "CudaError", "OutOfMemoryError",
     "IOError", "FormatError", "UnsupportedError", "BusyError", "TimeoutError",

@@ -357,7 +357,7 @@ PyMODINIT_FUNC PyInit__omma(void)
         add_struct_type(m, "Face", &face_desc, &pyomma_face_type) < 0 ||
         add_struct_type(m, "FaceBatch", &batch_desc, &pyomma_batch_type) < 0 ||
         add_struct_type(m, "StreamResult", &result_desc, &pyomma_result_type) < 0 ||
-        pyomma_add_pipeline(m) < 0 || pyomma_add_stream(m) < 0) {
+        pyomma_add_pipeline(m) < 0 || pyomma_add_stream(m) < 0 || pyomma_add_bus(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -240,7 +240,8 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
             }
         }
     }
-    int converted = 0, rc = 0;
+    int converted = 0, rc = 0, any_device = 0;
+    pyomma_convert_ctx ctx = {0};
     for (; converted < n; converted++) {
         PyObject *f = *is_batch ? PyList_GET_ITEM(frames, converted) : frames;
         const char *fmt = one_format;
@@ -254,7 +255,7 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
                 break;
             }
         }
-        if (pyomma_frame_convert(f, fmt, converted, &self->frames[converted],
+        if (pyomma_frame_convert(f, fmt, converted, &ctx, &self->frames[converted],
                                  &self->holds[converted]) < 0) {
             rc = -1;
             break;
@@ -269,30 +270,20 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
             rc = -1;
             break;
         }
+        any_device |= self->frames[converted].memory == OMMA_MEMORY_DEVICE;
     }
     if (rc == 0) {
         char msg[512] = "";
         omma_status st = OMMA_OK;
         int own_msg = 0;
-        Py_BEGIN_ALLOW_THREADS for (int i = 0;
-                                    i < n && st == OMMA_OK && self->backend == OMMA_BACKEND_CUDA;
-                                    i++) if (self->frames[i].memory == OMMA_MEMORY_DEVICE &&
-                                             self->holds[i].device_ordinal < 0)
+        Py_BEGIN_ALLOW_THREADS if (any_device)
         {
-            st = pyomma_check_device_pointer(self->dev, (uintptr_t)self->frames[i].planes[0], msg,
-                                             sizeof msg);
-            own_msg = st != OMMA_OK;
-        }
-        else if (self->frames[i].memory == OMMA_MEMORY_DEVICE &&
-                 self->holds[i].device_ordinal != self->device_ordinal)
-        {
-            snprintf(msg, sizeof msg, "frame %d: on GPU %d, the pipeline runs on GPU %d", i,
-                     self->holds[i].device_ordinal, self->device_ordinal);
-            st = OMMA_ERR_INVALID_ARG;
-            own_msg = 1;
-        }
-        if (st == OMMA_OK && self->backend == OMMA_BACKEND_CUDA) {
-            st = pyomma_sync_streams(self->dev, self->holds, (int)n, msg, sizeof msg);
+            /* The whole batch at once: each allocation checked once, each
+             * producer stream synchronized once. */
+            st = pyomma_check_device_frames(self->dev, self->frames, self->holds, (int)n, msg,
+                                            sizeof msg);
+            if (st == OMMA_OK)
+                st = pyomma_sync_streams(self->dev, self->holds, (int)n, msg, sizeof msg);
             own_msg = st != OMMA_OK;
         }
         struct timespec t0, t1;
