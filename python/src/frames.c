@@ -213,6 +213,8 @@ static struct {
     int kind;
 } known_types[8];
 static int n_known_types;
+/* torch.utils.dlpack.to_dlpack (PyTorch's C exporter, no stream ordering). */
+static PyObject *torch_to_dlpack;
 
 static int producer_kind(PyTypeObject *t)
 {
@@ -236,6 +238,12 @@ static int producer_kind(PyTypeObject *t)
              strcmp(name, "ndarray") == 0)
         kind = KIND_CUPY;
     Py_DECREF(mod);
+    if (kind == KIND_TORCH && !torch_to_dlpack) {
+        PyObject *dl = PyImport_ImportModule("torch.utils.dlpack");
+        torch_to_dlpack = dl ? PyObject_GetAttrString(dl, "to_dlpack") : NULL;
+        Py_XDECREF(dl);
+        PyErr_Clear(); /* without it: __dlpack__ for every tensor */
+    }
     if (kind != KIND_OTHER && n_known_types < (int)(sizeof known_types / sizeof known_types[0])) {
         Py_INCREF(t);
         known_types[n_known_types].type = t;
@@ -273,38 +281,47 @@ static PyObject *call_dlpack(PyObject *obj, int stream)
 static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold,
                              pyomma_convert_ctx *ctx, int kind, plane *p)
 {
-    int device;
-    if (kind == KIND_CUPY) {
-        device = 1;
-    } else if (kind == KIND_TORCH) {
-        PyObject *is_cuda = PyObject_GetAttrString(obj, "is_cuda");
-        if (!is_cuda)
-            return -1;
-        device = PyObject_IsTrue(is_cuda);
-        Py_DECREF(is_cuda);
-        if (device < 0)
-            return -1;
+    int device = -1; /* not known yet: the tensor says */
+    PyObject *cap;
+    if (kind == KIND_TORCH && (ctx->ordered & (1 << KIND_TORCH)) && torch_to_dlpack) {
+        /* PyTorch's stream ordered already in this call: its C exporter,
+         * without __dlpack__'s Python code (microseconds a tensor). */
+        cap = PyObject_CallOneArg(torch_to_dlpack, obj);
     } else {
-        PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
-        if (!dev)
-            return -1;
-        int dtype = 0, did = 0;
-        int ok = PyArg_ParseTuple(dev, "ii", &dtype, &did);
-        Py_DECREF(dev);
-        if (!ok)
-            return -1;
-        device = dtype == DL_CUDA || dtype == DL_CUDA_MANAGED;
-        if (!device && dtype != DL_CPU && dtype != DL_CUDA_HOST)
-            return invalid(index, "%s", "a DLPack tensor on a device other than the CPU or CUDA");
+        if (kind == KIND_CUPY) {
+            device = 1;
+        } else if (kind == KIND_TORCH) {
+            PyObject *is_cuda = PyObject_GetAttrString(obj, "is_cuda");
+            if (!is_cuda)
+                return -1;
+            device = PyObject_IsTrue(is_cuda);
+            Py_DECREF(is_cuda);
+            if (device < 0)
+                return -1;
+        } else {
+            PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+            if (!dev)
+                return -1;
+            int dtype = 0, did = 0;
+            int ok = PyArg_ParseTuple(dev, "ii", &dtype, &did);
+            Py_DECREF(dev);
+            if (!ok)
+                return -1;
+            device = dtype == DL_CUDA || dtype == DL_CUDA_MANAGED;
+            if (!device && dtype != DL_CPU && dtype != DL_CUDA_HOST)
+                return invalid(index, "%s",
+                               "a DLPack tensor on a device other than the CPU or CUDA");
+        }
+        /* On the device, the producer orders its work before the legacy
+         * default stream (stream=1), which is synchronized before the frame
+         * is read; PyTorch and CuPy order their current stream, the same for
+         * all their tensors: once per call is enough (stream=-1: no
+         * ordering). */
+        int stream = 0;
+        if (device)
+            stream = kind != KIND_OTHER && (ctx->ordered & (1 << kind)) ? -1 : 1;
+        cap = call_dlpack(obj, stream);
     }
-    /* On the device, the producer orders its work before the legacy default
-     * stream (stream=1), which is synchronized before the frame is read;
-     * PyTorch and CuPy order their current stream, the same for all their
-     * tensors: once per call is enough (stream=-1: no ordering). */
-    int stream = 0;
-    if (device)
-        stream = kind != KIND_OTHER && (ctx->ordered & (1 << kind)) ? -1 : 1;
-    PyObject *cap = call_dlpack(obj, stream);
     if (!cap)
         return -1;
     dl_managed_tensor *mt = PyCapsule_GetPointer(cap, "dltensor");
@@ -315,8 +332,11 @@ static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold,
     hold->capsules[hold->n_capsules++] = cap;
     const dl_tensor *t = &mt->dl_tensor;
     int on_device = t->device.device_type == DL_CUDA || t->device.device_type == DL_CUDA_MANAGED;
-    if (on_device != device)
+    if (device >= 0 && on_device != device)
         return invalid(index, "%s", "__dlpack__ gave a tensor on another device than it said");
+    if (!on_device && t->device.device_type != DL_CPU && t->device.device_type != DL_CUDA_HOST)
+        return invalid(index, "%s", "a DLPack tensor on a device other than the CPU or CUDA");
+    device = on_device;
     if (device && kind != KIND_OTHER)
         ctx->ordered |= 1 << kind;
     if (t->dtype.code != DL_UINT || t->dtype.bits != 8 || t->dtype.lanes != 1)

@@ -58,6 +58,15 @@ extern PyTypeObject *pyomma_result_type;
 /* A Python omma.Face from a C face; NULL with an exception on failure. */
 PyObject *pyomma_face_new(const omma_face *f);
 
+/* The same in two steps: a shell (placeholders; its box and arrays made)
+ * made before a long call, while the interpreter's caches are warm, then
+ * filled after it (setting a few numbers and copying the arrays is what
+ * runs cold). pyomma_face_shell_usable: nobody else holds the shell or its
+ * parts (gc.get_objects() could hand them out), so it may be filled. */
+PyObject *pyomma_face_shell(void);
+int pyomma_face_shell_usable(PyObject *shell);
+int pyomma_face_fill(PyObject *shell, const omma_face *f);
+
 /* The frame types (frames.c). A frame_hold keeps what a converted frame
  * points to alive (buffer views, DLPack tensors) until released. */
 typedef struct pyomma_frame_hold {
