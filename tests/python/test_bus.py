@@ -250,7 +250,7 @@ def test_newest_only_and_publisher_killed(publisher):
     first.close()
     time.sleep(0.5)  # 2 frames announced meanwhile (2 holds): the newer is handed out
     second = sub.read(timeout=30)
-    assert sub.skipped >= 1 and second.seq >= first.seq + 2 and second.missed > first.missed
+    assert sub.skipped >= 1 and second.seq >= first.seq + 2
     second.close()
     proc.kill()
     proc.wait(30)
