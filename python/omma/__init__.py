@@ -11,6 +11,10 @@ device arrays (PyTorch, CuPy, anything with ``__cuda_array_interface__`` or
         for face in faces:
             print(face.id, face.score, face.box, face.landmarks.shape)
 
+Frames another omma process publishes on the frame bus (``omma stream ...
+--publish NAME``) are read in place on the GPU with :func:`omma.bus.subscribe`
+(DLPack: ``torch.from_dlpack(frame)``, ``cupy.from_dlpack(frame)``).
+
 Threads: a FacePipeline or Stream is used by one thread at a time (a second
 thread calling in meanwhile gets BusyError, never a crash); different
 objects run concurrently. The GIL is released while models run, while the
