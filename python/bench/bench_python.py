@@ -6,14 +6,15 @@ and by the extension around the C call alone (FacePipeline._last_c_ns, the
 C API's omma_face_pipeline_process_batch on the same pipeline, frames and
 thread): the difference is what Python adds per call (argument parsing,
 frame conversion, results as Python objects, and the interpreter's cold
-caches after the C call). A refused call (the same frames, cameras the C
+caches after the C call). Freeing a call's results (the caller's, whenever
+it drops them) is timed apart, after the call. A refused call (the same frames, cameras the C
 API rejects at its argument checks: no model runs) times the wrapper's
 round trip alone. Frames/s from Python is frames / wall time; the C
 frames/s is frames / time in the C calls.
 
     python3 python/bench/bench_python.py --backend cpu --cameras 1,4
     python3 python/bench/bench_python.py --backend gpu --cameras 1,64 \\
-        --frames device        # torch (or cupy) CUDA tensors, read in place
+        --frames numpy,device  # and torch (or cupy) CUDA tensors, read in place
 
 Warms up, repeats, prints median and p99 per configuration and one JSON
 line each (prefix "json: "). Run from the build tree with
@@ -49,7 +50,7 @@ def device_frames(frames):
         raise SystemExit("--frames device needs PyTorch or CuPy")
 
 
-def run(args, cameras):
+def run(args, cameras, frames_kind):
     photo_path = os.path.join(args.testdata, "astronaut.png")
     photo = omma.load_image(photo_path)
     if args.size:
@@ -59,7 +60,7 @@ def run(args, cameras):
         photo = canvas
     frames = [photo] * cameras
     kind = "numpy"
-    if args.frames == "device":
+    if frames_kind == "device":
         frames, kind = device_frames(frames)
     p = omma.FacePipeline(backend=args.backend, model=args.model, max_batch=min(cameras, 256),
                           precision=args.precision, threads=args.threads)
@@ -69,13 +70,15 @@ def run(args, cameras):
     process = p.process_batched if args.batched else p.process
     for _ in range(args.warmup):
         process(arg, cam_arg)
-    walls, cs = [], []
+    walls, cs, frees = [], [], []
     t_end = time.perf_counter() + args.seconds
     t0 = time.perf_counter_ns()
     while len(walls) < args.min_calls or time.perf_counter() < t_end:
         a = time.perf_counter_ns()
-        process(arg, cam_arg)
+        res = process(arg, cam_arg)
         b = time.perf_counter_ns()
+        del res  # the results are the caller's: freed after the timed call
+        frees.append(time.perf_counter_ns() - b)
         walls.append(b - a)
         cs.append(p._last_c_ns)
     total = time.perf_counter_ns() - t0
@@ -100,6 +103,7 @@ def run(args, cameras):
         "overhead_us_median": statistics.median(over) / 1e3,
         "overhead_us_p99": percentile(over, 99) / 1e3,
         "refused_call_us_median": statistics.median(wrapper) / 1e3,
+        "free_results_us_median": statistics.median(frees) / 1e3,
         "call_us_median": statistics.median(walls) / 1e3,
         "c_call_us_median": statistics.median(cs) / 1e3,
         "python_fps": cameras * calls / (total / 1e9),
@@ -115,7 +119,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
     ap.add_argument("--cameras", default="1,4", help="comma-separated camera counts")
-    ap.add_argument("--frames", default="numpy", choices=["numpy", "device"])
+    ap.add_argument("--frames", default="numpy",
+                    help="numpy, device (torch or cupy CUDA tensors) or both: numpy,device")
     ap.add_argument("--size", default="", help="WxH canvas with the photo (default 512x512)")
     ap.add_argument("--model", default="short")
     ap.add_argument("--precision", default="fp16")
@@ -128,15 +133,19 @@ def main():
     args = ap.parse_args()
     print(f"omma {omma.__version__} ({omma.build_info()['commit']}), Python "
           f"{sys.version.split()[0]}, backend {args.backend}", file=sys.stderr)
-    for cameras in (int(c) for c in args.cameras.split(",")):
-        r = run(args, cameras)
+    kinds = args.frames.split(",")
+    for kind in kinds:
+        if kind not in ("numpy", "device"):
+            raise SystemExit(f"--frames {kind}: numpy or device")
+    for kind, cameras in [(k, int(c)) for k in kinds for c in args.cameras.split(",")]:
+        r = run(args, cameras, kind)
         print(f"{cameras:4d} camera(s) {r['frames']:6s} {r['size']}: overhead "
               f"{r['overhead_us_median']:.1f} us median ({r['overhead_us_p99']:.1f} p99) on "
               f"{r['c_call_us_median']:.0f} us in C per call (refused call "
-              f"{r['refused_call_us_median']:.1f} us); {r['python_fps']:.1f} frames/s "
+              f"{r['refused_call_us_median']:.1f} us, freeing the results "
+              f"{r['free_results_us_median']:.1f} us); {r['python_fps']:.1f} frames/s "
               f"from Python vs {r['c_fps']:.1f} in C ({100 * r['python_vs_c']:.1f}%)")
         print("json: " + json.dumps(r))
-
 
 if __name__ == "__main__":
     main()

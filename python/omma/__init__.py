@@ -11,6 +11,10 @@ device arrays (PyTorch, CuPy, anything with ``__cuda_array_interface__`` or
         for face in faces:
             print(face.id, face.score, face.box, face.landmarks.shape)
 
+Frames another omma process publishes on the frame bus (``omma stream ...
+--publish NAME``) are read in place on the GPU with :func:`omma.bus.subscribe`
+(DLPack: ``torch.from_dlpack(frame)``, ``cupy.from_dlpack(frame)``).
+
 Threads: a FacePipeline or Stream is used by one thread at a time (a second
 thread calling in meanwhile gets BusyError, never a crash); different
 objects run concurrently. The GIL is released while models run, while the
@@ -46,11 +50,13 @@ from ._omma import (  # noqa: F401  (re-exported)
     load_image,
 )
 
+from . import bus  # noqa: E402  (omma.bus.subscribe)
+
 __version__: str = _omma.version()[0]
 
 __all__ = [
     "__version__", "build_info", "devices", "load_image", "models_dir",
-    "FacePipeline", "Stream", "stream",
+    "FacePipeline", "Stream", "stream", "bus",
     "Face", "Box", "FaceBatch", "StreamResult",
     "Error", "InvalidArgumentError", "NoDeviceError", "CudaError", "OutOfMemoryError",
     "IOError", "FormatError", "UnsupportedError", "BusyError", "TimeoutError",

@@ -1,5 +1,5 @@
-/* Python frames to omma_frame: NumPy arrays and other buffers (host),
- * tuples of planes (NV12, I420), objects with __dlpack__ or
+/* Python frames to omma_frame: NumPy arrays (read directly) and other
+ * buffers (host), tuples of planes (NV12, I420), objects with __dlpack__ or
  * __cuda_array_interface__ (device memory read in place once the
  * producer's stream has reached it; DLPack tensors on the CPU are host
  * frames).
@@ -8,7 +8,18 @@
  * (stream=1): it makes that stream wait for its own work, and the legacy
  * stream is synchronized before the pipeline reads the frame. An array
  * interface's stream (version 3) is synchronized itself. The host waits
- * (without the GIL); the C API takes no stream to chain on. */
+ * (without the GIL); the C API takes no stream to chain on.
+ *
+ * A list of device frames is taken as a batch (pyomma_convert_ctx): the
+ * streams of all its frames are synchronized once each, however many frames
+ * name them; PyTorch's and CuPy's tensors, whose __dlpack__ orders the
+ * library's *current* stream (not the tensor's) before the stream asked
+ * for, are asked for stream=1 once per library and call, the others for
+ * stream=-1 (no ordering: already done); a device pointer without a device
+ * ordinal (the array interface) is checked once per allocation (its range
+ * from the driver) and call. Kept across calls: only which Python types
+ * are PyTorch's and CuPy's tensor types (strong references: they cannot be
+ * freed and their address reused); nothing about memory or streams. */
 #include "pyomma.h"
 
 #include <dlfcn.h>
@@ -18,31 +29,10 @@
 #include <string.h>
 #include <strings.h>
 
-/* DLPack's ABI (dlpack.h, v0.8; stable): only what a consumer reads. */
-typedef struct {
-    int32_t device_type;
-    int32_t device_id;
-} dl_device;
-typedef struct {
-    uint8_t code;
-    uint8_t bits;
-    uint16_t lanes;
-} dl_dtype;
-typedef struct {
-    void *data;
-    dl_device device;
-    int32_t ndim;
-    dl_dtype dtype;
-    int64_t *shape;
-    int64_t *strides;
-    uint64_t byte_offset;
-} dl_tensor;
-typedef struct dl_managed_tensor {
-    dl_tensor dl_tensor;
-    void *manager_ctx;
-    void (*deleter)(struct dl_managed_tensor *self);
-} dl_managed_tensor;
-enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3, DL_CUDA_MANAGED = 13, DL_UINT = 1 };
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL pyomma_ARRAY_API
+#define NO_IMPORT_ARRAY
+#include <numpy/arrayobject.h>
 
 /* CUDA array interface / DLPack stream numbers: 1 is the legacy default
  * stream, 2 the per-thread default stream; the driver takes both as
@@ -121,6 +111,35 @@ static int plane_from_buffer(PyObject *obj, int index, pyomma_frame_hold *hold, 
     return 0;
 }
 
+/* A NumPy array, read through its fields (no buffer export: the array
+ * itself is held). */
+static int plane_from_numpy(PyObject *obj, int index, pyomma_frame_hold *hold, plane *p)
+{
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (PyArray_TYPE(a) != NPY_UBYTE) {
+        char dt[32];
+        snprintf(dt, sizeof dt, "%c%d", PyArray_DESCR(a)->kind, (int)PyArray_ITEMSIZE(a));
+        return invalid(index, "pixels must be uint8 (got dtype '%s')", dt);
+    }
+    int nd = PyArray_NDIM(a);
+    if (nd != 2 && nd != 3)
+        return invalid(index, "%s", "a plane must have 2 or 3 dimensions (H, W[, C])");
+    Py_ssize_t dims[3], st[3];
+    for (int i = 0; i < nd; i++) {
+        dims[i] = (Py_ssize_t)PyArray_DIMS(a)[i];
+        st[i] = (Py_ssize_t)PyArray_STRIDES(a)[i];
+        if (st[i] < 0)
+            return invalid(index, "%s", "negative strides (a flipped view): copy it first");
+    }
+    if (check_layout(index, nd, dims, st, p) < 0)
+        return -1;
+    p->ptr = (uintptr_t)PyArray_DATA(a);
+    p->device = 0;
+    Py_INCREF(obj);
+    hold->objects[hold->n_objects++] = obj;
+    return 0;
+}
+
 static int tuple_of_ssize(PyObject *t, Py_ssize_t *out, Py_ssize_t max, Py_ssize_t *n)
 {
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) > max)
@@ -186,32 +205,122 @@ static int plane_from_cai(PyObject *obj, PyObject *cai, int index, pyomma_frame_
     return 0;
 }
 
-static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold, plane *p)
+/* PyTorch's and CuPy's tensor types, recognised once (strong references:
+ * a type kept alive cannot be freed and another take its address). */
+enum { KIND_OTHER, KIND_TORCH, KIND_CUPY };
+static struct {
+    PyTypeObject *type;
+    int kind;
+} known_types[8];
+static int n_known_types;
+/* torch.utils.dlpack.to_dlpack (PyTorch's C exporter, no stream ordering). */
+static PyObject *torch_to_dlpack;
+
+static int producer_kind(PyTypeObject *t)
 {
-    PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
-    if (!dev)
-        return -1;
-    int dtype = 0, did = 0;
-    int ok = PyArg_ParseTuple(dev, "ii", &dtype, &did);
-    Py_DECREF(dev);
-    if (!ok)
-        return -1;
-    int device = dtype == DL_CUDA || dtype == DL_CUDA_MANAGED;
-    if (!device && dtype != DL_CPU && dtype != DL_CUDA_HOST)
-        return invalid(index, "%s", "a DLPack tensor on a device other than the CPU or CUDA");
+    for (int i = 0; i < n_known_types; i++)
+        if (known_types[i].type == t)
+            return known_types[i].kind;
+    PyObject *mod = PyObject_GetAttrString((PyObject *)t, "__module__");
+    if (!mod) {
+        PyErr_Clear();
+        return KIND_OTHER;
+    }
+    const char *m = PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+    const char *dot = strrchr(t->tp_name, '.');
+    const char *name = dot ? dot + 1 : t->tp_name;
+    int kind = KIND_OTHER;
+    if (!m)
+        PyErr_Clear();
+    else if (strcmp(m, "torch") == 0 && strcmp(name, "Tensor") == 0)
+        kind = KIND_TORCH;
+    else if (strncmp(m, "cupy", 4) == 0 && (m[4] == '\0' || m[4] == '.') &&
+             strcmp(name, "ndarray") == 0)
+        kind = KIND_CUPY;
+    Py_DECREF(mod);
+    if (kind == KIND_TORCH && !torch_to_dlpack) {
+        PyObject *dl = PyImport_ImportModule("torch.utils.dlpack");
+        torch_to_dlpack = dl ? PyObject_GetAttrString(dl, "to_dlpack") : NULL;
+        Py_XDECREF(dl);
+        PyErr_Clear(); /* without it: __dlpack__ for every tensor */
+    }
+    if (kind != KIND_OTHER && n_known_types < (int)(sizeof known_types / sizeof known_types[0])) {
+        Py_INCREF(t);
+        known_types[n_known_types].type = t;
+        known_types[n_known_types++].kind = kind;
+    }
+    return kind;
+}
+
+/* obj.__dlpack__(stream=stream), or obj.__dlpack__() when stream is 0. */
+static PyObject *call_dlpack(PyObject *obj, int stream)
+{
+    static PyObject *name, *kwnames;
+    if (!name) {
+        name = PyUnicode_InternFromString("__dlpack__");
+        kwnames = name ? Py_BuildValue("(s)", "stream") : NULL;
+        if (!kwnames) {
+            Py_CLEAR(name);
+            return NULL;
+        }
+    }
+    if (!stream) {
+        PyObject *args[1] = {obj};
+        return PyObject_VectorcallMethod(name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    PyObject *s = PyLong_FromLong(stream);
+    if (!s)
+        return NULL;
+    PyObject *args[2] = {obj, s};
+    PyObject *cap =
+        PyObject_VectorcallMethod(name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    Py_DECREF(s);
+    return cap;
+}
+
+static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold,
+                             pyomma_convert_ctx *ctx, int kind, plane *p)
+{
+    int device = -1; /* not known yet: the tensor says */
     PyObject *cap;
-    if (device) {
-        /* The producer orders its work before the legacy default stream,
-         * which is synchronized before the frame is read. */
-        PyObject *kw = Py_BuildValue("{s:i}", "stream", 1);
-        PyObject *meth = kw ? PyObject_GetAttrString(obj, "__dlpack__") : NULL;
-        PyObject *empty = meth ? PyTuple_New(0) : NULL;
-        cap = empty ? PyObject_Call(meth, empty, kw) : NULL;
-        Py_XDECREF(kw);
-        Py_XDECREF(meth);
-        Py_XDECREF(empty);
+    if (kind == KIND_TORCH && (ctx->ordered & (1 << KIND_TORCH)) && torch_to_dlpack) {
+        /* PyTorch's stream ordered already in this call: its C exporter,
+         * without __dlpack__'s Python code (microseconds a tensor). */
+        cap = PyObject_CallOneArg(torch_to_dlpack, obj);
     } else {
-        cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
+        if (kind == KIND_CUPY) {
+            device = 1;
+        } else if (kind == KIND_TORCH) {
+            PyObject *is_cuda = PyObject_GetAttrString(obj, "is_cuda");
+            if (!is_cuda)
+                return -1;
+            device = PyObject_IsTrue(is_cuda);
+            Py_DECREF(is_cuda);
+            if (device < 0)
+                return -1;
+        } else {
+            PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+            if (!dev)
+                return -1;
+            int dtype = 0, did = 0;
+            int ok = PyArg_ParseTuple(dev, "ii", &dtype, &did);
+            Py_DECREF(dev);
+            if (!ok)
+                return -1;
+            device = dtype == DL_CUDA || dtype == DL_CUDA_MANAGED;
+            if (!device && dtype != DL_CPU && dtype != DL_CUDA_HOST)
+                return invalid(index, "%s",
+                               "a DLPack tensor on a device other than the CPU or CUDA");
+        }
+        /* On the device, the producer orders its work before the legacy
+         * default stream (stream=1), which is synchronized before the frame
+         * is read; PyTorch and CuPy order their current stream, the same for
+         * all their tensors: once per call is enough (stream=-1: no
+         * ordering). */
+        int stream = 0;
+        if (device)
+            stream = kind != KIND_OTHER && (ctx->ordered & (1 << kind)) ? -1 : 1;
+        cap = call_dlpack(obj, stream);
     }
     if (!cap)
         return -1;
@@ -222,6 +331,14 @@ static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold, 
     }
     hold->capsules[hold->n_capsules++] = cap;
     const dl_tensor *t = &mt->dl_tensor;
+    int on_device = t->device.device_type == DL_CUDA || t->device.device_type == DL_CUDA_MANAGED;
+    if (device >= 0 && on_device != device)
+        return invalid(index, "%s", "__dlpack__ gave a tensor on another device than it said");
+    if (!on_device && t->device.device_type != DL_CPU && t->device.device_type != DL_CUDA_HOST)
+        return invalid(index, "%s", "a DLPack tensor on a device other than the CPU or CUDA");
+    device = on_device;
+    if (device && kind != KIND_OTHER)
+        ctx->ordered |= 1 << kind;
     if (t->dtype.code != DL_UINT || t->dtype.bits != 8 || t->dtype.lanes != 1)
         return invalid(index, "%s", "pixels must be uint8");
     if (t->ndim != 2 && t->ndim != 3)
@@ -247,15 +364,21 @@ static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold, 
     return 0;
 }
 
-static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, plane *p)
+static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_convert_ctx *ctx,
+                      plane *p)
 {
-    /* Host buffers first (NumPy: no attribute lookups); CUDA tensors
-     * export no buffer. */
+    /* NumPy first, then PyTorch's and CuPy's tensors (DLPack), without
+     * attribute lookups; then any buffer (CUDA tensors export none). */
+    if (PyArray_Check(obj))
+        return plane_from_numpy(obj, index, hold, p);
+    int kind = producer_kind(Py_TYPE(obj));
+    if (kind != KIND_OTHER)
+        return plane_from_dlpack(obj, index, hold, ctx, kind, p);
     if (PyObject_CheckBuffer(obj)) {
         int views = hold->n_views;
         int rc = plane_from_buffer(obj, index, hold, p);
-        /* CuPy's arrays have the buffer protocol but refuse it for device
-         * memory: they go by DLPack or the CUDA array interface below. */
+        /* Some device arrays have the buffer protocol but refuse it for
+         * device memory: they go by DLPack or the CUDA array interface. */
         if (rc == 0 || hold->n_views != views ||
             !(PyObject_HasAttrString(obj, "__dlpack__") ||
               PyObject_HasAttrString(obj, "__cuda_array_interface__")))
@@ -266,7 +389,7 @@ static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, plane *
      * stream before ours (PyTorch's interface names no stream). */
     if (PyObject_HasAttrString(obj, "__dlpack__") &&
         PyObject_HasAttrString(obj, "__dlpack_device__"))
-        return plane_from_dlpack(obj, index, hold, p);
+        return plane_from_dlpack(obj, index, hold, ctx, KIND_OTHER, p);
     PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
     if (cai) {
         int rc = plane_from_cai(obj, cai, index, hold, p);
@@ -299,8 +422,8 @@ void pyomma_frame_release(pyomma_frame_hold *hold)
     hold->n_views = hold->n_objects = hold->n_capsules = hold->n_streams = 0;
 }
 
-int pyomma_frame_convert(PyObject *obj, const char *format, int index, omma_frame *frame,
-                         pyomma_frame_hold *hold)
+int pyomma_frame_convert(PyObject *obj, const char *format, int index, pyomma_convert_ctx *ctx,
+                         omma_frame *frame, pyomma_frame_hold *hold)
 {
     memset(hold, 0, sizeof *hold);
     hold->device_ordinal = -1;
@@ -334,10 +457,10 @@ int pyomma_frame_convert(PyObject *obj, const char *format, int index, omma_fram
             return -1;
         }
         for (int i = 0; i < n; i++)
-            if (plane_from(PyTuple_GET_ITEM(obj, i), index, hold, &pl[i]) < 0)
+            if (plane_from(PyTuple_GET_ITEM(obj, i), index, hold, ctx, &pl[i]) < 0)
                 goto fail;
     } else {
-        if (plane_from(obj, index, hold, &pl[0]) < 0)
+        if (plane_from(obj, index, hold, ctx, &pl[0]) < 0)
             goto fail;
         if (fmt < 0)
             fmt = pl[0].c == 3 ? OMMA_PIXEL_RGB : OMMA_PIXEL_RGBA;
@@ -399,12 +522,12 @@ fail:
 /* ---- The CUDA driver, for device frames ---------------------------------- */
 
 typedef int (*fn_stream_sync)(void *stream);
-typedef int (*fn_pointer_attr)(void *data, int attribute, unsigned long long ptr);
+typedef int (*fn_pointer_attrs)(unsigned n, int *attributes, void **data, unsigned long long ptr);
 typedef int (*fn_error_name)(int err, const char **name);
 static struct {
     void *lib;
     fn_stream_sync stream_sync;
-    fn_pointer_attr pointer_attr;
+    fn_pointer_attrs pointer_attrs;
     fn_error_name error_name;
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -415,9 +538,9 @@ static void cu_load(void)
     if (!cu.lib)
         return;
     cu.stream_sync = (fn_stream_sync)dlsym(cu.lib, "cuStreamSynchronize");
-    cu.pointer_attr = (fn_pointer_attr)dlsym(cu.lib, "cuPointerGetAttribute");
+    cu.pointer_attrs = (fn_pointer_attrs)dlsym(cu.lib, "cuPointerGetAttributes");
     cu.error_name = (fn_error_name)dlsym(cu.lib, "cuGetErrorName");
-    if (!cu.stream_sync || !cu.pointer_attr || !cu.error_name)
+    if (!cu.stream_sync || !cu.pointer_attrs || !cu.error_name)
         cu.stream_sync = NULL;
 }
 
@@ -440,21 +563,40 @@ static omma_status cu_ready(char *msg, size_t msg_size)
     return OMMA_OK;
 }
 
-omma_status pyomma_check_device_pointer(omma_device *dev, uintptr_t ptr, char *msg, size_t msg_size)
+/* The allocations already checked in one call: [start, end). */
+typedef struct checked_ranges {
+    unsigned long long start[32], end[32];
+    int n;
+} checked_ranges;
+
+static omma_status check_pointer(omma_device *dev, uintptr_t ptr, checked_ranges *seen, char *msg,
+                                 size_t msg_size)
 {
+    for (int i = 0; i < seen->n; i++)
+        if (ptr >= seen->start[i] && ptr < seen->end[i])
+            return OMMA_OK;
     omma_status st = cu_ready(msg, msg_size);
     if (st != OMMA_OK)
         return st;
-    enum { ATTR_MEMORY_TYPE = 2, ATTR_DEVICE_ORDINAL = 9, MEMORYTYPE_HOST = 1 };
+    enum {
+        ATTR_MEMORY_TYPE = 2,
+        ATTR_DEVICE_ORDINAL = 9,
+        ATTR_RANGE_START = 11,
+        ATTR_RANGE_SIZE = 12,
+        MEMORYTYPE_HOST = 1
+    };
+    int attrs[4] = {ATTR_MEMORY_TYPE, ATTR_DEVICE_ORDINAL, ATTR_RANGE_START, ATTR_RANGE_SIZE};
     unsigned int type = 0;
     int ordinal = -1;
-    int rc = cu.pointer_attr(&type, ATTR_MEMORY_TYPE, (unsigned long long)ptr);
-    if (rc == 0)
-        rc = cu.pointer_attr(&ordinal, ATTR_DEVICE_ORDINAL, (unsigned long long)ptr);
-    if (rc != 0) {
+    unsigned long long start = 0;
+    size_t size = 0;
+    void *data[4] = {&type, &ordinal, &start, &size};
+    int rc = cu.pointer_attrs(4, attrs, data, (unsigned long long)ptr);
+    /* Memory the driver does not know leaves the type 0. */
+    if (rc != 0 || type == 0) {
         snprintf(msg, msg_size,
-                 "device frame at 0x%llx: not CUDA memory (cuPointerGetAttribute: %s)",
-                 (unsigned long long)ptr, cu_name(rc));
+                 "device frame at 0x%llx: not CUDA memory (cuPointerGetAttributes: %s)",
+                 (unsigned long long)ptr, rc ? cu_name(rc) : "unknown to the driver");
         return OMMA_ERR_INVALID_ARG;
     }
     if (type != MEMORYTYPE_HOST && ordinal != omma_device_ordinal(dev)) {
@@ -462,16 +604,45 @@ omma_status pyomma_check_device_pointer(omma_device *dev, uintptr_t ptr, char *m
                  omma_device_ordinal(dev));
         return OMMA_ERR_INVALID_ARG;
     }
+    if (seen->n < (int)(sizeof seen->start / sizeof seen->start[0]) && size > 0) {
+        seen->start[seen->n] = start;
+        seen->end[seen->n++] = start + size;
+    }
     return OMMA_OK;
 }
 
-omma_status pyomma_sync_streams(omma_device *dev, pyomma_frame_hold *holds, int n, char *msg,
-                                size_t msg_size)
+omma_status pyomma_check_device_frames(omma_device *dev, const omma_frame *frames,
+                                       const pyomma_frame_hold *holds, int n, char *msg,
+                                       size_t msg_size)
 {
-    int any = 0;
-    for (int i = 0; i < n && !any; i++)
-        any = holds[i].n_streams > 0;
-    if (!any)
+    checked_ranges seen;
+    seen.n = 0;
+    int ordinal = omma_device_ordinal(dev);
+    for (int i = 0; i < n; i++) {
+        if (frames[i].memory != OMMA_MEMORY_DEVICE)
+            continue;
+        if (holds[i].device_ordinal >= 0) {
+            if (holds[i].device_ordinal != ordinal) {
+                snprintf(msg, msg_size, "frame %d: on GPU %d, the pipeline runs on GPU %d", i,
+                         holds[i].device_ordinal, ordinal);
+                return OMMA_ERR_INVALID_ARG;
+            }
+            continue;
+        }
+        for (int p = 0; p < 3 && frames[i].planes[p]; p++) {
+            omma_status st =
+                check_pointer(dev, (uintptr_t)frames[i].planes[p], &seen, msg, msg_size);
+            if (st != OMMA_OK)
+                return st;
+        }
+    }
+    return OMMA_OK;
+}
+
+omma_status pyomma_sync_stream_list(omma_device *dev, const uintptr_t *streams, int n, char *msg,
+                                    size_t msg_size)
+{
+    if (n == 0)
         return OMMA_OK;
     omma_status st = cu_ready(msg, msg_size);
     if (st != OMMA_OK)
@@ -482,19 +653,43 @@ omma_status pyomma_sync_streams(omma_device *dev, pyomma_frame_hold *holds, int 
         snprintf(msg, msg_size, "%s", omma_last_error());
         return st;
     }
-    for (int i = 0; i < n && st == OMMA_OK; i++)
-        for (int j = 0; j < holds[i].n_streams && st == OMMA_OK; j++) {
-            int rc = cu.stream_sync((void *)holds[i].streams[j]);
-            if (rc != 0) {
-                snprintf(msg, msg_size, "frame %d: cuStreamSynchronize(producer's stream): %s", i,
-                         cu_name(rc));
-                st = OMMA_ERR_CUDA;
-            }
+    for (int i = 0; i < n && st == OMMA_OK; i++) {
+        int rc = cu.stream_sync((void *)streams[i]);
+        if (rc != 0) {
+            snprintf(msg, msg_size, "cuStreamSynchronize(the producer's stream 0x%llx): %s",
+                     (unsigned long long)streams[i], cu_name(rc));
+            st = OMMA_ERR_CUDA;
         }
+    }
     omma_status st2 = omma_device_leave(&scope);
     if (st == OMMA_OK && st2 != OMMA_OK) {
         snprintf(msg, msg_size, "%s", omma_last_error());
         st = st2;
     }
     return st;
+}
+
+omma_status pyomma_sync_streams(omma_device *dev, const pyomma_frame_hold *holds, int n, char *msg,
+                                size_t msg_size)
+{
+    /* Each stream once, however many frames name it. */
+    uintptr_t streams[64];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < holds[i].n_streams; j++) {
+            uintptr_t s = holds[i].streams[j];
+            int dup = 0;
+            for (int m = 0; m < k && !dup; m++)
+                dup = streams[m] == s;
+            if (dup)
+                continue;
+            if (k == (int)(sizeof streams / sizeof streams[0])) { /* many: in rounds */
+                omma_status st = pyomma_sync_stream_list(dev, streams, k, msg, msg_size);
+                if (st != OMMA_OK)
+                    return st;
+                k = 0;
+            }
+            streams[k++] = s;
+        }
+    return pyomma_sync_stream_list(dev, streams, k, msg, msg_size);
 }

@@ -182,51 +182,82 @@ static PyStructSequence_Field result_fields[] = {
 static PyStructSequence_Desc result_desc = {
     "omma.StreamResult", "One frame's results from omma.stream.", result_fields, 7};
 
-static PyObject *float_array(const float *src, int nd, npy_intp *dims)
+static PyObject *none_ref(void)
 {
-    PyObject *a = PyArray_SimpleNew(nd, dims, NPY_FLOAT32);
-    if (!a)
+    Py_INCREF(Py_None);
+    return Py_None;
+}
+
+PyObject *pyomma_face_shell(void)
+{
+    PyObject *face = PyStructSequence_New(pyomma_face_type);
+    PyObject *box = PyStructSequence_New(pyomma_box_type);
+    npy_intp kd[2] = {OMMA_FACE_KEYPOINTS, 2}, ld[2] = {OMMA_FACE_LANDMARKS, 3};
+    PyObject *kp = PyArray_SimpleNew(2, kd, NPY_FLOAT32);
+    PyObject *lm = PyArray_SimpleNew(2, ld, NPY_FLOAT32);
+    if (!face || !box || !kp || !lm) {
+        Py_XDECREF(face);
+        Py_XDECREF(box);
+        Py_XDECREF(kp);
+        Py_XDECREF(lm);
         return NULL;
-    memcpy(PyArray_DATA((PyArrayObject *)a), src, (size_t)PyArray_NBYTES((PyArrayObject *)a));
-    return a;
+    }
+    /* Placeholders until filled: never a NULL item, even for gc.get_objects(). */
+    for (int i = 0; i < 4; i++)
+        PyStructSequence_SetItem(box, i, none_ref());
+    PyStructSequence_SetItem(face, 0, none_ref());
+    PyStructSequence_SetItem(face, 1, none_ref());
+    PyStructSequence_SetItem(face, 2, box);
+    PyStructSequence_SetItem(face, 3, kp);
+    PyStructSequence_SetItem(face, 4, lm);
+    PyStructSequence_SetItem(face, 5, none_ref());
+    return face;
+}
+
+int pyomma_face_shell_usable(PyObject *shell)
+{
+    if (Py_REFCNT(shell) != 1)
+        return 0;
+    for (int i = 2; i <= 4; i++)
+        if (Py_REFCNT(PyStructSequence_GET_ITEM(shell, i)) != 1)
+            return 0;
+    return 1;
+}
+
+static int set_item(PyObject *seq, int i, PyObject *v)
+{
+    if (!v)
+        return -1;
+    PyObject *old = PyStructSequence_GET_ITEM(seq, i);
+    PyStructSequence_SetItem(seq, i, v);
+    Py_XDECREF(old);
+    return 0;
+}
+
+int pyomma_face_fill(PyObject *face, const omma_face *f)
+{
+    PyObject *box = PyStructSequence_GET_ITEM(face, 2);
+    const float b[4] = {f->box.xmin, f->box.ymin, f->box.xmax, f->box.ymax};
+    for (int i = 0; i < 4; i++)
+        if (set_item(box, i, PyFloat_FromDouble(b[i])) < 0)
+            return -1;
+    memcpy(PyArray_DATA((PyArrayObject *)PyStructSequence_GET_ITEM(face, 3)), f->keypoints,
+           sizeof f->keypoints);
+    memcpy(PyArray_DATA((PyArrayObject *)PyStructSequence_GET_ITEM(face, 4)), f->landmarks,
+           sizeof f->landmarks);
+    if (set_item(face, 0, PyLong_FromLong(f->id)) < 0 ||
+        set_item(face, 1, PyFloat_FromDouble(f->score)) < 0 ||
+        set_item(face, 5, PyFloat_FromDouble(f->presence)) < 0)
+        return -1;
+    return 0;
 }
 
 PyObject *pyomma_face_new(const omma_face *f)
 {
-    PyObject *face = PyStructSequence_New(pyomma_face_type);
-    PyObject *box = PyStructSequence_New(pyomma_box_type);
-    if (!face || !box)
-        goto fail;
-    const float b[4] = {f->box.xmin, f->box.ymin, f->box.xmax, f->box.ymax};
-    for (int i = 0; i < 4; i++) {
-        PyObject *v = PyFloat_FromDouble(b[i]);
-        if (!v)
-            goto fail;
-        PyStructSequence_SetItem(box, i, v);
-    }
-    npy_intp kd[2] = {OMMA_FACE_KEYPOINTS, 2}, ld[2] = {OMMA_FACE_LANDMARKS, 3};
-    PyObject *items[6] = {PyLong_FromLong(f->id),
-                          PyFloat_FromDouble(f->score),
-                          box,
-                          float_array(&f->keypoints[0][0], 2, kd),
-                          float_array(&f->landmarks[0][0], 2, ld),
-                          PyFloat_FromDouble(f->presence)};
-    box = NULL;
-    int ok = 1;
-    for (int i = 0; i < 6; i++) {
-        if (!items[i])
-            ok = 0;
-        PyStructSequence_SetItem(face, i, items[i]); /* steals; NULL left for dealloc */
-    }
-    if (!ok) {
-        Py_DECREF(face);
-        return NULL;
-    }
+    PyObject *face = pyomma_face_shell();
+    if (face && pyomma_face_fill(face, f) < 0)
+        Py_CLEAR(face);
     return face;
-fail:
-    Py_XDECREF(face);
-    Py_XDECREF(box);
-    return NULL;
 }
 
 /* ---- Module functions ---------------------------------------------------- */
@@ -357,7 +388,7 @@ PyMODINIT_FUNC PyInit__omma(void)
         add_struct_type(m, "Face", &face_desc, &pyomma_face_type) < 0 ||
         add_struct_type(m, "FaceBatch", &batch_desc, &pyomma_batch_type) < 0 ||
         add_struct_type(m, "StreamResult", &result_desc, &pyomma_result_type) < 0 ||
-        pyomma_add_pipeline(m) < 0 || pyomma_add_stream(m) < 0) {
+        pyomma_add_pipeline(m) < 0 || pyomma_add_stream(m) < 0 || pyomma_add_bus(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

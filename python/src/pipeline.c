@@ -23,6 +23,10 @@ typedef struct {
     int *counts, *cameras;
     omma_frame *frames;
     pyomma_frame_hold *holds;
+    /* Faces made before the C call for process to fill after it (as many as
+     * the last call returned): see pyomma_face_shell. */
+    PyObject **spares;
+    int n_spares, cap_spares, last_faces;
 } pipeline_obj;
 
 static int pipeline_init(pipeline_obj *self, PyObject *args, PyObject *kwds)
@@ -113,6 +117,36 @@ static void free_buffers(pipeline_obj *self)
     self->capacity = 0;
 }
 
+static void free_spares(pipeline_obj *self)
+{
+    for (int i = 0; i < self->n_spares; i++)
+        Py_DECREF(self->spares[i]);
+    free(self->spares);
+    self->spares = NULL;
+    self->n_spares = self->cap_spares = 0;
+}
+
+/* Up to want face shells, made now while the caches are warm. */
+static int fill_spares(pipeline_obj *self, int want)
+{
+    if (want > self->cap_spares) {
+        PyObject **s = realloc(self->spares, sizeof(PyObject *) * (size_t)want);
+        if (!s) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->spares = s;
+        self->cap_spares = want;
+    }
+    while (self->n_spares < want) {
+        PyObject *f = pyomma_face_shell();
+        if (!f)
+            return -1;
+        self->spares[self->n_spares++] = f;
+    }
+    return 0;
+}
+
 static void pipeline_close_now(pipeline_obj *self)
 {
     omma_face_pipeline *p = self->p;
@@ -125,6 +159,7 @@ static void pipeline_close_now(pipeline_obj *self)
         Py_END_ALLOW_THREADS
     }
     free_buffers(self);
+    free_spares(self);
 }
 
 static void pipeline_dealloc(pipeline_obj *self)
@@ -240,7 +275,8 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
             }
         }
     }
-    int converted = 0, rc = 0;
+    int converted = 0, rc = 0, any_device = 0;
+    pyomma_convert_ctx ctx = {0};
     for (; converted < n; converted++) {
         PyObject *f = *is_batch ? PyList_GET_ITEM(frames, converted) : frames;
         const char *fmt = one_format;
@@ -254,7 +290,7 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
                 break;
             }
         }
-        if (pyomma_frame_convert(f, fmt, converted, &self->frames[converted],
+        if (pyomma_frame_convert(f, fmt, converted, &ctx, &self->frames[converted],
                                  &self->holds[converted]) < 0) {
             rc = -1;
             break;
@@ -269,30 +305,20 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
             rc = -1;
             break;
         }
+        any_device |= self->frames[converted].memory == OMMA_MEMORY_DEVICE;
     }
     if (rc == 0) {
         char msg[512] = "";
         omma_status st = OMMA_OK;
         int own_msg = 0;
-        Py_BEGIN_ALLOW_THREADS for (int i = 0;
-                                    i < n && st == OMMA_OK && self->backend == OMMA_BACKEND_CUDA;
-                                    i++) if (self->frames[i].memory == OMMA_MEMORY_DEVICE &&
-                                             self->holds[i].device_ordinal < 0)
+        Py_BEGIN_ALLOW_THREADS if (any_device)
         {
-            st = pyomma_check_device_pointer(self->dev, (uintptr_t)self->frames[i].planes[0], msg,
-                                             sizeof msg);
-            own_msg = st != OMMA_OK;
-        }
-        else if (self->frames[i].memory == OMMA_MEMORY_DEVICE &&
-                 self->holds[i].device_ordinal != self->device_ordinal)
-        {
-            snprintf(msg, sizeof msg, "frame %d: on GPU %d, the pipeline runs on GPU %d", i,
-                     self->holds[i].device_ordinal, self->device_ordinal);
-            st = OMMA_ERR_INVALID_ARG;
-            own_msg = 1;
-        }
-        if (st == OMMA_OK && self->backend == OMMA_BACKEND_CUDA) {
-            st = pyomma_sync_streams(self->dev, self->holds, (int)n, msg, sizeof msg);
+            /* The whole batch at once: each allocation checked once, each
+             * producer stream synchronized once. */
+            st = pyomma_check_device_frames(self->dev, self->frames, self->holds, (int)n, msg,
+                                            sizeof msg);
+            if (st == OMMA_OK)
+                st = pyomma_sync_streams(self->dev, self->holds, (int)n, msg, sizeof msg);
             own_msg = st != OMMA_OK;
         }
         struct timespec t0, t1;
@@ -356,7 +382,17 @@ static PyObject *faces_list(pipeline_obj *self, int i)
     if (!list)
         return NULL;
     for (int j = 0; j < c; j++) {
-        PyObject *f = pyomma_face_new(&self->faces[(size_t)i * self->max_faces + j]);
+        const omma_face *cf = &self->faces[(size_t)i * self->max_faces + j];
+        PyObject *f = NULL;
+        while (!f && self->n_spares > 0) {
+            f = self->spares[--self->n_spares];
+            if (!pyomma_face_shell_usable(f))
+                Py_CLEAR(f);
+        }
+        if (f && pyomma_face_fill(f, cf) < 0)
+            Py_CLEAR(f);
+        else if (!f)
+            f = pyomma_face_new(cf);
         if (!f) {
             Py_DECREF(list);
             return NULL;
@@ -372,9 +408,19 @@ static PyObject *pipeline_process(pipeline_obj *self, PyObject *args, PyObject *
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO:process", process_kwlist, &frames, &cameras,
                                      &format))
         return NULL;
+    /* As many faces as the last call's made now, filled after the call. */
+    Py_ssize_t n_frames = PyList_Check(frames) ? PyList_GET_SIZE(frames) : 1;
+    Py_ssize_t want = (Py_ssize_t)self->last_faces;
+    if (want > n_frames * self->max_faces)
+        want = n_frames * self->max_faces;
+    if (self->p && fill_spares(self, (int)want) < 0)
+        return NULL;
     int n, batch;
     if (run(self, frames, cameras, format, &n, &batch) < 0)
         return NULL;
+    self->last_faces = 0;
+    for (int i = 0; i < n; i++)
+        self->last_faces += self->counts[i];
     if (!batch)
         return faces_list(self, 0);
     PyObject *out = PyList_New(n);

@@ -12,6 +12,33 @@
 
 #include "omma/omma.h"
 
+/* DLPack's ABI (dlpack.h, v0.8; stable): what a consumer reads and a
+ * producer fills. */
+typedef struct {
+    int32_t device_type;
+    int32_t device_id;
+} dl_device;
+typedef struct {
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+} dl_dtype;
+typedef struct {
+    void *data;
+    dl_device device;
+    int32_t ndim;
+    dl_dtype dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} dl_tensor;
+typedef struct dl_managed_tensor {
+    dl_tensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct dl_managed_tensor *self);
+} dl_managed_tensor;
+enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3, DL_CUDA_MANAGED = 13, DL_UINT = 1 };
+
 /* omma.Error and one subclass per omma_status (index = status). */
 extern PyObject *pyomma_error_types[OMMA_STATUS_COUNT];
 
@@ -31,6 +58,15 @@ extern PyTypeObject *pyomma_result_type;
 /* A Python omma.Face from a C face; NULL with an exception on failure. */
 PyObject *pyomma_face_new(const omma_face *f);
 
+/* The same in two steps: a shell (placeholders; its box and arrays made)
+ * made before a long call, while the interpreter's caches are warm, then
+ * filled after it (setting a few numbers and copying the arrays is what
+ * runs cold). pyomma_face_shell_usable: nobody else holds the shell or its
+ * parts (gc.get_objects() could hand them out), so it may be filled. */
+PyObject *pyomma_face_shell(void);
+int pyomma_face_shell_usable(PyObject *shell);
+int pyomma_face_fill(PyObject *shell, const omma_face *f);
+
 /* The frame types (frames.c). A frame_hold keeps what a converted frame
  * points to alive (buffer views, DLPack tensors) until released. */
 typedef struct pyomma_frame_hold {
@@ -47,24 +83,38 @@ typedef struct pyomma_frame_hold {
     int device_ordinal; /* device memory: the ordinal the planes are on, else -1 */
 } pyomma_frame_hold;
 
+/* What the frames of one call share while they are converted (frames.c):
+ * zero it before the first frame. */
+typedef struct pyomma_convert_ctx {
+    int ordered; /* bit k: producers of kind k (PyTorch, CuPy) have ordered
+                  * their current stream before the legacy stream */
+} pyomma_convert_ctx;
+
 /* Fills *frame from a Python frame object (an array, a tuple of planes,
  * an object with __cuda_array_interface__ or __dlpack__). format: NULL or
  * "rgb", "bgr", "rgba", "bgra", "nv12", "i420". index names the frame in
  * messages. On failure raises and releases what it took. */
-int pyomma_frame_convert(PyObject *obj, const char *format, int index, omma_frame *frame,
-                         pyomma_frame_hold *hold);
+int pyomma_frame_convert(PyObject *obj, const char *format, int index, pyomma_convert_ctx *ctx,
+                         omma_frame *frame, pyomma_frame_hold *hold);
 void pyomma_frame_release(pyomma_frame_hold *hold);
 
-/* Synchronizes the CUDA streams the holds name, in dev's context (the
- * driver loaded with dlopen). Call without the GIL. On failure returns
- * the status with omma's last error set... by the caller: *msg gets a
- * static description. */
-omma_status pyomma_sync_streams(omma_device *dev, pyomma_frame_hold *holds, int n, char *msg,
+/* Synchronizes the CUDA streams the holds name, each once, in dev's
+ * context (the driver loaded with dlopen). Call without the GIL. On
+ * failure returns the status and writes the message to msg. */
+omma_status pyomma_sync_streams(omma_device *dev, const pyomma_frame_hold *holds, int n, char *msg,
                                 size_t msg_size);
 
-/* Whether ptr is device memory of GPU ordinal (through the driver). */
-omma_status pyomma_check_device_pointer(omma_device *dev, uintptr_t ptr, char *msg,
-                                        size_t msg_size);
+/* Synchronizes n CUDA streams (CUstream handles) in dev's context. Call
+ * without the GIL; on failure msg says why. */
+omma_status pyomma_sync_stream_list(omma_device *dev, const uintptr_t *streams, int n, char *msg,
+                                    size_t msg_size);
+
+/* Checks that the device frames among frames[0..n) are on dev's GPU: by
+ * the DLPack device when the hold has it, else by the driver (once per
+ * allocation within the call). Call without the GIL; msg says why not. */
+omma_status pyomma_check_device_frames(omma_device *dev, const omma_frame *frames,
+                                       const pyomma_frame_hold *holds, int n, char *msg,
+                                       size_t msg_size);
 
 /* An int from a Python int; raises (TypeError, or InvalidArgumentError
  * naming what when out of range) and returns -1. */
@@ -72,6 +122,7 @@ int pyomma_as_int(PyObject *obj, const char *what, int *out);
 
 int pyomma_add_pipeline(PyObject *m);
 int pyomma_add_stream(PyObject *m);
+int pyomma_add_bus(PyObject *m);
 
 /* Parses "rgb".."i420" (case-insensitive); -1 when unknown. */
 int pyomma_parse_format(const char *s);

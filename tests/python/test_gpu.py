@@ -108,3 +108,58 @@ def test_stream_gpu():
     got = []
     omma.stream([pan, pan], realtime=False, max_frames=5, callback=got.append)
     assert len(got) == 10 and all(len(r.faces) == 1 for r in got)
+
+
+def test_torch_stream_ordering_batch(photo):
+    """A batch of frames all written on a side stream after a slow kernel:
+    PyTorch orders its current stream once for the whole list, and every
+    frame is read after the writes."""
+    torch = pytest.importorskip("torch")
+    src = torch.from_numpy(photo).cuda()
+    with omma.FacePipeline(backend="gpu", max_batch=8) as p:
+        frames = [torch.zeros_like(src) for _ in range(8)]
+        torch.cuda.synchronize()
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(200_000_000)
+            for f in frames:
+                f.copy_(src)
+            got = p.process(frames)
+        assert [len(faces) for faces in got] == [1] * 8, "read before the producer's kernel"
+        assert all(iou(tuple(faces[0].box), EXPECTED_BOX) > 0.7 for faces in got)
+
+
+def test_mixed_device_batch(photo):
+    """PyTorch, CuPy and array-interface frames in one list (views into one
+    allocation among them: checked once), one C batch, no host copy."""
+    torch = pytest.importorskip("torch")
+    cp = pytest.importorskip("cupy")
+
+    class CAIOnly:
+        def __init__(self, arr):
+            self.__cuda_array_interface__ = arr.__cuda_array_interface__
+
+    big = cp.zeros((2, 512, 512, 3), cp.uint8)
+    big[0] = cp.asarray(photo)
+    big[1] = cp.asarray(photo)
+    frames = [torch.from_numpy(photo).cuda(), cp.asarray(photo), CAIOnly(big[0]), CAIOnly(big[1])]
+    with omma.FacePipeline(backend="gpu", max_batch=4) as p:
+        got = p.process(frames)
+        assert [len(f) for f in got] == [1] * 4
+        s = p.stats()
+        assert s["h2d_bytes"] == 0 and s["batches"] == 1
+
+
+def test_host_pointer_as_device_frame(photo):
+    """An array interface claiming device memory at a host address: refused
+    with the driver's word, not read."""
+
+    class Liar:
+        def __init__(self, arr):
+            self.__cuda_array_interface__ = {"shape": arr.shape, "typestr": "|u1",
+                                             "data": (arr.ctypes.data, False), "version": 3,
+                                             "strides": None, "stream": None}
+
+    with omma.FacePipeline(backend="gpu") as p:
+        with pytest.raises(omma.InvalidArgumentError, match="not CUDA memory"):
+            p.process(Liar(photo))
