@@ -64,7 +64,10 @@ def subscribe(name: str, cameras: Optional[Sequence[int]] = None, every_frame: b
     indices wanted (None: all). every_frame: False (default) hands out the
     newest frame of each camera, giving back unread the older ones that
     waited (for consumers that must keep up); True hands out every frame
-    announced, in order. device: the GPU's ordinal (the publisher's GPU of
+    written after attaching, in order, none missed: the publisher holds
+    each one for this subscriber from its write and, when it reads files,
+    waits while ``max_holds`` frames of a camera are held (a publisher of
+    live cameras refuses: UnsupportedError naming the camera). device: the GPU's ordinal (the publisher's GPU of
     the cameras). directory: the bus directory (default ``$OMMA_BUS_DIR``,
     else ``$XDG_RUNTIME_DIR/omma-bus``, else ``/tmp/omma-bus-UID``).
     max_holds: frames of one camera held at once, 1..8. timeout: seconds

@@ -566,6 +566,7 @@ static int sub_init(sub_obj *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     opt.max_holds = max_holds;
+    opt.every_frame = every_frame != 0;
     opt.timeout_ms = (int)(timeout * 1000.0 + 0.5);
     opt.dir = dir;
     int *cams = NULL;
