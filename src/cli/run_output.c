@@ -207,6 +207,38 @@ int cli_output_frame_poses(cli_output *o, int camera, const char *source, long f
     return record_end(o, m, &buf, &len);
 }
 
+int cli_output_frame_result(cli_output *o, int camera, const char *source, double timestamp_ms,
+                            const cli_frame_extra *extra, const rt_result *r)
+{
+    if (o->csv)
+        return cli_output_frame_extra(o, camera, source, (long)r->seq - 1, timestamp_ms, extra,
+                                      r->faces, r->n_faces);
+    FILE *m;
+    char *buf;
+    size_t len;
+    if (!record_begin(o, &m, &buf, &len))
+        return 0;
+    sink_frame fr = {.camera = camera,
+                     .source = source,
+                     .frame = (long)r->seq - 1,
+                     .timestamp_ms = timestamp_ms,
+                     .faces = r->faces,
+                     .n_faces = r->n_faces,
+                     .has_poses = r->poses != NULL,
+                     .poses = r->poses,
+                     .n_poses = r->n_poses,
+                     .pose_face = r->pose_face,
+                     .participant = r->participant};
+    if (extra) {
+        fr.has_extra = 1;
+        fr.gpu = extra->gpu;
+        fr.latency_ms = extra->latency_ms;
+        fr.dropped = extra->dropped;
+    }
+    sink_json_frame(m, &fr);
+    return record_end(o, m, &buf, &len);
+}
+
 int cli_output_open(cli_output *o, const char *path, int csv)
 {
     memset(o, 0, sizeof *o);

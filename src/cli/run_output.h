@@ -12,6 +12,7 @@
 
 #include "omma/face.h"
 #include "omma/pose.h"
+#include "runtime/runtime.h"
 
 typedef struct cli_output {
     FILE *f;
@@ -51,6 +52,10 @@ int cli_output_line(cli_output *o, const char *line, size_t n);
 int cli_output_frame_poses(cli_output *o, int camera, const char *source, long frame,
                            double timestamp_ms, const cli_frame_extra *extra,
                            const omma_face *faces, int n, const omma_pose *poses, int n_poses);
+/* omma stream: a runtime result (its poses with their faces, its faces'
+ * participant names; CSV: the faces only). */
+int cli_output_frame_result(cli_output *o, int camera, const char *source, double timestamp_ms,
+                            const cli_frame_extra *extra, const rt_result *r);
 
 /* Flushes; a file is renamed into place (keep) or removed. Returns 1 when
  * everything was written. */

@@ -81,7 +81,12 @@ static void to_sinks(stream_state *s, const rt_result *r, int camera, const char
                      .capture_unix_ns = (uint64_t)((int64_t)r->capture_ns + s->unix_minus_now_ns),
                      .lease = lease,
                      .faces = r->faces,
-                     .n_faces = r->n_faces};
+                     .n_faces = r->n_faces,
+                     .has_poses = r->poses != NULL,
+                     .poses = r->poses,
+                     .n_poses = r->n_poses,
+                     .pose_face = r->pose_face,
+                     .participant = r->participant};
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
@@ -99,10 +104,19 @@ static void to_sinks(stream_state *s, const rt_result *r, int camera, const char
     free(buf);
 }
 
-static void on_result(void *ctx, const rt_result *r)
+static void on_result(void *ctx, const rt_result *r0)
 {
     stream_state *s = ctx;
-    const rt_camera_config *c = &s->o->cameras[r->camera];
+    const rt_camera_config *c = &s->o->cameras[r0->camera];
+    double ts = (double)(r0->capture_ns - s->t0) / 1e6;
+    char *people = NULL;
+    size_t people_len = 0;
+    rt_result rr = *r0; /* with the faces' participant names */
+    const rt_result *r = &rr;
+    const char *names[OMMA_PIPELINE_MAX_FACES];
+    if (s->people && r0->n_faces <= OMMA_PIPELINE_MAX_FACES &&
+        cli_people_result(s->people, r0, ts, s->lsl, s->data, s->ui, names, &people, &people_len))
+        rr.participant = names;
     if (s->n_sinks > 0)
         to_sinks(s, r, r->camera, c->name, c->spec ? c->spec : "synthetic",
                  atomic_fetch_add(&s->sink_seq[r->camera], 1) + 1, 0);
@@ -112,11 +126,6 @@ static void on_result(void *ctx, const rt_result *r)
         cli_data_result(s->data, r);
     if (s->ui)
         ui_result(s->ui, r);
-    double ts = (double)(r->capture_ns - s->t0) / 1e6;
-    char *people = NULL;
-    size_t people_len = 0;
-    if (s->people)
-        cli_people_result(s->people, r, ts, s->lsl, s->data, &people, &people_len);
     if (!s->writing) {
         free(people);
         return;
@@ -124,8 +133,7 @@ static void on_result(void *ctx, const rt_result *r)
     cli_frame_extra extra = {r->gpu, (double)(r->done_ns - r->capture_ns) / 1e6,
                              (unsigned long long)r->dropped};
     pthread_mutex_lock(&s->lock);
-    cli_output_frame_extra(&s->out, r->camera, c->spec ? c->spec : "synthetic", (long)r->seq - 1,
-                           ts, &extra, r->faces, r->n_faces);
+    cli_output_frame_result(&s->out, r->camera, c->spec ? c->spec : "synthetic", ts, &extra, r);
     if (people)
         cli_output_line(&s->out, people, people_len);
     pthread_mutex_unlock(&s->lock);
@@ -145,8 +153,7 @@ static void on_cluster_result(void *ctx, const rt_result *r, int slot, const cha
                              (unsigned long long)r->dropped};
     double ts = (double)(r->capture_ns - s->t0) / 1e6;
     pthread_mutex_lock(&s->lock);
-    cli_output_frame_extra(&s->out, slot, source, (long)r->seq - 1, ts, &extra, r->faces,
-                           r->n_faces);
+    cli_output_frame_result(&s->out, slot, source, ts, &extra, r);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -389,6 +396,7 @@ static int start_ui(cli_stream_opts *o, stream_state *s, metrics_registry *m)
                      .names = names,
                      .sources = sources,
                      .max_faces = o->rt.pipeline.max_faces,
+                     .max_poses = o->rt.pose.landmark_model ? o->rt.pose.max_poses : 0,
                      .t0_ns = s->t0,
                      .metrics = m,
                      .preview = s->preview};

@@ -18,7 +18,7 @@ typedef struct lsl_camera {
     pthread_mutex_t lock;
     char name[96];
     char source_id[200];
-    lsl_outlet *landmarks, *face, *frames;
+    lsl_outlet *landmarks, *face, *frames, *pose;
     int failed; /* making its outlets failed (said once) */
     float sample[LSL_LANDMARKS_CHANNELS];
 } lsl_camera;
@@ -28,7 +28,7 @@ typedef struct lsl_person {
     pthread_mutex_t lock;
     char name[96];
     char source_id[200];
-    lsl_outlet *landmarks, *face, *track;
+    lsl_outlet *landmarks, *face, *track, *pose;
     int failed;
     float sample[LSL_LANDMARKS_CHANNELS];
 } lsl_person;
@@ -43,6 +43,7 @@ struct cli_lsl_sink {
     lsl_outlet *sync; /* CoModulation */
     int sync_failed;
     const char *bind;
+    int pose; /* --pose: NAME_pose streams too */
 };
 
 int cli_lsl_start(const cli_stream_opts *o, cli_lsl_sink **out)
@@ -74,6 +75,7 @@ int cli_lsl_start(const cli_stream_opts *o, cli_lsl_sink **out)
         }
     }
     l->bind = o->lsl_bind ? o->lsl_bind : "127.0.0.1";
+    l->pose = o->pose[0] != 0;
     for (int i = 0; i < n; i++) {
         lsl_camera *c = &cams[i];
         pthread_mutex_init(&c->lock, NULL);
@@ -112,15 +114,24 @@ static void make_outlets(cli_lsl_sink *l, lsl_camera *c, const rt_result *r)
         st = lsl_outlet_create(l->server, &spec, 0, &c->frames);
         lsl_info_clear(&spec);
     }
+    if (st == OMMA_OK && !l->n_people && l->pose &&
+        (st = lsl_layout_pose_info(c->name, c->source_id, rate, &spec)) == OMMA_OK) {
+        st = lsl_outlet_create(l->server, &spec, 0, &c->pose);
+        lsl_info_clear(&spec);
+    }
     if (st != OMMA_OK) {
         cli_error("--lsl: camera %d (%s): %s", r->camera, c->name, omma_last_error());
         lsl_outlet_destroy(c->landmarks);
         lsl_outlet_destroy(c->face);
         lsl_outlet_destroy(c->frames);
-        c->landmarks = c->face = c->frames = NULL;
+        lsl_outlet_destroy(c->pose);
+        c->landmarks = c->face = c->frames = c->pose = NULL;
         c->failed = 1;
         return;
     }
+    if (c->pose)
+        fprintf(stderr, "omma stream: LSL stream %s_pose (Pose, %d channels) at %g Hz on %s\n",
+                c->name, LSL_POSE_CHANNELS, rate, l->bind);
     if (l->n_people)
         fprintf(stderr, "omma stream: LSL stream %s_frames (VideoSync) at %g Hz on %s\n", c->name,
                 rate, l->bind);
@@ -143,6 +154,20 @@ static void face_sample(const omma_face *face, float *m)
             m[i] = NAN;
         m[LSL_FACE_CHANNELS - 1] = 0.0f;
     }
+}
+
+/* The pose of the frame's person followed on the camera's streams: the
+ * one attached to face; without a face, the camera's oldest pose. */
+static const omma_pose *pose_of(const rt_result *r, const omma_face *face)
+{
+    const omma_pose *pose = NULL;
+    for (int k = 0; k < r->n_poses; k++) {
+        const omma_pose *q = &r->poses[k];
+        int f = r->pose_face ? r->pose_face[k] : -1;
+        if (face ? f >= 0 && &r->faces[f] == face : !pose || q->id < pose->id)
+            pose = q;
+    }
+    return pose;
 }
 
 void cli_lsl_result(cli_lsl_sink *l, const rt_result *r)
@@ -172,6 +197,11 @@ void cli_lsl_result(cli_lsl_sink *l, const rt_result *r)
         double f[LSL_FRAMES_CHANNELS];
         lsl_layout_frames_sample(r->seq - 1, ts, r->n_faces, r->dropped, f);
         lsl_outlet_push(c->frames, f, ts);
+        if (c->pose) {
+            float p[LSL_POSE_CHANNELS];
+            lsl_layout_pose_sample(pose_of(r, face), r->width, r->height, p);
+            lsl_outlet_push(c->pose, p, ts);
+        }
     }
     pthread_mutex_unlock(&c->lock);
 }
@@ -195,15 +225,24 @@ static void make_person(cli_lsl_sink *l, lsl_person *q, const rt_result *r)
         st = lsl_outlet_create(l->server, &spec, 0, &q->track);
         lsl_info_clear(&spec);
     }
+    if (st == OMMA_OK && l->pose &&
+        (st = lsl_layout_pose_info(q->name, q->source_id, rate, &spec)) == OMMA_OK) {
+        st = lsl_outlet_create(l->server, &spec, 0, &q->pose);
+        lsl_info_clear(&spec);
+    }
     if (st != OMMA_OK) {
         cli_error("--lsl: participant %s: %s", q->name, omma_last_error());
         lsl_outlet_destroy(q->landmarks);
         lsl_outlet_destroy(q->face);
         lsl_outlet_destroy(q->track);
-        q->landmarks = q->face = q->track = NULL;
+        lsl_outlet_destroy(q->pose);
+        q->landmarks = q->face = q->track = q->pose = NULL;
         q->failed = 1;
         return;
     }
+    if (q->pose)
+        fprintf(stderr, "omma stream: LSL stream %s_pose (Pose, %d channels) at %g Hz on %s\n",
+                q->name, LSL_POSE_CHANNELS, rate, l->bind);
     fprintf(stderr,
             "omma stream: LSL streams %s_landmarks (Landmark, %d channels), %s_face "
             "(FaceMeasures, %d channels) and %s_track (Assignment) at %g Hz on %s\n",
@@ -211,7 +250,7 @@ static void make_person(cli_lsl_sink *l, lsl_person *q, const rt_result *r)
 }
 
 void cli_lsl_participant(cli_lsl_sink *l, int p, const rt_result *r, const omma_face *face,
-                         int change)
+                         const omma_pose *pose, int change)
 {
     if (!l || p < 0 || p >= l->n_people)
         return;
@@ -228,6 +267,11 @@ void cli_lsl_participant(cli_lsl_sink *l, int p, const rt_result *r, const omma_
         lsl_outlet_push(q->face, m, ts);
         double t[LSL_TRACK_CHANNELS] = {r->camera, face ? face->id : -1, change};
         lsl_outlet_push(q->track, t, ts);
+        if (q->pose) {
+            float s[LSL_POSE_CHANNELS];
+            lsl_layout_pose_sample(pose, r->width, r->height, s);
+            lsl_outlet_push(q->pose, s, ts);
+        }
     }
     pthread_mutex_unlock(&q->lock);
 }
@@ -279,6 +323,8 @@ void cli_lsl_stop(cli_lsl_sink *l)
         report(c->name, "landmarks", c->landmarks);
         report(c->name, "face", c->face);
         report(c->name, "frames", c->frames);
+        report(c->name, "pose", c->pose);
+        lsl_outlet_destroy(c->pose);
         lsl_outlet_destroy(c->landmarks);
         lsl_outlet_destroy(c->face);
         lsl_outlet_destroy(c->frames);
@@ -289,6 +335,8 @@ void cli_lsl_stop(cli_lsl_sink *l)
         report(q->name, "landmarks", q->landmarks);
         report(q->name, "face", q->face);
         report(q->name, "track", q->track);
+        report(q->name, "pose", q->pose);
+        lsl_outlet_destroy(q->pose);
         lsl_outlet_destroy(q->landmarks);
         lsl_outlet_destroy(q->face);
         lsl_outlet_destroy(q->track);

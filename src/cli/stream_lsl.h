@@ -18,10 +18,13 @@ int cli_lsl_start(const cli_stream_opts *o, cli_lsl_sink **out);
 void cli_lsl_result(cli_lsl_sink *l, const rt_result *r);
 /* Participant mode (o->n_participants > 0): cli_lsl_result serves only
  * the cameras' NAME_frames; each participant p has NAME_landmarks,
- * NAME_face and NAME_track, one sample per frame of its camera (face NULL:
- * missing; change: the code of NAME_track's change channel). */
+ * NAME_face, NAME_track and with --pose NAME_pose, one sample per frame of
+ * its camera (face, pose NULL: missing; change: the code of NAME_track's
+ * change channel). Without participants, --pose adds a camera's NAME_pose:
+ * the pose attached to the face its other streams follow (without a face,
+ * its oldest pose). */
 void cli_lsl_participant(cli_lsl_sink *l, int p, const rt_result *r, const omma_face *face,
-                         int change);
+                         const omma_pose *pose, int change);
 /* One CoModulation sample (n labelled channels, made at the first). */
 void cli_lsl_sync(cli_lsl_sink *l, const float *sample, int n, const char *const *labels,
                   uint64_t t_ns, double rate);

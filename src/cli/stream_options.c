@@ -44,6 +44,8 @@ enum {
     OPT_MIN_PRESENCE,
     OPT_PRECISION,
     OPT_MODEL,
+    OPT_POSE,
+    OPT_MAX_POSES,
     OPT_DURATION,
     OPT_MAX_FRAMES,
     OPT_OUT,
@@ -140,6 +142,13 @@ static const cli_option options[] = {
     [OPT_MODEL] = {"--model", "short|full",
                    "detector: short range (default; faces within ~2 m of\n"
                    "the camera) or full range (within ~5 m: smaller faces)"},
+    [OPT_POSE] = {"--pose", "lite|full|heavy",
+                  "also track body pose (BlazePose, the given landmark\n"
+                  "model; off by default) in the same step as the faces,\n"
+                  "each pose attached to its face: a \"pose\" array in\n"
+                  "each record, NAME_pose LSL streams (CPU backend only)"},
+    [OPT_MAX_POSES] = {"--max-poses", "N",
+                       "--pose: people tracked per camera, 1.." STR(OMMA_POSE_MAX_POSES) " (1)"},
     [OPT_DURATION] = {"--duration", "S", "stop after S seconds"},
     [OPT_MAX_FRAMES] = {"--max-frames", "N", "at most N frames of each camera"},
     [OPT_OUT] = {"--out", "FILE", "results there (complete when it ends) instead of stdout"},
@@ -735,6 +744,16 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         *full_range = strcmp(v, "full") == 0;
         return 1;
     }
+    if (id == OPT_POSE) {
+        if (strcmp(v, "lite") && strcmp(v, "full") && strcmp(v, "heavy")) {
+            fprintf(stderr, "omma: error: --pose %s: expected lite, full or heavy\n", v);
+            return 0;
+        }
+        snprintf(o->pose, sizeof o->pose, "%s", v);
+        return 1;
+    }
+    if (id == OPT_MAX_POSES && cli_arg_long(a, v, 1, OMMA_POSE_MAX_POSES, &n))
+        return rt->pose.max_poses = (int)n, 1;
     if (strcmp(a, "--duration") == 0 && cli_arg_double(a, v, 0.001, 1e7, &d))
         return o->duration_s = d, 1;
     if (strcmp(a, "--max-frames") == 0 && cli_arg_long(a, v, 1, 1000000000L, &n))
@@ -903,6 +922,11 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
         free(sources);
         return cli_usage_error("stream", "--decode gpu needs the GPU backend (--backend gpu)");
     }
+    if (o->pose[0] && o->rt.pipeline.backend != OMMA_BACKEND_CPU) {
+        free(sources);
+        return cli_usage_error("stream", "--pose runs on the CPU backend only for now (--backend "
+                                         "cpu): the GPU runtime's step has no pose models yet");
+    }
     if (o->ui_token && !o->ui) {
         free(sources);
         return cli_usage_error("stream", "--ui-token needs --ui");
@@ -947,6 +971,14 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     snprintf(o->photo, sizeof o->photo, "%s/%s", data, DEFAULT_PHOTO);
     o->rt.pipeline.detector_model = o->detector;
     o->rt.pipeline.mesh_model = o->mesh;
+    if (o->pose[0]) {
+        snprintf(o->pose_detector, sizeof o->pose_detector, "%s/models/pose_detection.tflite",
+                 data);
+        snprintf(o->pose_landmark, sizeof o->pose_landmark, "%s/models/pose_landmark_%s.tflite",
+                 data, o->pose);
+        o->rt.pose.detector_model = o->pose_detector;
+        o->rt.pose.landmark_model = o->pose_landmark;
+    }
     o->rt.cameras = o->cameras;
     o->rt.gpus = o->gpus;
     return -1;

@@ -25,6 +25,8 @@ typedef struct cli_stream_opts {
     int gpus[RT_MAX_GPUS];
     int all_gpus; /* --gpus all: filled in once the GPUs are counted */
     char detector[4096], mesh[4096], photo[4096];
+    char pose[8]; /* --pose lite|full|heavy; "": off */
+    char pose_detector[4096], pose_landmark[4096];
     const char *out; /* --out FILE; NULL: stdout */
     int results; /* write the results (--results on) */
     double duration_s; /* stop after this long (0: until the sources end) */
@@ -51,7 +53,7 @@ typedef struct cli_stream_opts {
     double sink_drain_s;
     const char *participant_specs[RT_PARTICIPANTS_MAX]; /* --participant */
     const cli_config_item *participant_from[RT_PARTICIPANTS_MAX]; /* its config
-                                                                 * line, or NULL */
+                                                                   * line, or NULL */
     int n_participants;
     rt_participant_spec participants[RT_PARTICIPANTS_MAX]; /* parsed, cameras known */
     int enroll; /* --enroll */

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "runtime/participant_sync.h"
+#include "sink/sink_json.h"
 #include "vision/face_measures.h"
 
 struct cli_people {
@@ -97,8 +98,40 @@ static void track_json(FILE *m, int track)
         fputs("null", m);
 }
 
-void cli_people_result(cli_people *cp, const rt_result *r, double timestamp_ms, cli_lsl_sink *lsl,
-                       cli_data_sink *data, char **json, size_t *len)
+/* The live view's "sync" event of a CoModulation sample (under cp->lock):
+ * {"t_ms": capture time from the run's start, "channels": [{"a", "b",
+ * "signal", "kind": "r"|"comod", "value"}...]}. */
+static void ui_sync_event(cli_people *cp, ui_server *ui, uint64_t t_ns, uint64_t t0_ns)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return;
+    fprintf(m, "{\"t_ms\":%.3f,\"channels\":[", (double)((int64_t)t_ns - (int64_t)t0_ns) / 1e6);
+    for (int ch = 0; ch < cp->channels; ch++) {
+        int a, b, comod;
+        const char *signal;
+        rt_psync_channel(cp->sync, ch, &a, &b, &signal, &comod);
+        fputs(ch ? ",{\"a\":" : "{\"a\":", m);
+        sink_json_string(m, cp->names[a]);
+        fputs(",\"b\":", m);
+        sink_json_string(m, cp->names[b]);
+        fprintf(m, ",\"signal\":\"%s\",\"kind\":\"%s\",\"value\":", signal, comod ? "comod" : "r");
+        if (isfinite(cp->sample[ch]))
+            fprintf(m, "%.4f}", (double)cp->sample[ch]);
+        else
+            fputs("null}", m);
+    }
+    fputs("]}", m);
+    if (fclose(m) == 0)
+        ui_sync(ui, buf, len);
+    free(buf);
+}
+
+int cli_people_result(cli_people *cp, const rt_result *r, double timestamp_ms, cli_lsl_sink *lsl,
+                      cli_data_sink *data, ui_server *ui, const char **names, char **json,
+                      size_t *len)
 {
     *json = NULL;
     *len = 0;
@@ -106,9 +139,14 @@ void cli_people_result(cli_people *cp, const rt_result *r, double timestamp_ms, 
     for (int p = 0; p < cp->n; p++)
         mine |= cp->spec[p].camera == r->camera;
     if (!mine)
-        return;
+        return 0;
     rt_participants_frame f;
     rt_participants_update(cp->ps, r->camera, r->width, r->height, r->faces, r->n_faces, &f);
+    for (int i = 0; names && i < r->n_faces; i++)
+        names[i] = NULL;
+    for (int p = 0; names && p < cp->n; p++)
+        if (cp->spec[p].camera == r->camera && f.face[p] >= 0 && f.face[p] < r->n_faces)
+            names[f.face[p]] = cp->names[p];
     int change[RT_PARTICIPANTS_MAX] = {0};
     for (int e = 0; e < f.n_events; e++) {
         const rt_participant_event *ev = &f.events[e];
@@ -133,7 +171,11 @@ void cli_people_result(cli_people *cp, const rt_result *r, double timestamp_ms, 
         if (cp->spec[p].camera != r->camera)
             continue;
         const omma_face *face = f.face[p] >= 0 ? &r->faces[f.face[p]] : NULL;
-        cli_lsl_participant(lsl, p, r, face, change[p]);
+        const omma_pose *pose = NULL; /* the pose attached to the participant's face */
+        for (int k = 0; face && k < r->n_poses && r->pose_face; k++)
+            if (r->pose_face[k] == f.face[p])
+                pose = &r->poses[k];
+        cli_lsl_participant(lsl, p, r, face, pose, change[p]);
         cli_data_participant(data, p, r, face);
         if (cp->sync) {
             float m[VIS_MEASURE_COUNT];
@@ -144,15 +186,18 @@ void cli_people_result(cli_people *cp, const rt_result *r, double timestamp_ms, 
                     m[i] = NAN;
             pthread_mutex_lock(&cp->lock);
             uint64_t t_ns;
-            if (rt_psync_push(cp->sync, p, m, r->capture_ns, cp->sample, &t_ns))
+            if (rt_psync_push(cp->sync, p, m, r->capture_ns, cp->sample, &t_ns)) {
                 cli_lsl_sync(lsl, cp->sample, cp->channels, (const char *const *)cp->labels, t_ns,
                              cp->rate);
+                if (ui)
+                    ui_sync_event(cp, ui, t_ns, r->capture_ns - (uint64_t)(timestamp_ms * 1e6));
+            }
             pthread_mutex_unlock(&cp->lock);
         }
     }
     FILE *m = open_memstream(json, len);
     if (!m)
-        return;
+        return 1;
     fprintf(m, "{\"camera\":%d,\"frame\":%llu,\"timestamp_ms\":%.3f,\"participants\":[", r->camera,
             (unsigned long long)(r->seq - 1), timestamp_ms);
     int first = 1;
@@ -198,6 +243,7 @@ void cli_people_result(cli_people *cp, const rt_result *r, double timestamp_ms, 
         *json = NULL;
         *len = 0;
     }
+    return 1;
 }
 
 void cli_people_stop(cli_people *cp)

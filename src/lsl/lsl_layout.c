@@ -10,6 +10,15 @@
 static const char *const keypoint_names[OMMA_FACE_KEYPOINTS] = {
     "right_eye", "left_eye", "nose_tip", "mouth", "right_ear", "left_ear"};
 
+static const char *const pose_names[OMMA_POSE_LANDMARKS] = {
+    "nose",        "left_eye_inner",  "left_eye",        "left_eye_outer", "right_eye_inner",
+    "right_eye",   "right_eye_outer", "left_ear",        "right_ear",      "mouth_left",
+    "mouth_right", "left_shoulder",   "right_shoulder",  "left_elbow",     "right_elbow",
+    "left_wrist",  "right_wrist",     "left_pinky",      "right_pinky",    "left_index",
+    "right_index", "left_thumb",      "right_thumb",     "left_hip",       "right_hip",
+    "left_knee",   "right_knee",      "left_ankle",      "right_ankle",    "left_heel",
+    "right_heel",  "left_foot_index", "right_foot_index"};
+
 static omma_status finish(lsl_info *spec, lsl_buf *desc)
 {
     if (desc->failed) {
@@ -186,4 +195,54 @@ void lsl_layout_frames_sample(uint64_t frame, double capture_time, int faces, ui
     out[1] = capture_time;
     out[2] = faces;
     out[3] = (double)dropped;
+}
+
+static const char *const pose_axes[4] = {"x", "y", "z", "visibility"};
+
+void lsl_layout_pose_label(int ch, char *out, size_t cap)
+{
+    if (ch < 0 || ch >= LSL_POSE_CHANNELS)
+        snprintf(out, cap, "?");
+    else
+        snprintf(out, cap, "%s_%s", pose_names[ch / 4], pose_axes[ch % 4]);
+}
+
+omma_status lsl_layout_pose_info(const char *base, const char *source_id, double rate,
+                                 lsl_info *spec)
+{
+    OMMA_TRY(names(spec, base, "pose", source_id));
+    snprintf(spec->type, sizeof spec->type, "Pose");
+    spec->channel_count = LSL_POSE_CHANNELS;
+    spec->format = LSL_FORMAT_FLOAT32;
+    spec->nominal_srate = rate;
+    lsl_buf d = {0};
+    lsl_buf_puts(&d, "<channels>");
+    static const char *const types[4] = {"PositionX", "PositionY", "PositionZ", "Visibility"};
+    char label[48];
+    for (int ch = 0; ch < LSL_POSE_CHANNELS; ch++) {
+        lsl_layout_pose_label(ch, label, sizeof label);
+        lsl_desc_channel(&d, label, ch % 4 == 3 ? "probability" : "normalized", types[ch % 4]);
+    }
+    lsl_buf_puts(&d, "</channels>");
+    lsl_buf_puts(&d, "<acquisition><manufacturer>omma</manufacturer>"
+                     "<model>MediaPipe BlazePose</model></acquisition>");
+    return finish(spec, &d);
+}
+
+void lsl_layout_pose_sample(const omma_pose *pose, int width, int height, float *out)
+{
+    float sx = width > 0 ? 1.0f / (float)width : NAN, sy = height > 0 ? 1.0f / (float)height : NAN;
+    for (int k = 0; k < OMMA_POSE_LANDMARKS; k++) {
+        float *o = out + 4 * k;
+        if (!pose || !(width > 0 && height > 0)) {
+            o[0] = o[1] = o[2] = NAN;
+            o[3] = 0.0f;
+            continue;
+        }
+        const omma_pose_landmark *l = &pose->landmarks[k];
+        o[0] = l->x * sx;
+        o[1] = l->y * sy;
+        o[2] = l->z * sx;
+        o[3] = l->visibility;
+    }
 }

@@ -30,6 +30,7 @@
 
 #include "lsl/lsl_info.h"
 #include "omma/face.h"
+#include "omma/pose.h"
 
 #define LSL_LANDMARKS_CHANNELS (OMMA_FACE_LANDMARKS * 3 + OMMA_FACE_KEYPOINTS * 2 + 1)
 #define LSL_FRAMES_CHANNELS 4
@@ -58,6 +59,21 @@ omma_status lsl_layout_track_info(const char *base, const char *source_id, doubl
 omma_status lsl_layout_labelled_info(const char *name, const char *type, const char *source_id,
                                      double rate, int n, const char *const *labels,
                                      const char *unit, lsl_info *spec);
+
+/* {base}_pose, type "Pose", float32, LSL_POSE_CHANNELS = 33 x 4 = 132:
+ * BlazePose's 33 landmarks in MediaPipe's order (omma/pose.h) as x, y, z,
+ * visibility per point (nose_x, nose_y, nose_z, nose_visibility,
+ * left_eye_inner_x, ...): x / frame width, y / frame height, z / frame
+ * width (normalized, as the landmarks stream), visibility a probability.
+ * A frame without the person's pose gives NaN coordinates and visibility
+ * 0, so the rate stays regular. */
+#define LSL_POSE_CHANNELS (OMMA_POSE_LANDMARKS * 4)
+omma_status lsl_layout_pose_info(const char *base, const char *source_id, double rate,
+                                 lsl_info *spec);
+/* The label of pose channel ch ("nose_x", ..., "right_foot_index_visibility"). */
+void lsl_layout_pose_label(int ch, char *out, size_t cap);
+/* One pose sample from pose (NULL: none) in a width x height frame. */
+void lsl_layout_pose_sample(const omma_pose *pose, int width, int height, float *out);
 
 /* The label of landmarks channel ch ("lm0_x", ..., "presence"). */
 void lsl_layout_landmarks_label(int ch, char *out, size_t cap);

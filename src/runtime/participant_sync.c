@@ -69,16 +69,24 @@ int rt_psync_channels(const rt_psync *s)
     return s->pairs * VIS_MEASURE_COUNT * (s->comod ? 2 : 1);
 }
 
-void rt_psync_label(const rt_psync *s, const char *const *names, int ch, char *out, size_t cap)
+void rt_psync_channel(const rt_psync *s, int ch, int *a, int *b, const char **signal, int *comod)
 {
     int per = VIS_MEASURE_COUNT * (s->comod ? 2 : 1), k = ch / per, rest = ch % per;
-    int a = 0, b = 1;
+    *a = 0, *b = 1;
     for (int i = 0, m = 0; i < s->n; i++)
         for (int j = i + 1; j < s->n; j++, m++)
             if (m == k)
-                a = i, b = j;
-    snprintf(out, cap, "%s-%s_%s_%s", names[a], names[b], signal_names[rest % VIS_MEASURE_COUNT],
-             rest < VIS_MEASURE_COUNT ? "r" : "comod");
+                *a = i, *b = j;
+    *signal = signal_names[rest % VIS_MEASURE_COUNT];
+    *comod = rest >= VIS_MEASURE_COUNT;
+}
+
+void rt_psync_label(const rt_psync *s, const char *const *names, int ch, char *out, size_t cap)
+{
+    int a, b, comod;
+    const char *signal;
+    rt_psync_channel(s, ch, &a, &b, &signal, &comod);
+    snprintf(out, cap, "%s-%s_%s_%s", names[a], names[b], signal, comod ? "comod" : "r");
 }
 
 int rt_psync_push(rt_psync *s, int p, const float *signals, uint64_t t_ns, float *out,

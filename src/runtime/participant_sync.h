@@ -30,6 +30,10 @@ int rt_psync_channels(const rt_psync *s);
  * participants' names). */
 void rt_psync_label(const rt_psync *s, const char *const *names, int ch, char *out, size_t cap);
 
+/* Channel ch's pair (participants *a < *b), signal name ("yaw", ...) and
+ * kind (*comod 0: the correlation, 1: the co-modulation magnitude). */
+void rt_psync_channel(const rt_psync *s, int ch, int *a, int *b, const char **signal, int *comod);
+
 /* Participant p's signals (NaN when its face is missing) at capture time
  * t_ns. Returns 1 when that completed a set: out[channels] and *time_ns
  * then hold the sample. */

@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "omma/pipeline.h"
+#include "omma/pose.h"
 #include "io/image_file.h"
 #include "metrics/metrics.h"
 #include "runtime/source.h"
@@ -86,6 +87,16 @@ typedef struct rt_result {
     const omma_box *truth; /* synthetic cameras: the face's true box; else NULL */
     int width, height; /* the camera's frame size in pixels */
     double fps; /* the camera's nominal rate (0: unknown) */
+    /* Pose (the config's pose.landmark_model set; else poses NULL and
+     * n_poses 0): the people tracked in the frame, and for each the index
+     * in faces of its face or -1 (vision/pose_attach.h's rule). */
+    int n_poses;
+    const omma_pose *poses; /* valid during the callback */
+    const int *pose_face;
+    /* Per face, its participant's name or NULL; NULL when the run has no
+     * participants. The runtime leaves it NULL: omma stream's participants
+     * (cli/stream_people.h) fill it in a copy for the outputs. */
+    const char *const *participant;
 } rt_result;
 
 /* A camera's source ended (METRICS_CAMERA_ENDED) or failed (METRICS_CAMERA_FAILED,
@@ -110,6 +121,14 @@ typedef struct rt_runtime_config {
                                           * the runtime (CUDA: the GPUs,
                                           * CPU: see top); the device is
                                           * set per GPU */
+    omma_pose_pipeline_options pose; /* body pose next to the faces in each
+                                      * step (landmark_model NULL: none;
+                                      * detector_model, landmark_model,
+                                      * max_poses, min_detection_score,
+                                      * min_presence, detect_every; backend,
+                                      * device, precision and threads as
+                                      * the face pipeline's). CPU runtime
+                                      * only for now */
     int max_wait_ms; /* batching deadline, 0..10000 */
     int ring_slots; /* per camera, 2..RT_RING_MAX_SLOTS (4) */
     rt_source_options source; /* for the sources' cameras (its device is
@@ -183,6 +202,7 @@ void rt_runtime_destroy(rt_runtime *rt);
 /* What the runtime did so far (any thread). */
 typedef struct rt_runtime_stats {
     uint64_t frames_in, frames_done, frames_dropped, faces;
+    uint64_t poses; /* people with a pose reported (0 without pose) */
     uint64_t batches, launches; /* launches by the workers' submissions (0 on
                                  * the CPU) */
     uint64_t worker_cpu_ns; /* the workers' thread CPU time: waiting for

@@ -31,6 +31,7 @@ void rt_runtime_config_init(rt_runtime_config *cfg)
     cfg->pool_frames = 64;
     cfg->pool_memory = OMMA_MEMORY_DEVICE;
     cfg->synthetic_per_thread = 1;
+    omma_pose_pipeline_options_init(&cfg->pose);
 }
 
 static omma_status check_common(const rt_runtime_config *c)
@@ -44,6 +45,10 @@ static omma_status check_common(const rt_runtime_config *c)
     if (c->max_wait_ms < 0 || c->max_wait_ms > 10000)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: max wait %d ms not in 0..10000",
                          c->max_wait_ms);
+    if (c->pose.landmark_model && c->pipeline.backend != OMMA_BACKEND_CPU)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "runtime: pose runs on the CPU backend only for now (--backend cpu); "
+                         "the GPU runtime's step has no pose models yet");
     int synthetic = 0;
     for (int i = 0; i < c->n_cameras; i++)
         synthetic |= !c->cameras[i].spec;

@@ -4,7 +4,9 @@
  * (runtime_cpu_camera.c); one worker takes the newest frame of every
  * camera that has one, oldest ready first, up to max_batch, and runs them
  * as one batch of the CPU face pipeline, whose models use
- * cfg->pipeline.threads threads; then it reports the results. While it
+ * cfg->pipeline.threads threads, then (with cfg->pose) each frame through
+ * the pose pipeline, the poses attached to their faces
+ * (vision/pose_attach.h); then it reports the results. While it
  * works, live cameras keep replacing their ready frame (those replaced are
  * the dropped ones) and files wait. */
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include "runtime/runtime_backend.h"
 #include "runtime/preview.h"
 #include "runtime/runtime_cpu_private.h"
+#include "vision/pose_attach.h"
 #include "vision/thumb.h"
 
 int rt_cpu_stopping(const rt_cpu_runtime *rt)
@@ -49,25 +52,54 @@ void rt_cpu_fail(rt_cpu_runtime *rt, omma_status st, const char *detail)
     cpu_stop(rt);
 }
 
+/* A batch's poses (the runtime's pose pipeline on each frame), each
+ * attached to its face. */
+typedef struct cpu_poses {
+    omma_pose *poses; /* max_poses per frame of the batch */
+    int *counts;
+    int *face_of; /* max_poses per frame */
+} cpu_poses;
+
+static omma_status pose_step(rt_cpu_runtime *rt, int n, const int *cams, const omma_frame *frames,
+                             const omma_face *faces, const int *counts, cpu_poses *out)
+{
+    const int mp = rt->cfg.pose.max_poses, mf = rt->cfg.pipeline.max_faces;
+    for (int i = 0; i < n; i++) {
+        omma_pose *p = out->poses + (size_t)i * (size_t)mp;
+        OMMA_TRY(omma_pose_pipeline_process(rt->pose, cams[i], &frames[i], p, &out->counts[i]));
+        vis_pose_attach(faces + (size_t)i * (size_t)mf, counts[i], p, out->counts[i],
+                        out->face_of + (size_t)i * (size_t)mp);
+    }
+    return OMMA_OK;
+}
+
 /* The results of a batch: callbacks, metrics, counters. */
 static void report(rt_cpu_runtime *rt, int n, rt_cpu_cam *const *cams, const omma_face *faces,
-                   const int *counts, const uint64_t *dropped, uint64_t done_ns)
+                   const int *counts, const cpu_poses *poses, const uint64_t *dropped,
+                   uint64_t done_ns)
 {
     const rt_runtime_config *cfg = &rt->cfg;
+    const size_t mp = (size_t)cfg->pose.max_poses;
     for (int i = 0; i < n; i++) {
         const rt_cpu_frame *b = &cams[i]->bufs[cams[i]->work];
-        rt_result r = {cams[i]->index,
-                       -1,
-                       b->seq,
-                       b->capture_ns,
-                       done_ns,
-                       dropped[i],
-                       counts[i],
-                       faces + (size_t)i * (size_t)cfg->pipeline.max_faces,
-                       b->has_truth ? &b->truth : NULL,
-                       b->frame.width,
-                       b->frame.height,
-                       cams[i]->fps};
+        rt_result r = {.camera = cams[i]->index,
+                       .gpu = -1,
+                       .seq = b->seq,
+                       .capture_ns = b->capture_ns,
+                       .done_ns = done_ns,
+                       .dropped = dropped[i],
+                       .n_faces = counts[i],
+                       .faces = faces + (size_t)i * (size_t)cfg->pipeline.max_faces,
+                       .truth = b->has_truth ? &b->truth : NULL,
+                       .width = b->frame.width,
+                       .height = b->frame.height,
+                       .fps = cams[i]->fps};
+        if (rt->pose) {
+            r.n_poses = poses->counts[i];
+            r.poses = poses->poses + (size_t)i * mp;
+            r.pose_face = poses->face_of + (size_t)i * mp;
+            atomic_fetch_add_explicit(&rt->poses, (uint64_t)r.n_poses, memory_order_relaxed);
+        }
         if (dropped[i])
             metrics_frames_dropped(cfg->metrics, r.camera, dropped[i]);
         metrics_frame_done(cfg->metrics, r.camera, done_ns - b->capture_ns);
@@ -139,10 +171,18 @@ static void *worker(void *arg)
     omma_face *faces = calloc((size_t)max * (size_t)cfg->pipeline.max_faces, sizeof *faces);
     uint8_t *scratch =
         cfg->preview ? malloc((size_t)RT_PREVIEW_MAX_SIDE * RT_PREVIEW_MAX_SIDE * 3) : NULL;
-    omma_status st =
-        picked && cams && counts && frames && dropped && faces && (scratch || !cfg->preview)
-            ? OMMA_OK
-            : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: worker buffers");
+    cpu_poses poses = {0};
+    if (rt->pose) {
+        size_t mp = (size_t)max * (size_t)cfg->pose.max_poses;
+        poses.poses = calloc(mp, sizeof *poses.poses);
+        poses.counts = calloc((size_t)max, sizeof *poses.counts);
+        poses.face_of = calloc(mp, sizeof *poses.face_of);
+    }
+    int pose_ok = !rt->pose || (poses.poses && poses.counts && poses.face_of);
+    omma_status st = picked && cams && counts && frames && dropped && faces &&
+                             (scratch || !cfg->preview) && pose_ok
+                         ? OMMA_OK
+                         : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: worker buffers");
     uint64_t cpu0 = core_thread_cpu_ns();
     pthread_mutex_lock(&rt->lock);
     while (st == OMMA_OK) {
@@ -162,8 +202,10 @@ static void *worker(void *arg)
         }
         if (n > 0) {
             st = omma_face_pipeline_process_batch(rt->pipe, n, cams, frames, faces, counts);
+            if (st == OMMA_OK && rt->pose)
+                st = pose_step(rt, n, cams, frames, faces, counts, &poses);
             if (st == OMMA_OK)
-                report(rt, n, picked, faces, counts, dropped, core_now_ns());
+                report(rt, n, picked, faces, counts, &poses, dropped, core_now_ns());
             if (st == OMMA_OK && scratch)
                 previews(rt, n, picked, scratch);
         }
@@ -182,6 +224,9 @@ static void *worker(void *arg)
     free(dropped);
     free(faces);
     free(scratch);
+    free(poses.poses);
+    free(poses.counts);
+    free(poses.face_of);
     rt_cpu_thread_ended(rt);
     return NULL;
 }
@@ -267,6 +312,13 @@ static omma_status open_all(rt_cpu_runtime *rt)
     po.backend = OMMA_BACKEND_CPU;
     po.device = NULL;
     OMMA_TRY(omma_face_pipeline_create(&po, &rt->pipe));
+    if (rt->cfg.pose.landmark_model) {
+        omma_pose_pipeline_options pp = rt->cfg.pose;
+        pp.backend = OMMA_BACKEND_CPU;
+        pp.device = NULL;
+        pp.threads = rt->cfg.pipeline.threads;
+        OMMA_TRY(omma_pose_pipeline_create(&pp, &rt->pose));
+    }
     OMMA_TRY(register_metrics(rt));
     OMMA_TRY(start_thread(rt, &rt->worker, worker, rt, &rt->worker_started));
     for (int i = 0; i < rt->n_cams; i++)
@@ -396,6 +448,7 @@ static void cpu_destroy(void *impl)
     for (int i = 0; i < rt->n_cams; i++)
         rt_cpu_cam_close(&rt->cams[i]);
     omma_face_pipeline_destroy(rt->pipe);
+    omma_pose_pipeline_destroy(rt->pose);
     pthread_cond_destroy(&rt->wake);
     pthread_cond_destroy(&rt->taken);
     pthread_cond_destroy(&rt->ended);
@@ -415,6 +468,7 @@ static void cpu_get_stats(void *impl, rt_runtime_stats *out)
     out->frames_done = atomic_load(&rt->frames_done);
     out->frames_dropped = atomic_load(&rt->frames_dropped);
     out->faces = atomic_load(&rt->faces);
+    out->poses = atomic_load(&rt->poses);
     out->batches = atomic_load(&rt->batches);
     out->worker_cpu_ns = atomic_load(&rt->worker_cpu_ns);
 }

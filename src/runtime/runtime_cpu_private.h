@@ -78,6 +78,7 @@ struct rt_cpu_runtime {
     int n_drivers;
     int *driver_cams;
     omma_face_pipeline *pipe;
+    omma_pose_pipeline *pose; /* cfg.pose's; NULL: no pose */
     pthread_t worker;
     int worker_started;
     atomic_int stopping;
@@ -92,7 +93,7 @@ struct rt_cpu_runtime {
     omma_status error;
     char error_detail[512];
     /* Stats (relaxed atomics). */
-    atomic_uint_fast64_t frames_in, frames_done, frames_dropped, faces, batches;
+    atomic_uint_fast64_t frames_in, frames_done, frames_dropped, faces, poses, batches;
     atomic_uint_fast64_t worker_cpu_ns;
 };
 

@@ -44,7 +44,8 @@ static void millis(FILE *f, double ms)
     fputs(buf, f);
 }
 
-static void json_face(FILE *f, const omma_face *face)
+/* participant: its participant's name, or NULL: no "participant" key. */
+static void json_face(FILE *f, const omma_face *face, const char *participant)
 {
     fprintf(f, "{\"id\":%d,\"score\":", face->id);
     num(f, face->score, 4);
@@ -76,14 +77,24 @@ static void json_face(FILE *f, const omma_face *face)
     }
     fputs("],\"presence\":", f);
     num(f, face->presence, 4);
+    if (participant) {
+        fputs(",\"participant\":", f);
+        sink_json_string(f, participant);
+    }
     fputc('}', f);
 }
 
 /* A person: id, score, box, 33 landmarks [x, y, z, visibility, presence]
  * in frame pixels, 33 world landmarks [x, y, z] in metres. */
-static void json_pose(FILE *f, const omma_pose *p)
+/* face_id: the id of the pose's face, 0: none (null), -1: no "face" key. */
+static void json_pose(FILE *f, const omma_pose *p, int face_id)
 {
-    fprintf(f, "{\"id\":%d,\"score\":", p->id);
+    fprintf(f, "{\"id\":%d,", p->id);
+    if (face_id > 0)
+        fprintf(f, "\"face\":%d,", face_id);
+    else if (face_id == 0)
+        fputs("\"face\":null,", f);
+    fputs("\"score\":", f);
     num(f, p->score, 4);
     fputs(",\"box\":[", f);
     num(f, p->box.xmin, 2);
@@ -144,7 +155,7 @@ void sink_json_frame(FILE *f, const sink_frame *fr)
     for (int i = 0; i < fr->n_faces; i++) {
         if (i)
             fputc(',', f);
-        json_face(f, &fr->faces[i]);
+        json_face(f, &fr->faces[i], fr->participant ? fr->participant[i] : NULL);
     }
     fputc(']', f);
     if (fr->has_poses) {
@@ -152,7 +163,12 @@ void sink_json_frame(FILE *f, const sink_frame *fr)
         for (int i = 0; i < fr->n_poses; i++) {
             if (i)
                 fputc(',', f);
-            json_pose(f, &fr->poses[i]);
+            int face = -1;
+            if (fr->pose_face)
+                face = fr->pose_face[i] >= 0 && fr->pose_face[i] < fr->n_faces
+                           ? fr->faces[fr->pose_face[i]].id
+                           : 0;
+            json_pose(f, &fr->poses[i], face);
         }
         fputc(']', f);
     }

@@ -25,9 +25,14 @@ typedef struct sink_frame {
     uint64_t lease; /* omma stream --cluster: the camera's lease (0: left out) */
     const omma_face *faces;
     int n_faces;
-    int has_poses; /* omma run --pose: a "pose" array after "faces" */
+    int has_poses; /* --pose: a "pose" array after "faces" */
     const omma_pose *poses;
     int n_poses;
+    const int *pose_face; /* per pose, the index in faces of its face or -1
+                           * (a "face" key: that face's id or null); NULL:
+                           * no "face" key (omma run) */
+    const char *const *participant; /* per face, its participant's name or
+                                     * NULL; NULL: no "participant" keys */
 } sink_frame;
 
 /* Writes the record as one line of JSON ending with "\n". */

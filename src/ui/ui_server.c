@@ -29,6 +29,9 @@
 #define LARGE_SIDE RT_PREVIEW_MAX_SIDE
 #define JPEG_QUALITY 75
 #define FIRST_PREVIEW_WAIT_MS 2000
+#define SYNC_EVERY_NS 200000000ull /* sync events per client */
+#define SYNC_MAX_BYTES 65536
+#define NAME_MAX_CHARS 64 /* a participant's name, kept (RT_PARTICIPANT_NAME_MAX) */
 
 /* A camera's newest kept result and its preview's JPEG. */
 typedef struct ui_cam {
@@ -38,6 +41,11 @@ typedef struct ui_cam {
     pthread_mutex_t lock; /* the result below */
     omma_face *faces; /* max_faces, made when first watched */
     int n_faces, width, height, gpu;
+    omma_pose *poses; /* max_poses (with max_poses > 0), made with faces */
+    int *pose_face;
+    int n_poses, has_poses;
+    char (*names)[NAME_MAX_CHARS]; /* per face: its participant ("": none) */
+    int has_names;
     uint64_t seq, capture_ns, done_ns, dropped, version;
     pthread_mutex_t jpeg_lock; /* the preview below */
     rt_preview_image img;
@@ -54,6 +62,11 @@ struct ui_server {
     atomic_int stopping;
     atomic_int streams;
     atomic_uint_fast64_t requests, refused, events, jpegs;
+    pthread_mutex_t sync_lock; /* the newest synchrony event */
+    char *sync;
+    size_t sync_len;
+    uint64_t sync_version;
+    int sync_init;
 };
 
 /* One event stream's state, on its connection's thread. */
@@ -61,7 +74,7 @@ typedef struct ui_client {
     ui_server *u;
     int cams[UI_MAX_WATCH], n_cams, large;
     uint64_t seen[UI_MAX_WATCH], next_event[UI_MAX_WATCH];
-    uint64_t next_stats;
+    uint64_t next_stats, next_sync, sync_seen;
     char *buf;
     size_t len, off;
     int started;
@@ -93,18 +106,57 @@ void ui_result(ui_server *u, const rt_result *r)
                                                  memory_order_relaxed, memory_order_relaxed))
         return;
     pthread_mutex_lock(&c->lock);
-    if (!c->faces)
+    int mp = u->opt.max_poses;
+    if (!c->faces) {
         c->faces = calloc((size_t)u->opt.max_faces, sizeof *c->faces);
+        c->names = calloc((size_t)u->opt.max_faces, sizeof *c->names);
+        if (mp > 0) {
+            c->poses = calloc((size_t)mp, sizeof *c->poses);
+            c->pose_face = calloc((size_t)mp, sizeof *c->pose_face);
+        }
+        if (!c->names || (mp > 0 && (!c->poses || !c->pose_face))) {
+            free(c->faces), free(c->names), free(c->poses), free(c->pose_face);
+            c->faces = NULL, c->names = NULL, c->poses = NULL, c->pose_face = NULL;
+        }
+    }
     if (c->faces) {
         int n = r->n_faces < u->opt.max_faces ? r->n_faces : u->opt.max_faces;
         memcpy(c->faces, r->faces, (size_t)n * sizeof *c->faces);
         c->n_faces = n;
+        c->has_names = r->participant != NULL;
+        for (int i = 0; i < n; i++)
+            snprintf(c->names[i], sizeof c->names[i], "%s",
+                     r->participant && r->participant[i] ? r->participant[i] : "");
+        c->has_poses = r->poses != NULL && mp > 0;
+        c->n_poses = c->has_poses ? (r->n_poses < mp ? r->n_poses : mp) : 0;
+        for (int k = 0; k < c->n_poses; k++) {
+            c->poses[k] = r->poses[k];
+            int f = r->pose_face ? r->pose_face[k] : -1;
+            c->pose_face[k] = f >= 0 && f < n ? f : -1;
+        }
         c->width = r->width, c->height = r->height, c->gpu = r->gpu;
         c->seq = r->seq, c->capture_ns = r->capture_ns, c->done_ns = r->done_ns;
         c->dropped = r->dropped;
         c->version++;
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+void ui_sync(ui_server *u, const char *json, size_t len)
+{
+    if (!u || !json || len == 0 || len > SYNC_MAX_BYTES)
+        return;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return;
+    memcpy(copy, json, len);
+    copy[len] = 0;
+    pthread_mutex_lock(&u->sync_lock);
+    free(u->sync);
+    u->sync = copy;
+    u->sync_len = len;
+    u->sync_version++;
+    pthread_mutex_unlock(&u->sync_lock);
 }
 
 /* ---- Responses --------------------------------------------------------- */
@@ -282,6 +334,9 @@ static void put_result(ui_client *cl, int k, uint64_t now, FILE *m)
         pthread_mutex_unlock(&c->lock);
         return;
     }
+    const char *names[OMMA_PIPELINE_MAX_FACES];
+    for (int i = 0; i < c->n_faces && i < OMMA_PIPELINE_MAX_FACES; i++)
+        names[i] = c->names[i][0] ? c->names[i] : NULL;
     sink_frame fr = {.camera = cam,
                      .source = c->source,
                      .frame = (long)c->seq - 1,
@@ -291,7 +346,12 @@ static void put_result(ui_client *cl, int k, uint64_t now, FILE *m)
                      .latency_ms = (double)(c->done_ns - c->capture_ns) / 1e6,
                      .dropped = (unsigned long long)c->dropped,
                      .faces = c->faces,
-                     .n_faces = c->n_faces};
+                     .n_faces = c->n_faces,
+                     .has_poses = c->has_poses,
+                     .poses = c->poses,
+                     .n_poses = c->n_poses,
+                     .pose_face = c->has_poses ? c->pose_face : NULL,
+                     .participant = c->has_names ? names : NULL};
     fputs("event: result\ndata: ", m);
     sink_json_frame(m, &fr); /* ends with a newline */
     fprintf(m, "data: {\"width\":%d,\"height\":%d}\n\n", c->width, c->height);
@@ -299,6 +359,24 @@ static void put_result(ui_client *cl, int k, uint64_t now, FILE *m)
     pthread_mutex_unlock(&c->lock);
     cl->next_event[k] = now + (cam == cl->large ? LARGE_EVERY_NS : THUMB_EVERY_NS);
     atomic_fetch_add_explicit(&u->events, 1, memory_order_relaxed);
+}
+
+/* The newest synchrony sample, when newer than the last sent and due. */
+static void put_sync(ui_client *cl, uint64_t now, FILE *m)
+{
+    ui_server *u = cl->u;
+    if (now < cl->next_sync)
+        return;
+    pthread_mutex_lock(&u->sync_lock);
+    if (u->sync && u->sync_version != cl->sync_seen) {
+        fputs("event: sync\ndata: ", m);
+        fwrite(u->sync, 1, u->sync_len, m);
+        fputs("\n\n", m);
+        cl->sync_seen = u->sync_version;
+        cl->next_sync = now + SYNC_EVERY_NS;
+        atomic_fetch_add_explicit(&u->events, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&u->sync_lock);
 }
 
 /* The next chunk of the stream into cl->buf (empty when nothing is new). */
@@ -325,6 +403,7 @@ static void build(ui_client *cl)
     }
     for (int k = 0; k < cl->n_cams; k++)
         put_result(cl, k, now, m);
+    put_sync(cl, now, m);
     if (fclose(m) != 0) {
         free(cl->buf);
         cl->buf = NULL;
@@ -468,6 +547,11 @@ void ui_result(ui_server *u, const rt_result *r)
     (void)u, (void)r;
 }
 
+void ui_sync(ui_server *u, const char *json, size_t len)
+{
+    (void)u, (void)json, (void)len;
+}
+
 static int handle(void *ctx, struct MHD_Connection *conn, const char *url, const char *method,
                   const char *upload_data, size_t *upload_size, void **con_cls)
 {
@@ -506,10 +590,17 @@ static void free_server(ui_server *u)
             free(c->name);
             free(c->source);
             free(c->faces);
+            free(c->names);
+            free(c->poses);
+            free(c->pose_face);
             free(c->img.rgb);
             free(c->jpeg);
         }
         free(u->cams);
+    }
+    if (u->sync_init) {
+        free(u->sync);
+        pthread_mutex_destroy(&u->sync_lock);
     }
     free(u);
 }
@@ -519,8 +610,10 @@ omma_status ui_start(const ui_options *o, ui_server **out)
     if (!out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "ui_start: NULL out");
     *out = NULL;
-    if (!o || o->n_cameras < 1 || o->max_faces < 1)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "ui_start: no options, cameras or faces");
+    if (!o || o->n_cameras < 1 || o->max_faces < 1 || o->max_faces > OMMA_PIPELINE_MAX_FACES ||
+        o->max_poses < 0 || o->max_poses > OMMA_POSE_MAX_POSES)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "ui_start: no options, cameras or faces, or "
+                                               "faces or poses out of range");
     if (o->token && !ui_token_valid(o->token))
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                          "--ui-token: expected %d..%d characters of A-Z a-z 0-9 _ -", UI_TOKEN_MIN,
@@ -530,6 +623,8 @@ omma_status ui_start(const ui_options *o, ui_server **out)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "the live view");
     u->opt = *o;
     u->opt.names = u->opt.sources = NULL;
+    pthread_mutex_init(&u->sync_lock, NULL);
+    u->sync_init = 1;
     if (!u->opt.bind_addr)
         u->opt.bind_addr = "127.0.0.1";
     u->cams = calloc((size_t)o->n_cameras, sizeof *u->cams);

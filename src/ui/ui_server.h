@@ -7,7 +7,8 @@
  * a Server-Sent Events stream: "stats" once a second (the metrics JSON of
  * metrics_format_json) and "result" events (the JSON line omma stream
  * writes, sink_json.h) of the cameras in ?cams=LIST, ?large=N's at up to
- * 10 per second and the others' once a second; /api/preview/N.jpg?size=
+ * 10 per second and the others' once a second, and "sync" events (ui_sync;
+ * participants' synchrony) at up to 5 per second; /api/preview/N.jpg?size=
  * thumb|large, camera N's newest preview as JPEG (asking for it keeps it
  * coming: runtime/preview.h); /metrics.
  *
@@ -50,7 +51,8 @@ typedef struct ui_options {
     const char *const *names; /* the cameras' names (copied; NULL: camN) */
     const char *const *sources; /* their sources as in the JSON output ("source";
                                  * copied; NULL: the names) */
-    int max_faces; /* faces a result may hold */
+    int max_faces; /* faces a result may hold, 1..OMMA_PIPELINE_MAX_FACES */
+    int max_poses; /* poses a result may hold (0: results have none) */
     uint64_t t0_ns; /* the run's start (timestamp_ms, as the JSON output) */
     metrics_registry *metrics; /* stats and /metrics; NULL: none */
     rt_preview *preview; /* previews; NULL: none */
@@ -70,6 +72,11 @@ const char *ui_token(const ui_server *u);
 /* A frame's result (the runtime's on_result): kept when a viewer watches
  * the camera and the last one kept is 50 ms old. */
 void ui_result(ui_server *u, const rt_result *r);
+
+/* The newest synchrony sample (omma stream's participants): one JSON
+ * object, len bytes, no newline (at most 64 KiB), sent to every event
+ * stream as a "sync" event at up to 5 per second. Any thread. */
+void ui_sync(ui_server *u, const char *json, size_t len);
 
 typedef struct ui_stats {
     uint64_t requests; /* answered, any status */

@@ -1,10 +1,13 @@
 /* The LSL layer's parsers and writers without the network: the <info>
  * document round trip and liblsl's layout, bad documents, the query
- * subset, the streamfeed request/response headers, test patterns. */
+ * subset, the streamfeed request/response headers, test patterns, and the
+ * NAME_pose stream's layout (lsl/lsl_layout.h). */
+#include <math.h>
 #include <stdint.h>
 
 #include "lsl/lsl_feed.h"
 #include "lsl/lsl_info.h"
+#include "lsl/lsl_layout.h"
 #include "lsl/lsl_query.h"
 #include "lsl/lsl_xml.h"
 #include "testing.h"
@@ -244,6 +247,45 @@ static void test_patterns(void)
     CHECK(s[0] == LSL_TAG_TRANSMITTED && ts == 7.25 && memcmp(s + 9, v, 8) == 0);
 }
 
+/* {name}_pose: 132 labelled float32 channels, x, y, z, visibility per
+ * landmark normalized by the frame's size; NaN and visibility 0 without a
+ * pose. */
+static void test_pose_layout(void)
+{
+    lsl_info spec;
+    REQUIRE_OK(lsl_layout_pose_info("alice", "omma:participant:alice", 30.0, &spec));
+    CHECK(strcmp(spec.name, "alice_pose") == 0 && strcmp(spec.type, "Pose") == 0);
+    CHECK(strcmp(spec.source_id, "omma:participant:alice:pose") == 0);
+    CHECK(spec.channel_count == 132 && spec.format == LSL_FORMAT_FLOAT32);
+    CHECK(spec.nominal_srate == 30.0);
+    REQUIRE(spec.desc);
+    CHECK(strstr(spec.desc, "<channels><channel><label>nose_x</label><unit>normalized</unit>"
+                            "<type>PositionX</type></channel>") == spec.desc);
+    CHECK(strstr(spec.desc, "<label>nose_visibility</label><unit>probability</unit>"
+                            "<type>Visibility</type>"));
+    CHECK(strstr(spec.desc, "<label>right_foot_index_visibility</label>"));
+    CHECK(strstr(spec.desc, "<model>MediaPipe BlazePose</model>"));
+    lsl_info_clear(&spec);
+    char label[48];
+    lsl_layout_pose_label(4 * 15 + 1, label, sizeof label);
+    CHECK(strcmp(label, "left_wrist_y") == 0);
+    lsl_layout_pose_label(132, label, sizeof label);
+    CHECK(strcmp(label, "?") == 0);
+
+    omma_pose p;
+    memset(&p, 0, sizeof p);
+    p.landmarks[15] = (omma_pose_landmark){320.0f, 120.0f, -64.0f, 0.75f, 0.9f};
+    float v[LSL_POSE_CHANNELS];
+    lsl_layout_pose_sample(&p, 640, 480, v);
+    CHECK_NEAR(v[60], 0.5, 1e-6);
+    CHECK_NEAR(v[61], 0.25, 1e-6);
+    CHECK_NEAR(v[62], -0.1, 1e-6);
+    CHECK_NEAR(v[63], 0.75, 1e-6);
+    lsl_layout_pose_sample(NULL, 640, 480, v);
+    for (int k = 0; k < OMMA_POSE_LANDMARKS; k++)
+        CHECK(isnan(v[4 * k]) && isnan(v[4 * k + 1]) && isnan(v[4 * k + 2]) && v[4 * k + 3] == 0);
+}
+
 int main(void)
 {
     RUN(test_info_round_trip);
@@ -252,5 +294,6 @@ int main(void)
     RUN(test_query);
     RUN(test_feed_headers);
     RUN(test_patterns);
+    RUN(test_pose_layout);
     return testing_finish();
 }

@@ -1,7 +1,8 @@
 /* The runtime's configuration checks (runtime/runtime.h), before any GPU is
  * touched: each bad field is refused with OMMA_ERR_INVALID_ARG naming it;
  * a good configuration on a machine without a GPU fails with
- * OMMA_ERR_NO_DEVICE (with one, it starts and stops). */
+ * OMMA_ERR_NO_DEVICE (with one, it starts and stops); pose on the GPU
+ * backend is OMMA_ERR_UNSUPPORTED (the CPU runtime only, for now). */
 #include <string.h>
 
 #include "runtime/runtime.h"
@@ -29,7 +30,7 @@ static void good(rt_runtime_config *c)
 #if OMMA_HAVE_CUDA
 #define CHECK_GPU_FIELD(expr, text) CHECK_FAILS(expr, OMMA_ERR_INVALID_ARG, text)
 #else
-#define CHECK_GPU_FIELD(expr, text)                                                            \
+#define CHECK_GPU_FIELD(expr, text)                                                                \
     CHECK_FAILS(expr, OMMA_ERR_NO_DEVICE, "omma was built without CUDA (OMMA_CUDA=OFF)")
 #endif
 
@@ -70,6 +71,11 @@ static void test_bad_fields_are_named(void)
     good(&c);
     c.synthetic.fps = 0;
     CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "synthetic fps 0");
+    good(&c); /* pose: the CPU runtime only, for now */
+    c.pose.detector_model = "pose_detection.tflite";
+    c.pose.landmark_model = "pose_landmark_lite.tflite";
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_UNSUPPORTED,
+                "pose runs on the CPU backend only for now");
     CHECK(rt == NULL);
 }
 

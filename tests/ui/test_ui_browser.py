@@ -10,7 +10,10 @@ overlay box (window.omma.overlay, what the canvas drew) is the JSON
 output's box of the same camera and frame, and is drawn at the right
 place on the canvas; clients that open event streams and never read do
 not stall the runtime (frames keep being processed, other requests are
-answered). Screenshots: BUILD_DIR/ui-browser/{grid,large}.png.
+answered). With two participants (eileen on camera 0, rotor on camera 1):
+the overlay labels each one's face with its name, the same face the JSON
+output names, and the synchrony panel shows the pair's bars and sparkline,
+updated by "sync" events (a 0.4 s window: values after a few frames). Screenshots: BUILD_DIR/ui-browser/{grid,large}.png.
 
 usage: test_ui_browser.py OMMA TESTDATA_DIR OUT_DIR
 Exits 77 (skipped) when chromium or chromedriver is missing.
@@ -156,7 +159,9 @@ def main():
 
     cmd = [omma, "stream", "--backend", "cpu", "--threads", "2", "--loop", "--max-faces", "2",
            "--status", "off", "--ui", "127.0.0.1:0", "--ui-token", TOKEN, "--out", results,
-           "--duration", "240"] + [os.path.join(testdata, v) for v in VIDEOS]
+           "--duration", "240", "--participant", "eileen=0", "--participant", "rotor=1",
+           "--sync-window", "0.4"] + \
+        [os.path.join(testdata, v) for v in VIDEOS]
     stream = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
     procs = [stream]
     driver = None
@@ -223,6 +228,29 @@ def main():
         text = wd.js("return document.querySelector('#grid .cam .line2').textContent")
         if "in" not in text or "p99" not in text:
             fail("a card lacks its numbers: " + text)
+        # Synchrony: the pair's panel, its bars updated by "sync" events.
+        wait_for("the synchrony panel", lambda: wd.js(
+            "return omma.sync && omma.sync.updates > 0 && "
+            "document.querySelectorAll('#sync .pair .sig').length === 7 && "
+            "!document.getElementById('sync').hidden"))
+        pair = wd.js("return document.querySelector('#sync .pair-name').textContent")
+        if pair != "eileen \u2013 rotor":
+            fail("the synchrony pair is %r" % pair)
+        s0 = wd.js("return [omma.sync.updates, omma.sync.t_ms]")
+        wait_for("synchrony updates", lambda: wd.js(
+            "return omma.sync.updates >= %d && omma.sync.t_ms > %f && "
+            "Array.from(document.querySelectorAll('#sync .sig')).some(d => d.dataset.value !== '')"
+            % (s0[0] + 3, s0[1])))
+        signals = wd.js("return Array.from(document.querySelectorAll('#sync .sig-name'))"
+                        ".map(e => e.textContent)")
+        if signals[:3] != ["yaw", "pitch", "roll"]:
+            fail("synchrony signals: %s" % signals)
+        # The thumbnails' results name camera 1's face rotor.
+        wait_for("rotor on camera 1's face", lambda: wd.js(
+            "const r = omma.results[1]; return r && r.faces.length > 0 && "
+            "r.faces.every(f => f.participant === 'rotor')"))
+        print("ok: synchrony panel %s, %d updates; rotor named on camera 1" % (
+            pair, wd.js("return omma.sync.updates")), flush=True)
         time.sleep(1.5)  # a thumbnail refresh with overlays
         wd.screenshot(os.path.join(shots, "grid.png"))
         print("ok: grid of %s, stats updating (%s -> %s frames)" % (
@@ -248,6 +276,11 @@ def main():
                     fail("drawn box %s is not the box %s scaled" % (d, f["box"]))
         if ov["canvas"]["width"] < 400:
             fail("the large view is small: %s" % ov["canvas"])
+        # The participant's name on its face.
+        if [f["participant"] for f in ov["faces"]] != ["eileen"] or \
+                ov["labels"] != ["eileen #%d" % ov["faces"][0]["id"]]:
+            fail("camera 0's overlay names %s (labels %s), want eileen" % (
+                [f["participant"] for f in ov["faces"]], ov["labels"]))
 
         # Clients that never read: the runtime goes on.
         socks = stalled_clients(port, 6)
@@ -292,12 +325,17 @@ def main():
     with open(results) as f:
         for line in f:
             r = json.loads(line)
-            if r["camera"] == ov["cam"] and r["frame"] == ov["frame"]:
+            if "faces" in r and r["camera"] == ov["cam"] and r["frame"] == ov["frame"]:
                 matches.append(r)
     if len(matches) != 1:
         fail("frame %d of camera %d: %d records in the JSON output" % (
             ov["frame"], ov["cam"], len(matches)))
     want = {f["id"]: f["box"] for f in matches[0]["faces"]}
+    names = {f["id"]: f.get("participant") for f in matches[0]["faces"]}
+    for f in ov["faces"]:
+        if names.get(f["id"]) != f["participant"]:
+            fail("face %d: %s in the overlay, %s in the JSON output" % (
+                f["id"], f["participant"], names.get(f["id"])))
     if len(want) != len(ov["faces"]):
         fail("%d faces drawn, %d in the JSON output" % (len(ov["faces"]), len(want)))
     for f in ov["faces"]:

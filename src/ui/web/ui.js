@@ -5,6 +5,13 @@
 'use strict';
 
 const PER_PAGE = 24;
+const SYNC_HISTORY = 100; // sync samples a sparkline shows
+// BlazePose's skeleton: pairs of its 33 landmarks (MediaPipe's POSE_CONNECTIONS).
+const POSE_EDGES = [[0, 1], [1, 2], [2, 3], [3, 7], [0, 4], [4, 5], [5, 6], [6, 8], [9, 10],
+  [11, 12], [11, 13], [13, 15], [15, 17], [15, 19], [15, 21], [17, 19], [12, 14], [14, 16],
+  [16, 18], [16, 20], [16, 22], [18, 20], [11, 23], [12, 24], [23, 24], [23, 25], [24, 26],
+  [25, 27], [26, 28], [27, 29], [28, 30], [29, 31], [30, 32], [27, 31], [28, 32]];
+const POSE_MIN_VISIBILITY = 0.5;
 const THUMB_MS = 1000;
 const LARGE_MS = 200;
 
@@ -19,6 +26,7 @@ const omma = {
   overlay: null, // what the large view's overlay shows (see drawOverlay)
   thumbsLoaded: 0,
   largeLoaded: 0,
+  sync: null, // participants' synchrony: {updates, t_ms, pairs: [{a, b, values, history}]}
 };
 window.omma = omma;
 
@@ -159,6 +167,9 @@ function renderLargeStats() {
     for (const f of r.faces)
       rows.push(['face ' + f.id, (f.participant ? f.participant + ', ' : '') + 'score ' +
         fmt(f.score, 2) + ', presence ' + fmt(f.presence, 2)]);
+    for (const p of r.pose || [])
+      rows.push(['pose ' + p.id, (p.face ? 'face ' + p.face + ', ' : 'no face, ') + 'score ' +
+        fmt(p.score, 2)]);
   }
   $('large-stats').replaceChildren(...rows.flatMap(([k, v]) => {
     const dt = document.createElement('dt');
@@ -210,14 +221,146 @@ function drawOverlay(view, cam, large) {
       for (const p of f.landmarks) ctx.fillRect(p[0] * sx - d / 2, p[1] * sy - d / 2, d, d);
     }
   }
+  const people = r.pose || [];
+  for (const p of people) drawPose(ctx, p, sx, sy, large);
   if (large) {
     omma.overlay = {
       cam, frame: r.frame, width: r.width, height: r.height,
       canvas: {width: w, height: h},
-      faces: r.faces.map((f) => ({id: f.id, box: f.box.slice()})),
+      faces: r.faces.map((f) => ({id: f.id, box: f.box.slice(), participant: f.participant || null})),
+      labels: r.faces.map((f) => (f.participant ? f.participant + ' ' : '') + '#' + f.id),
+      poses: people.map((p) => ({id: p.id, face: p.face === undefined ? null : p.face})),
       drawn,
     };
   }
+}
+
+// A person's skeleton: the edges whose two ends are likely visible.
+function drawPose(ctx, p, sx, sy, large) {
+  const lm = p.landmarks;
+  const seen = (k) => lm[k] && lm[k][0] !== null && lm[k][1] !== null &&
+    (lm[k][3] === null || lm[k][3] >= POSE_MIN_VISIBILITY);
+  ctx.strokeStyle = 'rgba(255,120,200,0.95)';
+  ctx.lineWidth = large ? 3 : 1.5;
+  ctx.beginPath();
+  for (const [a, b] of POSE_EDGES) {
+    if (!seen(a) || !seen(b)) continue;
+    ctx.moveTo(lm[a][0] * sx, lm[a][1] * sy);
+    ctx.lineTo(lm[b][0] * sx, lm[b][1] * sy);
+  }
+  ctx.stroke();
+  ctx.fillStyle = 'rgba(255,255,255,0.9)';
+  const d = large ? 4 : 2;
+  for (let k = 0; k < lm.length; k++)
+    if (seen(k)) ctx.fillRect(lm[k][0] * sx - d / 2, lm[k][1] * sy - d / 2, d, d);
+}
+
+// The participants' synchrony: per pair, a bar per signal (its windowed
+// correlation r, -1..1, or co-modulation magnitude) and a sparkline of the
+// pair's mean r over the last SYNC_HISTORY samples.
+function onSync(msg) {
+  const sync = omma.sync || {updates: 0, pairs: []};
+  const byKey = {};
+  for (const p of sync.pairs) byKey[p.a + '\u0000' + p.b] = p;
+  const pairs = [];
+  for (const ch of msg.channels) {
+    const key = ch.a + '\u0000' + ch.b;
+    let p = byKey[key];
+    if (!p) {
+      p = byKey[key] = {a: ch.a, b: ch.b, values: {}, history: []};
+    }
+    if (!pairs.includes(p)) {
+      pairs.push(p);
+      p.values = {};
+    }
+    p.values[ch.signal + (ch.kind === 'r' ? '' : ' comod')] = ch.value;
+  }
+  for (const p of pairs) {
+    const rs = Object.entries(p.values).filter(([k, v]) => !k.endsWith(' comod') && v !== null);
+    const mean = rs.length ? rs.reduce((t, [, v]) => t + v, 0) / rs.length : null;
+    p.history.push(mean);
+    if (p.history.length > SYNC_HISTORY) p.history.shift();
+  }
+  sync.pairs = pairs;
+  sync.t_ms = msg.t_ms;
+  sync.updates++;
+  omma.sync = sync;
+  renderSync();
+}
+
+function renderSync() {
+  const box = $('sync');
+  const sync = omma.sync;
+  if (!sync || !sync.pairs.length) return;
+  box.hidden = false;
+  const rows = $('sync-pairs');
+  const want = sync.pairs.map((p) => p.a + '\u0000' + p.b);
+  if (Array.from(rows.children).map((e) => e.dataset.pair).join('|') !== want.join('|')) {
+    rows.replaceChildren(...sync.pairs.map((p) => {
+      const el = document.createElement('div');
+      el.className = 'pair';
+      el.dataset.pair = p.a + '\u0000' + p.b;
+      el.innerHTML = '<div class="pair-name"></div><canvas class="spark" width="160" ' +
+        'height="36"></canvas><div class="signals"></div>';
+      el.querySelector('.pair-name').textContent = p.a + ' \u2013 ' + p.b;
+      return el;
+    }));
+  }
+  sync.pairs.forEach((p, i) => {
+    const el = rows.children[i];
+    const sig = el.querySelector('.signals');
+    const entries = Object.entries(p.values);
+    if (sig.children.length !== entries.length) {
+      sig.replaceChildren(...entries.map(([k]) => {
+        const d = document.createElement('div');
+        d.className = 'sig';
+        d.dataset.signal = k;
+        d.innerHTML = '<span class="sig-name"></span><span class="sbar"><i></i></span>' +
+          '<span class="sig-value"></span>';
+        d.querySelector('.sig-name').textContent = k;
+        return d;
+      }));
+    }
+    entries.forEach(([k, v], j) => {
+      const d = sig.children[j];
+      const bar = d.querySelector('i');
+      const x = v === null ? 0 : Math.max(-1, Math.min(1, v));
+      bar.style.left = (x < 0 ? 50 + 50 * x : 50) + '%';
+      bar.style.width = Math.abs(50 * x) + '%';
+      bar.className = x < 0 ? 'neg' : 'pos';
+      d.querySelector('.sig-value').textContent = fmt(v, 2);
+      d.dataset.value = v === null ? '' : String(v);
+    });
+    drawSpark(el.querySelector('canvas'), p.history);
+  });
+}
+
+function drawSpark(canvas, history) {
+  const ctx = canvas.getContext('2d');
+  const w = canvas.width;
+  const h = canvas.height;
+  ctx.clearRect(0, 0, w, h);
+  ctx.strokeStyle = 'rgba(255,255,255,0.25)';
+  ctx.beginPath();
+  ctx.moveTo(0, h / 2);
+  ctx.lineTo(w, h / 2);
+  ctx.stroke();
+  ctx.strokeStyle = '#ffd166';
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  let pen = false;
+  history.forEach((v, i) => {
+    if (v === null) {
+      pen = false;
+      return;
+    }
+    const x = w - 1 - (history.length - 1 - i) * (w - 2) / (SYNC_HISTORY - 1); // newest right
+    const y = h / 2 - (Math.max(-1, Math.min(1, v)) * (h / 2 - 2));
+    if (pen) ctx.lineTo(x, y);
+    else ctx.moveTo(x, y);
+    pen = true;
+  });
+  ctx.stroke();
 }
 
 function reconnect() {
@@ -249,6 +392,7 @@ function reconnect() {
     renderGrid();
     renderLargeStats();
   });
+  source.addEventListener('sync', (e) => onSync(JSON.parse(e.data)));
   source.addEventListener('result', (e) => {
     const [line, dims] = e.data.split('\n');
     const r = JSON.parse(line);
