@@ -12,6 +12,7 @@
 #include "gpu/nvjpeg.h"
 #include "gpu/stream_pool.h"
 #include "io/image_file.h"
+#include "io/jpeg_tables.h"
 #include "vision/cuda_nv12.h"
 
 /* Rows of the NV12 output buffers are padded to this. */
@@ -527,11 +528,20 @@ omma_status io_jpeg_gpu_decode(io_jpeg_gpu *d, const uint8_t *data, size_t size,
         return OMMA_FAIL(OMMA_ERR_BUSY, "nvJPEG: a frame is still handed out (give it back)");
     omma_scope scope;
     OMMA_TRY(omma_device_enter(d->dev, &scope));
+    size_t dht_at = io_jpeg_missing_dht_at(data, size), extra = 0;
+    const uint8_t *dht = dht_at ? io_jpeg_std_dht(&extra) : NULL;
     slot *s = NULL;
-    omma_status st = take_slot(d, size, &s);
+    omma_status st = take_slot(d, size + extra, &s);
     if (st == OMMA_OK) {
-        memcpy(s->staging, data, size);
-        st = decode_into(d, s, size, f);
+        uint8_t *to = s->staging;
+        if (extra) { /* the standard tables before the scan */
+            memcpy(to, data, dht_at);
+            memcpy(to + dht_at, dht, extra);
+            memcpy(to + dht_at + extra, data + dht_at, size - dht_at);
+        } else {
+            memcpy(to, data, size);
+        }
+        st = decode_into(d, s, size + extra, f);
     }
     if (st == OMMA_OK) {
         gpu_count_h2d(d->dev, size); /* the compressed bytes are all that crosses PCIe */

@@ -14,7 +14,9 @@
  * NV12, the frame ring's format, in one of IO_JPEG_GPU_SLOTS output
  * buffers handed out in turn. Baseline JPEG, 4:2:0, 4:2:2,
  * 4:4:0, 4:4:4, 4:1:1 and grey; a JPEG of another size than the last
- * reallocates the buffers (stream-ordered). Nothing waits on the host per
+ * reallocates the buffers (stream-ordered); a JPEG without Huffman tables
+ * (Motion JPEG's AVI1 form, many webcams) gets the standard ones
+ * (io/jpeg_tables.h). Nothing waits on the host per
  * frame except for a staging buffer still being read (IO_JPEG_GPU_SLOTS
  * frames behind). A damaged JPEG is refused with OMMA_ERR_FORMAT and the
  * decoder goes on with the next. One thread at a time per decoder. */
