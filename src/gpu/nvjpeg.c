@@ -30,6 +30,15 @@ static void load(void)
             if (e && i == 0)
                 snprintf(why, sizeof why, "%s", e);
         }
+#ifdef OMMA_CUDA_LIBRARY_DIR
+        /* The toolkit omma was built with, when the loader's path lacks it. */
+        static char in_toolkit[sizeof names / sizeof names[0]][512];
+        for (size_t i = 0; !lib && i < sizeof names / sizeof names[0]; i++) {
+            snprintf(in_toolkit[i], sizeof in_toolkit[i], "%s/%s", OMMA_CUDA_LIBRARY_DIR, names[i]);
+            name = in_toolkit[i];
+            lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        }
+#endif
     }
     if (!lib) {
         const char *e = chosen && chosen[0] ? dlerror() : why;

@@ -8,9 +8,10 @@
  * (NVJPEG_MAX_COMPONENT = 4 channel pointers, then 4 size_t pitches), the
  * allocators' two function pointers each, opaque handles as pointers. The
  * library is libnvjpeg.so.13 (CUDA 13), else libnvjpeg.so.12, else
- * libnvjpeg.so; the environment variable OMMA_NVJPEG names another file
- * (tests use it to check the failure path). Built with CUDA
- * (OMMA_HAVE_NVJPEG). */
+ * libnvjpeg.so, on the loader's path, then in the library folder of the
+ * CUDA toolkit omma was built with; the environment variable OMMA_NVJPEG
+ * names another file instead (tests use it to check the failure path).
+ * Built with CUDA (OMMA_HAVE_NVJPEG). */
 #ifndef OMMA_GPU_NVJPEG_H
 #define OMMA_GPU_NVJPEG_H
 

@@ -111,13 +111,24 @@ static omma_status jfail(nvjpegStatus_t s, const char *call)
             return jfail(s_, #call);                                                               \
     } while (0)
 
-/* A status for a JPEG nvJPEG refused: the data's fault (this frame only)
- * or the GPU's. */
-static int data_fault(nvjpegStatus_t s)
+/* A failed decode call: the JPEG's fault (this frame only), or the GPU's
+ * (the decoder cannot go on). nvJPEG may answer damaged data with
+ * EXECUTION_FAILED or INTERNAL_ERROR too, so anything but an allocation
+ * failure is the data's while the stream (the context) is healthy. */
+static int data_fault(const io_jpeg_gpu *d, nvjpegStatus_t s)
 {
-    return s == NVJPEG_STATUS_BAD_JPEG || s == NVJPEG_STATUS_JPEG_NOT_SUPPORTED ||
-           s == NVJPEG_STATUS_INCOMPLETE_BITSTREAM || s == NVJPEG_STATUS_INVALID_PARAMETER ||
-           s == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
+    if (s == NVJPEG_STATUS_ALLOCATOR_FAILURE || s == NVJPEG_STATUS_NOT_INITIALIZED ||
+        s == NVJPEG_STATUS_ARCH_MISMATCH)
+        return 0;
+    CUresult r = gpu_cu.cuStreamQuery(d->stream);
+    return r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY;
+}
+
+/* nvJPEG's answer for a JPEG it will not decode on this backend (the
+ * other may). */
+static int not_supported(nvjpegStatus_t s)
+{
+    return s == NVJPEG_STATUS_JPEG_NOT_SUPPORTED || s == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
 }
 
 static omma_status make_hybrid(io_jpeg_gpu *d)
@@ -265,6 +276,7 @@ static omma_status set_format(io_jpeg_gpu *d, const unsigned char *data, size_t 
 {
     if (w == d->w && h == d->h && cw == d->cw && ch == d->ch && css == d->css)
         return OMMA_OK;
+    d->css = -2; /* no format until the buffers are made */
     size_t y_pitch = ((size_t)w + PITCH_ALIGN - 1) & ~(size_t)(PITCH_ALIGN - 1);
     size_t c_pitch = cw > 0 ? ((size_t)cw + PITCH_ALIGN - 1) & ~(size_t)(PITCH_ALIGN - 1) : 0;
     size_t planes = y_pitch * (size_t)h + 2 * c_pitch * (size_t)(ch > 0 ? ch : 0);
@@ -354,7 +366,7 @@ static omma_status decode_hardware(io_jpeg_gpu *d, const unsigned char *data, si
     if (s == NVJPEG_STATUS_SUCCESS)
         return OMMA_OK;
     d->hw_ready = 0; /* a failed batch needs nvjpegDecodeBatchedInitialize again */
-    if (!data_fault(s))
+    if (!data_fault(d, s))
         return jfail(s, "nvjpegDecodeBatched");
     *refused = s;
     return OMMA_OK;
@@ -396,7 +408,7 @@ static omma_status decode_hybrid(io_jpeg_gpu *d, const unsigned char *data, size
     }
     if (s == NVJPEG_STATUS_SUCCESS)
         return OMMA_OK;
-    if (!data_fault(s))
+    if (!data_fault(d, s))
         return jfail(s, "decoding a JPEG (GPU-hybrid)");
     *refused = s;
     return OMMA_OK;
@@ -462,20 +474,26 @@ static omma_status decode_into(io_jpeg_gpu *d, slot *s, size_t size, omma_frame 
         img.channel[2] = img.channel[1] + d->c_pitch * (size_t)ch;
         img.pitch[1] = img.pitch[2] = d->c_pitch;
     }
-    nvjpegStatus_t refused = NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
+    /* The NVJPG engines when they take the format; a JPEG they refuse goes
+     * to the GPU-hybrid decoder, and when that decodes it while the engines
+     * said not supported (not damaged), the format stays there. */
+    nvjpegStatus_t refused = NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED, by_hw = refused;
     if (d->hw_handle && d->hw_format_ok) {
         OMMA_TRY(decode_hardware(d, data, size, &img, &refused));
+        by_hw = refused;
         if (refused == NVJPEG_STATUS_SUCCESS)
             d->backend = "hardware";
-        else if (refused == NVJPEG_STATUS_JPEG_NOT_SUPPORTED ||
-                 refused == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED)
-            d->hw_format_ok = 0; /* this format goes to the GPU-hybrid decoder from now */
     }
-    if (refused == NVJPEG_STATUS_JPEG_NOT_SUPPORTED ||
-        refused == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED) {
+    if (refused != NVJPEG_STATUS_SUCCESS) {
         OMMA_TRY(decode_hybrid(d, data, size, &img, &refused));
-        if (refused == NVJPEG_STATUS_SUCCESS)
+        if (refused == NVJPEG_STATUS_SUCCESS) {
             d->backend = "gpu-hybrid";
+            if (d->hw_format_ok &&
+                !(by_hw == NVJPEG_STATUS_BAD_JPEG || by_hw == NVJPEG_STATUS_INCOMPLETE_BITSTREAM))
+                d->hw_format_ok = 0; /* this format goes to the GPU-hybrid decoder from now */
+        } else if (not_supported(refused) && !not_supported(by_hw)) {
+            refused = by_hw; /* the engines' reason says more */
+        }
     }
     if (refused != NVJPEG_STATUS_SUCCESS)
         return OMMA_FAIL(OMMA_ERR_FORMAT, "nvJPEG refused a %dx%d %s JPEG of %zu bytes: %s", w, h,
@@ -547,6 +565,16 @@ omma_status io_jpeg_gpu_decode(io_jpeg_gpu *d, const uint8_t *data, size_t size,
         gpu_count_h2d(d->dev, size); /* the compressed bytes are all that crosses PCIe */
         d->out = d->next;
         d->next = (d->next + 1) % IO_JPEG_GPU_SLOTS;
+    } else if (st == OMMA_ERR_FORMAT && s) {
+        /* A refused JPEG may have had copies out of its staging buffer
+         * enqueued: the slot is reused once the stream has passed here. */
+        if (gpu_cu.cuEventRecord(s->passed, d->stream) == CUDA_SUCCESS) {
+            s->used = 1;
+            d->next = (d->next + 1) % IO_JPEG_GPU_SLOTS;
+        } else {
+            d->failed = 1;
+            st = OMMA_FAIL(OMMA_ERR_CUDA, "nvJPEG: the stream failed after a refused JPEG");
+        }
     } else if (st != OMMA_ERR_FORMAT) {
         d->failed = 1;
     }
