@@ -1090,6 +1090,10 @@ omma_status io_video_rewind(io_video *v)
 
 int64_t io_video_last_pts(const io_video *v)
 {
+#ifdef OMMA_HAVE_NVJPEG
+    if (v && v->jg) /* one packet, one frame: the packet's */
+        return v->index > 0 && v->jg_pts != AV_NOPTS_VALUE ? v->jg_pts : INT64_MIN;
+#endif
     if (!v || !v->frame || v->frame->best_effort_timestamp == AV_NOPTS_VALUE)
         return INT64_MIN;
     return v->frame->best_effort_timestamp;
