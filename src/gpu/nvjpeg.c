@@ -51,7 +51,7 @@ static void load(void)
     }
 #define GPU_NVJPEG_RESOLVE(fn)                                                                     \
     if (!load_failure[0] && !(*(void **)&gpu_jpeg.fn = dlsym(lib, #fn)))                           \
-        snprintf(load_failure, sizeof load_failure, "%s has no %s (nvJPEG too old)", name, #fn);
+        snprintf(load_failure, sizeof load_failure, "%.300s has no %s (nvJPEG too old)", name, #fn);
     GPU_NVJPEG_FUNCTIONS(GPU_NVJPEG_RESOLVE)
 #undef GPU_NVJPEG_RESOLVE
 }

@@ -187,29 +187,28 @@ static omma_status choose_decoder(io_video *v, const AVCodec *codec, const AVCod
     snprintf(v->decoder, sizeof v->decoder, "cpu (%s)", codec->name);
     if (mode == IO_DECODE_CPU)
         return OMMA_OK;
-    char why[384];
+    char why[768], jpeg_why[384] = "";
     omma_status st = OMMA_ERR_UNSUPPORTED;
 #ifdef OMMA_HAVE_NVJPEG
     /* MJPEG goes to nvJPEG: NVDEC's JPEG decoder takes only 4:2:0, and most
-     * webcams' MJPEG is 4:2:2. */
-    if (par->codec_id == AV_CODEC_ID_MJPEG) {
-        if (v->opt.device) {
-            st = io_jpeg_gpu_open(v->opt.device, &v->jg);
-            if (st == OMMA_OK) {
-                snprintf(v->decoder, sizeof v->decoder, "gpu (nvjpeg %s %s)",
-                         io_jpeg_gpu_backend(v->jg), codec->name);
-                avcodec_free_context(&v->dec); /* nvJPEG decodes */
-                return OMMA_OK;
-            }
-            snprintf(why, sizeof why, "%s", omma_last_error());
-        } else {
-            snprintf(why, sizeof why, "no GPU");
+     * webcams' MJPEG is 4:2:2. Without nvJPEG, NVDEC may still take it. */
+    if (par->codec_id == AV_CODEC_ID_MJPEG && v->opt.device) {
+        st = io_jpeg_gpu_open(v->opt.device, &v->jg);
+        if (st == OMMA_OK) {
+            snprintf(v->decoder, sizeof v->decoder, "gpu (nvjpeg %s %s)",
+                     io_jpeg_gpu_backend(v->jg), codec->name);
+            avcodec_free_context(&v->dec); /* nvJPEG decodes */
+            return OMMA_OK;
         }
-        if (mode == IO_DECODE_GPU)
-            return OMMA_FAIL(st, "%s: cannot decode its %s video on the GPU: %s", v->path,
-                             codec->name, why);
-        snprintf(v->decoder, sizeof v->decoder, "cpu (%s; not on the GPU: %s)", codec->name, why);
-        return OMMA_OK;
+        snprintf(jpeg_why, sizeof jpeg_why, "%s", omma_last_error());
+        if (st != OMMA_ERR_UNSUPPORTED) { /* nvJPEG is there and failed */
+            if (mode == IO_DECODE_GPU)
+                return OMMA_FAIL(st, "%s: cannot decode its %s video on the GPU: %s", v->path,
+                                 codec->name, jpeg_why);
+            snprintf(v->decoder, sizeof v->decoder, "cpu (%s; not on the GPU: %s)", codec->name,
+                     jpeg_why);
+            return OMMA_OK;
+        }
     }
 #endif
 #ifdef OMMA_HAVE_NVDEC
@@ -230,10 +229,15 @@ static omma_status choose_decoder(io_video *v, const AVCodec *codec, const AVCod
              "omma was built without NVDEC decoding (it needs CUDA and nv-codec-headers: "
              "libffmpeg-nvenc-dev)");
 #endif
+    if (jpeg_why[0]) { /* both said no */
+        char nvdec_why[768];
+        snprintf(nvdec_why, sizeof nvdec_why, "%s", why);
+        snprintf(why, sizeof why, "nvJPEG: %.300s; NVDEC: %.380s", jpeg_why, nvdec_why);
+    }
     if (mode == IO_DECODE_GPU)
         return OMMA_FAIL(st, "%s: cannot decode its %s video on the GPU: %s", v->path, codec->name,
                          why);
-    snprintf(v->decoder, sizeof v->decoder, "cpu (%s; not on the GPU: %s)", codec->name, why);
+    snprintf(v->decoder, sizeof v->decoder, "cpu (%s; not on the GPU: %.440s)", codec->name, why);
     return OMMA_OK;
 }
 
@@ -474,7 +478,7 @@ static const char *decoder_why(io_video *v, int err, char *buf, size_t size)
     (void)v;
 #ifdef OMMA_HAVE_NVJPEG
     if (v->jg) {
-        snprintf(buf, size, "%s", v->jg_why[0] ? v->jg_why : "no reason given");
+        snprintf(buf, size, "%.*s", (int)size - 1, v->jg_why[0] ? v->jg_why : "no reason given");
         return buf;
     }
 #endif
