@@ -57,6 +57,7 @@ struct io_jpeg_gpu {
     const char *backend; /* of the last frame */
     /* The current format and its planar buffer (Y, then Cb, then Cr). */
     int w, h, cw, ch, css;
+    int ph; /* rows of each chroma plane in the planar buffer */
     CUdeviceptr planes;
     size_t planes_bytes, y_pitch, c_pitch;
     size_t pitch; /* the NV12 outputs' rows */
@@ -277,9 +278,12 @@ static omma_status set_format(io_jpeg_gpu *d, const unsigned char *data, size_t 
     if (w == d->w && h == d->h && cw == d->cw && ch == d->ch && css == d->css)
         return OMMA_OK;
     d->css = -2; /* no format until the buffers are made */
+    /* Grey gets full-size chroma planes too: nvJPEG's YUV output may
+     * write neutral chroma there (the kernel does not read them). */
+    int pw = cw > 0 ? cw : w, ph = ch > 0 ? ch : h;
     size_t y_pitch = ((size_t)w + PITCH_ALIGN - 1) & ~(size_t)(PITCH_ALIGN - 1);
-    size_t c_pitch = cw > 0 ? ((size_t)cw + PITCH_ALIGN - 1) & ~(size_t)(PITCH_ALIGN - 1) : 0;
-    size_t planes = y_pitch * (size_t)h + 2 * c_pitch * (size_t)(ch > 0 ? ch : 0);
+    size_t c_pitch = ((size_t)pw + PITCH_ALIGN - 1) & ~(size_t)(PITCH_ALIGN - 1);
+    size_t planes = y_pitch * (size_t)h + 2 * c_pitch * (size_t)ph;
     size_t nv12 = y_pitch * (size_t)((h + 1) & ~1) + y_pitch * (size_t)((h + 1) / 2);
     if (planes > d->planes_bytes) {
         if (d->planes)
@@ -304,6 +308,7 @@ static omma_status set_format(io_jpeg_gpu *d, const unsigned char *data, size_t 
     d->h = h;
     d->cw = cw;
     d->ch = ch;
+    d->ph = ph;
     d->css = css;
     d->y_pitch = y_pitch;
     d->c_pitch = c_pitch;
@@ -469,11 +474,9 @@ static omma_status decode_into(io_jpeg_gpu *d, slot *s, size_t size, omma_frame 
     unsigned char *base = (unsigned char *)(uintptr_t)d->planes;
     img.channel[0] = base;
     img.pitch[0] = d->y_pitch;
-    if (!grey) {
-        img.channel[1] = base + d->y_pitch * (size_t)h;
-        img.channel[2] = img.channel[1] + d->c_pitch * (size_t)ch;
-        img.pitch[1] = img.pitch[2] = d->c_pitch;
-    }
+    img.channel[1] = base + d->y_pitch * (size_t)h;
+    img.channel[2] = img.channel[1] + d->c_pitch * (size_t)d->ph;
+    img.pitch[1] = img.pitch[2] = d->c_pitch;
     /* The NVJPG engines when they take the format; a JPEG they refuse goes
      * to the GPU-hybrid decoder, and when that decodes it while the engines
      * said not supported (not damaged), the format stays there. */
