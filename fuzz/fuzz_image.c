@@ -1,5 +1,7 @@
 /* libFuzzer target for the image decoders (src/io/image_*.c: libpng
- * and libjpeg-turbo behind omma's strict error handling).
+ * and libjpeg-turbo behind omma's strict error handling), and the JPEG
+ * marker walk that finds where MJPEG's missing Huffman tables go
+ * (src/io/jpeg_tables.c: 0, or the offset of a scan marker in the input).
  *
  * Any input must give either an image whose size matches its pixels, or an
  * error (FORMAT / UNSUPPORTED / OUT_OF_MEMORY) with a message naming the
@@ -11,11 +13,15 @@
 #include <string.h>
 
 #include "io/image_decode.h"
+#include "io/jpeg_tables.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    size_t scan = io_jpeg_missing_dht_at(data, size);
+    if (scan && (scan + 1 >= size || data[scan] != 0xff || data[scan + 1] != 0xda))
+        __builtin_trap();
     io_image img;
     omma_status st = io_image_decode("fuzz.img", data, size, &img);
     if (st == OMMA_OK) {

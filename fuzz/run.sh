@@ -65,6 +65,7 @@ image)
     fi
     sources="$src/fuzz/fuzz_image.c $src/src/io/image_file.c $src/src/io/image_png.c"
     sources="$sources $src/src/io/image_jpeg.c"
+    sources="$sources $src/src/io/jpeg_tables.c"
     libs="-DOMMA_HAVE_JPEG=1 $libs"
     ;;
 bus)

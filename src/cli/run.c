@@ -106,9 +106,9 @@ static const cli_option options[] = {
     [OPT_MAX_FRAMES] = {"--max-frames", "N", "at most N frames of each input"},
     [OPT_DECODE] = {"--decode", "auto|gpu|cpu",
                     "where videos are decoded: auto (default) the GPU's NVDEC\n"
-                    "engines when they can decode the video, else the CPU;\n"
-                    "gpu: NVDEC or an error; cpu: libavcodec in software (the\n"
-                    "CPU backend always)"},
+                    "engines (MJPEG: nvJPEG) when they can decode the video,\n"
+                    "else the CPU; gpu: the GPU or an error; cpu: libavcodec\n"
+                    "in software (the CPU backend always)"},
     [OPT_POSE] = {"--pose", "lite|full|heavy",
                   "also track body pose (BlazePose, the given landmark\n"
                   "model; off by default): a \"pose\" array in each JSON\n"

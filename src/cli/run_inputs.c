@@ -79,6 +79,8 @@ int cli_input_open(cli_input *in, const char *path, long max_frames, const io_vi
             cli_run_error("%s", omma_last_error());
         return fail(in);
     }
+    if (video && video->decode != IO_DECODE_CPU) /* where it went, once per input */
+        fprintf(stderr, "omma run: %s: decoding: %s\n", path, io_video_decoder(in->video));
     in->is_video = 1;
     return 1;
 }

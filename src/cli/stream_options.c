@@ -173,8 +173,9 @@ static const cli_option options[] = {
     [OPT_DECODE] = {"--decode", "auto|gpu|cpu",
                     "where videos are decoded: auto (default) the GPU's\n"
                     "NVDEC engines when they can decode the stream and have\n"
-                    "room, else the CPU; gpu: NVDEC or an error; cpu:\n"
-                    "libavcodec in software (the CPU backend always)"},
+                    "room (MJPEG, webcams' too: nvJPEG), else the CPU; gpu:\n"
+                    "the GPU or an error; cpu: libavcodec in software (the\n"
+                    "CPU backend always)"},
     [OPT_DECODE_GPU_STREAMS] = {"--decode-gpu-streams", "N",
                                 "auto: 1080p30-equivalent streams each GPU decodes\n"
                                 "before more go to the CPU (160; 0: no limit)"},

@@ -58,6 +58,9 @@ int io_decode_parse(const char *name)
 #ifdef OMMA_HAVE_NVDEC
 #include "io/video_nvdec.h"
 #endif
+#ifdef OMMA_HAVE_NVJPEG
+#include "io/jpeg_gpu.h"
+#endif
 
 struct io_video {
     char *path;
@@ -68,6 +71,16 @@ struct io_video {
     int64_t nv_pts;
     int nv_damaged;
     int nv_out; /* nv_frame is handed out */
+#endif
+#ifdef OMMA_HAVE_NVJPEG
+    io_jpeg_gpu *jg; /* MJPEG decoding on the GPU with nvJPEG (v->dec is then NULL) */
+    omma_frame jg_frame; /* the frame it decoded */
+    int64_t jg_pts;
+    int jg_have; /* jg_frame is decoded, not yet received */
+    int jg_out; /* jg_frame is handed out */
+    int jg_ended; /* the end of the stream was sent */
+    omma_status jg_status; /* what an AVERROR_EXTERNAL stands for */
+    char jg_why[512];
 #endif
     char decoder[512]; /* io_video_decoder's text */
     AVFormatContext *fmt;
@@ -174,8 +187,30 @@ static omma_status choose_decoder(io_video *v, const AVCodec *codec, const AVCod
     snprintf(v->decoder, sizeof v->decoder, "cpu (%s)", codec->name);
     if (mode == IO_DECODE_CPU)
         return OMMA_OK;
-    char why[384];
+    char why[768], jpeg_why[384] = "";
     omma_status st = OMMA_ERR_UNSUPPORTED;
+#ifdef OMMA_HAVE_NVJPEG
+    /* MJPEG goes to nvJPEG: NVDEC's JPEG decoder takes only 4:2:0, and most
+     * webcams' MJPEG is 4:2:2. Without nvJPEG, NVDEC may still take it. */
+    if (par->codec_id == AV_CODEC_ID_MJPEG && v->opt.device) {
+        st = io_jpeg_gpu_open(v->opt.device, &v->jg);
+        if (st == OMMA_OK) {
+            snprintf(v->decoder, sizeof v->decoder, "gpu (nvjpeg %s %s)",
+                     io_jpeg_gpu_backend(v->jg), codec->name);
+            avcodec_free_context(&v->dec); /* nvJPEG decodes */
+            return OMMA_OK;
+        }
+        snprintf(jpeg_why, sizeof jpeg_why, "%s", omma_last_error());
+        if (st != OMMA_ERR_UNSUPPORTED) { /* nvJPEG is there and failed */
+            if (mode == IO_DECODE_GPU)
+                return OMMA_FAIL(st, "%s: cannot decode its %s video on the GPU: %s", v->path,
+                                 codec->name, jpeg_why);
+            snprintf(v->decoder, sizeof v->decoder, "cpu (%s; not on the GPU: %s)", codec->name,
+                     jpeg_why);
+            return OMMA_OK;
+        }
+    }
+#endif
 #ifdef OMMA_HAVE_NVDEC
     if (v->opt.device) {
         st = io_nvdec_open(v->opt.device, par, v->fmt->streams[v->stream]->time_base, &v->nv);
@@ -194,10 +229,15 @@ static omma_status choose_decoder(io_video *v, const AVCodec *codec, const AVCod
              "omma was built without NVDEC decoding (it needs CUDA and nv-codec-headers: "
              "libffmpeg-nvenc-dev)");
 #endif
+    if (jpeg_why[0]) { /* both said no */
+        char nvdec_why[768];
+        snprintf(nvdec_why, sizeof nvdec_why, "%s", why);
+        snprintf(why, sizeof why, "nvJPEG: %.300s; NVDEC: %.380s", jpeg_why, nvdec_why);
+    }
     if (mode == IO_DECODE_GPU)
         return OMMA_FAIL(st, "%s: cannot decode its %s video on the GPU: %s", v->path, codec->name,
                          why);
-    snprintf(v->decoder, sizeof v->decoder, "cpu (%s; not on the GPU: %s)", codec->name, why);
+    snprintf(v->decoder, sizeof v->decoder, "cpu (%s; not on the GPU: %.440s)", codec->name, why);
     return OMMA_OK;
 }
 
@@ -332,6 +372,32 @@ static omma_status open_stream(io_video *v)
  * FFmpeg's error codes. */
 static int decoder_send(io_video *v, const AVPacket *pkt)
 {
+#ifdef OMMA_HAVE_NVJPEG
+    if (v->jg) { /* one packet, one JPEG, one frame */
+        if (!pkt) {
+            v->jg_ended = 1;
+            return 0;
+        }
+        if (v->jg_have)
+            return AVERROR(EAGAIN);
+        if (v->jg_ended)
+            return AVERROR_EOF;
+        omma_status st = io_jpeg_gpu_decode(v->jg, pkt->data,
+                                            (size_t)(pkt->size > 0 ? pkt->size : 0), &v->jg_frame);
+        if (st == OMMA_OK) {
+            v->jg_have = 1;
+            v->jg_pts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+            return 0;
+        }
+        snprintf(v->jg_why, sizeof v->jg_why, "%s", omma_last_error());
+        if (st == OMMA_ERR_FORMAT || st == OMMA_ERR_INVALID_ARG) /* this JPEG only */
+            return AVERROR_INVALIDDATA;
+        if (st == OMMA_ERR_OUT_OF_MEMORY)
+            return AVERROR(ENOMEM);
+        v->jg_status = st;
+        return AVERROR_EXTERNAL;
+    }
+#endif
 #ifdef OMMA_HAVE_NVDEC
     if (v->nv)
         return io_nvdec_send(v->nv, pkt);
@@ -341,6 +407,16 @@ static int decoder_send(io_video *v, const AVPacket *pkt)
 
 static int decoder_receive(io_video *v)
 {
+#ifdef OMMA_HAVE_NVJPEG
+    if (v->jg) {
+        if (v->jg_have) {
+            v->jg_have = 0;
+            v->jg_out = 1;
+            return 0;
+        }
+        return v->jg_ended ? AVERROR_EOF : AVERROR(EAGAIN);
+    }
+#endif
 #ifdef OMMA_HAVE_NVDEC
     if (v->nv) {
         int err = io_nvdec_receive(v->nv, &v->nv_frame, &v->nv_pts, &v->nv_damaged);
@@ -356,6 +432,12 @@ static int decoder_receive(io_video *v)
 static omma_status decoder_give_back(io_video *v)
 {
     omma_status st = OMMA_OK;
+#ifdef OMMA_HAVE_NVJPEG
+    if (v->jg && (v->jg_out || v->jg_have)) { /* a decoded frame not received: given back too */
+        v->jg_out = v->jg_have = 0;
+        st = io_jpeg_gpu_give_back(v->jg);
+    }
+#endif
 #ifdef OMMA_HAVE_NVDEC
     if (v->nv && v->nv_out) {
         v->nv_out = 0;
@@ -370,6 +452,17 @@ static omma_status decoder_give_back(io_video *v)
 /* The decoder starts again from the next packet (a rewind, a reconnection). */
 static omma_status decoder_restart(io_video *v)
 {
+#ifdef OMMA_HAVE_NVJPEG
+    if (v->jg) {
+        omma_status st = OMMA_OK;
+        if (v->jg_have) { /* decoded before the restart, never received */
+            v->jg_have = 0;
+            st = io_jpeg_gpu_give_back(v->jg);
+        }
+        v->jg_ended = 0;
+        return st;
+    }
+#endif
 #ifdef OMMA_HAVE_NVDEC
     if (v->nv)
         return io_nvdec_restart(v->nv, v->fmt->streams[v->stream]->time_base);
@@ -383,6 +476,12 @@ static omma_status decoder_restart(io_video *v)
 static const char *decoder_why(io_video *v, int err, char *buf, size_t size)
 {
     (void)v;
+#ifdef OMMA_HAVE_NVJPEG
+    if (v->jg) {
+        snprintf(buf, size, "%.*s", (int)size - 1, v->jg_why[0] ? v->jg_why : "no reason given");
+        return buf;
+    }
+#endif
 #ifdef OMMA_HAVE_NVDEC
     if (v->nv) {
         snprintf(buf, size, "%s", io_nvdec_why(v->nv));
@@ -563,6 +662,10 @@ long io_video_frame_count(const io_video *v)
 }
 int io_video_on_gpu(const io_video *v)
 {
+#ifdef OMMA_HAVE_NVJPEG
+    if (v && v->jg)
+        return 1;
+#endif
 #ifdef OMMA_HAVE_NVDEC
     return v && v->nv;
 #else
@@ -572,6 +675,10 @@ int io_video_on_gpu(const io_video *v)
 }
 void *io_video_stream(const io_video *v)
 {
+#ifdef OMMA_HAVE_NVJPEG
+    if (v && v->jg)
+        return io_jpeg_gpu_stream(v->jg);
+#endif
 #ifdef OMMA_HAVE_NVDEC
     if (v && v->nv)
         return io_nvdec_stream(v->nv);
@@ -607,6 +714,18 @@ static omma_status hand_over(io_video *v, omma_frame *f)
 {
     const AVFrame *fr = v->frame;
     const char *path = v->path;
+#ifdef OMMA_HAVE_NVJPEG
+    if (v->jg) {
+        if (v->jg_frame.width != v->width || v->jg_frame.height != v->height)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "%s: frame %ld is %dx%d in a %dx%d video", path,
+                             v->index, v->jg_frame.width, v->jg_frame.height, v->width, v->height);
+        *f = v->jg_frame;
+        omma_status st = v->opt.host_waits ? io_jpeg_gpu_wait(v->jg) : OMMA_OK;
+        return st == OMMA_OK
+                   ? OMMA_OK
+                   : OMMA_FAIL(st, "%s: frame %ld: %s", path, v->index, omma_last_error());
+    }
+#endif
 #ifdef OMMA_HAVE_NVDEC
     if (v->nv) {
         if (v->nv_frame.width != v->width || v->nv_frame.height != v->height)
@@ -721,6 +840,12 @@ static int decode_next(io_video *v, omma_status *st)
                             io_libav_why(err, why, sizeof why));
             return -1;
         }
+#ifdef OMMA_HAVE_NVJPEG
+        if (err == AVERROR_EXTERNAL && v->jg) {
+            *st = OMMA_FAIL(v->jg_status, "%s: frame %ld: %s", path, v->index, v->jg_why);
+            return -1;
+        }
+#endif
 #ifdef OMMA_HAVE_NVDEC
         if (err == AVERROR_EXTERNAL && v->nv) {
             *st = OMMA_FAIL(io_nvdec_status(v->nv), "%s: frame %ld: %s", path, v->index,
@@ -807,6 +932,12 @@ static int decode_next(io_video *v, omma_status *st)
                             io_libav_why(err, why, sizeof why));
             return -1;
         }
+#ifdef OMMA_HAVE_NVJPEG
+        if (err == AVERROR_EXTERNAL && v->jg) {
+            *st = OMMA_FAIL(v->jg_status, "%s: frame %ld: %s", path, v->index, v->jg_why);
+            return -1;
+        }
+#endif
 #ifdef OMMA_HAVE_NVDEC
         if (err == AVERROR_EXTERNAL && v->nv) {
             *st = OMMA_FAIL(io_nvdec_status(v->nv), "%s: frame %ld: %s", path, v->index,
@@ -883,6 +1014,10 @@ omma_status io_video_read(io_video *v, omma_frame *frame, double *timestamp_ms, 
     if (v->nv)
         ts = v->nv_pts;
 #endif
+#ifdef OMMA_HAVE_NVJPEG
+    if (v->jg)
+        ts = v->jg_pts;
+#endif
     if (ts != AV_NOPTS_VALUE && v->time_base_ms > 0.0)
         *timestamp_ms = (double)(ts - v->start_pts) * v->time_base_ms;
     else
@@ -914,8 +1049,13 @@ omma_status io_video_frame_to_host(io_video *v, const omma_frame *frame, omma_fr
             return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: %zu bytes for a frame", v->path, bytes);
         v->host_bytes = bytes;
     }
+#ifdef OMMA_HAVE_NVJPEG
+    if (v->jg)
+        OMMA_TRY(io_jpeg_gpu_download(v->jg, frame, v->host));
+#endif
 #ifdef OMMA_HAVE_NVDEC
-    OMMA_TRY(io_nvdec_download(v->nv, frame, v->host));
+    if (v->nv)
+        OMMA_TRY(io_nvdec_download(v->nv, frame, v->host));
 #endif
     memset(host, 0, sizeof *host);
     host->width = frame->width;
@@ -954,6 +1094,10 @@ omma_status io_video_rewind(io_video *v)
 
 int64_t io_video_last_pts(const io_video *v)
 {
+#ifdef OMMA_HAVE_NVJPEG
+    if (v && v->jg) /* one packet, one frame: the packet's */
+        return v->index > 0 && v->jg_pts != AV_NOPTS_VALUE ? v->jg_pts : INT64_MIN;
+#endif
     if (!v || !v->frame || v->frame->best_effort_timestamp == AV_NOPTS_VALUE)
         return INT64_MIN;
     return v->frame->best_effort_timestamp;
@@ -969,6 +1113,9 @@ void io_video_close(io_video *v)
     avcodec_free_context(&v->dec);
 #ifdef OMMA_HAVE_NVDEC
     io_nvdec_close(v->nv);
+#endif
+#ifdef OMMA_HAVE_NVJPEG
+    io_jpeg_gpu_close(v->jg);
 #endif
     avformat_close_input(&v->fmt);
     sws_freeContext(v->sws);

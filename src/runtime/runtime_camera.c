@@ -39,8 +39,13 @@ static omma_status open_source(rt_gpu_runtime *rt, rt_cam *cam)
     OMMA_TRY(rt_source_open(cam->cfg.spec, &so, &cam->src));
     const rt_source_info *info = rt_source_get_info(cam->src);
     cam->pixels_per_s = pixel_rate(info);
+    if (so.decode != IO_DECODE_CPU && info->decoder[0]) /* where it went, once per camera */
+        omma_log(OMMA_LOG_INFO, "camera %d (%s): decoding: %s", cam->index, cam->cfg.spec,
+                 info->decoder);
     if (info->memory != OMMA_MEMORY_DEVICE)
         return OMMA_OK;
+    if (strncmp(info->decoder, "gpu (nvjpeg", 11) == 0)
+        return OMMA_OK; /* MJPEG on the NVJPG engines: not NVDEC's budget */
     double budget = (double)cfg->decode_gpu_streams * 1920.0 * 1080.0 * 30.0;
     if (so.decode == IO_DECODE_AUTO && cfg->decode_gpu_streams > 0 &&
         g->decode_px_per_s + cam->pixels_per_s > budget) {

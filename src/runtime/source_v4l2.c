@@ -1,7 +1,14 @@
 #define _POSIX_C_SOURCE 200809L /* poll */
 /* V4L2 cameras as a source, through libv4l2 (libv4lconvert turns the
  * camera's MJPEG, YUYV... into the I420 asked for): mmap streaming, each
- * frame handed out in its buffer and queued again at the next read. The
+ * frame handed out in its buffer and queued again at the next read. With
+ * decode gpu or auto and a device, a camera that sends MJPEG natively (the
+ * common USB-webcam mode at 1080p30) is asked for MJPEG instead, and each
+ * JPEG is decoded on the GPU with nvJPEG (io/jpeg_gpu.h): its buffer is
+ * queued again as soon as the JPEG is staged, the frame handed out as NV12
+ * in device memory on the decoder's stream, so only the compressed bytes
+ * cross PCIe; a JPEG nvJPEG refuses (damaged) is counted and skipped.
+ * Without nvJPEG, gpu is an error and auto goes on with libv4lconvert. The
  * wait for a frame is a poll() loop of 100 ms slices (poll, not select: a
  * process with many cameras may have descriptors above FD_SETSIZE) so an
  * interrupt is seen promptly. */
@@ -16,6 +23,7 @@
 #include <linux/videodev2.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,6 +32,9 @@
 
 #include "core/clock.h"
 #include "io/image_file.h"
+#ifdef OMMA_HAVE_NVJPEG
+#include "io/jpeg_gpu.h"
+#endif
 
 #define CAM_BUFFERS 4
 #define WAIT_SLICE_MS 100
@@ -43,6 +54,10 @@ typedef struct v4l2_src {
     /* I420 in a buffer: Y, then U, then V. */
     int y_pitch, c_pitch;
     size_t u_offset, v_offset, frame_bytes;
+#ifdef OMMA_HAVE_NVJPEG
+    io_jpeg_gpu *jg; /* MJPEG decoded on the GPU; NULL: I420 from libv4lconvert */
+    long refused; /* JPEGs nvJPEG refused (damaged) */
+#endif
 } v4l2_src;
 
 /* v4l2_ioctl passes calls on a descriptor libv4l2 has not taken straight
@@ -99,6 +114,36 @@ static uint64_t capture_time(const struct v4l2_buffer *buf)
     return t > 0 && t <= now ? t : now;
 }
 
+#ifdef OMMA_HAVE_NVJPEG
+/* The JPEG in buffer buf decoded on the GPU into *frame: 1; 0 when nvJPEG
+ * refused it (counted: the next frame); -1 on a failure (*st). The buffer
+ * is queued again either way. */
+static int decode_jpeg(rt_source *s, v4l2_src *c, const struct v4l2_buffer *buf, size_t used,
+                       omma_frame *frame, omma_status *st)
+{
+    *st = io_jpeg_gpu_give_back(c->jg); /* the last frame: reused once the stream passed */
+    if (*st == OMMA_OK)
+        *st = io_jpeg_gpu_decode(c->jg, c->bufs[buf->index].start, used, frame);
+    omma_status q = queue(s, c, buf->index); /* the JPEG is staged: the camera may refill it */
+    if (*st == OMMA_OK && (frame->width != s->info.width || frame->height != s->info.height))
+        *st = OMMA_FAIL(OMMA_ERR_FORMAT, "a %dx%d JPEG from a %dx%d camera", frame->width,
+                        frame->height, s->info.width, s->info.height);
+    if (*st == OMMA_ERR_FORMAT || *st == OMMA_ERR_INVALID_ARG) {
+        memset(frame, 0, sizeof *frame);
+        src_set_damage(s, 0, ++c->refused);
+        *st = q;
+        return q == OMMA_OK ? 0 : -1;
+    }
+    if (*st != OMMA_OK) {
+        *st = OMMA_FAIL(*st, "%s: frame %ld: decoding its JPEG on the GPU: %s", s->spec, s->index,
+                        omma_last_error());
+        return -1;
+    }
+    *st = q;
+    return q == OMMA_OK ? 1 : -1;
+}
+#endif
+
 static omma_status cam_read(rt_source *s, omma_frame *frame, double *ts_ms, uint64_t *capture_ns,
                             int *eof)
 {
@@ -143,6 +188,20 @@ static omma_status cam_read(rt_source *s, omma_frame *frame, double *ts_ms, uint
             continue;
         }
         size_t used = buf.bytesused ? buf.bytesused : buf.length;
+#ifdef OMMA_HAVE_NVJPEG
+        if (c->jg) {
+            omma_status st = OMMA_OK;
+            int got = decode_jpeg(
+                s, c, &buf, used < c->bufs[buf.index].length ? used : c->bufs[buf.index].length,
+                frame, &st);
+            if (got < 0)
+                return st;
+            if (got == 0)
+                continue;
+            *capture_ns = capture_time(&buf);
+            return OMMA_OK;
+        }
+#endif
         if (used < c->frame_bytes) {
             omma_status st = OMMA_FAIL(
                 OMMA_ERR_FORMAT, "%s: frame %ld: %zu bytes; an I420 frame of %dx%d needs %zu",
@@ -180,6 +239,9 @@ static void cam_close(rt_source *s)
     for (unsigned i = 0; i < c->nbufs; i++)
         v4l2_munmap(c->bufs[i].start, c->bufs[i].length);
     free(c->bufs);
+#ifdef OMMA_HAVE_NVJPEG
+    io_jpeg_gpu_close(c->jg); /* waits for the stream: the last frame's reads are done */
+#endif
     if (c->wrapped)
         v4l2_close(c->fd);
     else if (c->fd >= 0)
@@ -189,6 +251,105 @@ static void cam_close(rt_source *s)
 }
 
 static const src_ops cam_ops = {cam_read, cam_close, NULL, NULL};
+
+#ifdef OMMA_HAVE_NVJPEG
+static void *cam_stream(const rt_source *s)
+{
+    const v4l2_src *c = s->impl;
+    return c ? io_jpeg_gpu_stream(c->jg) : NULL;
+}
+
+static const src_ops cam_jpeg_ops = {cam_read, cam_close, cam_stream, NULL};
+
+/* 1 when the camera offers MJPEG itself (not one libv4l2 emulates). */
+static int offers_mjpeg(v4l2_src *c)
+{
+    for (unsigned i = 0; i < 64; i++) {
+        struct v4l2_fmtdesc d;
+        memset(&d, 0, sizeof d);
+        d.index = i;
+        d.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+        if (xioctl(c->fd, VIDIOC_ENUM_FMT, &d) != 0)
+            return 0;
+        if ((d.pixelformat == V4L2_PIX_FMT_MJPEG || d.pixelformat == V4L2_PIX_FMT_JPEG) &&
+            !(d.flags & V4L2_FMT_FLAG_EMULATED))
+            return 1;
+    }
+    return 0;
+}
+
+/* Asks for MJPEG at the requested size (or the current one) when the
+ * options want GPU decoding and the camera offers it, and opens the
+ * decoder: OMMA_OK with c->jg set, or OMMA_OK with c->jg NULL to go on
+ * with I420 (the camera has no MJPEG, or auto without nvJPEG: the source's
+ * decoder text says why), or an error (gpu without nvJPEG, a refused
+ * format). */
+static omma_status set_mjpeg(rt_source *s, v4l2_src *c)
+{
+    const char *dev = s->spec;
+    if (s->opt.decode == IO_DECODE_CPU || !s->opt.device || !offers_mjpeg(c))
+        return OMMA_OK;
+    omma_status st = io_jpeg_gpu_open(s->opt.device, &c->jg);
+    if (st != OMMA_OK) {
+        if (s->opt.decode == IO_DECODE_GPU)
+            return OMMA_FAIL(st, "%s: cannot decode the camera's MJPEG on the GPU: %s", dev,
+                             omma_last_error());
+        snprintf(s->info.decoder, sizeof s->info.decoder,
+                 "cpu (libv4lconvert mjpeg; not on the GPU: %s)", omma_last_error());
+        return OMMA_OK;
+    }
+    struct v4l2_format fmt;
+    memset(&fmt, 0, sizeof fmt);
+    fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+    if (xioctl(c->fd, VIDIOC_G_FMT, &fmt) != 0)
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: VIDIOC_G_FMT: %s", dev, strerror(errno));
+    if (s->opt.width) {
+        fmt.fmt.pix.width = (uint32_t)s->opt.width;
+        fmt.fmt.pix.height = (uint32_t)s->opt.height;
+    }
+    uint32_t want_w = fmt.fmt.pix.width, want_h = fmt.fmt.pix.height;
+    fmt.fmt.pix.pixelformat = V4L2_PIX_FMT_MJPEG;
+    fmt.fmt.pix.field = V4L2_FIELD_ANY;
+    fmt.fmt.pix.bytesperline = 0;
+    fmt.fmt.pix.sizeimage = 0;
+    if (xioctl(c->fd, VIDIOC_S_FMT, &fmt) != 0) {
+        int err = errno;
+        return OMMA_FAIL(err == EBUSY ? OMMA_ERR_IO : OMMA_ERR_UNSUPPORTED,
+                         "%s: the camera refuses MJPEG at %ux%u (VIDIOC_S_FMT: %s)", dev, want_w,
+                         want_h, strerror(err));
+    }
+    char name[5];
+    uint32_t w = fmt.fmt.pix.width, h = fmt.fmt.pix.height;
+    if (fmt.fmt.pix.pixelformat != V4L2_PIX_FMT_MJPEG &&
+        fmt.fmt.pix.pixelformat != V4L2_PIX_FMT_JPEG)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: asked for MJPEG, the camera gives %s", dev,
+                         fourcc(fmt.fmt.pix.pixelformat, name));
+    if (s->opt.width && (w != want_w || h != want_h))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "%s: the camera gives %ux%u, not the %ux%u asked for", dev, w, h, want_w,
+                         want_h);
+    if (w == 0 || h == 0 || w > IO_IMAGE_MAX_SIDE || h > IO_IMAGE_MAX_SIDE)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: the camera's frames are %ux%u", dev, w, h);
+    s->info.width = (int)w;
+    s->info.height = (int)h;
+    s->info.format = OMMA_PIXEL_NV12;
+    s->info.memory = OMMA_MEMORY_DEVICE;
+    snprintf(s->info.decoder, sizeof s->info.decoder, "gpu (nvjpeg %s mjpeg)",
+             io_jpeg_gpu_backend(c->jg));
+    c->frame_bytes = 0; /* a JPEG's size varies */
+    s->ops = &cam_jpeg_ops;
+
+    struct v4l2_streamparm parm;
+    memset(&parm, 0, sizeof parm);
+    parm.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+    const struct v4l2_fract *tpf = &parm.parm.capture.timeperframe;
+    if (xioctl(c->fd, VIDIOC_G_PARM, &parm) == 0 &&
+        (parm.parm.capture.capability & V4L2_CAP_TIMEPERFRAME) && tpf->numerator > 0 &&
+        tpf->denominator > 0)
+        s->info.fps = (double)tpf->denominator / tpf->numerator;
+    return OMMA_OK;
+}
+#endif
 
 /* Opens the device and checks it is a V4L2 camera that streams. */
 static omma_status open_device(rt_source *s, v4l2_src *c)
@@ -361,7 +522,11 @@ omma_status src_v4l2_open(rt_source *s)
     s->impl = c;
     s->info.format = OMMA_PIXEL_I420;
     OMMA_TRY(open_device(s, c));
-    OMMA_TRY(set_format(s, c));
+#ifdef OMMA_HAVE_NVJPEG
+    OMMA_TRY(set_mjpeg(s, c));
+    if (!c->jg)
+#endif
+        OMMA_TRY(set_format(s, c));
     return start_streaming(s, c);
 }
 

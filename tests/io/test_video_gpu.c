@@ -4,8 +4,10 @@
  * photo (testdata/decode: H.264, HEVC, VP9 and MJPEG at 640x480, 10-bit
  * HEVC, 1080p H.264). Every frame decoded on the GPU is copied back and
  * compared with the CPU's: H.264, HEVC and VP9 must be bit-exact (both
- * decoders implement the standard's exact reconstruction); MJPEG's IDCT
- * is not specified bit-exactly, so its difference is bounded. No context
+ * decoders implement the standard's exact reconstruction); MJPEG (decoded
+ * by nvJPEG where it loads, else NVDEC: test_jpeg_gpu.c tests nvJPEG
+ * closely) has an IDCT not specified bit-exactly, so its difference is
+ * bounded. No context
  * other than omma's primary one may appear: the reading thread's current
  * context stays omma's (or none), and decoding leaves far less device
  * memory in use than one more context costs. 10-bit HEVC is refused with
