@@ -383,9 +383,10 @@ static void report(rt_gpu *g, const rt_batch *b, uint64_t done_ns)
         rt_cam *cam = &rt->cams[b->cams[i]];
         omma_box truth;
         rt_result r = {
-            cam->index, g->index,       b->seq[i],       b->capture_ns[i],
-            done_ns,    b->dropped[i],  g->counts[i],    g->faces + (size_t)i * (size_t)max_faces,
-            NULL,       cam->fmt.width, cam->fmt.height, cam->fps};
+            cam->index,  g->index,       b->seq[i],       b->capture_ns[i],
+            done_ns,     b->dropped[i],  g->counts[i],    g->faces + (size_t)i * (size_t)max_faces,
+            NULL,        cam->fmt.width, cam->fmt.height, cam->fps,
+            cam->cfg.ctx};
         if (rt_cam_synthetic(cam) && g->pool) {
             (void)rt_synthetic_pool_frame(g->pool, rt_cam_pool_frame(cam, b->seq[i]), &truth);
             r.truth = &truth;

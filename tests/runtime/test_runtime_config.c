@@ -8,7 +8,7 @@
 #include "support/face_inputs.h"
 #include "testing.h"
 
-static rt_camera_config cams[2] = {{NULL, NULL, 1, NULL}, {NULL, NULL, 1, NULL}};
+static rt_camera_config cams[2] = {{NULL, NULL, 1, NULL, NULL}, {NULL, NULL, 1, NULL, NULL}};
 static int gpus[2] = {0, 0};
 static io_image photo = {2, 2, (uint8_t[12]){0}};
 
@@ -29,7 +29,7 @@ static void good(rt_runtime_config *c)
 #if OMMA_HAVE_CUDA
 #define CHECK_GPU_FIELD(expr, text) CHECK_FAILS(expr, OMMA_ERR_INVALID_ARG, text)
 #else
-#define CHECK_GPU_FIELD(expr, text)                                                            \
+#define CHECK_GPU_FIELD(expr, text)                                                                \
     CHECK_FAILS(expr, OMMA_ERR_NO_DEVICE, "omma was built without CUDA (OMMA_CUDA=OFF)")
 #endif
 
