@@ -225,13 +225,15 @@ void *rt_cpu_cam_thread(void *arg)
     return NULL;
 }
 
-/* Sleeps until t_ns, in steps of at most 100 ms so that a stop is seen
- * soon at low frame rates. */
-static void sleep_until(const rt_cpu_runtime *rt, uint64_t t_ns)
+/* Sleeps until t_ns, in steps of at most 100 ms so that a stop (or the
+ * removal of an added camera's own driver's camera) is seen soon at low
+ * frame rates. */
+static void sleep_until(const rt_cpu_runtime *rt, const rt_cpu_driver *d, uint64_t t_ns)
 {
     for (;;) {
         uint64_t now = core_now_ns();
-        if (now >= t_ns || rt_cpu_stopping(rt))
+        if (now >= t_ns || rt_cpu_stopping(rt) ||
+            (d->cams == &d->one_cam && atomic_load(&rt->cams[d->one_cam].removing)))
             return;
         uint64_t until = t_ns - now > 100000000u ? now + 100000000u : t_ns;
         struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
@@ -271,7 +273,7 @@ void *rt_cpu_synthetic_driver(void *arg)
     uint64_t period = (uint64_t)(1e9 / rt->cfg.synthetic.fps), t0 = core_now_ns();
     int live = d->count;
     for (long k = 0; live > 0 && !rt_cpu_stopping(rt); k++) {
-        sleep_until(rt, t0 + (uint64_t)k * period);
+        sleep_until(rt, d, t0 + (uint64_t)k * period);
         for (int i = 0; i < d->count && !rt_cpu_stopping(rt); i++) {
             rt_cpu_cam *cam = &rt->cams[d->cams[i]];
             if (d->done[i])
