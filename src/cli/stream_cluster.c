@@ -241,6 +241,8 @@ static void on_release(void *ctx, const char *id, int lost)
     pthread_mutex_lock(&c->lock);
     if (s->rt)
         rt_runtime_stop(s->rt);
+    if (s->running && c->rt) /* its frames out of the batches from now */
+        rt_runtime_interrupt_camera(c->rt, s->camera);
     pthread_mutex_unlock(&c->lock);
     if (queue(c, s, 0, NULL, 0) != OMMA_OK) /* no memory: stop it here */
         stop(c, s);

@@ -464,5 +464,6 @@ static omma_status gpu_remove_camera(void *impl, int index)
                      index);
 }
 
-const rt_backend rt_gpu_backend = {"gpu",       gpu_start,     gpu_stop,       gpu_wait,
-                                   gpu_destroy, gpu_get_stats, gpu_add_camera, gpu_remove_camera};
+const rt_backend rt_gpu_backend = {"gpu",          gpu_start,         gpu_stop,
+                                   gpu_wait,       gpu_destroy,       gpu_get_stats,
+                                   gpu_add_camera, gpu_remove_camera, NULL};

@@ -220,6 +220,13 @@ omma_status rt_runtime_add_camera(rt_runtime *rt, const rt_camera_config *cam, i
  * rt_runtime_add_camera; not with rt_runtime_destroy. */
 omma_status rt_runtime_remove_camera(rt_runtime *rt, int index);
 
+/* Starts removing camera `index` without waiting: its source is
+ * interrupted and its frames not yet taken by the worker are dropped
+ * (counted); rt_runtime_remove_camera then finishes (at most the batch in
+ * progress to wait for). For callers that must not block (a cluster's
+ * release callback). No such camera, or the GPU runtime: nothing. */
+void rt_runtime_interrupt_camera(rt_runtime *rt, int index);
+
 /* What the runtime did so far (any thread). */
 typedef struct rt_runtime_stats {
     uint64_t frames_in, frames_done, frames_dropped, faces;

@@ -124,6 +124,12 @@ omma_status rt_runtime_remove_camera(rt_runtime *rt, int index)
     return rt->backend->remove_camera(rt->impl, index);
 }
 
+void rt_runtime_interrupt_camera(rt_runtime *rt, int index)
+{
+    if (rt && rt->backend->interrupt_camera)
+        rt->backend->interrupt_camera(rt->impl, index);
+}
+
 void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out)
 {
     memset(out, 0, sizeof *out);

@@ -94,7 +94,13 @@ static int take(rt_cpu_runtime *rt, int max, rt_cpu_cam **picked, int *fresh, in
         rt->ready_head = (rt->ready_head + 1) % rt->cap;
         rt->ready_count--;
         cam->queued = 0;
-        if (cam->has_ready) {
+        if (cam->has_ready && atomic_load(&cam->removing)) {
+            /* Being removed: not into a batch (its removal waits for
+             * none), counted dropped. */
+            cam->has_ready = 0;
+            atomic_fetch_add_explicit(&rt->frames_dropped, 1, memory_order_relaxed);
+            metrics_frames_dropped(rt->cfg.metrics, cam->index, 1);
+        } else if (cam->has_ready) {
             int work = cam->work;
             cam->work = cam->ready;
             cam->ready = work;
@@ -470,6 +476,20 @@ static void cpu_get_stats(void *impl, rt_runtime_stats *out)
     out->worker_cpu_ns = atomic_load(&rt->worker_cpu_ns);
 }
 
+static void cpu_interrupt_camera(void *impl, int index)
+{
+    rt_cpu_runtime *rt = impl;
+    pthread_mutex_lock(&rt->lock);
+    if (index >= 0 && index < rt->cap && rt->cams[index].state == RT_CPU_SLOT_RUNNING) {
+        rt_cpu_cam *cam = &rt->cams[index];
+        atomic_store(&cam->removing, 1);
+        rt_source_interrupt(cam->src);
+        rt_cpu_cam_queue(cam); /* its ready frame out of the list, dropped */
+        pthread_cond_broadcast(&rt->taken); /* a file's thread waiting for the worker */
+    }
+    pthread_mutex_unlock(&rt->lock);
+}
+
 static omma_status cpu_remove_camera(void *impl, int index)
 {
     rt_cpu_runtime *rt = impl;
@@ -632,5 +652,6 @@ static omma_status cpu_add_camera(void *impl, const rt_camera_config *cfg, int *
     return OMMA_OK;
 }
 
-const rt_backend rt_cpu_backend = {"cpu",       cpu_start,     cpu_stop,       cpu_wait,
-                                   cpu_destroy, cpu_get_stats, cpu_add_camera, cpu_remove_camera};
+const rt_backend rt_cpu_backend = {"cpu",          cpu_start,         cpu_stop,
+                                   cpu_wait,       cpu_destroy,       cpu_get_stats,
+                                   cpu_add_camera, cpu_remove_camera, cpu_interrupt_camera};

@@ -47,6 +47,6 @@ static omma_status none_remove_camera(void *impl, int index)
     return GPU_NONE_FAIL("the GPU runtime");
 }
 
-const rt_backend rt_gpu_backend = {"gpu (not built)", none_start,        none_stop,
-                                   none_wait,         none_destroy,      none_get_stats,
-                                   none_add_camera,   none_remove_camera};
+const rt_backend rt_gpu_backend = {"gpu (not built)", none_start,         none_stop,
+                                   none_wait,         none_destroy,       none_get_stats,
+                                   none_add_camera,   none_remove_camera, NULL};
