@@ -142,6 +142,15 @@ omma_status omma_face_pipeline_process_batch(omma_face_pipeline *p, int n, const
                                              const omma_frame *frames, omma_face *faces,
                                              int *counts);
 
+/* Forgets the trackers of n cameras (1..OMMA_PIPELINE_MAX_CAMERAS, each in
+ * 0..OMMA_PIPELINE_MAX_CAMERAS-1): each one's next frame starts afresh, as
+ * its first did; face ids stay unique within the pipeline. For a camera
+ * index reused by another camera. Errors: OMMA_ERR_INVALID_ARG (NULL, n or
+ * a camera out of range), OMMA_ERR_BUSY (another thread is in a call on
+ * this pipeline). On the CUDA backend, no batch of these cameras may be in
+ * flight (its results are not awaited here). */
+omma_status omma_face_pipeline_reset_cameras(omma_face_pipeline *p, int n, const int *cameras);
+
 /* What a pipeline has done and moved since it was created. Bytes and copies
  * count only transfers between host and device (the CPU backend moves
  * none): host-to-device is the frames' pixel bytes, device-to-host the

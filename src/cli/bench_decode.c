@@ -284,7 +284,7 @@ static int run_count(const bench_opts *o, int streams, const char *data, figures
         return cli_fail(OMMA_ERR_OUT_OF_MEMORY, "bench decode");
     }
     for (int i = 0; i < streams; i++)
-        cams[i] = (rt_camera_config){o->input, NULL, 0, NULL};
+        cams[i] = (rt_camera_config){o->input, NULL, 0, NULL, NULL};
     rt_runtime_config c;
     rt_runtime_config_init(&c);
     c.n_cameras = streams;

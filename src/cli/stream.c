@@ -432,6 +432,7 @@ static int run_cluster(cli_stream_opts *o, stream_state *s, metrics_registry *m)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     s->t0 = core_now_ns();
+    o->rt.metrics = m; /* the node's runtime lists its cameras as they come and go */
     cli_cluster_node *c = NULL;
     int rc = cli_cluster_start(o, on_cluster_result, s, &c);
     if (rc < 0) {

@@ -1,7 +1,10 @@
 #define _POSIX_C_SOURCE 200809L
-/* omma stream --cluster (stream_cluster.h). A runtime per claimed camera:
- * a camera starts and stops alone, without touching the others. Starting
- * and stopping take time (models, sources, joining threads) that the
+/* omma stream --cluster (stream_cluster.h). One runtime for the node
+ * (CPU backend): a claimed camera is added to it, a released one removed
+ * (rt_runtime_add_camera, rt_runtime_remove_camera), without touching the
+ * others; the models are loaded once. The GPU runtime cannot add cameras
+ * yet: there each claimed camera gets a runtime of its own. Starting and
+ * stopping take time (sources, joining threads, the last frames) that the
  * cluster's thread, which renews the leases, cannot wait for: a thread of
  * ours does them, in the order claimed and released. */
 #include "cli/stream_cluster.h"
@@ -15,6 +18,7 @@
 #include "cluster/cluster.h"
 #include "core/error.h"
 #include "io/video_file.h"
+#include "metrics/metrics.h"
 
 typedef struct slot {
     cli_cluster_node *cc;
@@ -22,7 +26,9 @@ typedef struct slot {
     char id[CLUSTER_NAME_MAX];
     char source[CLUSTER_SPEC_MAX];
     rt_camera_config cam;
-    rt_runtime *rt; /* NULL while not ours */
+    int running; /* ours: in the node's runtime (as camera `camera`) or in rt */
+    int camera;
+    rt_runtime *rt; /* GPU backend: its own runtime */
     uint64_t lease;
     atomic_uint_fast64_t seq;
 } slot;
@@ -45,6 +51,7 @@ struct cli_cluster_node {
     cli_cluster_result_fn fn;
     void *ctx;
     cluster *cl;
+    rt_runtime *rt; /* the node's runtime (CPU backend); NULL: one per camera */
     pthread_mutex_t lock; /* slots */
     slot **slots;
     int n_slots, cap_slots;
@@ -80,7 +87,8 @@ static slot *find_slot(cli_cluster_node *c, const char *id, int add)
 
 static void on_result(void *ctx, const rt_result *r)
 {
-    slot *s = ctx;
+    (void)ctx;
+    slot *s = r->camera_ctx;
     cli_cluster_node *c = s->cc;
     if (!cluster_lease_valid(c->cl, s->id, s->lease)) {
         atomic_fetch_add(&c->fenced, 1);
@@ -92,7 +100,8 @@ static void on_result(void *ctx, const rt_result *r)
 
 static void on_camera(void *ctx, const rt_camera_event *e)
 {
-    slot *s = ctx;
+    (void)ctx;
+    slot *s = e->camera_ctx;
     char name[512];
     io_video_url_redacted(s->source, name, sizeof name); /* no passwords */
     fprintf(stderr, "omma: camera %s (%s) %s: %s\n", s->id, name,
@@ -113,18 +122,22 @@ static void start(cli_cluster_node *c, slot *s, const cluster_camera *cam, uint6
     s->cam.name = s->id;
     s->cam.max_frames = cam->max_frames > 0 ? (long)cam->max_frames : c->o->max_frames;
     s->lease = lease;
+    s->cam.ctx = s;
     rt_runtime_config cfg = c->o->rt;
     cfg.n_cameras = 1;
     cfg.cameras = &s->cam;
     cfg.metrics = NULL; /* a registry counts one runtime's cameras */
     cfg.on_result = on_result;
     cfg.on_camera = on_camera;
-    cfg.ctx = s;
+    cfg.ctx = c;
     rt_runtime *rt = NULL;
+    int camera = -1;
     omma_status st = OMMA_OK;
     if (!s->cam.spec && !cfg.photo)
         st = OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                        "synthetic, and this node has no photo for it (scripts/fetch-testdata.sh)");
+    else if (c->rt)
+        st = rt_runtime_add_camera(c->rt, &s->cam, &camera);
     else
         st = rt_runtime_start(&cfg, &rt);
     if (st != OMMA_OK) {
@@ -137,6 +150,25 @@ static void start(cli_cluster_node *c, slot *s, const cluster_camera *cam, uint6
     }
     pthread_mutex_lock(&c->lock);
     s->rt = rt;
+    s->camera = camera;
+    s->running = 1;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* The jobs' thread: the camera's last frames out, its resources freed. */
+static void stop(cli_cluster_node *c, slot *s)
+{
+    pthread_mutex_lock(&c->lock);
+    int running = s->running, camera = s->camera;
+    rt_runtime *rt = s->rt;
+    s->rt = NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (running && c->rt)
+        (void)rt_runtime_remove_camera(c->rt, camera); /* after its last result */
+    rt_runtime_destroy(rt); /* stops and joins: no result of it after this */
+    pthread_mutex_lock(&c->lock);
+    s->running = 0;
+    s->camera = -1;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -154,15 +186,10 @@ static void *jobs(void *arg)
         if (!c->head)
             c->tail = NULL;
         pthread_mutex_unlock(&c->lock);
-        if (j->start) {
+        if (j->start)
             start(c, j->s, &j->cam, j->lease);
-        } else {
-            pthread_mutex_lock(&c->lock);
-            rt_runtime *rt = j->s->rt;
-            j->s->rt = NULL;
-            pthread_mutex_unlock(&c->lock);
-            rt_runtime_destroy(rt); /* stops and joins: no result of it after this */
-        }
+        else
+            stop(c, j->s);
         free(j);
         pthread_mutex_lock(&c->lock);
     }
@@ -214,14 +241,11 @@ static void on_release(void *ctx, const char *id, int lost)
     pthread_mutex_lock(&c->lock);
     if (s->rt)
         rt_runtime_stop(s->rt);
+    if (s->running && c->rt) /* its frames out of the batches from now */
+        rt_runtime_interrupt_camera(c->rt, s->camera);
     pthread_mutex_unlock(&c->lock);
-    if (queue(c, s, 0, NULL, 0) != OMMA_OK) { /* no memory: stop it here */
-        pthread_mutex_lock(&c->lock);
-        rt_runtime *rt = s->rt;
-        s->rt = NULL;
-        pthread_mutex_unlock(&c->lock);
-        rt_runtime_destroy(rt);
-    }
+    if (queue(c, s, 0, NULL, 0) != OMMA_OK) /* no memory: stop it here */
+        stop(c, s);
 }
 
 int cli_cluster_start(cli_stream_opts *o, cli_cluster_result_fn fn, void *ctx,
@@ -243,6 +267,28 @@ int cli_cluster_start(cli_stream_opts *o, cli_cluster_result_fn fn, void *ctx,
         return cli_fail(OMMA_ERR_OUT_OF_MEMORY, "--cluster: a thread");
     }
     c->started = 1;
+    if (o->rt.pipeline.backend == OMMA_BACKEND_CPU) {
+        /* The node's runtime: room for its weight in cameras (or as many
+         * as the metrics hold), models loaded once, running until left. */
+        rt_runtime_config rc = o->rt;
+        rc.n_cameras = 0;
+        rc.cameras = NULL;
+        rc.max_cameras = o->cluster_weight > 0 && o->cluster_weight < METRICS_MAX_CAMERAS
+                             ? (int)o->cluster_weight
+                             : METRICS_MAX_CAMERAS;
+        if (rc.max_cameras > OMMA_PIPELINE_MAX_CAMERAS)
+            rc.max_cameras = OMMA_PIPELINE_MAX_CAMERAS;
+        rc.preview = NULL;
+        rc.on_result = on_result;
+        rc.on_camera = on_camera;
+        rc.ctx = c;
+        omma_status rs = rt_runtime_start(&rc, &c->rt);
+        if (rs != OMMA_OK) {
+            int code = cli_fail(rs, "--cluster: the node's runtime");
+            cli_cluster_free(c);
+            return code;
+        }
+    }
     cluster_config cfg = {.url = o->cluster,
                           .node = o->node,
                           .weight = o->cluster_weight,
@@ -278,6 +324,8 @@ void cli_cluster_leave(cli_cluster_node *c)
         rt_runtime_destroy(c->slots[i]->rt); /* none left: the jobs stopped them */
         c->slots[i]->rt = NULL;
     }
+    rt_runtime_destroy(c->rt); /* every camera removed by the jobs */
+    c->rt = NULL;
 }
 
 void cli_cluster_free(cli_cluster_node *c)
@@ -314,7 +362,7 @@ void cli_cluster_status(cli_cluster_node *c, FILE *to)
             (unsigned long long)st.lost, (unsigned long long)atomic_load(&c->fenced));
     pthread_mutex_lock(&c->lock);
     for (int i = 0, k = 0; i < c->n_slots; i++)
-        if (c->slots[i]->rt)
+        if (c->slots[i]->running)
             fprintf(to, "%s\"%s\"", k++ ? "," : "", c->slots[i]->id);
     pthread_mutex_unlock(&c->lock);
     fputs("]}}\n", to);

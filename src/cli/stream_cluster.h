@@ -1,7 +1,8 @@
 /* omma stream --cluster (stream_cluster.c): this node's share of the
- * cluster's cameras (cluster/cluster.h), each claimed camera run by a
- * runtime of its own (started on claim, destroyed on release), results
- * passed on only while the camera's lease holds. */
+ * cluster's cameras (cluster/cluster.h), run by the node's one runtime
+ * (CPU backend: each claimed camera added to it, each released one
+ * removed; GPU backend: a runtime per camera, started on claim, destroyed
+ * on release), results passed on only while the camera's lease holds. */
 #ifndef OMMA_CLI_STREAM_CLUSTER_H
 #define OMMA_CLI_STREAM_CLUSTER_H
 

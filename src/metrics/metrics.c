@@ -300,6 +300,20 @@ omma_status metrics_add_camera(metrics_registry *m, int index, const char *name,
     return st;
 }
 
+void metrics_remove_camera(metrics_registry *m, int index)
+{
+    if (!m || index < 0 || index >= METRICS_MAX_CAMERAS)
+        return;
+    pthread_mutex_lock(&m->lock);
+    camera *c = atomic_load_explicit(&m->cameras[index], memory_order_relaxed);
+    if (c) {
+        atomic_store_explicit(&m->cameras[index], NULL, memory_order_release);
+        m->n_cameras--;
+    }
+    pthread_mutex_unlock(&m->lock);
+    free(c);
+}
+
 omma_status metrics_add_sink(metrics_registry *m, metrics_sink_reader read, void *ctx)
 {
     if (!m || !read)

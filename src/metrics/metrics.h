@@ -88,6 +88,12 @@ void metrics_destroy(metrics_registry *m);
  * OMMA_ERR_OUT_OF_MEMORY. */
 omma_status metrics_add_camera(metrics_registry *m, int index, const char *name, int gpu);
 
+/* Unregisters camera `index` (a camera removed live): it leaves the
+ * snapshots, its index and name may be registered again. No update of it
+ * may be running or follow (the runtime removes a camera after its last
+ * frame); snapshots may (under the lock). Unregistered: nothing. */
+void metrics_remove_camera(metrics_registry *m, int index);
+
 /* Registers GPU `index` (0..METRICS_MAX_GPUS-1) with its name ("NVIDIA
  * H100 80GB HBM3"; NULL gives "gpuN"). It has no reading until the first
  * metrics_gpu_reading. Errors as metrics_add_camera. */

@@ -193,6 +193,23 @@ omma_status omma_face_pipeline_process_batch(omma_face_pipeline *p, int n, const
     return st;
 }
 
+omma_status omma_face_pipeline_reset_cameras(omma_face_pipeline *p, int n, const int *cameras)
+{
+    if (!p || !cameras)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_face_pipeline_reset_cameras: NULL argument");
+    if (n < 1 || n > OMMA_PIPELINE_MAX_CAMERAS)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: reset of %d cameras not in 1..%d", n,
+                         OMMA_PIPELINE_MAX_CAMERAS);
+    for (int i = 0; i < n; i++)
+        if (cameras[i] < 0 || cameras[i] >= OMMA_PIPELINE_MAX_CAMERAS)
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: reset: camera %d not in 0..%d",
+                             cameras[i], OMMA_PIPELINE_MAX_CAMERAS - 1);
+    OMMA_TRY(acquire(p));
+    p->ops->reset(p, n, cameras);
+    atomic_store(&p->busy, false);
+    return OMMA_OK;
+}
+
 omma_status omma_face_pipeline_process(omma_face_pipeline *p, int camera, const omma_frame *frame,
                                        omma_face *faces, int max, int *n)
 {

@@ -46,6 +46,11 @@ void rt_fail(rt_gpu_runtime *rt, omma_status st, const char *detail)
  * others). */
 static omma_status check_config(const rt_runtime_config *c)
 {
+    if (c->max_cameras > 0)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "runtime: max cameras %d: cameras added live need the CPU backend (not "
+                         "on the GPU runtime yet)",
+                         c->max_cameras);
     if (c->n_gpus < 1 || c->n_gpus > RT_MAX_GPUS || !c->gpus)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d GPUs not in 1..%d", c->n_gpus,
                          RT_MAX_GPUS);
@@ -440,5 +445,25 @@ static void gpu_get_stats(void *impl, rt_runtime_stats *out)
     }
 }
 
-const rt_backend rt_gpu_backend = {"gpu",    gpu_start,   gpu_stop,
-                                   gpu_wait, gpu_destroy, gpu_get_stats};
+/* Cameras added and removed live: not on the GPU runtime yet (its rings,
+ * per-GPU ready lists and synthetic drivers are sized at the start). */
+static omma_status gpu_add_camera(void *impl, const rt_camera_config *cam, int *index)
+{
+    (void)impl, (void)cam, (void)index;
+    return OMMA_FAIL(
+        OMMA_ERR_UNSUPPORTED,
+        "runtime: cameras added live need the CPU backend (not on the GPU runtime yet)");
+}
+
+static omma_status gpu_remove_camera(void *impl, int index)
+{
+    (void)impl;
+    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                     "runtime: camera %d: cameras removed live need the CPU backend (not on the "
+                     "GPU runtime yet)",
+                     index);
+}
+
+const rt_backend rt_gpu_backend = {"gpu",          gpu_start,         gpu_stop,
+                                   gpu_wait,       gpu_destroy,       gpu_get_stats,
+                                   gpu_add_camera, gpu_remove_camera, NULL};

@@ -39,6 +39,12 @@
  * precision, pool_frames, pool_memory) are ignored, and so is max_wait_ms:
  * the worker runs whatever is ready as soon as it is free.
  *
+ * Cameras added and removed while it runs (CPU runtime; max_cameras):
+ * rt_runtime_add_camera opens the camera and starts its thread as the
+ * start gives each camera; rt_runtime_remove_camera interrupts its source
+ * and returns once the worker has reported its last frame and its
+ * resources are freed. The other cameras' frames go on meanwhile.
+ *
  * Shutdown: rt_runtime_stop (any thread; not async-signal-safe: from a
  * signal handler set a flag and call it from a thread) interrupts the
  * sources and closes the rings; frames already put are processed, results
@@ -73,6 +79,7 @@ typedef struct rt_camera_config {
     io_recorder *record; /* --record: the camera's recorder (source.h's
                           * record; NULL: none); the caller's, closed after
                           * the runtime is destroyed */
+    void *ctx; /* the caller's, in the camera's results and events */
 } rt_camera_config;
 
 /* One frame's results, to the result callback. */
@@ -97,6 +104,7 @@ typedef struct rt_result {
      * participants. The runtime leaves it NULL: omma stream's participants
      * (cli/stream_people.h) fill it in a copy for the outputs. */
     const char *const *participant;
+    void *camera_ctx; /* its rt_camera_config's ctx */
 } rt_result;
 
 /* A camera's source ended (METRICS_CAMERA_ENDED) or failed (METRICS_CAMERA_FAILED,
@@ -106,11 +114,18 @@ typedef struct rt_camera_event {
     metrics_camera_state state;
     omma_status status;
     const char *detail;
+    void *camera_ctx; /* its rt_camera_config's ctx */
 } rt_camera_event;
 
 typedef struct rt_runtime_config {
-    int n_cameras; /* 1..OMMA_PIPELINE_MAX_CAMERAS */
+    int n_cameras; /* 1..OMMA_PIPELINE_MAX_CAMERAS (0 with max_cameras) */
     const rt_camera_config *cameras;
+    int max_cameras; /* cameras added live (rt_runtime_add_camera): room for
+                      * this many at once, n_cameras..OMMA_PIPELINE_MAX_CAMERAS;
+                      * the runtime then runs until stopped, with none left
+                      * or none at the start. 0: none added, the runtime
+                      * ends when its cameras have. CPU runtime only (the
+                      * GPU runtime refuses it: OMMA_ERR_UNSUPPORTED) */
     int n_gpus; /* 1..RT_MAX_GPUS (the CPU runtime ignores the GPUs) */
     const int *gpus; /* device ordinals, distinct */
     rt_placement placement;
@@ -166,8 +181,8 @@ typedef struct rt_runtime_config {
     metrics_registry *metrics; /* NULL: none; else cameras and GPUs are
                                 * registered in it, stages "step" */
     struct rt_preview *preview; /* the live view's previews (preview.h; at
-                                 * least n_cameras of them, outliving the
-                                 * runtime); NULL: none */
+                                 * least n_cameras (and max_cameras) of
+                                 * them, outliving the runtime); NULL: none */
 } rt_runtime_config;
 
 /* Defaults: round-robin, pipeline defaults with the CUDA backend, batch 64,
@@ -198,6 +213,38 @@ omma_status rt_runtime_wait(rt_runtime *rt, int timeout_ms);
 
 /* Stops, waits, frees everything (device memory, threads joined). NULL ok. */
 void rt_runtime_destroy(rt_runtime *rt);
+
+/* Adds a camera while the runtime runs (cfg.max_cameras > 0), placed as
+ * start-up places cameras: a source opened (a thread of its own) or a
+ * synthetic camera (a thread of its own), registered in the metrics under
+ * its name and given the lowest free index, written to *index: its
+ * results' and events' `camera` until it is removed (a removed camera's
+ * index is given to a later one, whose tracker starts afresh). The
+ * runtime copies cam's strings. Errors: OMMA_ERR_INVALID_ARG (no room
+ * left, max_cameras 0, a synthetic camera without a photo; naming the
+ * camera), OMMA_ERR_CLOSED (stopping), OMMA_ERR_UNSUPPORTED (the GPU
+ * runtime, not yet), those of opening the source. *index
+ * -1 on failure, nothing left of the camera. Any thread but the runtime's
+ * callbacks; concurrently with the others of add and remove, stats,
+ * metrics readers. */
+omma_status rt_runtime_add_camera(rt_runtime *rt, const rt_camera_config *cam, int *index);
+
+/* Removes camera `index` while the runtime runs (a start-up camera, too):
+ * interrupts its source, waits until the worker has processed every frame
+ * it had put and handed the results to on_result, then frees its source,
+ * buffers and thread and unregisters it from the metrics. The other
+ * cameras' frames go on meanwhile. Returns when it is gone. Errors:
+ * OMMA_ERR_INVALID_ARG (no such camera, or being removed by another
+ * call), OMMA_ERR_UNSUPPORTED (the GPU runtime). Threads as
+ * rt_runtime_add_camera; not with rt_runtime_destroy. */
+omma_status rt_runtime_remove_camera(rt_runtime *rt, int index);
+
+/* Starts removing camera `index` without waiting: its source is
+ * interrupted and its frames not yet taken by the worker are dropped
+ * (counted); rt_runtime_remove_camera then finishes (at most the batch in
+ * progress to wait for). For callers that must not block (a cluster's
+ * release callback). No such camera, or the GPU runtime: nothing. */
+void rt_runtime_interrupt_camera(rt_runtime *rt, int index);
 
 /* What the runtime did so far (any thread). */
 typedef struct rt_runtime_stats {

@@ -36,9 +36,16 @@ void rt_runtime_config_init(rt_runtime_config *cfg)
 
 static omma_status check_common(const rt_runtime_config *c)
 {
-    if (c->n_cameras < 1 || c->n_cameras > OMMA_PIPELINE_MAX_CAMERAS || !c->cameras)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d cameras not in 1..%d", c->n_cameras,
+    if (c->max_cameras != 0 &&
+        (c->max_cameras < c->n_cameras || c->max_cameras > OMMA_PIPELINE_MAX_CAMERAS))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: max cameras %d not in %d..%d",
+                         c->max_cameras, c->n_cameras > 1 ? c->n_cameras : 1,
                          OMMA_PIPELINE_MAX_CAMERAS);
+    int least = c->max_cameras > 0 ? 0 : 1;
+    if (c->n_cameras < least || c->n_cameras > OMMA_PIPELINE_MAX_CAMERAS ||
+        (c->n_cameras > 0 && !c->cameras))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d cameras not in %d..%d", c->n_cameras,
+                         least, OMMA_PIPELINE_MAX_CAMERAS);
     if (c->pipeline.backend != OMMA_BACKEND_CUDA && c->pipeline.backend != OMMA_BACKEND_CPU)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: unknown backend %d",
                          (int)c->pipeline.backend);
@@ -104,6 +111,28 @@ void rt_runtime_destroy(rt_runtime *rt)
         return;
     rt->backend->destroy(rt->impl);
     free(rt);
+}
+
+omma_status rt_runtime_add_camera(rt_runtime *rt, const rt_camera_config *cam, int *index)
+{
+    if (index)
+        *index = -1;
+    if (!rt || !cam || !index)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_add_camera: NULL argument");
+    return rt->backend->add_camera(rt->impl, cam, index);
+}
+
+omma_status rt_runtime_remove_camera(rt_runtime *rt, int index)
+{
+    if (!rt)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "rt_runtime_remove_camera: runtime is NULL");
+    return rt->backend->remove_camera(rt->impl, index);
+}
+
+void rt_runtime_interrupt_camera(rt_runtime *rt, int index)
+{
+    if (rt && rt->backend->interrupt_camera)
+        rt->backend->interrupt_camera(rt->impl, index);
 }
 
 void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out)

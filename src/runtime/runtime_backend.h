@@ -20,6 +20,9 @@ typedef struct rt_backend {
     omma_status (*wait)(void *impl, int timeout_ms);
     void (*destroy)(void *impl);
     void (*get_stats)(void *impl, rt_runtime_stats *out);
+    omma_status (*add_camera)(void *impl, const rt_camera_config *cam, int *index);
+    omma_status (*remove_camera)(void *impl, int index);
+    void (*interrupt_camera)(void *impl, int index);
 } rt_backend;
 
 extern const rt_backend rt_gpu_backend; /* runtime.c */

@@ -30,6 +30,7 @@ static omma_status open_source(rt_gpu_runtime *rt, rt_cam *cam)
     const rt_runtime_config *cfg = &rt->cfg;
     rt_source_options so;
     rt_link_watch_init(&cam->link, cfg, cam->index, &so);
+    cam->link.camera_ctx = cam->cfg.ctx;
     so.record = cam->cfg.record;
     rt_gpu *g = NULL;
     if (so.decode != IO_DECODE_CPU) {
@@ -156,7 +157,7 @@ void rt_cam_report(rt_cam *cam, metrics_camera_state state, omma_status st, cons
     const rt_runtime_config *cfg = &cam->rt->cfg;
     metrics_camera_set_state(cfg->metrics, cam->index, state);
     if (cfg->on_camera) {
-        rt_camera_event e = {cam->index, state, st, detail};
+        rt_camera_event e = {cam->index, state, st, detail, cam->cfg.ctx};
         cfg->on_camera(cfg->ctx, &e);
     }
 }

@@ -93,7 +93,8 @@ static void report(rt_cpu_runtime *rt, int n, rt_cpu_cam *const *cams, const omm
                        .truth = b->has_truth ? &b->truth : NULL,
                        .width = b->frame.width,
                        .height = b->frame.height,
-                       .fps = cams[i]->fps};
+                       .fps = cams[i]->fps,
+                       .camera_ctx = cams[i]->cfg.ctx};
         if (rt->pose) {
             r.n_poses = poses->counts[i];
             r.poses = poses->poses + (size_t)i * mp;
@@ -114,20 +115,33 @@ static void report(rt_cpu_runtime *rt, int n, rt_cpu_cam *const *cams, const omm
 
 /* Under the lock: the ready frames of up to `max` cameras, oldest ready
  * first, move to their work buffers; cameras closed with nothing left
- * leave. Returns how many frames were taken. */
-static int take(rt_cpu_runtime *rt, int max, rt_cpu_cam **picked)
+ * leave. Returns how many frames were taken; those of cameras added into
+ * a slot since the last batch also go to fresh (*n_fresh of them). */
+static int take(rt_cpu_runtime *rt, int max, rt_cpu_cam **picked, int *fresh, int *n_fresh)
 {
     int n = 0;
+    *n_fresh = 0;
     while (rt->ready_count > 0 && n < max) {
         rt_cpu_cam *cam = &rt->cams[rt->ready_list[rt->ready_head]];
-        rt->ready_head = (rt->ready_head + 1) % rt->n_cams;
+        rt->ready_head = (rt->ready_head + 1) % rt->cap;
         rt->ready_count--;
         cam->queued = 0;
-        if (cam->has_ready) {
+        if (cam->has_ready && atomic_load(&cam->removing)) {
+            /* Being removed: not into a batch (its removal waits for
+             * none), counted dropped. */
+            cam->has_ready = 0;
+            atomic_fetch_add_explicit(&rt->frames_dropped, 1, memory_order_relaxed);
+            metrics_frames_dropped(rt->cfg.metrics, cam->index, 1);
+        } else if (cam->has_ready) {
             int work = cam->work;
             cam->work = cam->ready;
             cam->ready = work;
             cam->has_ready = 0;
+            cam->in_work = 1;
+            if (cam->fresh) {
+                cam->fresh = 0;
+                fresh[(*n_fresh)++] = cam->index;
+            }
             picked[n++] = cam;
         }
         if (cam->closed && !cam->has_ready && !cam->drained) {
@@ -166,6 +180,7 @@ static void *worker(void *arg)
     int max = cfg->pipeline.max_batch;
     rt_cpu_cam **picked = calloc((size_t)max, sizeof *picked);
     int *cams = calloc((size_t)max, sizeof *cams), *counts = calloc((size_t)max, sizeof *counts);
+    int *fresh = calloc((size_t)max, sizeof *fresh), n_fresh = 0;
     omma_frame *frames = calloc((size_t)max, sizeof *frames);
     uint64_t *dropped = calloc((size_t)max, sizeof *dropped);
     omma_face *faces = calloc((size_t)max * (size_t)cfg->pipeline.max_faces, sizeof *faces);
@@ -179,19 +194,25 @@ static void *worker(void *arg)
         poses.face_of = calloc(mp, sizeof *poses.face_of);
     }
     int pose_ok = !rt->pose || (poses.poses && poses.counts && poses.face_of);
-    omma_status st = picked && cams && counts && frames && dropped && faces &&
+    omma_status st = picked && cams && counts && fresh && frames && dropped && faces &&
                              (scratch || !cfg->preview) && pose_ok
                          ? OMMA_OK
                          : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: worker buffers");
     uint64_t cpu0 = core_thread_cpu_ns();
     pthread_mutex_lock(&rt->lock);
     while (st == OMMA_OK) {
-        while (rt->ready_count == 0 && rt->open_cams > 0)
+        /* With cameras added live, until stopped. */
+        while (rt->ready_count == 0 &&
+               (rt->open_cams > 0 || (cfg->max_cameras > 0 && !rt_cpu_stopping(rt))))
             pthread_cond_wait(&rt->wake, &rt->lock);
         if (rt->ready_count == 0)
             break; /* every camera drained */
-        int n = take(rt, max, picked);
+        int n = take(rt, max, picked, fresh, &n_fresh);
         pthread_mutex_unlock(&rt->lock);
+        if (n_fresh > 0) /* a slot's new camera: not its predecessor's faces */
+            st = omma_face_pipeline_reset_cameras(rt->pipe, n_fresh, fresh);
+        for (int i = 0; i < n_fresh && st == OMMA_OK && rt->pose; i++)
+            st = omma_pose_pipeline_reset(rt->pose, fresh[i]); /* nor its people */
         for (int i = 0; i < n; i++) {
             rt_cpu_cam *cam = picked[i];
             const rt_cpu_frame *b = &cam->bufs[cam->work];
@@ -200,7 +221,7 @@ static void *worker(void *arg)
             dropped[i] = b->seq - cam->last_seq - 1;
             cam->last_seq = b->seq;
         }
-        if (n > 0) {
+        if (n > 0 && st == OMMA_OK) {
             st = omma_face_pipeline_process_batch(rt->pipe, n, cams, frames, faces, counts);
             if (st == OMMA_OK && rt->pose)
                 st = pose_step(rt, n, cams, frames, faces, counts, &poses);
@@ -213,13 +234,20 @@ static void *worker(void *arg)
         atomic_fetch_add_explicit(&rt->worker_cpu_ns, cpu - cpu0, memory_order_relaxed);
         cpu0 = cpu;
         pthread_mutex_lock(&rt->lock);
+        for (int i = 0; i < n; i++)
+            picked[i]->in_work = 0;
+        if (rt->removals > 0)
+            pthread_cond_broadcast(&rt->taken);
     }
+    rt->worker_done = 1;
+    pthread_cond_broadcast(&rt->taken);
     pthread_mutex_unlock(&rt->lock);
     if (st != OMMA_OK)
         rt_cpu_fail(rt, st, omma_last_error());
     free(picked);
     free(cams);
     free(counts);
+    free(fresh);
     free(frames);
     free(dropped);
     free(faces);
@@ -250,26 +278,30 @@ static omma_status start_thread(rt_cpu_runtime *rt, pthread_t *t, void *(*fn)(vo
     return OMMA_OK;
 }
 
-static omma_status register_metrics(rt_cpu_runtime *rt)
+static omma_status register_camera(rt_cpu_runtime *rt, const rt_cpu_cam *cam)
 {
     metrics_registry *m = rt->cfg.metrics;
     if (!m)
         return OMMA_OK;
-    for (int i = 0; i < rt->n_cams; i++) {
-        const rt_cpu_cam *cam = &rt->cams[i];
-        char name[METRICS_NAME_MAX];
-        if (cam->cfg.name)
-            snprintf(name, sizeof name, "%s", cam->cfg.name);
-        else if (cam->cfg.spec) {
-            int k = snprintf(name, sizeof name, "%d:", i);
-            io_video_url_redacted(cam->cfg.spec, name + k,
-                                  sizeof name - (size_t)k); /* no passwords */
-        } else
-            snprintf(name, sizeof name, "synth%d", i);
-        OMMA_TRY(metrics_add_camera(m, i, name, -1)); /* on no GPU */
-        if (rt->cams[i].src)
-            metrics_camera_set_decoder(m, i, rt_source_get_info(rt->cams[i].src)->decoder);
-    }
+    int i = cam->index;
+    char name[METRICS_NAME_MAX];
+    if (cam->cfg.name)
+        snprintf(name, sizeof name, "%s", cam->cfg.name);
+    else if (cam->cfg.spec) {
+        int k = snprintf(name, sizeof name, "%d:", i);
+        io_video_url_redacted(cam->cfg.spec, name + k, sizeof name - (size_t)k); /* no passwords */
+    } else
+        snprintf(name, sizeof name, "synth%d", i);
+    OMMA_TRY(metrics_add_camera(m, i, name, -1)); /* on no GPU */
+    if (cam->src)
+        metrics_camera_set_decoder(m, i, rt_source_get_info(cam->src)->decoder);
+    return OMMA_OK;
+}
+
+static omma_status register_metrics(rt_cpu_runtime *rt)
+{
+    for (int i = 0; i < rt->n_cams; i++)
+        OMMA_TRY(register_camera(rt, &rt->cams[i]));
     return OMMA_OK;
 }
 
@@ -285,7 +317,8 @@ static omma_status make_drivers(rt_cpu_runtime *rt)
     rt->n_drivers = (synthetic + per - 1) / per;
     rt->drivers = calloc((size_t)rt->n_drivers, sizeof *rt->drivers);
     rt->driver_cams = calloc((size_t)synthetic, sizeof *rt->driver_cams);
-    if (!rt->drivers || !rt->driver_cams)
+    rt->driver_done = calloc((size_t)synthetic, 1);
+    if (!rt->drivers || !rt->driver_cams || !rt->driver_done)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: synthetic drivers");
     int k = 0;
     for (int i = 0; i < rt->n_cams; i++) {
@@ -295,6 +328,7 @@ static omma_status make_drivers(rt_cpu_runtime *rt)
         if (d->count == 0) {
             d->rt = rt;
             d->cams = &rt->driver_cams[k];
+            d->done = &rt->driver_done[k];
             OMMA_TRY(rt_synthetic_create(rt->cfg.photo, &rt->cfg.synthetic, &d->synth));
         }
         d->cams[d->count++] = i;
@@ -333,6 +367,23 @@ static omma_status open_all(rt_cpu_runtime *rt)
 
 static void cpu_destroy(void *impl);
 
+/* Everything of a camera's slot (its thread or driver joined). */
+static void close_slot(rt_cpu_cam *cam)
+{
+    rt_cpu_driver *own = cam->own;
+    if (own) {
+        if (own->started)
+            pthread_join(own->thread, NULL);
+        rt_synthetic_destroy(own->synth);
+        free(own);
+        cam->own = NULL;
+    }
+    rt_cpu_cam_close(cam);
+    free(cam->spec_copy);
+    free(cam->name_copy);
+    cam->spec_copy = cam->name_copy = NULL;
+}
+
 static omma_status cpu_start(const rt_runtime_config *cfg, void **out)
 {
     *out = NULL;
@@ -341,9 +392,10 @@ static omma_status cpu_start(const rt_runtime_config *cfg, void **out)
                          "runtime: the frame bus shares GPU memory: --publish needs the GPU "
                          "backend");
     rt_cpu_runtime *rt = calloc(1, sizeof *rt);
+    int cap = cfg->max_cameras > 0 ? cfg->max_cameras : cfg->n_cameras;
     if (rt) {
-        rt->cams = calloc((size_t)cfg->n_cameras, sizeof *rt->cams);
-        rt->ready_list = calloc((size_t)cfg->n_cameras, sizeof *rt->ready_list);
+        rt->cams = calloc((size_t)cap, sizeof *rt->cams);
+        rt->ready_list = calloc((size_t)cap, sizeof *rt->ready_list);
     }
     if (!rt || !rt->cams || !rt->ready_list) {
         if (rt)
@@ -353,11 +405,15 @@ static omma_status cpu_start(const rt_runtime_config *cfg, void **out)
     }
     rt->cfg = *cfg;
     rt->n_cams = cfg->n_cameras;
+    rt->cap = cap;
     rt->open_cams = cfg->n_cameras;
-    for (int i = 0; i < rt->n_cams; i++) {
+    for (int i = 0; i < rt->cap; i++) {
         rt->cams[i].rt = rt;
         rt->cams[i].index = i;
-        rt->cams[i].cfg = cfg->cameras[i];
+        if (i < rt->n_cams) {
+            rt->cams[i].cfg = cfg->cameras[i];
+            rt->cams[i].state = RT_CPU_SLOT_RUNNING;
+        }
     }
     pthread_mutex_init(&rt->lock, NULL);
     pthread_cond_init(&rt->wake, NULL);
@@ -383,16 +439,18 @@ static void cpu_stop(void *impl)
     rt_cpu_runtime *rt = impl;
     if (!rt || atomic_exchange(&rt->stopping, 1))
         return;
-    for (int i = 0; i < rt->n_cams; i++)
-        rt_source_interrupt(rt->cams[i].src);
     pthread_mutex_lock(&rt->lock);
     /* No frame is put from now on (put checks under the lock), and files
      * waiting for the worker give up theirs. The worker takes the frames
      * ready now, then sees every camera closed, whether or not its thread
-     * is still there to say so. */
-    for (int i = 0; i < rt->n_cams; i++) {
-        rt->cams[i].closed = 1;
-        rt_cpu_cam_queue(&rt->cams[i]);
+     * is still there to say so. Under the lock: a remove closes sources. */
+    for (int i = 0; i < rt->cap; i++) {
+        rt_cpu_cam *cam = &rt->cams[i];
+        if (cam->state != RT_CPU_SLOT_RUNNING && cam->state != RT_CPU_SLOT_REMOVING)
+            continue;
+        rt_source_interrupt(cam->src);
+        cam->closed = 1;
+        rt_cpu_cam_queue(cam);
     }
     pthread_cond_broadcast(&rt->taken);
     pthread_cond_signal(&rt->wake);
@@ -437,7 +495,7 @@ static void cpu_destroy(void *impl)
     (void)cpu_wait(rt, -1);
     if (rt->worker_started)
         pthread_join(rt->worker, NULL);
-    for (int i = 0; i < rt->n_cams; i++)
+    for (int i = 0; i < rt->cap; i++)
         if (rt->cams[i].started)
             pthread_join(rt->cams[i].thread, NULL);
     for (int d = 0; d < rt->n_drivers; d++) {
@@ -445,8 +503,8 @@ static void cpu_destroy(void *impl)
             pthread_join(rt->drivers[d].thread, NULL);
         rt_synthetic_destroy(rt->drivers[d].synth);
     }
-    for (int i = 0; i < rt->n_cams; i++)
-        rt_cpu_cam_close(&rt->cams[i]);
+    for (int i = 0; i < rt->cap; i++)
+        close_slot(&rt->cams[i]);
     omma_face_pipeline_destroy(rt->pipe);
     omma_pose_pipeline_destroy(rt->pose);
     pthread_cond_destroy(&rt->wake);
@@ -455,6 +513,7 @@ static void cpu_destroy(void *impl)
     pthread_mutex_destroy(&rt->lock);
     free(rt->drivers);
     free(rt->driver_cams);
+    free(rt->driver_done);
     free(rt->ready_list);
     free(rt->cams);
     free(rt);
@@ -473,5 +532,182 @@ static void cpu_get_stats(void *impl, rt_runtime_stats *out)
     out->worker_cpu_ns = atomic_load(&rt->worker_cpu_ns);
 }
 
-const rt_backend rt_cpu_backend = {"cpu",    cpu_start,   cpu_stop,
-                                   cpu_wait, cpu_destroy, cpu_get_stats};
+static void cpu_interrupt_camera(void *impl, int index)
+{
+    rt_cpu_runtime *rt = impl;
+    pthread_mutex_lock(&rt->lock);
+    if (index >= 0 && index < rt->cap && rt->cams[index].state == RT_CPU_SLOT_RUNNING) {
+        rt_cpu_cam *cam = &rt->cams[index];
+        atomic_store(&cam->removing, 1);
+        rt_source_interrupt(cam->src);
+        rt_cpu_cam_queue(cam); /* its ready frame out of the list, dropped */
+        pthread_cond_broadcast(&rt->taken); /* a file's thread waiting for the worker */
+    }
+    pthread_mutex_unlock(&rt->lock);
+}
+
+static omma_status cpu_remove_camera(void *impl, int index)
+{
+    rt_cpu_runtime *rt = impl;
+    pthread_mutex_lock(&rt->lock);
+    if (index < 0 || index >= rt->cap || rt->cams[index].state != RT_CPU_SLOT_RUNNING) {
+        int removing =
+            index >= 0 && index < rt->cap && rt->cams[index].state == RT_CPU_SLOT_REMOVING;
+        pthread_mutex_unlock(&rt->lock);
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: camera %d: %s", index,
+                         removing ? "being removed already" : "no such camera");
+    }
+    rt_cpu_cam *cam = &rt->cams[index];
+    cam->state = RT_CPU_SLOT_REMOVING;
+    rt->removals++;
+    atomic_store(&cam->removing, 1);
+    rt_source_interrupt(cam->src);
+    pthread_cond_broadcast(&rt->taken); /* a file's thread waiting for the worker */
+    if (cam->src && !cam->started) { /* its thread never started */
+        cam->closed = 1;
+        rt_cpu_cam_queue(cam);
+    }
+    pthread_mutex_unlock(&rt->lock);
+    /* Its thread (or its own driver) ends it: closed, its ready frame left
+     * for the worker. A start-up driver's camera: the driver lets go. */
+    if (cam->started)
+        pthread_join(cam->thread, NULL);
+    cam->started = 0;
+    if (cam->own && cam->own->started) {
+        pthread_join(cam->own->thread, NULL);
+        cam->own->started = 0;
+    }
+    pthread_mutex_lock(&rt->lock);
+    while (!cam->closed && !rt_cpu_stopping(rt))
+        pthread_cond_wait(&rt->taken, &rt->lock);
+    cam->closed = 1;
+    rt_cpu_cam_queue(cam);
+    while (!(cam->drained && !cam->in_work) && !rt->worker_done)
+        pthread_cond_wait(&rt->taken, &rt->lock);
+    /* Out of stop's reach, then freed outside the lock. */
+    rt_source *src = cam->src;
+    cam->src = NULL;
+    pthread_mutex_unlock(&rt->lock);
+    rt_source_close(src);
+    close_slot(cam);
+    if (rt->cfg.metrics)
+        metrics_remove_camera(rt->cfg.metrics, index);
+    pthread_mutex_lock(&rt->lock);
+    rt->removals--;
+    cam->state = RT_CPU_SLOT_FREE;
+    pthread_mutex_unlock(&rt->lock);
+    return OMMA_OK;
+}
+
+/* Undoes an add that failed before its camera ran: the slot free again. */
+static void unreserve(rt_cpu_runtime *rt, rt_cpu_cam *cam, int registered)
+{
+    if (registered && rt->cfg.metrics)
+        metrics_remove_camera(rt->cfg.metrics, cam->index);
+    close_slot(cam);
+    pthread_mutex_lock(&rt->lock);
+    cam->state = RT_CPU_SLOT_FREE;
+    pthread_mutex_unlock(&rt->lock);
+}
+
+static omma_status copy_string(const char *from, char **to)
+{
+    *to = NULL;
+    if (from && !(*to = strdup(from)))
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: a camera's name");
+    return OMMA_OK;
+}
+
+/* An added synthetic camera's own driver and synthetic source. */
+static omma_status make_own_driver(rt_cpu_runtime *rt, rt_cpu_cam *cam)
+{
+    rt_cpu_driver *d = calloc(1, sizeof *d);
+    if (!d)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: camera %d's driver", cam->index);
+    d->rt = rt;
+    d->one_cam = cam->index;
+    d->cams = &d->one_cam;
+    d->done = &d->one_done;
+    d->count = 1;
+    cam->own = d;
+    return rt_synthetic_create(rt->cfg.photo, &rt->cfg.synthetic, &d->synth);
+}
+
+static omma_status cpu_add_camera(void *impl, const rt_camera_config *cfg, int *index)
+{
+    rt_cpu_runtime *rt = impl;
+    const char *what = cfg->name ? cfg->name : cfg->spec ? "a source's camera" : "synthetic";
+    if (rt->cfg.max_cameras <= 0)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "runtime: camera %s: cameras are added only to a runtime started with "
+                         "max cameras",
+                         what);
+    if (!cfg->spec && !rt->cfg.photo)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: camera %s: synthetic, and no photo", what);
+    pthread_mutex_lock(&rt->lock);
+    int i = 0;
+    while (i < rt->cap && rt->cams[i].state != RT_CPU_SLOT_FREE)
+        i++;
+    if (rt_cpu_stopping(rt) || i == rt->cap) {
+        pthread_mutex_unlock(&rt->lock);
+        if (i == rt->cap)
+            return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                             "runtime: camera %s: no room (max cameras %d, all in use)", what,
+                             rt->cap);
+        return OMMA_FAIL(OMMA_ERR_CLOSED, "runtime: camera %s: the runtime is stopping", what);
+    }
+    rt_cpu_cam *cam = &rt->cams[i];
+    memset(cam, 0, sizeof *cam);
+    cam->rt = rt;
+    cam->index = i;
+    cam->state = RT_CPU_SLOT_RESERVED;
+    pthread_mutex_unlock(&rt->lock);
+
+    cam->cfg = *cfg;
+    int registered = 0;
+    omma_status st = copy_string(cfg->spec, &cam->spec_copy);
+    if (st == OMMA_OK)
+        st = copy_string(cfg->name, &cam->name_copy);
+    cam->cfg.spec = cam->spec_copy;
+    cam->cfg.name = cam->name_copy;
+    if (st == OMMA_OK)
+        st = rt_cpu_cam_open(rt, cam);
+    if (st == OMMA_OK && !cfg->spec)
+        st = make_own_driver(rt, cam);
+    if (st == OMMA_OK && (st = register_camera(rt, cam)) == OMMA_OK)
+        registered = 1;
+    pthread_mutex_lock(&rt->lock);
+    if (st == OMMA_OK && rt_cpu_stopping(rt))
+        st = OMMA_FAIL(OMMA_ERR_CLOSED, "runtime: camera %s: the runtime is stopping", what);
+    if (st == OMMA_OK) {
+        cam->state = RT_CPU_SLOT_RUNNING;
+        cam->fresh = 1;
+        rt->open_cams++;
+    }
+    pthread_mutex_unlock(&rt->lock);
+    if (st != OMMA_OK) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", omma_last_error());
+        unreserve(rt, cam, registered);
+        return OMMA_FAIL(st, "%s", detail);
+    }
+    st = cam->own ? start_thread(rt, &cam->own->thread, rt_cpu_synthetic_driver, cam->own,
+                                 &cam->own->started)
+                  : start_thread(rt, &cam->thread, rt_cpu_cam_thread, cam, &cam->started);
+    if (st != OMMA_OK) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", omma_last_error());
+        pthread_mutex_lock(&rt->lock); /* no thread to end it */
+        cam->closed = 1;
+        rt_cpu_cam_queue(cam);
+        pthread_mutex_unlock(&rt->lock);
+        (void)cpu_remove_camera(rt, i);
+        return OMMA_FAIL(st, "%s", detail);
+    }
+    *index = i;
+    return OMMA_OK;
+}
+
+const rt_backend rt_cpu_backend = {"cpu",          cpu_start,         cpu_stop,
+                                   cpu_wait,       cpu_destroy,       cpu_get_stats,
+                                   cpu_add_camera, cpu_remove_camera, cpu_interrupt_camera};

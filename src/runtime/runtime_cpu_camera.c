@@ -40,6 +40,7 @@ omma_status rt_cpu_cam_open(rt_cpu_runtime *rt, rt_cpu_cam *cam)
     } else {
         rt_source_options so;
         rt_link_watch_init(&cam->link, cfg, cam->index, &so);
+        cam->link.camera_ctx = cam->cfg.ctx;
         so.record = cam->cfg.record;
         if (so.decode == IO_DECODE_GPU)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
@@ -85,7 +86,7 @@ void rt_cpu_cam_queue(rt_cpu_cam *cam)
     if (cam->queued || cam->drained)
         return;
     cam->queued = 1;
-    rt->ready_list[(rt->ready_head + rt->ready_count) % rt->n_cams] = cam->index;
+    rt->ready_list[(rt->ready_head + rt->ready_count) % rt->cap] = cam->index;
     if (rt->ready_count++ == 0)
         pthread_cond_signal(&rt->wake);
 }
@@ -95,7 +96,7 @@ static void report(rt_cpu_cam *cam, metrics_camera_state state, omma_status st, 
     const rt_runtime_config *cfg = &cam->rt->cfg;
     metrics_camera_set_state(cfg->metrics, cam->index, state);
     if (cfg->on_camera) {
-        rt_camera_event e = {cam->index, state, st, detail};
+        rt_camera_event e = {cam->index, state, st, detail, cam->cfg.ctx};
         cfg->on_camera(cfg->ctx, &e);
     }
 }
@@ -151,9 +152,9 @@ static omma_status put(rt_cpu_cam *cam, const omma_frame *f, uint64_t capture_ns
     if (truth)
         b->truth = *truth;
     pthread_mutex_lock(&rt->lock);
-    while (!cam->live && cam->has_ready && !rt_cpu_stopping(rt))
+    while (!cam->live && cam->has_ready && !rt_cpu_stopping(rt) && !atomic_load(&cam->removing))
         pthread_cond_wait(&rt->taken, &rt->lock);
-    if (rt_cpu_stopping(rt)) {
+    if (rt_cpu_stopping(rt) || atomic_load(&cam->removing)) {
         pthread_mutex_unlock(&rt->lock);
         return OMMA_ERR_CLOSED;
     }
@@ -170,14 +171,14 @@ static omma_status put(rt_cpu_cam *cam, const omma_frame *f, uint64_t capture_ns
     return OMMA_OK;
 }
 
-/* No frame of the camera will come after its ready one. */
-static void end_camera(rt_cpu_cam *cam)
+void rt_cpu_cam_end(rt_cpu_cam *cam)
 {
     rt_cpu_runtime *rt = cam->rt;
     pthread_mutex_lock(&rt->lock);
     cam->closed = 1;
     rt_cpu_cam_queue(cam);
     pthread_cond_signal(&rt->wake);
+    pthread_cond_broadcast(&rt->taken); /* a remove waits for it */
     pthread_mutex_unlock(&rt->lock);
 }
 
@@ -194,8 +195,9 @@ static void run_source(rt_cpu_cam *cam)
         uint64_t capture_ns = 0;
         int eof = 0;
         omma_status st = rt_source_read(cam->src, &f, &capture_ns, &eof);
-        if (st == OMMA_ERR_CLOSED || (st == OMMA_OK && rt_cpu_stopping(rt)))
-            return; /* stopped */
+        if (st == OMMA_ERR_CLOSED ||
+            (st == OMMA_OK && (rt_cpu_stopping(rt) || atomic_load(&cam->removing))))
+            return; /* stopped or removed */
         if (st != OMMA_OK) {
             failed(cam, st);
             return;
@@ -218,18 +220,20 @@ void *rt_cpu_cam_thread(void *arg)
 {
     rt_cpu_cam *cam = arg;
     run_source(cam);
-    end_camera(cam);
+    rt_cpu_cam_end(cam);
     rt_cpu_thread_ended(cam->rt);
     return NULL;
 }
 
-/* Sleeps until t_ns, in steps of at most 100 ms so that a stop is seen
- * soon at low frame rates. */
-static void sleep_until(const rt_cpu_runtime *rt, uint64_t t_ns)
+/* Sleeps until t_ns, in steps of at most 100 ms so that a stop (or the
+ * removal of an added camera's own driver's camera) is seen soon at low
+ * frame rates. */
+static void sleep_until(const rt_cpu_runtime *rt, const rt_cpu_driver *d, uint64_t t_ns)
 {
     for (;;) {
         uint64_t now = core_now_ns();
-        if (now >= t_ns || rt_cpu_stopping(rt))
+        if (now >= t_ns || rt_cpu_stopping(rt) ||
+            (d->cams == &d->one_cam && atomic_load(&rt->cams[d->one_cam].removing)))
             return;
         uint64_t until = t_ns - now > 100000000u ? now + 100000000u : t_ns;
         struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
@@ -269,17 +273,21 @@ void *rt_cpu_synthetic_driver(void *arg)
     uint64_t period = (uint64_t)(1e9 / rt->cfg.synthetic.fps), t0 = core_now_ns();
     int live = d->count;
     for (long k = 0; live > 0 && !rt_cpu_stopping(rt); k++) {
-        sleep_until(rt, t0 + (uint64_t)k * period);
+        sleep_until(rt, d, t0 + (uint64_t)k * period);
         for (int i = 0; i < d->count && !rt_cpu_stopping(rt); i++) {
             rt_cpu_cam *cam = &rt->cams[d->cams[i]];
-            if (!cam->done && !put_synthetic(d, cam, k)) {
-                cam->done = 1;
+            if (d->done[i])
+                continue; /* its slot may be another camera's by now */
+            if (atomic_load(&cam->removing) || !put_synthetic(d, cam, k)) {
+                d->done[i] = 1;
                 live--;
+                rt_cpu_cam_end(cam); /* the last touch: a remove waits for it */
             }
         }
     }
     for (int i = 0; i < d->count; i++)
-        end_camera(&rt->cams[d->cams[i]]);
+        if (!d->done[i])
+            rt_cpu_cam_end(&rt->cams[d->cams[i]]);
     rt_cpu_thread_ended(rt);
     return NULL;
 }

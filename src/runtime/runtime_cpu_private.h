@@ -9,7 +9,16 @@
  * `ready` under the runtime's lock; the worker swaps `ready` with `work`
  * and runs the pipeline on `work` outside the lock. A live camera replaces
  * a ready frame the worker has not taken yet (the worker sees the gap in
- * seq and counts it dropped); a file waits until the worker took it. */
+ * seq and counts it dropped); a file waits until the worker took it.
+ *
+ * Cameras added and removed live (rt_runtime_add_camera): the cameras'
+ * array has room for max_cameras from the start (the worker and the
+ * cameras' threads hold pointers into it); a slot is free, reserved (being
+ * opened by an add), running or being removed (state, under the lock).
+ * Removing interrupts the camera's source (its thread or driver then ends
+ * it as a source that ended: closed), waits until the worker drained it
+ * (closed, nothing ready, no frame of it in a batch: in_work 0), then frees
+ * it. */
 #ifndef OMMA_RUNTIME_RUNTIME_CPU_PRIVATE_H
 #define OMMA_RUNTIME_RUNTIME_CPU_PRIVATE_H
 
@@ -34,10 +43,22 @@ typedef struct rt_cpu_frame {
     omma_box truth; /* synthetic cameras: the face's true box */
 } rt_cpu_frame;
 
+typedef enum rt_cpu_slot {
+    RT_CPU_SLOT_FREE = 0,
+    RT_CPU_SLOT_RESERVED, /* an add opens it, outside the lock */
+    RT_CPU_SLOT_RUNNING,
+    RT_CPU_SLOT_REMOVING, /* a remove waits for its last frame */
+} rt_cpu_slot;
+
+typedef struct rt_cpu_driver rt_cpu_driver;
+
 typedef struct rt_cpu_cam {
     rt_cpu_runtime *rt;
     int index;
     rt_camera_config cfg;
+    char *spec_copy, *name_copy; /* an added camera's: cfg's strings */
+    rt_cpu_driver *own; /* an added synthetic camera's driver (one camera) */
+    atomic_int removing; /* its source's thread or driver ends it */
     rt_source *src; /* NULL: synthetic */
     rt_link_watch link; /* its status to the metrics (runtime_link.h) */
     int live;
@@ -49,8 +70,10 @@ typedef struct rt_cpu_cam {
     /* Camera thread (or driver) only. */
     int write; /* index in bufs */
     uint64_t seq_put; /* frames put so far */
-    int done; /* synthetic: its driver ended it */
     /* Under the runtime's lock. */
+    rt_cpu_slot state;
+    int in_work; /* a frame of it is in the worker's batch */
+    int fresh; /* added into a slot: its tracker is reset before its first batch */
     int ready, work; /* indices in bufs */
     int has_ready; /* bufs[ready] holds a frame not taken yet */
     int queued; /* in the ready list */
@@ -62,21 +85,26 @@ typedef struct rt_cpu_cam {
 
 /* A thread driving synthetic cameras (synthetic_per_thread of them) with
  * one synthetic source rendering each camera's frames in turn. */
-typedef struct rt_cpu_driver {
+struct rt_cpu_driver {
     rt_cpu_runtime *rt;
     int *cams, count;
+    char *done; /* per camera: ended or removed; the driver no longer touches it */
     rt_synthetic *synth;
     pthread_t thread;
     int started;
-} rt_cpu_driver;
+    int one_cam; /* an added camera's own driver: cams, done point here */
+    char one_done;
+};
 
 struct rt_cpu_runtime {
     rt_runtime_config cfg;
-    int n_cams;
+    int n_cams; /* at the start */
+    int cap; /* slots in cams: n_cams, or cfg.max_cameras */
     rt_cpu_cam *cams;
     rt_cpu_driver *drivers;
     int n_drivers;
     int *driver_cams;
+    char *driver_done;
     omma_face_pipeline *pipe;
     omma_pose_pipeline *pose; /* cfg.pose's; NULL: no pose */
     pthread_t worker;
@@ -89,6 +117,8 @@ struct rt_cpu_runtime {
     int *ready_list; /* ring of camera indices with a frame ready or closed */
     int ready_head, ready_count;
     int open_cams; /* cameras not drained */
+    int removals; /* removes under way: the worker tells `taken` after each batch */
+    int worker_done;
     int threads_left;
     omma_status error;
     char error_detail[512];
@@ -110,6 +140,8 @@ omma_status rt_cpu_cam_open(rt_cpu_runtime *rt, rt_cpu_cam *cam);
 void rt_cpu_cam_close(rt_cpu_cam *cam);
 void *rt_cpu_cam_thread(void *arg); /* a source's camera */
 void *rt_cpu_synthetic_driver(void *arg); /* an rt_cpu_driver */
+/* The camera's end: no frame of it will come after its ready one. */
+void rt_cpu_cam_end(rt_cpu_cam *cam);
 /* Under the runtime's lock: puts the camera in the ready list (once). */
 void rt_cpu_cam_queue(rt_cpu_cam *cam);
 

@@ -30,7 +30,7 @@ static void observe(void *ctx, const rt_source_status *st)
     else
         snprintf(detail, sizeof detail, "reconnected (%ld reconnection%s so far)", st->reconnects,
                  st->reconnects == 1 ? "" : "s");
-    rt_camera_event e = {w->camera, state, OMMA_OK, detail};
+    rt_camera_event e = {w->camera, state, OMMA_OK, detail, w->camera_ctx};
     cfg->on_camera(cfg->ctx, &e);
 }
 
@@ -39,6 +39,7 @@ void rt_link_watch_init(rt_link_watch *w, const rt_runtime_config *cfg, int came
 {
     w->cfg = cfg;
     w->camera = camera;
+    w->camera_ctx = NULL;
     w->state = RT_LINK_CONNECTED;
     w->attempt = 0;
     *opt = cfg->source;

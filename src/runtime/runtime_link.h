@@ -9,6 +9,7 @@
 typedef struct rt_link_watch {
     const rt_runtime_config *cfg;
     int camera;
+    void *camera_ctx; /* its rt_camera_config's ctx, for the events */
     rt_link_state state; /* the last state seen */
     int attempt; /* the last attempt seen */
 } rt_link_watch;

@@ -35,5 +35,18 @@ static void none_get_stats(void *impl, rt_runtime_stats *out)
     memset(out, 0, sizeof *out);
 }
 
-const rt_backend rt_gpu_backend = {"gpu (not built)", none_start,   none_stop,
-                                   none_wait,         none_destroy, none_get_stats};
+static omma_status none_add_camera(void *impl, const rt_camera_config *cam, int *index)
+{
+    (void)impl, (void)cam, (void)index;
+    return GPU_NONE_FAIL("the GPU runtime");
+}
+
+static omma_status none_remove_camera(void *impl, int index)
+{
+    (void)impl, (void)index;
+    return GPU_NONE_FAIL("the GPU runtime");
+}
+
+const rt_backend rt_gpu_backend = {"gpu (not built)", none_start,         none_stop,
+                                   none_wait,         none_destroy,       none_get_stats,
+                                   none_add_camera,   none_remove_camera, NULL};

@@ -392,7 +392,8 @@ static void report(rt_gpu *g, const rt_batch *b, uint64_t done_ns)
                        .faces = g->faces + (size_t)i * (size_t)max_faces,
                        .width = cam->fmt.width,
                        .height = cam->fmt.height,
-                       .fps = cam->fps};
+                       .fps = cam->fps,
+                       .camera_ctx = cam->cfg.ctx};
         if (rt_cam_synthetic(cam) && g->pool) {
             (void)rt_synthetic_pool_frame(g->pool, rt_cam_pool_frame(cam, b->seq[i]), &truth);
             r.truth = &truth;

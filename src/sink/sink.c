@@ -35,6 +35,7 @@ struct sink {
     pthread_cond_t cond;
     sink_msg **ring;
     int cap, head, count;
+    int held; /* taken by the sender, not yet sent or put back */
     int closing, stop;
     char last_error[SINK_ERROR_MAX];
     pthread_t thread;
@@ -177,13 +178,18 @@ static void timed_wait(sink *s, uint64_t ns)
     pthread_cond_timedwait(&s->cond, &s->lock, &ts);
 }
 
+/* Messages the sender takes from the backlog under one lock. */
+#define SEND_BATCH 64
+
 static void *sender(void *arg)
 {
     sink *s = arg;
     int since_poll = 0;
+    sink_msg *batch[SEND_BATCH];
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
-        if (s->count == 0 || inflight(s) >= (uint64_t)s->window) {
+        uint64_t busy = inflight(s);
+        if (s->count == 0 || busy >= (uint64_t)s->window) {
             pthread_mutex_unlock(&s->lock);
             s->backend->poll(s->impl, 0);
             since_poll = 0;
@@ -192,35 +198,48 @@ static void *sender(void *arg)
                 timed_wait(s, IDLE_WAIT_NS);
             continue;
         }
-        sink_msg *m = pop(s);
+        /* Up to SEND_BATCH, within the window: one lock round per batch. */
+        uint64_t room = (uint64_t)s->window - busy;
+        int nb = 0;
+        while (nb < SEND_BATCH && (uint64_t)nb < room && s->count > 0)
+            batch[nb++] = pop(s);
+        s->held = nb;
         pthread_mutex_unlock(&s->lock);
-        if (m->lease && s->fence && !s->fence(s->fence_ctx, m->key, m->lease)) {
-            sink_msg_free(m); /* its camera's lease ended: another node owns it */
-            atomic_fetch_add(&s->fenced, 1);
-            atomic_fetch_add(&s->dropped, 1);
-            pthread_mutex_lock(&s->lock);
-            continue;
-        }
-        omma_status st = s->backend->send(s->impl, m);
-        if (st == OMMA_OK) {
+        int i = 0;
+        omma_status st = OMMA_OK;
+        for (; i < nb; i++) {
+            sink_msg *m = batch[i];
+            if (m->lease && s->fence && !s->fence(s->fence_ctx, m->key, m->lease)) {
+                sink_msg_free(m); /* its camera's lease ended: another node owns it */
+                atomic_fetch_add(&s->fenced, 1);
+                atomic_fetch_add(&s->dropped, 1);
+                continue;
+            }
+            st = s->backend->send(s->impl, m);
+            if (st != OMMA_OK)
+                break;
             atomic_fetch_add(&s->sent, 1);
             sink_msg_free(m);
             if (++since_poll >= 64) {
                 s->backend->poll(s->impl, 0);
                 since_poll = 0;
             }
-            pthread_mutex_lock(&s->lock);
-            continue;
         }
         pthread_mutex_lock(&s->lock);
+        s->held = 0;
+        if (i == nb)
+            continue;
+        /* The ones not sent back to the head, in their order. */
+        for (int k = nb - 1; k > i; k--)
+            push(s, batch[k], 1);
         if (st == OMMA_ERR_BUSY) {
-            push(s, m, 1);
+            push(s, batch[i], 1);
             pthread_mutex_unlock(&s->lock);
             s->backend->poll(s->impl, 5);
             since_poll = 0;
             pthread_mutex_lock(&s->lock);
         } else { /* refused for good (the backend said why) */
-            sink_msg_free(m);
+            sink_msg_free(batch[i]);
             atomic_fetch_add(&s->failed, 1);
             atomic_fetch_add(&s->sent, 1);
             atomic_fetch_add(&s->dropped, 1);
@@ -497,7 +516,7 @@ omma_status sink_flush(sink *s, int timeout_ms)
     uint64_t deadline = core_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
     for (;;) {
         pthread_mutex_lock(&s->lock);
-        int empty = s->count == 0 && inflight(s) == 0;
+        int empty = s->count == 0 && s->held == 0 && inflight(s) == 0;
         pthread_mutex_unlock(&s->lock);
         if (empty)
             return OMMA_OK;
@@ -542,6 +561,11 @@ void sink_get_stats(sink *s, sink_stats *out)
 int sink_probe_subject(const sink *s, char *out, size_t cap)
 {
     return sink_expand(s->template, s->site, s->node, "cam0", out, cap) < 0 ? -1 : 0;
+}
+
+int sink_window(const sink *s)
+{
+    return s->window;
 }
 
 const char *sink_name(const sink *s)

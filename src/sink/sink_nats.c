@@ -1,12 +1,21 @@
 #define _POSIX_C_SOURCE 200809L
 /* The NATS JetStream sink (libnats): asynchronous publishes, each with a
- * Nats-Msg-Id, acknowledged by JetStream through the ack handler; refused
- * ones go back to the backlog after a pause; those not acknowledged within
- * ack_timeout_ms (a server gone with the reply) are sent again (JetStream
- * drops the duplicates by their id). After a refusal only one publish is
- * in flight until one is acknowledged. libnats reconnects (backoff from
- * 100 ms to 2 s) and holds what is published meanwhile in its reconnect
- * buffer. */
+ * Nats-Msg-Id, acknowledged by JetStream; refused ones go back to the
+ * backlog after a pause; those not acknowledged within ack_timeout_ms (a
+ * server gone with the reply) are sent again (JetStream drops the
+ * duplicates by their id). After a refusal only one publish is in flight
+ * until one is acknowledged. libnats reconnects (backoff from 100 ms to
+ * 2 s) and holds what is published meanwhile in its reconnect buffer.
+ *
+ * The publishes are JetStream's protocol on core NATS, not libnats's
+ * js_PublishMsgAsync (a reply token, a hash entry and a JSON parse per
+ * message: 8-14 us of CPU each): every publish's reply subject is this
+ * connection's inbox and its number (INBOX.N), one subscription takes the
+ * acknowledgements of all, and the message waits for its own in a table
+ * indexed by N (power of two slots, at least twice the sink's window): an
+ * ack is a lookup and a test of its first bytes ({"error" or a status
+ * message: refused). */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +29,27 @@
 #if OMMA_HAVE_NATS
 #include <nats/nats.h>
 
+/* A publish waiting for its acknowledgement. */
+typedef struct nats_pending {
+    natsMsg *msg; /* NULL: a free slot */
+    uint64_t n; /* its number, in its reply subject */
+    uint64_t sent_ns; /* published (or sent again) */
+} nats_pending;
+
 typedef struct nats_sink {
     sink *s;
     const char *name;
     natsOptions *opts;
     natsConnection *nc;
-    jsCtx *js; /* NULL with jetstream=0: core NATS publishes, no acks */
+    int jetstream; /* 0 with jetstream=0: core NATS publishes, no acks */
+    natsInbox *inbox; /* the acks' subjects: INBOX.N */
+    size_t inbox_len;
+    natsSubscription *acks;
+    pthread_mutex_t lock; /* the table */
+    nats_pending *table;
+    uint64_t mask; /* slots - 1 */
+    uint64_t next_n; /* the sender's */
+    atomic_int connected;
     atomic_uint_fast64_t handed, answered; /* publishes, and acks or errors for them */
     atomic_uint_fast64_t pause_until_ns; /* after a refusal: wait before sending more */
     atomic_uint_fast64_t pause_ns; /* that wait: 100 ms doubling to 2 s, reset by an ack */
@@ -38,6 +62,7 @@ static void on_disconnected(natsConnection *nc, void *closure)
 {
     (void)nc;
     nats_sink *n = closure;
+    atomic_store(&n->connected, 0);
     sink_set_connected(n->s, 0);
     if (!atomic_load(&n->closing))
         sink_set_error(n->s, "disconnected; reconnecting");
@@ -47,6 +72,7 @@ static void on_reconnected(natsConnection *nc, void *closure)
 {
     (void)nc;
     nats_sink *n = closure;
+    atomic_store(&n->connected, 1);
     sink_set_connected(n->s, 1);
 }
 
@@ -54,6 +80,7 @@ static void on_closed(natsConnection *nc, void *closure)
 {
     (void)nc;
     nats_sink *n = closure;
+    atomic_store(&n->connected, 0);
     atomic_store(&n->closed, 1);
 }
 
@@ -75,29 +102,67 @@ static int64_t reconnect_delay(natsConnection *nc, int attempts, void *closure)
     return ms < 2000 ? ms : 2000;
 }
 
-static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+/* A publish refused, or not answered and not sent again: back to the
+ * backlog (the core counts it failed). */
+static void give_back(nats_sink *n, natsMsg *msg, const char *error)
 {
-    (void)js;
-    nats_sink *n = closure;
+    const char *id = NULL;
+    natsMsgHeader_Get(msg, "Nats-Msg-Id", &id);
     atomic_fetch_add(&n->answered, 1);
-    if (pa) {
+    sink_failed(n->s, error, natsMsg_GetSubject(msg), NULL, id, natsMsg_GetData(msg),
+                (size_t)natsMsg_GetDataLength(msg), 1);
+}
+
+/* An acknowledgement: INBOX.N's publish is stored, or refused
+ * ({"error":...}, or a status message such as "no responders": no
+ * stream). */
+static void on_ack(nats_sink *n, natsMsg *ack)
+{
+    const char *subject = natsMsg_GetSubject(ack);
+    const char *data = natsMsg_GetData(ack);
+    int len = natsMsg_GetDataLength(ack);
+    uint64_t num = 0;
+    int ok_subject = subject && strlen(subject) > n->inbox_len + 1;
+    for (const char *c = ok_subject ? subject + n->inbox_len + 1 : ""; *c; c++)
+        num = num * 10 + (uint64_t)(*c - '0');
+    int refused = len <= 0 || !data || natsMsg_IsNoResponders(ack) ||
+                  (len >= 8 && !memcmp(data, "{\"error\"", 8));
+    pthread_mutex_lock(&n->lock);
+    nats_pending *p = &n->table[num & n->mask];
+    natsMsg *msg = NULL;
+    if (ok_subject && p->msg && p->n == num) {
+        msg = p->msg;
+        p->msg = NULL;
+    }
+    pthread_mutex_unlock(&n->lock);
+    if (!msg) { /* a duplicate answer (sent again), or one of a publish given up */
+        natsMsg_Destroy(ack);
+        return;
+    }
+    if (!refused) {
+        atomic_fetch_add(&n->answered, 1);
         sink_acked(n->s, 1);
         atomic_store(&n->pause_ns, 0);
     } else {
         char err[SINK_ERROR_MAX];
-        snprintf(err, sizeof err, "publish to %s refused: %s", natsMsg_GetSubject(msg),
-                 pae && pae->ErrText ? pae->ErrText
-                                     : natsStatus_GetText(pae ? pae->Err : NATS_ERR));
-        const char *id = NULL;
-        natsMsgHeader_Get(msg, "Nats-Msg-Id", &id);
-        sink_failed(n->s, err, natsMsg_GetSubject(msg), NULL, id, natsMsg_GetData(msg),
-                    (size_t)natsMsg_GetDataLength(msg), 1);
+        const char *desc = data && len > 0 ? strstr(data, "\"description\":\"") : NULL;
+        if (desc) {
+            desc += 15;
+            const char *q = strchr(desc, '"');
+            snprintf(err, sizeof err, "publish to %s refused: %.*s", natsMsg_GetSubject(msg),
+                     (int)(q ? q - desc : (long)strlen(desc)), desc);
+        } else {
+            snprintf(err, sizeof err, "publish to %s refused: %s", natsMsg_GetSubject(msg),
+                     len > 0 ? data : "no responders (no stream holds the subject)");
+        }
+        give_back(n, msg, err);
         uint64_t pause = atomic_load(&n->pause_ns);
         pause = pause ? (pause < 1000000000u ? pause * 2 : 2000000000u) : 100000000u;
         atomic_store(&n->pause_ns, pause);
         atomic_store(&n->pause_until_ns, core_now_ns() + pause);
     }
     natsMsg_Destroy(msg);
+    natsMsg_Destroy(ack);
 }
 
 static omma_status nats_fail(const char *name, natsStatus s, const char *what)
@@ -111,21 +176,34 @@ static omma_status nats_fail(const char *name, natsStatus s, const char *what)
                      detail && *detail ? ": " : "", detail ? detail : "");
 }
 
+/* The acknowledgements come to a synchronous subscription, taken here by
+ * the sender thread in bulk (between sends, when idle): no thread of
+ * libnats's woken per message to hand each one over. */
+static void take_acks(nats_sink *n)
+{
+    natsMsg *ack = NULL;
+    while (n->acks && natsSubscription_NextMsg(&ack, n->acks, 0) == NATS_OK)
+        on_ack(n, ack);
+}
+
+static uint64_t unanswered(nats_sink *n)
+{
+    uint64_t handed = atomic_load(&n->handed), answered = atomic_load(&n->answered);
+    return handed > answered ? handed - answered : 0;
+}
+
 static void close_nats(void *impl)
 {
     nats_sink *n = impl;
     if (!n)
         return;
     atomic_store(&n->closing, 1);
-    if (n->js && atomic_load(&n->handed) > 0) {
-        jsPubOptions po;
-        jsPubOptions_Init(&po);
-        po.MaxWait = 100;
-        js_PublishAsyncComplete(n->js, &po);
-        /* What is still unacknowledged is the core's to count. */
-        natsMsgList pending = {0};
-        if (js_PublishAsyncGetPendingList(&pending, n->js) == NATS_OK)
-            natsMsgList_Destroy(&pending);
+    /* The last acknowledgements, 100 ms at most; what is still
+     * unacknowledged is the core's to count. */
+    for (int i = 0; i < 50 && n->table && unanswered(n) > 0 && atomic_load(&n->connected); i++) {
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+        take_acks(n);
     }
     /* libnats calls back from its own threads, even after Close returns:
      * drain (the acks' subscription delivers what it holds), close, and
@@ -138,11 +216,17 @@ static void close_nats(void *impl)
             nanosleep(&ts, NULL);
         }
     }
-    if (n->js)
-        jsCtx_Destroy(n->js);
+    natsSubscription_Destroy(n->acks);
     if (n->nc)
         natsConnection_Destroy(n->nc);
     natsOptions_Destroy(n->opts);
+    if (n->table) {
+        for (uint64_t i = 0; i <= n->mask; i++)
+            natsMsg_Destroy(n->table[i].msg);
+        free(n->table);
+        pthread_mutex_destroy(&n->lock);
+    }
+    natsInbox_Destroy(n->inbox);
     free(n);
 }
 
@@ -170,6 +254,35 @@ static omma_status check_stream(nats_sink *n, const char *subject, int timeout_m
                          "sink %s: no JetStream stream holds the subject %s (create one, e.g. "
                          "with subjects omma.>)",
                          n->name, subject);
+    return OMMA_OK;
+}
+
+/* The acknowledgements' inbox, its subscription and the table. */
+static omma_status open_acks(nats_sink *n, int window)
+{
+    uint64_t slots = 64;
+    while (slots < 2 * (uint64_t)window)
+        slots *= 2;
+    n->table = calloc(slots, sizeof *n->table);
+    if (!n->table)
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "sink %s: out of memory", n->name);
+    n->mask = slots - 1;
+    pthread_mutex_init(&n->lock, NULL);
+    natsStatus ns = natsInbox_Create(&n->inbox);
+    char subject[256];
+    if (ns == NATS_OK) {
+        n->inbox_len = strlen(n->inbox);
+        if (n->inbox_len > 200) /* INBOX.N fits send_nats's buffer */
+            ns = NATS_ERR;
+    }
+    if (ns == NATS_OK) {
+        snprintf(subject, sizeof subject, "%s.*", n->inbox);
+        ns = natsConnection_SubscribeSync(&n->acks, n->nc, subject);
+    }
+    if (ns == NATS_OK) /* as many acks as publishes may be in flight */
+        ns = natsSubscription_SetPendingLimits(n->acks, -1, -1);
+    if (ns != NATS_OK)
+        return nats_fail(n->name, ns, "the acknowledgements' subscription");
     return OMMA_OK;
 }
 
@@ -240,6 +353,7 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
         st = nats_fail(name, ns, "cannot connect");
         goto fail;
     }
+    atomic_store(&n->connected, 1);
     sink_set_connected(s, 1);
     long jetstream = 1, check = 1;
     st = sink_url_int(u, name, "jetstream", 0, 1, 1, &jetstream);
@@ -247,20 +361,11 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
         st = sink_url_int(u, name, "check_stream", 0, 1, 1, &check);
     if (st != OMMA_OK)
         goto fail;
+    n->jetstream = (int)jetstream;
     if (jetstream) {
-        jsOptions jo;
-        jsOptions_Init(&jo);
-        jo.PublishAsync.MaxPending = 1000000;
-        jo.PublishAsync.AckHandler = on_ack;
-        jo.PublishAsync.AckHandlerClosure = n;
-        jo.PublishAsync.StallWait = 1;
-        ns = natsConnection_JetStream(&n->js, n->nc, &jo);
-        if (ns != NATS_OK) {
-            st = nats_fail(name, ns, "JetStream context");
-            goto fail;
-        }
+        st = open_acks(n, sink_window(s));
         char subject[SINK_SUBJECT_MAX + 1];
-        if (check && sink_probe_subject(s, subject, sizeof subject) == 0)
+        if (st == OMMA_OK && check && sink_probe_subject(s, subject, sizeof subject) == 0)
             st = check_stream(n, subject, o->connect_timeout_ms);
         if (st != OMMA_OK)
             goto fail;
@@ -275,65 +380,105 @@ fail:
 static omma_status send_nats(void *impl, const sink_msg *m)
 {
     nats_sink *n = impl;
-    uint64_t now = core_now_ns();
-    if (now < atomic_load(&n->pause_until_ns) ||
-        natsConnection_Status(n->nc) != NATS_CONN_STATUS_CONNECTED)
+    if (!atomic_load_explicit(&n->connected, memory_order_relaxed))
+        return OMMA_ERR_BUSY;
+    if (atomic_load_explicit(&n->pause_until_ns, memory_order_relaxed) &&
+        core_now_ns() < atomic_load(&n->pause_until_ns))
         return OMMA_ERR_BUSY;
     /* After a refusal, one publish at a time until one is acknowledged: a
      * probe, not the whole backlog refused again. */
-    if (atomic_load(&n->pause_ns) && atomic_load(&n->handed) != atomic_load(&n->answered))
+    if (atomic_load_explicit(&n->pause_ns, memory_order_relaxed) && unanswered(n) > 0)
         return OMMA_ERR_BUSY;
-    if (!n->js) { /* core NATS: written is all we learn */
+    if (!n->jetstream) { /* core NATS: written is all we learn */
         natsStatus cs = natsConnection_Publish(n->nc, m->subject, m->data, (int)m->len);
         if (cs != NATS_OK)
             return OMMA_ERR_BUSY; /* disconnected, reconnect buffer full */
         sink_acked(n->s, 1);
         return OMMA_OK;
     }
+    uint64_t num = n->next_n;
+    nats_pending *p = &n->table[num & n->mask];
+    /* INBOX.N, without printf (a few hundred ns a message). */
+    char reply[256], digits[24];
+    int nd = 0;
+    for (uint64_t v = num; nd == 0 || v > 0; v /= 10)
+        digits[nd++] = (char)('0' + v % 10);
+    memcpy(reply, n->inbox, n->inbox_len);
+    reply[n->inbox_len] = '.';
+    for (int i = 0; i < nd; i++)
+        reply[n->inbox_len + 1 + (size_t)i] = digits[nd - 1 - i];
+    reply[n->inbox_len + 1 + (size_t)nd] = 0;
     natsMsg *msg = NULL;
-    natsStatus s = natsMsg_Create(&msg, m->subject, NULL, (const char *)m->data, (int)m->len);
-    if (s != NATS_OK)
+    natsStatus s = natsMsg_Create(&msg, m->subject, reply, (const char *)m->data, (int)m->len);
+    if (s == NATS_OK)
+        s = natsMsgHeader_Set(msg, "Nats-Msg-Id", m->id);
+    if (s != NATS_OK) {
+        natsMsg_Destroy(msg);
         return OMMA_ERR_BUSY;
-    jsPubOptions po;
-    jsPubOptions_Init(&po);
-    po.MsgId = m->id;
-    s = js_PublishMsgAsync(n->js, &msg, &po);
-    natsMsg_Destroy(msg); /* NULL when the library took it */
-    if (s != NATS_OK)
-        return OMMA_ERR_BUSY; /* stalled, disconnected, reconnect buffer full */
+    }
+    /* In the table before it is sent: its ack may come at once. */
+    pthread_mutex_lock(&n->lock);
+    if (p->msg) { /* an old publish still unanswered in its slot: wait */
+        pthread_mutex_unlock(&n->lock);
+        natsMsg_Destroy(msg);
+        return OMMA_ERR_BUSY;
+    }
+    p->msg = msg;
+    p->n = num;
+    p->sent_ns = core_now_ns();
+    pthread_mutex_unlock(&n->lock);
+    s = natsConnection_PublishMsg(n->nc, msg);
+    if (s != NATS_OK) { /* disconnected, reconnect buffer full */
+        pthread_mutex_lock(&n->lock);
+        int still = p->msg == msg;
+        p->msg = NULL;
+        pthread_mutex_unlock(&n->lock);
+        if (still)
+            natsMsg_Destroy(msg);
+        return OMMA_ERR_BUSY;
+    }
+    n->next_n = num + 1;
     atomic_fetch_add(&n->handed, 1);
     return OMMA_OK;
 }
 
-/* Unanswered publishes with no answer for ack_timeout_ns are sent again. */
+/* Publishes with no answer for ack_timeout_ns are sent again (the same
+ * Nats-Msg-Id: JetStream keeps one); those that cannot be (disconnected)
+ * go back to the backlog. */
 static void poll_nats(void *impl, int timeout_ms)
 {
     nats_sink *n = impl;
+    take_acks(n);
     uint64_t now = core_now_ns(), answered = atomic_load(&n->answered);
     if (answered != n->seen_answered || atomic_load(&n->handed) == answered) {
         n->seen_answered = answered;
         n->progress_ns = now;
-    } else if (now - n->progress_ns > (uint64_t)n->ack_timeout_ns &&
-               natsConnection_Status(n->nc) == NATS_CONN_STATUS_CONNECTED) {
-        natsMsgList pending = {0};
-        if (js_PublishAsyncGetPendingList(&pending, n->js) == NATS_OK) {
-            int resent = 0;
-            for (int i = 0; i < pending.Count; i++)
-                if (js_PublishMsgAsync(n->js, &pending.Msgs[i], NULL) == NATS_OK)
-                    resent++;
-            sink_set_error(n->s, "%d publishes unacknowledged after %lld ms: sent again", resent,
-                           (long long)(n->ack_timeout_ns / 1000000));
-            for (int i = 0; i < pending.Count; i++)
-                if (pending.Msgs[i]) { /* not resent: back to the backlog */
-                    natsMsg *msg = pending.Msgs[i];
-                    const char *id = NULL;
-                    natsMsgHeader_Get(msg, "Nats-Msg-Id", &id);
-                    atomic_fetch_add(&n->answered, 1);
-                    sink_failed(n->s, NULL, natsMsg_GetSubject(msg), NULL, id, natsMsg_GetData(msg),
-                                (size_t)natsMsg_GetDataLength(msg), 1);
-                }
-            natsMsgList_Destroy(&pending);
+    } else if (n->jetstream && now - n->progress_ns > (uint64_t)n->ack_timeout_ns &&
+               atomic_load(&n->connected)) {
+        int resent = 0, back = 0;
+        for (uint64_t i = 0; i <= n->mask; i++) {
+            pthread_mutex_lock(&n->lock);
+            nats_pending *p = &n->table[i];
+            natsMsg *msg = p->msg;
+            int due = msg && now - p->sent_ns > (uint64_t)n->ack_timeout_ns;
+            if (due)
+                p->sent_ns = now;
+            /* Sent under the lock: its ack cannot free it meanwhile. */
+            natsStatus s = due ? natsConnection_PublishMsg(n->nc, msg) : NATS_OK;
+            if (due && s != NATS_OK)
+                p->msg = NULL;
+            pthread_mutex_unlock(&n->lock);
+            if (due && s == NATS_OK)
+                resent++;
+            if (due && s != NATS_OK) {
+                give_back(n, msg, NULL);
+                natsMsg_Destroy(msg);
+                back++;
+            }
         }
+        sink_set_error(n->s, "%d publishes unacknowledged after %lld ms: sent again%s", resent,
+                       (long long)(n->ack_timeout_ns / 1000000),
+                       back ? "; others back to the backlog" : "");
         n->progress_ns = now;
     }
     if (timeout_ms > 0) {

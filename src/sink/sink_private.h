@@ -81,6 +81,9 @@ void sink_set_error(sink *s, const char *fmt, ...)
  * Returns 0, or -1 when it does not fit in cap. */
 int sink_probe_subject(const sink *s, char *out, size_t cap);
 
+/* The sink's window: messages sent and not yet acknowledged, at most. */
+int sink_window(const sink *s);
+
 /* Expands {site}, {node}, {camera} of template into out (cap bytes).
  * Returns the length, or -1 when it does not fit. */
 int sink_expand(const char *template, const char *site, const char *node, const char *camera,

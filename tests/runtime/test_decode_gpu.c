@@ -69,7 +69,7 @@ static int run_clips_of(const char *const *specs, long max_frames, io_decode dec
     pthread_mutex_init(&c->lock, NULL);
     rt_camera_config cams[CAMS];
     for (int i = 0; i < CAMS; i++)
-        cams[i] = (rt_camera_config){specs[i], NULL, max_frames, NULL};
+        cams[i] = (rt_camera_config){specs[i], NULL, max_frames, NULL, NULL};
     int gpus[1] = {0};
     rt_runtime_config cfg;
     rt_runtime_config_init(&cfg);

@@ -9,7 +9,7 @@
 #include "support/face_inputs.h"
 #include "testing.h"
 
-static rt_camera_config cams[2] = {{NULL, NULL, 1, NULL}, {NULL, NULL, 1, NULL}};
+static rt_camera_config cams[2] = {{NULL, NULL, 1, NULL, NULL}, {NULL, NULL, 1, NULL, NULL}};
 static int gpus[2] = {0, 0};
 static io_image photo = {2, 2, (uint8_t[12]){0}};
 

@@ -268,16 +268,16 @@ static void test_files_match_single_camera(void)
     rt_camera_config cams[MAX_CAMS];
     int n = 0;
     for (int i = 0; i < SEQ_CAMS; i++)
-        cams[n++] = (rt_camera_config){dir_good, NULL, 0, NULL};
+        cams[n++] = (rt_camera_config){dir_good, NULL, 0, NULL, NULL};
     video_cam = -1;
     if (video_frames > 0) {
         video_cam = n;
-        cams[n++] = (rt_camera_config){VIDEO, NULL, 0, NULL};
+        cams[n++] = (rt_camera_config){VIDEO, NULL, 0, NULL, NULL};
     } else {
         fprintf(stderr, "no libav: the video camera is not run\n");
     }
     bad_cam = n;
-    cams[n++] = (rt_camera_config){dir_bad, NULL, 0, NULL};
+    cams[n++] = (rt_camera_config){dir_bad, NULL, 0, NULL, NULL};
     rt_runtime_config cfg;
     base_config(&cfg, &c);
     cfg.n_cameras = n;
@@ -323,8 +323,8 @@ static void test_bad_starts(void)
 {
     collected c;
     memset(&c, 0, sizeof c);
-    rt_camera_config cams[2] = {{dir_good, NULL, 0, NULL},
-                                {"/tmp/omma-no-such-dir/%03d.png", NULL, 0, NULL}};
+    rt_camera_config cams[2] = {{dir_good, NULL, 0, NULL, NULL},
+                                {"/tmp/omma-no-such-dir/%03d.png", NULL, 0, NULL, NULL}};
     rt_runtime_config cfg;
     base_config(&cfg, &c);
     cfg.n_cameras = 2;
@@ -339,7 +339,7 @@ static void test_bad_starts(void)
     CHECK(rt == NULL);
     /* A synthetic camera's frame size is checked before anything is made. */
     base_config(&cfg, &c);
-    rt_camera_config synth = {NULL, NULL, 0, NULL};
+    rt_camera_config synth = {NULL, NULL, 0, NULL, NULL};
     cfg.n_cameras = 1;
     cfg.cameras = &synth;
     cfg.photo = &photo;
@@ -368,7 +368,7 @@ static void test_live_cameras_drop_and_stop(void)
     int threads0 = threads_now();
     rt_camera_config cams[SYNTH];
     for (int i = 0; i < SYNTH; i++)
-        cams[i] = (rt_camera_config){NULL, NULL, 0, NULL};
+        cams[i] = (rt_camera_config){NULL, NULL, 0, NULL, NULL};
     rt_runtime_config cfg;
     base_config(&cfg, &c);
     cfg.n_cameras = SYNTH;

@@ -196,8 +196,8 @@ static void run_sequences(int n_gpus)
     pthread_mutex_init(&c.lock, NULL);
     rt_camera_config cams[CAMERAS + 1];
     for (int i = 0; i < CAMERAS; i++)
-        cams[i] = (rt_camera_config){dir_good, NULL, 0, NULL};
-    cams[CAMERAS] = (rt_camera_config){dir_bad, NULL, 0, NULL};
+        cams[i] = (rt_camera_config){dir_good, NULL, 0, NULL, NULL};
+    cams[CAMERAS] = (rt_camera_config){dir_bad, NULL, 0, NULL, NULL};
     int gpus[2] = {0, 1};
     rt_runtime_config cfg;
     base_config(&cfg, &c);
@@ -257,8 +257,8 @@ static void test_missing_source_fails_start(void)
 {
     collected c;
     memset(&c, 0, sizeof c);
-    rt_camera_config cams[2] = {{dir_good, NULL, 0, NULL},
-                                {"/tmp/omma-no-such-dir/%03d.png", NULL, 0, NULL}};
+    rt_camera_config cams[2] = {{dir_good, NULL, 0, NULL, NULL},
+                                {"/tmp/omma-no-such-dir/%03d.png", NULL, 0, NULL, NULL}};
     int gpu = 0;
     rt_runtime_config cfg;
     base_config(&cfg, &c);
@@ -298,7 +298,7 @@ static void test_stop_with_frames_in_flight(void)
     int threads0 = threads_now();
     static rt_camera_config cams[SYNTH];
     for (int i = 0; i < SYNTH; i++)
-        cams[i] = (rt_camera_config){NULL, NULL, 0, NULL};
+        cams[i] = (rt_camera_config){NULL, NULL, 0, NULL, NULL};
     int gpu = 0;
     rt_runtime_config cfg;
     base_config(&cfg, &c);
@@ -363,7 +363,7 @@ static void test_previews_from_the_ring(void)
     enum { N = 8 };
     static rt_camera_config cams[N];
     for (int i = 0; i < N; i++)
-        cams[i] = (rt_camera_config){NULL, NULL, 0, NULL};
+        cams[i] = (rt_camera_config){NULL, NULL, 0, NULL, NULL};
     int gpu = 0;
     rt_preview *p = NULL;
     REQUIRE_OK(rt_preview_create(N, &p));
