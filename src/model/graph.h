@@ -92,7 +92,7 @@ typedef struct gr_window {
 #define GR_DWPW_MAX_WINDOW 3
 
 /* GR_LANDMARKS_TO_MATRIX: at most this many landmark pairs in its subset
- * (the attention mesh's largest has 80). */
+ * (the attention mesh's largest: 40, its 80 lip points). */
 #define GR_L2M_MAX_SUBSET 128
 
 typedef struct gr_node {
