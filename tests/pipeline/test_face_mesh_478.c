@@ -133,9 +133,11 @@ static void test_irises_and_pose(void)
                 double d = edge_distance(f478, poly, 16, p);
                 int in = inside(f478, poly, 16, p) || ((k == 2 || k == 4) && d <= 1.0);
                 if (!in || testing_case_failed)
-                    fprintf(stderr, "  iris point %d (%.1f, %.1f): %s its eye, %.2f px from the "
-                            "contour\n", first + k, p[0], p[1],
-                            inside(f478, poly, 16, p) ? "inside" : "outside", d);
+                    fprintf(stderr,
+                            "  iris point %d (%.1f, %.1f): %s its eye, %.2f px from the "
+                            "contour\n",
+                            first + k, p[0], p[1], inside(f478, poly, 16, p) ? "inside" : "outside",
+                            d);
                 CHECK(in);
             }
             const float *c = point(f478, first);

@@ -170,7 +170,8 @@ static void test_known_poses(void)
         render(g, r, 12, 9, lm);
         float m[16], yaw, pitch, roll;
         CHECK(vis_head_pose(g, lm, 640, 480, m, &yaw, &pitch, &roll) == OMMA_OK);
-        fprintf(stderr, "looking into the camera from (12, 9, -50): yaw %+.2f pitch %+.2f roll %+.2f\n",
+        fprintf(stderr,
+                "looking into the camera from (12, 9, -50): yaw %+.2f pitch %+.2f roll %+.2f\n",
                 yaw, pitch, roll);
         CHECK(fabsf(yaw) <= 1.5f && fabsf(pitch) <= 1.5f && fabsf(roll) <= 1.5f);
     }
