@@ -72,6 +72,7 @@ fuzz: data
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) bus
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) video
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) lsl
+	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) geometry
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) ui
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) record
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) cluster

@@ -3,7 +3,7 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config|ui|record|cluster]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config|ui|record|cluster|geometry]
 #     tflite: the TFLite reader, seeded from the face models, pose_detection
 #             (sparse constants), pose_landmark_lite, the attention mesh and
 #             the small forged models in fuzz/seeds/
@@ -22,6 +22,8 @@
 #             tokens, --ui's value), seeded with what its page sends
 #     cluster: the cluster's bucket values (cameras, heartbeats, owners) and
 #             its URL, seeded with what omma writes
+#     geometry: the face geometry metadata reader (protobuf wire format),
+#             seeded with MediaPipe's geometry_pipeline_metadata_landmarks.binarypb
 set -eu
 src=${1:?source dir}
 build=${2:?build dir}
@@ -49,7 +51,8 @@ tflite)
     # small forged models (tests/model/test_tflite_forge.c), ~600 bytes each
     cp "$src"/fuzz/seeds/*.seed "$out/seeds/"
     sources="$src/fuzz/fuzz_tflite.c $src/src/model/tflite.c $src/src/model/flatbuffer.c"
-    libs=""
+    sources="$sources $src/src/model/flexbuffer.c"
+    libs="-lm"
     ;;
 image)
     if ! pkg-config --exists libpng libjpeg; then
@@ -191,8 +194,17 @@ cluster)
     sources="$sources $src/src/cluster/cluster_url.c"
     libs=""
     ;;
+geometry)
+    if [ ! -f "$src/models/geometry_pipeline_metadata_landmarks.binarypb" ]; then
+        echo "SKIP: $src/models/geometry_pipeline_metadata_landmarks.binarypb missing (scripts/fetch-models.sh)"
+        exit 77
+    fi
+    cp "$src/models/geometry_pipeline_metadata_landmarks.binarypb" "$out/seeds/landmarks"
+    sources="$src/fuzz/fuzz_geometry.c $src/src/vision/geometry_metadata.c"
+    libs="-lm"
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl, config, ui, record or cluster)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl, config, ui, record, cluster or geometry)" >&2
     exit 2
     ;;
 esac

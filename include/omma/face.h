@@ -47,6 +47,8 @@ typedef struct omma_frame {
 
 #define OMMA_FACE_KEYPOINTS 6
 #define OMMA_FACE_LANDMARKS 468
+#define OMMA_FACE_IRIS_LANDMARKS 10 /* the attention mesh's 468..477 */
+#define OMMA_FACE_LANDMARKS_WITH_IRISES 478
 
 /* An axis-aligned box in frame pixels. */
 typedef struct omma_box {
@@ -77,6 +79,21 @@ typedef struct omma_face {
                         * frame pixels; z relative depth in pixels at the frame's
                         * scale (scaled like x), smaller = nearer the camera */
     float presence;    /* sigmoid of FaceMesh's face flag; tracked while >= 0.5 */
+    int n_landmarks;   /* 468 (FaceMesh), or 478 with the attention mesh
+                        * (omma_face_pipeline_options.mesh_points 478): its
+                        * lips and eyes refine landmarks' x, y and irises
+                        * holds points 468..477 */
+    float irises[OMMA_FACE_IRIS_LANDMARKS][3]; /* landmarks 468..477 with 478
+                        * landmarks (docs/OUTPUT.md): 468 the centre of the
+                        * iris of the eye whose contour starts at landmark 33,
+                        * 469..472 its edge; 473 the other's centre, 474..477
+                        * its edge; z the mean z of the eye's contour. Zero
+                        * with 468 landmarks. */
+    int has_head_pose; /* omma_face_pipeline_options.head_pose: the fields below */
+    float head_pose[16]; /* row-major 4x4 facial transformation matrix
+                        * (MediaPipe's face geometry: canonical face model
+                        * in cm -> camera space, docs/OUTPUT.md) */
+    float yaw, pitch, roll; /* degrees, from head_pose (docs/OUTPUT.md) */
 } omma_face;
 
 #ifdef __cplusplus

@@ -54,7 +54,21 @@ typedef struct omma_face_pipeline_options {
     const char *detector_model; /* face_detection_short_range.tflite (128x128
                                  * input) or face_detection_full_range.tflite
                                  * (192x192): the anchors follow the input size */
-    const char *mesh_model;     /* face_landmark.tflite (FaceMesh, 468 points) */
+    const char *mesh_model;     /* face_landmark.tflite (FaceMesh, 468 points)
+                                 * or face_landmark_with_attention.tflite
+                                 * (478 points: irises, refined eyes and lips;
+                                 * CPU backend) */
+    int mesh_points;            /* 468 or 478: the points mesh_model must give
+                                 * (a model of the other kind is an error); 0
+                                 * (default) = whichever it gives */
+    int head_pose;              /* nonzero: each face's head pose (omma_face.
+                                 * head_pose, yaw, pitch, roll; MediaPipe's
+                                 * face geometry, docs/OUTPUT.md) in the
+                                 * results of omma_face_pipeline_process*;
+                                 * 0 (default) = not computed */
+    const char *geometry_metadata; /* with head_pose: MediaPipe's
+                                 * geometry_pipeline_metadata_landmarks.binarypb
+                                 * (the canonical face and its weights) */
     int max_faces;              /* faces tracked per camera, 1..64 (4) */
     float min_detection_score;  /* detections scoring below are dropped (0.5) */
     float min_presence;         /* a face whose FaceMesh presence falls below

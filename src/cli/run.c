@@ -31,6 +31,8 @@
 #define DETECTOR_SHORT "models/face_detection_short_range.tflite"
 #define DETECTOR_FULL "models/face_detection_full_range.tflite"
 #define MESH_MODEL "models/face_landmark.tflite"
+#define MESH_MODEL_478 "models/face_landmark_with_attention.tflite"
+#define GEOMETRY_METADATA "models/geometry_pipeline_metadata_landmarks.binarypb"
 #define POSE_DETECTOR "models/pose_detection.tflite"
 #define EXIT_INTERRUPTED 130
 /* The short-range detector's input side: a face much smaller than a fifth
@@ -59,6 +61,8 @@ enum {
     OPT_MAX_FRAMES,
     OPT_DECODE,
     OPT_POSE,
+    OPT_FACE_MESH,
+    OPT_HEAD_POSE,
     OPT_COUNT
 };
 
@@ -113,6 +117,13 @@ static const cli_option options[] = {
                   "also track body pose (BlazePose, the given landmark\n"
                   "model; off by default): a \"pose\" array in each JSON\n"
                   "record (docs/OUTPUT.md); not with --csv"},
+    [OPT_FACE_MESH] = {"--face-mesh", "468|478",
+                       "FaceMesh's points: 468 (default) or 478 (the attention\n"
+                       "mesh: irises, refined eyes and lips; CPU backend)"},
+    [OPT_HEAD_POSE] = {"--head-pose", NULL,
+                       "also each face's head pose (a \"head_pose\" object: 4x4\n"
+                       "matrix, yaw, pitch, roll in degrees; docs/OUTPUT.md);\n"
+                       "not with --csv"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -157,6 +168,7 @@ typedef struct run_args {
     const char *out_path, *annotate_dir, *annotate_video;
     int csv, max_faces, max_batch, detect_every, full_range, threads;
     const char *pose; /* --pose: lite, full or heavy; NULL: off */
+    int mesh_points, head_pose; /* --face-mesh (0: not given), --head-pose */
     double min_score, min_presence;
     long max_frames;
     io_decode decode;
@@ -215,6 +227,16 @@ static int set_option(run_args *a, int id, const char *o, const char *v)
         return cli_arg_double(o, v, 0.0, 1.0, &a->min_score);
     case OPT_MIN_PRESENCE:
         return cli_arg_double(o, v, 0.0, 1.0, &a->min_presence);
+    case OPT_FACE_MESH: {
+        static const char *const meshes[] = {"468", "478"};
+        if (!cli_arg_choice(o, v, meshes, 2, &k))
+            return 0;
+        a->mesh_points = k ? OMMA_FACE_LANDMARKS_WITH_IRISES : OMMA_FACE_LANDMARKS;
+        return 1;
+    }
+    case OPT_HEAD_POSE:
+        a->head_pose = 1;
+        return 1;
     case OPT_POSE: {
         static const char *const poses[] = {"lite", "full", "heavy"};
         if (!cli_arg_choice(o, v, poses, 3, &k))
@@ -474,9 +496,12 @@ static int run_parsed(run_args a)
 
     const char *data = cli_data_dir();
     char det_path[4096], mesh_path[4096], photo[4096], video[4096], sample_dir[4096];
+    char geometry[4096];
+    snprintf(geometry, sizeof geometry, "%s/%s", data, GEOMETRY_METADATA);
     snprintf(det_path, sizeof det_path, "%s/%s", data,
              a.full_range ? DETECTOR_FULL : DETECTOR_SHORT);
-    snprintf(mesh_path, sizeof mesh_path, "%s/%s", data, MESH_MODEL);
+    snprintf(mesh_path, sizeof mesh_path, "%s/%s", data,
+             a.mesh_points == OMMA_FACE_LANDMARKS_WITH_IRISES ? MESH_MODEL_478 : MESH_MODEL);
     const char *sample_list[2] = {NULL, NULL};
     int sample = n_inputs == 0;
     if (sample) {
@@ -496,6 +521,9 @@ static int run_parsed(run_args a)
     opt.precision = a.precision;
     opt.detector_model = det_path;
     opt.mesh_model = mesh_path;
+    opt.mesh_points = a.mesh_points;
+    opt.head_pose = a.head_pose;
+    opt.geometry_metadata = geometry;
     opt.max_faces = a.max_faces;
     opt.max_batch = a.max_batch;
     opt.detect_every = a.detect_every;
@@ -507,6 +535,8 @@ static int run_parsed(run_args a)
     s.max_faces = a.max_faces;
     if (a.pose && a.csv)
         return cli_usage_error("run", "--pose writes JSON Lines only (not with --csv)");
+    if (a.head_pose && a.csv)
+        return cli_usage_error("run", "--head-pose writes JSON Lines only (not with --csv)");
     if (a.pose) {
         char pose_det[4096], pose_lm[4096];
         snprintf(pose_det, sizeof pose_det, "%s/%s", data, POSE_DETECTOR);

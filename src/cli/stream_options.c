@@ -81,6 +81,8 @@ enum {
     OPT_UI_TOKEN,
     OPT_CLUSTER,
     OPT_CLUSTER_WEIGHT,
+    OPT_FACE_MESH,
+    OPT_HEAD_POSE,
     OPT_COUNT
 };
 
@@ -264,6 +266,12 @@ static const cli_option options[] = {
     [OPT_CLUSTER_WEIGHT] = {"--cluster-weight", "N",
                             "cameras this node takes at most, and its weight in\n"
                             "the split (default 0: no limit, weight 1)"},
+    [OPT_FACE_MESH] = {"--face-mesh", "468|478",
+                       "FaceMesh's points: 468 (default) or 478 (the attention\n"
+                       "mesh: irises, refined eyes and lips; CPU backend)"},
+    [OPT_HEAD_POSE] = {"--head-pose", NULL,
+                       "also each face's head pose in the JSON records (a\n"
+                       "\"head_pose\" object; docs/OUTPUT.md)"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -827,6 +835,15 @@ static int option(int id, const char *a, const char *v, cli_stream_opts *o, long
         return o->cluster = v, 1;
     if (id == OPT_CLUSTER_WEIGHT && cli_arg_long(a, v, 0, 1000000, &n))
         return o->cluster_weight = n, 1;
+    if (id == OPT_FACE_MESH) {
+        if (strcmp(v, "468") && strcmp(v, "478")) {
+            fprintf(stderr, "omma: error: --face-mesh %s: expected 468 or 478\n", v);
+            return 0;
+        }
+        return rt->pipeline.mesh_points = atoi(v), 1;
+    }
+    if (id == OPT_HEAD_POSE)
+        return rt->pipeline.head_pose = 1, 1;
     if (id == OPT_SINK_DRAIN && cli_arg_double(a, v, 0.0, 3600.0, &d))
         return o->sink_drain_s = d, 1;
     if (id == OPT_ENROLL_FRAMES && cli_arg_long(a, v, 1, 1000, &n))
@@ -965,10 +982,16 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
         return cli_see_help("stream");
     if (!name_cameras(o) || !parse_participants(o))
         return cli_see_help("stream");
+    if (o->rt.pipeline.head_pose && o->rt.pipeline.backend == OMMA_BACKEND_CUDA)
+        return cli_usage_error("stream", "--head-pose needs --backend cpu (the GPU runtime "
+                                         "does not compute it yet)");
     const char *data = cli_data_dir();
     snprintf(o->detector, sizeof o->detector, "%s/models/face_detection_%s_range.tflite", data,
              full_range ? "full" : "short");
-    snprintf(o->mesh, sizeof o->mesh, "%s/models/face_landmark.tflite", data);
+    snprintf(o->mesh, sizeof o->mesh, "%s/models/%s.tflite", data,
+             o->rt.pipeline.mesh_points == OMMA_FACE_LANDMARKS_WITH_IRISES
+                 ? "face_landmark_with_attention"
+                 : "face_landmark");
     snprintf(o->photo, sizeof o->photo, "%s/%s", data, DEFAULT_PHOTO);
     o->rt.pipeline.detector_model = o->detector;
     o->rt.pipeline.mesh_model = o->mesh;
@@ -980,6 +1003,9 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
         o->rt.pose.detector_model = o->pose_detector;
         o->rt.pose.landmark_model = o->pose_landmark;
     }
+    snprintf(o->geometry, sizeof o->geometry,
+             "%s/models/geometry_pipeline_metadata_landmarks.binarypb", data);
+    o->rt.pipeline.geometry_metadata = o->geometry;
     o->rt.cameras = o->cameras;
     o->rt.gpus = o->gpus;
     return -1;

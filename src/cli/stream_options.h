@@ -24,7 +24,7 @@ typedef struct cli_stream_opts {
     rt_camera_config *cameras;
     int gpus[RT_MAX_GPUS];
     int all_gpus; /* --gpus all: filled in once the GPUs are counted */
-    char detector[4096], mesh[4096], photo[4096];
+    char detector[4096], mesh[4096], photo[4096], geometry[4096];
     char pose[8]; /* --pose lite|full|heavy; "": off */
     char pose_detector[4096], pose_landmark[4096];
     const char *out; /* --out FILE; NULL: stdout */

@@ -845,6 +845,246 @@ static omma_status run_dequantize(const cpu_ctx *c, float *out)
     return OMMA_OK;
 }
 
+/* ---- the attention mesh's ops ------------------------------------------- */
+
+/* y = act(a * b): b of a's shape, or a constant of one value (either operand
+ * may be the constant). */
+static omma_status run_mul(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    if (n->n_in != 2)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "has %d inputs, expected 2", n->n_in);
+    if (n->p.add.act == GR_ACT_PRELU)
+        return cpu_fail(c, OMMA_ERR_UNSUPPORTED, "PRELU activation");
+    const gr_tensor *yt = tensor(c, n->out);
+    size_t item = item_elems(yt);
+    const float *v[2];
+    size_t stride[2], period[2];
+    for (int k = 0; k < 2; k++) {
+        int t = n->in[k];
+        if (t < 0 || t >= c->g->n_tensors)
+            return cpu_fail(c, OMMA_ERR_INVALID_ARG, "input %d names tensor %d", k, t);
+        if (cpu_batched(c->g, t, 0)) {
+            OMMA_TRY(act_in(c, inputs, k, &v[k]));
+            if (item_elems(tensor(c, t)) != item)
+                return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' and output '%s' differ in size",
+                                tensor(c, t)->name, yt->name);
+            stride[k] = period[k] = item;
+        } else { /* a constant: the same values for every item, or one value */
+            size_t want = gr_tensor_elems(tensor(c, t)) == 1 ? 1 : item;
+            OMMA_TRY(const_in(c, inputs[k], t, "constant input", want, &v[k]));
+            stride[k] = 0;
+            period[k] = want;
+        }
+    }
+    for (int b = 0; b < c->batch; b++) {
+        const float *a = v[0] + b * stride[0], *bb = v[1] + b * stride[1];
+        float *y = out + (size_t)b * item;
+        for (size_t i = 0; i < item; i++)
+            y[i] = act_apply(n->p.add.act, a[i % period[0]] * bb[i % period[1]], NULL, 0);
+    }
+    return OMMA_OK;
+}
+
+/* y[i0, i1, i2, i3] = x[b0 + i0 s0, ...] (ranks below 4 padded with leading 1s
+ * after the batch). */
+static omma_status run_strided_slice(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    const gr_tensor *xt = tensor(c, n->in[0]), *yt = tensor(c, n->out);
+    if (xt->rank != yt->rank || xt->rank < 1)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' and output '%s' differ in rank", xt->name,
+                        yt->name);
+    int xd[4] = {1, 1, 1, 1}, yd[4] = {1, 1, 1, 1}, b[4] = {0}, st[4] = {1, 1, 1, 1};
+    int off = 4 - xt->rank;
+    for (int d = 1; d < xt->rank; d++) {
+        xd[d + off] = xt->dims[d];
+        yd[d + off] = yt->dims[d];
+        b[d + off] = n->p.slice.begin[d];
+        st[d + off] = n->p.slice.stride[d];
+        if (b[d + off] < 0 || st[d + off] < 1 || yd[d + off] < 1 ||
+            b[d + off] + (long long)(yd[d + off] - 1) * st[d + off] >= xd[d + off])
+            return cpu_fail(c, OMMA_ERR_FORMAT, "dimension %d: %d values from %d by %d exceed %d",
+                            d, yd[d + off], b[d + off], st[d + off], xd[d + off]);
+    }
+    const float *x;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    size_t xi = item_elems(xt), yi = item_elems(yt);
+    for (int bt = 0; bt < c->batch; bt++) {
+        const float *px = x + (size_t)bt * xi;
+        float *py = out + (size_t)bt * yi;
+        for (int i1 = 0; i1 < yd[1]; i1++)
+            for (int i2 = 0; i2 < yd[2]; i2++)
+                for (int i3 = 0; i3 < yd[3]; i3++)
+                    *py++ =
+                        px[(((size_t)(b[1] + i1 * st[1]) * xd[2]) + (size_t)(b[2] + i2 * st[2])) *
+                               xd[3] +
+                           (size_t)(b[3] + i3 * st[3])];
+    }
+    return OMMA_OK;
+}
+
+/* Row-major 4x4 product r = a * b, summed in MediaPipe's order. */
+static void mat4_mul(const float *a, const float *b, float *r)
+{
+    float t[16];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            float sum = 0;
+            for (int k = 0; k < 4; k++)
+                sum += a[i * 4 + k] * b[k * 4 + j];
+            t[i * 4 + j] = sum;
+        }
+    memcpy(r, t, sizeof t);
+}
+
+/* MediaPipe's Landmarks2TransformMatrix v2 for one item (landmarks [L, 3]). */
+static void landmarks_to_matrix(const gr_node *n, const float *lm, float *m)
+{
+    const float *l = lm + 3 * n->p.l2m.left, *r = lm + 3 * n->p.l2m.right;
+    float rot = n->p.l2m.target_rotation - atan2f(r[1] - l[1], r[0] - l[0]);
+    float cr = cosf(rot), sr = sinf(rot);
+    float x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+    for (int k = 0; k < n->p.l2m.n_subset; k++)
+        for (int j = 0; j < 2; j++) {
+            const float *p = lm + 3 * n->p.l2m.subset[k][j];
+            float x = cr * p[0] + -sr * p[1] + 0.0f * 1.0f;
+            float y = sr * p[0] + cr * p[1] + 0.0f * 1.0f;
+            if ((k == 0 && j == 0) || x > x1)
+                x1 = x;
+            if ((k == 0 && j == 0) || y > y1)
+                y1 = y;
+            if ((k == 0 && j == 0) || x < x0)
+                x0 = x;
+            if ((k == 0 && j == 0) || y < y0)
+                y0 = y;
+        }
+    float w = x1 - x0, h = y1 - y0;
+    float mx = (x0 + x1) / 2, my = (y0 + y1) / 2;
+    float ci = cosf(-rot), si = sinf(-rot);
+    float cx = ci * mx + -si * my + 0.0f * 1.0f, cy = si * mx + ci * my + 0.0f * 1.0f;
+    float t[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    const float shift[16] = {1, 0, 0, cx, 0, 1, 0, cy, 0, 0, 1, 0, 0, 0, 0, 1};
+    mat4_mul(t, shift, t);
+    float cn = cosf(-rot), sn = sinf(-rot);
+    const float rotm[16] = {cn, -sn, 0, 0, sn, cn, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    mat4_mul(t, rotm, t);
+    float sx = n->p.l2m.scale_x * w / (float)n->p.l2m.out_w;
+    float sy = n->p.l2m.scale_y * h / (float)n->p.l2m.out_h;
+    const float scale[16] = {sx, 0, 0, 0, 0, sy, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    mat4_mul(t, scale, t);
+    float hx = (float)(-1.0 * (n->p.l2m.out_w / 2.0)), hy = (float)(-1.0 * (n->p.l2m.out_h / 2.0));
+    const float shift2[16] = {1, 0, 0, hx, 0, 1, 0, hy, 0, 0, 1, 0, 0, 0, 0, 1};
+    mat4_mul(t, shift2, m);
+}
+
+static omma_status run_landmarks_to_matrix(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    const gr_tensor *xt = tensor(c, n->in[0]), *yt = tensor(c, n->out);
+    if (xt->rank != 3 || xt->dims[2] != 3 || item_elems(yt) != 16)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' must be [N, L, 3], output '%s' [N, 4, 4]",
+                        xt->name, yt->name);
+    int L = xt->dims[1];
+    bool ok = n->p.l2m.left >= 0 && n->p.l2m.left < L && n->p.l2m.right >= 0 &&
+              n->p.l2m.right < L && n->p.l2m.n_subset >= 1 &&
+              n->p.l2m.n_subset <= GR_L2M_MAX_SUBSET && n->p.l2m.out_w >= 1 && n->p.l2m.out_h >= 1;
+    for (int k = 0; ok && k < n->p.l2m.n_subset; k++)
+        ok = n->p.l2m.subset[k][0] >= 0 && n->p.l2m.subset[k][0] < L &&
+             n->p.l2m.subset[k][1] >= 0 && n->p.l2m.subset[k][1] < L;
+    if (!ok)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "a landmark index outside the %d landmarks", L);
+    const float *x;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    for (int b = 0; b < c->batch; b++)
+        landmarks_to_matrix(n, x + (size_t)b * L * 3, out + (size_t)b * 16);
+    return OMMA_OK;
+}
+
+static omma_status matrix_in(const cpu_ctx *c, const float *const *inputs, const float **m)
+{
+    const gr_tensor *mt = tensor(c, c->n->in[1]);
+    if (item_elems(mt) != 16)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "matrix '%s' must be [N, 4, 4]", mt->name);
+    return act_in(c, inputs, 1, m);
+}
+
+/* MediaPipe's TransformTensorBilinear v2: pixel centres (the matrix moved by
+ * half a pixel each way), bilinear, 0 outside the input. */
+static omma_status run_transform_bilinear(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    const gr_tensor *xt = tensor(c, n->in[0]), *yt = tensor(c, n->out);
+    OMMA_TRY(want_rank4(c, xt, "input"));
+    OMMA_TRY(want_rank4(c, yt, "output"));
+    int H = xt->dims[1], W = xt->dims[2], C = xt->dims[3], OH = yt->dims[1], OW = yt->dims[2];
+    if (yt->dims[3] != C)
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' and output '%s' differ in channels",
+                        xt->name, yt->name);
+    const float *x, *m;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    OMMA_TRY(matrix_in(c, inputs, &m));
+    for (int b = 0; b < c->batch; b++) {
+        const float *mb = m + (size_t)b * 16, *xb = x + (size_t)b * H * W * C;
+        float x3 = mb[3] + mb[0] * 0.5f + mb[1] * 0.5f - 0.5f;
+        float y3 = mb[7] + mb[4] * 0.5f + mb[5] * 0.5f - 0.5f;
+        for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++) {
+                float tx = mb[0] * (float)ox + mb[1] * (float)oy + mb[2] * 0.0f + x3 * 1.0f;
+                float ty = mb[4] * (float)ox + mb[5] * (float)oy + mb[6] * 0.0f + y3 * 1.0f;
+                float *y = out + (((size_t)b * OH + oy) * OW + ox) * C;
+                if (!(tx >= 0 && tx <= (float)(W - 1) && ty >= 0 && ty <= (float)(H - 1))) {
+                    memset(y, 0, (size_t)C * sizeof *y);
+                    continue;
+                }
+                float fx = floorf(tx), fy = floorf(ty);
+                int x0 = (int)fx, y0 = (int)fy;
+                float rx = tx - fx, ry = ty - fy;
+                bool x1ok = x0 + 1 < W, y1ok = y0 + 1 < H;
+                const float *q11 = xb + ((size_t)y0 * W + x0) * C;
+                const float *q21 = x1ok ? q11 + C : NULL;
+                const float *q12 = y1ok ? q11 + (size_t)W * C : NULL;
+                const float *q22 = x1ok && y1ok ? q12 + C : NULL;
+                for (int ch = 0; ch < C; ch++) {
+                    float a = q11[ch], bq = q21 ? q21[ch] : 0, cq = q12 ? q12[ch] : 0,
+                          d = q22 ? q22[ch] : 0;
+                    float upper = (1.0f - rx) * a + rx * bq;
+                    float lower = (1.0f - rx) * cq + rx * d;
+                    y[ch] = ry * lower + (1.0f - ry) * upper;
+                }
+            }
+    }
+    return OMMA_OK;
+}
+
+/* MediaPipe's TransformLandmarks v2: (x, y) through the matrix's first two
+ * rows, z kept. */
+static omma_status run_transform_landmarks(const cpu_ctx *c, const float *const *inputs, float *out)
+{
+    const gr_node *n = c->n;
+    const gr_tensor *xt = tensor(c, n->in[0]), *yt = tensor(c, n->out);
+    if (xt->rank != 3 || (xt->dims[2] != 2 && xt->dims[2] != 3) || item_elems(xt) != item_elems(yt))
+        return cpu_fail(c, OMMA_ERR_FORMAT, "input '%s' must be [N, L, 2 or 3] like output '%s'",
+                        xt->name, yt->name);
+    int L = xt->dims[1], D = xt->dims[2];
+    const float *x, *m;
+    OMMA_TRY(act_in(c, inputs, 0, &x));
+    OMMA_TRY(matrix_in(c, inputs, &m));
+    for (int b = 0; b < c->batch; b++) {
+        const float *mb = m + (size_t)b * 16;
+        for (int i = 0; i < L; i++) {
+            const float *p = x + ((size_t)b * L + i) * D;
+            float *q = out + ((size_t)b * L + i) * D;
+            float px = p[0], py = p[1];
+            q[0] = mb[0] * px + mb[1] * py + mb[2] * 0.0f + mb[3] * 1.0f;
+            q[1] = mb[4] * px + mb[5] * py + mb[6] * 0.0f + mb[7] * 1.0f;
+            if (D == 3)
+                q[2] = p[2];
+        }
+    }
+    return OMMA_OK;
+}
+
 omma_status cpu_op_run(const gr_graph *g, const gr_node *n, int batch,
                        const float *const *inputs, const float *residual, float *out)
 {
@@ -885,6 +1125,16 @@ omma_status cpu_op_run_pool(cpu_pool *pool, const gr_graph *g, const gr_node *n,
     case GR_DEQUANTIZE: return run_dequantize(&c, out);
     case GR_LOGISTIC: return run_logistic(&c, inputs, out);
     case GR_DEPTH_TO_SPACE: return run_depth_to_space(&c, inputs, out);
+    case GR_MUL:
+        return run_mul(&c, inputs, out);
+    case GR_STRIDED_SLICE:
+        return run_strided_slice(&c, inputs, out);
+    case GR_LANDMARKS_TO_MATRIX:
+        return run_landmarks_to_matrix(&c, inputs, out);
+    case GR_TRANSFORM_BILINEAR:
+        return run_transform_bilinear(&c, inputs, out);
+    case GR_TRANSFORM_LANDMARKS:
+        return run_transform_landmarks(&c, inputs, out);
     case GR_OP_COUNT: break;
     }
     return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "cpu: op %d (model op %d) has no CPU implementation",

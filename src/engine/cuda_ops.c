@@ -336,6 +336,100 @@ static omma_status run_depth_to_space(const launch *l)
     return OMMA_CK(cuda_launch_depth_to_space(&a, l->s));
 }
 
+static omma_status run_mul(const launch *l)
+{
+    const gr_node *n = l->n;
+    cuda_mul_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    size_t item = cuda_item_elems(tensor(l, n->out));
+    bool c[2];
+    const void *p[2];
+    int per[2];
+    for (int k = 0; k < 2; k++) {
+        OMMA_TRY(input(l, k, &p[k], &c[k]));
+        per[k] = c[k] ? (int)gr_tensor_elems(tensor(l, n->in[k])) : (int)((size_t)l->nb * item);
+    }
+    a.a = p[0], a.b = p[1];
+    a.a_period = per[0], a.b_period = per[1];
+    a.y = output(l);
+    a.n = (int)((size_t)l->nb * item);
+    a.act = (int)n->p.add.act;
+    return OMMA_CK(cuda_launch_mul(&a, l->s));
+}
+
+static omma_status run_strided_slice(const launch *l)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *x = tensor(l, n->in[0]), *y = tensor(l, n->out);
+    cuda_slice_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    a.y = output(l);
+    a.batch = l->nb;
+    for (int k = 0; k < 3; k++)
+        a.in[k] = a.out[k] = a.stride[k] = 1;
+    for (int d = 1; d < x->rank; d++) {
+        int k = d + (4 - x->rank) - 1;
+        a.in[k] = x->dims[d];
+        a.out[k] = y->dims[d];
+        a.begin[k] = n->p.slice.begin[d];
+        a.stride[k] = n->p.slice.stride[d];
+    }
+    return OMMA_CK(cuda_launch_strided_slice(&a, l->s));
+}
+
+static omma_status run_landmarks_to_matrix(const launch *l)
+{
+    const gr_node *n = l->n;
+    cuda_l2m_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    a.y = output(l);
+    a.batch = l->nb;
+    a.landmarks = tensor(l, n->in[0])->dims[1];
+    a.left = n->p.l2m.left, a.right = n->p.l2m.right;
+    a.out_h = n->p.l2m.out_h, a.out_w = n->p.l2m.out_w;
+    a.scale_x = n->p.l2m.scale_x, a.scale_y = n->p.l2m.scale_y;
+    a.target_rotation = n->p.l2m.target_rotation;
+    a.n_subset = n->p.l2m.n_subset;
+    memcpy(a.subset, n->p.l2m.subset, sizeof a.subset);
+    return OMMA_CK(cuda_launch_landmarks_to_matrix(&a, l->s));
+}
+
+static omma_status run_transform_bilinear(const launch *l)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *x = tensor(l, n->in[0]), *y = tensor(l, n->out);
+    cuda_tbil_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    OMMA_TRY(input(l, 1, &a.m, NULL));
+    a.y = output(l);
+    a.batch = l->nb;
+    a.h = x->dims[1], a.w = x->dims[2], a.c = x->dims[3];
+    a.oh = y->dims[1], a.ow = y->dims[2];
+    return OMMA_CK(cuda_launch_transform_bilinear(&a, l->s));
+}
+
+static omma_status run_transform_landmarks(const launch *l)
+{
+    const gr_node *n = l->n;
+    const gr_tensor *x = tensor(l, n->in[0]);
+    cuda_tlm_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = l->w->prec;
+    OMMA_TRY(input(l, 0, &a.x, NULL));
+    OMMA_TRY(input(l, 1, &a.m, NULL));
+    a.y = output(l);
+    a.batch = l->nb;
+    a.landmarks = x->dims[1], a.dims = x->dims[2];
+    return OMMA_CK(cuda_launch_transform_landmarks(&a, l->s));
+}
+
 static omma_status run_copy(const launch *l)
 {
     const gr_node *n = l->n;
@@ -387,6 +481,16 @@ static omma_status run_items(const launch *l)
         return run_logistic(l);
     case GR_DEPTH_TO_SPACE:
         return run_depth_to_space(l);
+    case GR_MUL:
+        return run_mul(l);
+    case GR_STRIDED_SLICE:
+        return run_strided_slice(l);
+    case GR_LANDMARKS_TO_MATRIX:
+        return run_landmarks_to_matrix(l);
+    case GR_TRANSFORM_BILINEAR:
+        return run_transform_bilinear(l);
+    case GR_TRANSFORM_LANDMARKS:
+        return run_transform_landmarks(l);
     case GR_OP_COUNT:
         break;
     }

@@ -496,6 +496,67 @@ typedef struct cuda_d2s_args {
 
 cudaError_t cuda_launch_depth_to_space(const cuda_d2s_args *a, cudaStream_t s);
 
+/* The attention mesh's ops (cuda_ops_mesh.cu). MUL: y = act(a[i % a_period]
+ * * b[i % b_period]) for n elements (a period of n: not repeated; 1: one
+ * value), act NONE, RELU or RELU6. */
+typedef struct cuda_mul_args {
+    cuda_prec prec;
+    const void *a, *b;
+    void *y;
+    int n, a_period, b_period, act;
+} cuda_mul_args;
+
+cudaError_t cuda_launch_mul(const cuda_mul_args *a, cudaStream_t s);
+
+/* STRIDED_SLICE of [batch, in[0..2]] into [batch, out[0..2]]: y[b, i, j, k]
+ * = x[b, begin[0] + i stride[0], ...] (lower ranks padded with 1s). */
+typedef struct cuda_slice_args {
+    cuda_prec prec;
+    const void *x;
+    void *y;
+    int batch;
+    int in[3], out[3], begin[3], stride[3];
+} cuda_slice_args;
+
+cudaError_t cuda_launch_strided_slice(const cuda_slice_args *a, cudaStream_t s);
+
+/* Landmarks2TransformMatrix v2 (graph.h's GR_LANDMARKS_TO_MATRIX) of
+ * [batch, landmarks, 3] into [batch, 4, 4]; one thread per item. */
+typedef struct cuda_l2m_args {
+    cuda_prec prec;
+    const void *x;
+    void *y;
+    int batch, landmarks;
+    int left, right, out_h, out_w;
+    float scale_x, scale_y, target_rotation;
+    int n_subset;
+    short subset[GR_L2M_MAX_SUBSET][2];
+} cuda_l2m_args;
+
+cudaError_t cuda_launch_landmarks_to_matrix(const cuda_l2m_args *a, cudaStream_t s);
+
+/* TransformTensorBilinear v2 of x [batch, h, w, c] by m [batch, 4, 4] into
+ * y [batch, oh, ow, c]. */
+typedef struct cuda_tbil_args {
+    cuda_prec prec;
+    const void *x, *m;
+    void *y;
+    int batch, h, w, c, oh, ow;
+} cuda_tbil_args;
+
+cudaError_t cuda_launch_transform_bilinear(const cuda_tbil_args *a, cudaStream_t s);
+
+/* TransformLandmarks v2 of x [batch, landmarks, dims] (dims 2 or 3) by m
+ * [batch, 4, 4]. */
+typedef struct cuda_tlm_args {
+    cuda_prec prec;
+    const void *x, *m;
+    void *y;
+    int batch, landmarks, dims;
+} cuda_tlm_args;
+
+cudaError_t cuda_launch_transform_landmarks(const cuda_tlm_args *a, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -234,6 +234,7 @@ static omma_status walk(stage *s)
                                     (size_t)channels(g, n->in[0])));
             break;
         case GR_ADD:
+        case GR_MUL:
             for (int k = 0; k < 2; k++) {
                 values v;
                 if (values_of(g, n->in[k], &v))

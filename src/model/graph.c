@@ -307,6 +307,11 @@ const char *gr_op_name(gr_op op)
         [GR_DWPW] = "DW_PW_BLOCK",
         [GR_LOGISTIC] = "LOGISTIC",
         [GR_DEPTH_TO_SPACE] = "DEPTH_TO_SPACE",
+        [GR_MUL] = "MUL",
+        [GR_STRIDED_SLICE] = "STRIDED_SLICE",
+        [GR_LANDMARKS_TO_MATRIX] = "LANDMARKS_TO_MATRIX",
+        [GR_TRANSFORM_BILINEAR] = "TRANSFORM_BILINEAR",
+        [GR_TRANSFORM_LANDMARKS] = "TRANSFORM_LANDMARKS",
     };
     if ((int)op < 0 || op >= GR_OP_COUNT)
         return "UNKNOWN";

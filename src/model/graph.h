@@ -56,6 +56,11 @@ typedef enum gr_op {
     GR_DWPW, /* depthwise then pointwise convolution, one node (rewrite_block.c) */
     GR_LOGISTIC,       /* y = 1 / (1 + exp(-x)), element-wise */
     GR_DEPTH_TO_SPACE, /* TFLite's DEPTH_TO_SPACE (DCR order), 4-D NHWC */
+    GR_MUL,            /* y = act(a * b), b of a's shape or one value (p.add) */
+    GR_STRIDED_SLICE,  /* y[i] = x[begin + i * stride] per dimension (p.slice) */
+    GR_LANDMARKS_TO_MATRIX, /* MediaPipe's Landmarks2TransformMatrix v2 (p.l2m) */
+    GR_TRANSFORM_BILINEAR,  /* MediaPipe's TransformTensorBilinear v2 */
+    GR_TRANSFORM_LANDMARKS, /* MediaPipe's TransformLandmarks v2 */
     GR_OP_COUNT
 } gr_op;
 
@@ -86,6 +91,10 @@ typedef struct gr_window {
 #define GR_DWPW_MAX_WEIGHTS 49152
 #define GR_DWPW_MAX_WINDOW 3
 
+/* GR_LANDMARKS_TO_MATRIX: at most this many landmark pairs in its subset
+ * (the attention mesh's largest: 40, its 80 lip points). */
+#define GR_L2M_MAX_SUBSET 128
+
 typedef struct gr_node {
     gr_op op;
     int src_index;             /* operator index in the model file, for messages */
@@ -106,7 +115,9 @@ typedef struct gr_node {
         struct {               /* GR_MAXPOOL: in = {x} */
             gr_window win;
         } pool;
-        struct {               /* GR_ADD: in = {a, b}, same shape */
+        struct {               /* GR_ADD: in = {a, b}, same shape; GR_MUL: in = {a, b},
+                                * b of a's shape or a constant of one value
+                                * (either operand may be the constant) */
             gr_act act;
             int alpha;
         } add;
@@ -129,6 +140,29 @@ typedef struct gr_node {
                                 * x[n, h, w, (i*b + j)*C + c] */
             int block;
         } d2s;
+        struct {               /* GR_STRIDED_SLICE: in = {x}; y's dims give the counts;
+                                * begin >= 0, stride >= 1, dimension 0 whole */
+            int begin[GR_MAX_RANK];
+            int stride[GR_MAX_RANK];
+        } slice;
+        struct {               /* GR_LANDMARKS_TO_MATRIX: in = {landmarks [N, L, 3]} ->
+                                * y [N, 4, 4], the row-major matrix taking a crop's
+                                * pixel (x, y, 0, 1) to the input's coordinates: the
+                                * box of the subset's landmarks, rotated so that the
+                                * line from landmark `left` to `right` makes
+                                * target_rotation, scaled by scale_x/y, over an
+                                * out_w x out_h crop (MediaPipe's v2 arithmetic) */
+            int left, right, out_h, out_w;
+            float scale_x, scale_y, target_rotation;
+            int n_subset;
+            short subset[GR_L2M_MAX_SUBSET][2];
+        } l2m;
+        /* GR_TRANSFORM_BILINEAR: in = {x [N, H, W, C], m [N, 4, 4]} -> y [N, OH, OW, C]:
+         * y[oy, ox] = bilinear sample of x at (m00*ox' + m01*oy' + m03, m10*ox' +
+         * m11*oy' + m13) with ox' = ox + 0.5, oy' = oy + 0.5, minus 0.5 (pixel centres),
+         * 0 where that point is outside [0, W-1] x [0, H-1].
+         * GR_TRANSFORM_LANDMARKS: in = {x [N, L, D], m [N, 4, 4]} -> y [N, L, D], D 2 or
+         * 3: (x, y) -> (m00*x + m01*y + m03, m10*x + m11*y + m13), z kept. No params. */
     } p;
 } gr_node;
 

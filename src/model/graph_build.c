@@ -80,6 +80,58 @@ static int32_t read_i32(const int32_t *p, size_t i)
     return v;
 }
 
+/* STRIDED_SLICE with constant begin, end and strides (TFLite's rules for
+ * negative indices, clamping and the begin/end masks), positive strides, the
+ * batch dimension taken whole; the output's dims must be the counts. */
+static omma_status build_slice(const tfl_model *m, const gr_graph *g, int idx,
+                               const tfl_operator *o, gr_node *n)
+{
+    const char *name = tfl_opcode_name((int)o->opcode);
+    const gr_tensor *x = &g->tensors[n->in[0]], *y = &g->tensors[n->out];
+    const int32_t *v[3] = {NULL, NULL, NULL};
+    static const char *const what[3] = {"begin", "end", "strides"};
+    for (int k = 0; k < 3; k++) {
+        int t;
+        OMMA_TRY(operand(m, idx, o, true, k + 1, false, &t));
+        OMMA_TRY(const_i32(m, idx, name, t, (size_t)x->rank, &v[k]));
+    }
+    if (y->rank != x->rank)
+        return OMMA_FAIL(OMMA_ERR_FORMAT,
+                         "model op %d (%s): input '%s' and output '%s' differ in rank", idx, name,
+                         x->name, y->name);
+    for (int d = 0; d < x->rank; d++) {
+        long long dim = x->dims[d], b = read_i32(v[0], (size_t)d), e = read_i32(v[1], (size_t)d);
+        long long st = read_i32(v[2], (size_t)d);
+        if (st < 1)
+            return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                             "model op %d (%s): %s %lld on dimension %d "
+                             "(positive strides only)",
+                             idx, name, what[2], st, d);
+        if (o->opt.slice.begin_mask >> d & 1)
+            b = 0;
+        if (o->opt.slice.end_mask >> d & 1)
+            e = dim;
+        if (b < 0)
+            b += dim;
+        if (e < 0)
+            e += dim;
+        b = b < 0 ? 0 : b > dim ? dim : b;
+        e = e < 0 ? 0 : e > dim ? dim : e;
+        long long count = e > b ? (e - b + st - 1) / st : 0;
+        if (count != y->dims[d])
+            return OMMA_FAIL(OMMA_ERR_FORMAT,
+                             "model op %d (%s): dimension %d takes %lld of %lld from %lld by %lld, "
+                             "output '%s' has %d",
+                             idx, name, d, count, dim, b, st, y->name, y->dims[d]);
+        if (d == 0 && (b != 0 || count != dim))
+            return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "model op %d (%s): slicing the batch dimension",
+                             idx, name);
+        n->p.slice.begin[d] = (int)b;
+        n->p.slice.stride[d] = (int)st;
+    }
+    return OMMA_OK;
+}
+
 static omma_status build_node(const tfl_model *m, const gr_graph *g, int idx, gr_node *n)
 {
     const tfl_operator *o = &m->operators[idx];
@@ -243,6 +295,53 @@ static omma_status build_node(const tfl_model *m, const gr_graph *g, int idx, gr
         return OMMA_OK;
     case TFL_DENSIFY: /* folded by fold_densify, never a node */
         break;
+    case TFL_MUL:
+        n->op = GR_MUL;
+        n->n_in = 2;
+        OMMA_TRY(operand(m, idx, o, true, 1, false, &n->in[1]));
+        n->p.add.alpha = -1;
+        return map_act(idx, name, o->opt.mul.act, &n->p.add.act);
+    case TFL_STRIDED_SLICE:
+        n->op = GR_STRIDED_SLICE;
+        return build_slice(m, g, idx, o, n);
+    case TFL_CUSTOM_LANDMARKS_TO_MATRIX: {
+        n->op = GR_LANDMARKS_TO_MATRIX;
+        const struct tfl_l2m *l = &o->opt.l2m;
+        n->p.l2m.left = l->left;
+        n->p.l2m.right = l->right;
+        n->p.l2m.out_h = l->out_h;
+        n->p.l2m.out_w = l->out_w;
+        n->p.l2m.scale_x = l->scale_x;
+        n->p.l2m.scale_y = l->scale_y;
+        n->p.l2m.target_rotation = l->target_rotation;
+        if (l->n_subset < 1 || l->n_subset > GR_L2M_MAX_SUBSET)
+            return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "model op %d (%s): %d subset pairs", idx, name,
+                             l->n_subset);
+        n->p.l2m.n_subset = l->n_subset;
+        for (int k = 0; k < l->n_subset; k++)
+            for (int j = 0; j < 2; j++) {
+                if (l->subset[k][j] < 0 || l->subset[k][j] > 32767)
+                    return OMMA_FAIL(OMMA_ERR_FORMAT, "model op %d (%s): subset index %d", idx,
+                                     name, l->subset[k][j]);
+                n->p.l2m.subset[k][j] = (short)l->subset[k][j];
+            }
+        return OMMA_OK;
+    }
+    case TFL_CUSTOM_TRANSFORM_BILINEAR:
+    case TFL_CUSTOM_TRANSFORM_LANDMARKS: {
+        bool bil = o->opcode == TFL_CUSTOM_TRANSFORM_BILINEAR;
+        n->op = bil ? GR_TRANSFORM_BILINEAR : GR_TRANSFORM_LANDMARKS;
+        n->n_in = 2;
+        OMMA_TRY(operand(m, idx, o, true, 1, false, &n->in[1]));
+        const gr_tensor *y = &g->tensors[n->out];
+        if (bil && (y->rank != 4 || y->dims[1] != o->opt.bilinear.out_h ||
+                    y->dims[2] != o->opt.bilinear.out_w))
+            return OMMA_FAIL(OMMA_ERR_FORMAT,
+                             "model op %d (%s): output_height %d / output_width %d do not match "
+                             "output '%s'",
+                             idx, name, o->opt.bilinear.out_h, o->opt.bilinear.out_w, y->name);
+        return OMMA_OK;
+    }
     }
     return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "model op %d: operator code %d", idx, (int)o->opcode);
 }

@@ -497,6 +497,96 @@ static omma_status check_node(const gr_graph *g, const check *c, int i)
                              x->name, dims_text(x), y->name, dims_text(y), b);
         return OMMA_OK;
     }
+    case GR_MUL: {
+        if (n->n_in != 2)
+            return node_fail(g, i, "has %d inputs, expected 2", n->n_in);
+        OMMA_TRY(want_f32(g, i, n->in[0], "input"));
+        OMMA_TRY(want_f32(g, i, n->in[1], "input"));
+        bool s0 = c->is_static[n->in[0]], s1 = c->is_static[n->in[1]];
+        if (s0 && s1)
+            return node_fail(g, i, "multiplies two constants");
+        const gr_tensor *a = s0 ? &g->tensors[n->in[1]] : x, *b = s0 ? x : &g->tensors[n->in[1]];
+        bool scalar = (s0 || s1) && gr_tensor_elems(b) == 1;
+        if (!same_dims(a, y) || (!scalar && !same_dims(a, b)))
+            return node_fail(g, i,
+                             "inputs '%s' %s and '%s' %s and output '%s' %s: expected the same "
+                             "shapes or a one-value constant",
+                             x->name, dims_text(x), g->tensors[n->in[1]].name,
+                             dims_text(&g->tensors[n->in[1]]), y->name, dims_text(y));
+        if ((int)n->p.add.act < 0 || n->p.add.act >= GR_ACT_PRELU)
+            return node_fail(g, i, "activation %d (NONE, RELU or RELU6)", (int)n->p.add.act);
+        return OMMA_OK;
+    }
+    case GR_STRIDED_SLICE: {
+        if (n->n_in != 1)
+            return node_fail(g, i, "has %d inputs, expected 1", n->n_in);
+        OMMA_TRY(want_activation(g, c, i, n->in[0], "input"));
+        if (x->rank != y->rank || y->dims[0] != x->dims[0])
+            return node_fail(g, i, "input '%s' %s and output '%s' %s differ in rank or batch",
+                             x->name, dims_text(x), y->name, dims_text(y));
+        for (int d = 0; d < x->rank; d++) {
+            long long b = n->p.slice.begin[d], st = n->p.slice.stride[d];
+            if (b < 0 || st < 1 || y->dims[d] < 1 || (d == 0 && (b != 0 || st != 1)) ||
+                b + (y->dims[d] - 1) * st >= x->dims[d])
+                return node_fail(g, i,
+                                 "dimension %d: %d values from %lld by %lld do not fit in "
+                                 "input '%s' %s",
+                                 d, y->dims[d], b, st, x->name, dims_text(x));
+        }
+        return OMMA_OK;
+    }
+    case GR_LANDMARKS_TO_MATRIX: {
+        if (n->n_in != 1)
+            return node_fail(g, i, "has %d inputs, expected 1", n->n_in);
+        OMMA_TRY(want_activation(g, c, i, n->in[0], "input"));
+        const gr_node *l = n;
+        if (x->rank != 3 || x->dims[2] != 3 || y->rank != 3 || y->dims[0] != x->dims[0] ||
+            y->dims[1] != 4 || y->dims[2] != 4)
+            return node_fail(g, i,
+                             "input '%s' %s and output '%s' %s: expected [N, L, 3] -> "
+                             "[N, 4, 4]",
+                             x->name, dims_text(x), y->name, dims_text(y));
+        int L = x->dims[1];
+        bool ok = l->p.l2m.left >= 0 && l->p.l2m.left < L && l->p.l2m.right >= 0 &&
+                  l->p.l2m.right < L && l->p.l2m.out_h >= 1 && l->p.l2m.out_w >= 1 &&
+                  l->p.l2m.scale_x > 0 && l->p.l2m.scale_y > 0 && l->p.l2m.n_subset >= 1 &&
+                  l->p.l2m.n_subset <= GR_L2M_MAX_SUBSET;
+        for (int k = 0; ok && k < l->p.l2m.n_subset; k++)
+            ok = l->p.l2m.subset[k][0] >= 0 && l->p.l2m.subset[k][0] < L &&
+                 l->p.l2m.subset[k][1] >= 0 && l->p.l2m.subset[k][1] < L;
+        if (!ok)
+            return node_fail(g, i,
+                             "parameters out of range for %d landmarks (rotation %d, %d; %d "
+                             "subset pairs; crop %dx%d)",
+                             L, l->p.l2m.left, l->p.l2m.right, l->p.l2m.n_subset, l->p.l2m.out_w,
+                             l->p.l2m.out_h);
+        return OMMA_OK;
+    }
+    case GR_TRANSFORM_BILINEAR:
+    case GR_TRANSFORM_LANDMARKS: {
+        if (n->n_in != 2)
+            return node_fail(g, i, "has %d inputs, expected 2", n->n_in);
+        OMMA_TRY(want_activation(g, c, i, n->in[0], "input"));
+        OMMA_TRY(want_activation(g, c, i, n->in[1], "matrix"));
+        const gr_tensor *mt = &g->tensors[n->in[1]];
+        if (mt->rank != 3 || mt->dims[0] != x->dims[0] || mt->dims[1] != 4 || mt->dims[2] != 4)
+            return node_fail(g, i, "matrix '%s' is %s, expected [N, 4, 4]", mt->name,
+                             dims_text(mt));
+        if (n->op == GR_TRANSFORM_LANDMARKS) {
+            if (x->rank != 3 || (x->dims[2] != 2 && x->dims[2] != 3) || !same_dims(x, y))
+                return node_fail(g, i,
+                                 "input '%s' %s and output '%s' %s: expected [N, L, 2 or "
+                                 "3], the same",
+                                 x->name, dims_text(x), y->name, dims_text(y));
+        } else if (x->rank != 4 || y->rank != 4 || y->dims[0] != x->dims[0] ||
+                   y->dims[3] != x->dims[3]) {
+            return node_fail(g, i,
+                             "input '%s' %s and output '%s' %s: expected [N, H, W, C] -> "
+                             "[N, OH, OW, C]",
+                             x->name, dims_text(x), y->name, dims_text(y));
+        }
+        return OMMA_OK;
+    }
     case GR_RELU:
     case GR_LOGISTIC:
     case GR_PRELU:

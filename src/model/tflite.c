@@ -48,6 +48,7 @@
 
 #include "core/error.h"
 #include "model/flatbuffer.h"
+#include "model/flexbuffer.h"
 
 #define TFL_SCHEMA_VERSION 3u
 #define TFL_MAX_FILE ((size_t)0x7fffffff)
@@ -56,7 +57,7 @@
 
 /* Field ids (declaration order in TFLite's schema.fbs). */
 enum { F_MODEL_VERSION = 0, F_MODEL_OPCODES = 1, F_MODEL_SUBGRAPHS = 2, F_MODEL_BUFFERS = 4 };
-enum { F_OPCODE_DEPRECATED = 0, F_OPCODE_CUSTOM = 1, F_OPCODE_BUILTIN = 3 };
+enum { F_OPCODE_DEPRECATED = 0, F_OPCODE_CUSTOM = 1, F_OPCODE_VERSION = 2, F_OPCODE_BUILTIN = 3 };
 enum { F_SG_TENSORS = 0, F_SG_INPUTS = 1, F_SG_OUTPUTS = 2, F_SG_OPERATORS = 3 };
 enum {
     F_TENSOR_SHAPE = 0, F_TENSOR_TYPE = 1, F_TENSOR_BUFFER = 2, F_TENSOR_NAME = 3,
@@ -74,8 +75,13 @@ enum {
     F_DIM_INDICES = 5
 };
 enum {
-    F_OP_OPCODE = 0, F_OP_INPUTS = 1, F_OP_OUTPUTS = 2, F_OP_OPTIONS_TYPE = 3, F_OP_OPTIONS = 4,
-    F_OP_CUSTOM_OPTIONS = 5
+    F_OP_OPCODE = 0,
+    F_OP_INPUTS = 1,
+    F_OP_OUTPUTS = 2,
+    F_OP_OPTIONS_TYPE = 3,
+    F_OP_OPTIONS = 4,
+    F_OP_CUSTOM_OPTIONS = 5,
+    F_OP_CUSTOM_FORMAT = 6
 };
 
 /* BuiltinOptions union members. */
@@ -88,7 +94,9 @@ enum {
     TFL_OPT_ADD = 11,
     TFL_OPT_RESIZE = 15,
     TFL_OPT_RESHAPE = 17,
+    TFL_OPT_MUL = 21,
     TFL_OPT_PAD = 22,
+    TFL_OPT_STRIDED_SLICE = 32,
     TFL_OPT_DEQUANTIZE = 38,
     TFL_OPT_DEPTH_TO_SPACE = 94
 };
@@ -99,6 +107,7 @@ enum {
 typedef struct tfl_code {
     int code;            /* max(deprecated_builtin_code, builtin_code) */
     const char *custom;  /* custom_code inside the file, or NULL */
+    int version;
 } tfl_code;
 
 typedef struct tfl_buf {
@@ -122,6 +131,18 @@ const char *tfl_opcode_name(int opcode)
         "STRIDED_SLICE", "BIDIRECTIONAL_SEQUENCE_RNN", "EXP", "TOPK_V2", "SPLIT", "LOG_SOFTMAX",
         "DELEGATE", "BIDIRECTIONAL_SEQUENCE_LSTM", "CAST", "PRELU",
     };
+    switch (opcode) {
+    case TFL_DENSIFY:
+        return "DENSIFY";
+    case TFL_CUSTOM_LANDMARKS_TO_MATRIX:
+        return "Landmarks2TransformMatrix";
+    case TFL_CUSTOM_TRANSFORM_BILINEAR:
+        return "TransformTensorBilinear";
+    case TFL_CUSTOM_TRANSFORM_LANDMARKS:
+        return "TransformLandmarks";
+    default:
+        break;
+    }
     if (opcode < 0 || (size_t)opcode >= sizeof names / sizeof names[0])
         return "UNKNOWN";
     return names[opcode];
@@ -164,18 +185,20 @@ static omma_status read_opcodes(const fb_reader *r, const fb_table *model, tfl_c
         snprintf(obj, sizeof obj, "operator code %zu", i);
         fb_table t;
         uint8_t dep;
-        int32_t builtin;
+        int32_t builtin, version;
         omma_status st;
         if ((st = fb_vector_table(r, start, i, obj, &t)) != OMMA_OK ||
             (st = fb_field_u8(r, &t, F_OPCODE_DEPRECATED, "deprecated_builtin_code", 0, &dep)) !=
                 OMMA_OK ||
             (st = fb_field_i32(r, &t, F_OPCODE_BUILTIN, "builtin_code", 0, &builtin)) != OMMA_OK ||
+            (st = fb_field_i32(r, &t, F_OPCODE_VERSION, "version", 1, &version)) != OMMA_OK ||
             (st = fb_string(r, &t, F_OPCODE_CUSTOM, "custom_code", &c[i].custom)) != OMMA_OK) {
             free(c);
             return st;
         }
         int d = (int8_t)dep;
         c[i].code = builtin > d ? builtin : d;
+        c[i].version = version;
     }
     *out = c;
     *count = len;
@@ -510,6 +533,10 @@ static int options_type_of(int code)
     case TFL_DEQUANTIZE: return TFL_OPT_DEQUANTIZE;
     case TFL_DEPTH_TO_SPACE:
         return TFL_OPT_DEPTH_TO_SPACE;
+    case TFL_MUL:
+        return TFL_OPT_MUL;
+    case TFL_STRIDED_SLICE:
+        return TFL_OPT_STRIDED_SLICE;
     default: return TFL_OPT_NONE;
     }
 }
@@ -525,6 +552,8 @@ static bool supported_op(int code)
     case TFL_DEPTH_TO_SPACE:
     case TFL_LOGISTIC:
     case TFL_DENSIFY:
+    case TFL_MUL:
+    case TFL_STRIDED_SLICE:
         return true;
     default:
         return false;
@@ -704,6 +733,27 @@ static omma_status read_options(const fb_reader *r, const tfl_opctx *c, const fb
             return op_malformed(c, "block_size %d (1 to 64)", (int)a);
         op->opt.d2s.block_size = a;
         return OMMA_OK;
+    case TFL_MUL:
+        OMMA_TRY(fb_field_u8(r, ot, 0, "fused_activation_function", 0, &act));
+        return check_act(c, act, &op->opt.mul.act);
+    case TFL_STRIDED_SLICE: {
+        int32_t ell = 0, na = 0, shrink = 0;
+        uint8_t offset = 0;
+        OMMA_TRY(fb_field_i32(r, ot, 0, "begin_mask", 0, &a));
+        OMMA_TRY(fb_field_i32(r, ot, 1, "end_mask", 0, &b));
+        OMMA_TRY(fb_field_i32(r, ot, 2, "ellipsis_mask", 0, &ell));
+        OMMA_TRY(fb_field_i32(r, ot, 3, "new_axis_mask", 0, &na));
+        OMMA_TRY(fb_field_i32(r, ot, 4, "shrink_axis_mask", 0, &shrink));
+        OMMA_TRY(fb_field_u8(r, ot, 5, "offset", 0, &offset));
+        if (ell || na || shrink || offset)
+            return op_unsupported(c,
+                                  "ellipsis_mask %d, new_axis_mask %d, shrink_axis_mask %d, "
+                                  "offset %u (only begin_mask and end_mask are supported)",
+                                  (int)ell, (int)na, (int)shrink, offset);
+        op->opt.slice.begin_mask = a;
+        op->opt.slice.end_mask = b;
+        return OMMA_OK;
+    }
     default: /* RESHAPE's new_shape duplicates its output's shape: not read */
         return OMMA_OK;
     }
@@ -716,6 +766,17 @@ static omma_status check_operands(const tfl_opctx *c, const tfl_operator *op, in
     switch (op->opcode) {
     case TFL_CONV_2D: case TFL_DEPTHWISE_CONV_2D: lo = 2; hi = 3; break;
     case TFL_ADD: case TFL_PRELU: case TFL_PAD: case TFL_RESIZE_BILINEAR: lo = hi = 2; break;
+    case TFL_MUL:
+    case TFL_CUSTOM_TRANSFORM_BILINEAR:
+    case TFL_CUSTOM_TRANSFORM_LANDMARKS:
+        lo = hi = 2;
+        break;
+    case TFL_STRIDED_SLICE:
+        lo = hi = 4;
+        break;
+    case TFL_CUSTOM_LANDMARKS_TO_MATRIX:
+        lo = hi = 1;
+        break;
     case TFL_RESHAPE: lo = 1; hi = 2; break;
     case TFL_CONCATENATION: lo = 1; hi = TFL_MAX_OPERANDS; break;
     default: break;
@@ -741,6 +802,119 @@ static omma_status check_operands(const tfl_opctx *c, const tfl_operator *op, in
     return OMMA_OK;
 }
 
+/* A custom operator omma runs: MediaPipe's, version 2. */
+static omma_status custom_opcode(tfl_opctx *c, const tfl_code *code, int *opcode)
+{
+    static const struct {
+        const char *name;
+        int opcode;
+    } known[] = {
+        {"Landmarks2TransformMatrix", TFL_CUSTOM_LANDMARKS_TO_MATRIX},
+        {"TransformTensorBilinear", TFL_CUSTOM_TRANSFORM_BILINEAR},
+        {"TransformLandmarks", TFL_CUSTOM_TRANSFORM_LANDMARKS},
+    };
+    const char *name = code->custom ? code->custom : "";
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(name, known[i].name)) {
+            c->name = known[i].name;
+            if (code->version != 2)
+                return op_unsupported(c, "version %d of custom operator '%s' (2 is supported)",
+                                      code->version, name);
+            *opcode = known[i].opcode;
+            return OMMA_OK;
+        }
+    return op_unsupported(c, "custom operator '%s' is not supported", name);
+}
+
+/* One key of a custom operator's options map. */
+static omma_status custom_key(const tfl_opctx *c, const fx_ref *map, const char *key, bool required,
+                              fx_ref *v, bool *found)
+{
+    OMMA_TRY(fx_map_get(map, key, v, found));
+    if (!*found && required)
+        return op_malformed(c, "custom options lack '%s'", key);
+    return OMMA_OK;
+}
+
+static omma_status custom_positive(const tfl_opctx *c, const fx_ref *map, const char *key, int *out)
+{
+    fx_ref v;
+    bool found;
+    int32_t x;
+    OMMA_TRY(custom_key(c, map, key, true, &v, &found));
+    OMMA_TRY(fx_int(&v, key, &x));
+    if (x < 1 || x > 65536)
+        return op_malformed(c, "custom option %s %d (1 to 65536)", key, (int)x);
+    *out = x;
+    return OMMA_OK;
+}
+
+/* MediaPipe's custom operators' options, as their Eval checks them. */
+static omma_status read_custom_options(const tfl_opctx *c, const uint8_t *bytes, size_t size,
+                                       tfl_operator *op)
+{
+    if (op->opcode == TFL_CUSTOM_TRANSFORM_LANDMARKS)
+        return OMMA_OK; /* none: the landmarks' last dimension gives 2 or 3 */
+    char what[160];
+    snprintf(what, sizeof what, "%s: op %d (%s) custom options", c->r->what, c->index, c->name);
+    fx_ref map, v;
+    bool found;
+    OMMA_TRY(fx_root(bytes, size, what, &map));
+    if (op->opcode == TFL_CUSTOM_TRANSFORM_BILINEAR) {
+        OMMA_TRY(custom_positive(c, &map, "output_height", &op->opt.bilinear.out_h));
+        return custom_positive(c, &map, "output_width", &op->opt.bilinear.out_w);
+    }
+    /* TFL_CUSTOM_LANDMARKS_TO_MATRIX */
+    int32_t x;
+    double d;
+    OMMA_TRY(custom_key(c, &map, "left_rotation_idx", true, &v, &found));
+    OMMA_TRY(fx_int(&v, "left_rotation_idx", &x));
+    op->opt.l2m.left = x;
+    OMMA_TRY(custom_key(c, &map, "right_rotation_idx", true, &v, &found));
+    OMMA_TRY(fx_int(&v, "right_rotation_idx", &x));
+    op->opt.l2m.right = x;
+    if (op->opt.l2m.left < 0 || op->opt.l2m.right < 0)
+        return op_malformed(c, "left_rotation_idx %d / right_rotation_idx %d (must be >= 0)",
+                            op->opt.l2m.left, op->opt.l2m.right);
+    OMMA_TRY(custom_positive(c, &map, "output_height", &op->opt.l2m.out_h));
+    OMMA_TRY(custom_positive(c, &map, "output_width", &op->opt.l2m.out_w));
+    static const char *const scales[2] = {"scale_x", "scale_y"};
+    for (int k = 0; k < 2; k++) {
+        OMMA_TRY(custom_key(c, &map, scales[k], true, &v, &found));
+        OMMA_TRY(fx_float(&v, scales[k], &d));
+        if (!(d > 0 && d < 1e6))
+            return op_malformed(c, "custom option %s %g (must be > 0)", scales[k], d);
+        *(k ? &op->opt.l2m.scale_y : &op->opt.l2m.scale_x) = (float)d;
+    }
+    OMMA_TRY(custom_key(c, &map, "target_rotation_radians", false, &v, &found));
+    d = 0;
+    if (found)
+        OMMA_TRY(fx_float(&v, "target_rotation_radians", &d));
+    if (!(d >= -100 && d <= 100))
+        return op_malformed(c, "target_rotation_radians %g", d);
+    op->opt.l2m.target_rotation = (float)d;
+    size_t n;
+    OMMA_TRY(custom_key(c, &map, "subset_idxs", true, &v, &found));
+    OMMA_TRY(fx_vector_len(&v, "subset_idxs", &n));
+    /* Pairs of landmarks; an odd last one pairs with itself (TFLite's GPU
+     * delegate's reading of the attention mesh, whose eye subsets hold 71). */
+    if (n == 0)
+        return op_malformed(c, "subset_idxs is empty");
+    if ((n + 1) / 2 > TFL_L2M_MAX_SUBSET)
+        return op_unsupported(c, "subset_idxs of %zu values (at most %d)", n,
+                              2 * TFL_L2M_MAX_SUBSET);
+    for (size_t k = 0; k < n; k++) {
+        OMMA_TRY(fx_vector_int(&v, "subset_idxs", k, &x));
+        if (x < 0)
+            return op_malformed(c, "subset_idxs[%zu] is %d", k, (int)x);
+        op->opt.l2m.subset[k / 2][k % 2] = x;
+        if (k == n - 1 && k % 2 == 0)
+            op->opt.l2m.subset[k / 2][1] = x;
+    }
+    op->opt.l2m.n_subset = (int)((n + 1) / 2);
+    return OMMA_OK;
+}
+
 static omma_status read_operator(const fb_reader *r, const fb_table *o, int index,
                                  const tfl_code *codes, size_t n_codes, int n_tensors,
                                  size_t *operand_budget, tfl_operator *op)
@@ -754,15 +928,15 @@ static omma_status read_operator(const fb_reader *r, const fb_table *o, int inde
                       at, ci, n_codes);
     const tfl_code *code = &codes[ci];
     tfl_opctx c = {.r = r, .index = index, .name = tfl_opcode_name(code->code)};
+    int opcode = code->code;
     if (code->custom || code->code == TFL_OP_CUSTOM)
-        return op_unsupported(&c, "custom operator '%s' is not supported",
-                              code->custom ? code->custom : "");
-    if (!supported_op(code->code)) {
+        OMMA_TRY(custom_opcode(&c, code, &opcode));
+    else if (!supported_op(code->code)) {
         if (code->code < 0)
             return op_malformed(&c, "builtin operator code %d", code->code);
         return op_unsupported(&c, "operator not supported (builtin code %d)", code->code);
     }
-    op->opcode = (tfl_opcode)code->code;
+    op->opcode = (tfl_opcode)opcode;
     OMMA_TRY(
         fb_int_vector(r, o, F_OP_INPUTS, "inputs", TFL_MAX_OPERANDS, &op->inputs, &op->n_inputs));
     OMMA_TRY(fb_int_vector(r, o, F_OP_OUTPUTS, "outputs", TFL_MAX_OPERANDS, &op->outputs,
@@ -779,10 +953,18 @@ static omma_status read_operator(const fb_reader *r, const fb_table *o, int inde
     *operand_budget -= used;
     size_t s, ncustom;
     OMMA_TRY(fb_vector(r, o, F_OP_CUSTOM_OPTIONS, 1, "custom_options", &s, &ncustom));
-    if (ncustom)
+    bool custom = opcode >= TFL_CUSTOM_LANDMARKS_TO_MATRIX;
+    if (ncustom && !custom)
         return op_unsupported(&c, "custom options (%zu bytes) on a builtin operator", ncustom);
     OMMA_TRY(check_operands(&c, op, n_tensors));
-    return read_options(r, &c, o, op);
+    OMMA_TRY(read_options(r, &c, o, op));
+    if (!custom)
+        return OMMA_OK;
+    uint8_t format;
+    OMMA_TRY(fb_field_u8(r, o, F_OP_CUSTOM_FORMAT, "custom_options_format", 0, &format));
+    if (format != 0)
+        return op_malformed(&c, "custom_options_format %u (0, FLEXBUFFERS, expected)", format);
+    return read_custom_options(&c, r->b + s, ncustom, op);
 }
 
 static omma_status read_index_list(const fb_reader *r, const fb_table *sg, int id,

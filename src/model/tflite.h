@@ -25,13 +25,23 @@ typedef enum tfl_opcode {
     TFL_DEQUANTIZE = 6,
     TFL_LOGISTIC = 14,
     TFL_MAX_POOL_2D = 17,
+    TFL_MUL = 18,
     TFL_RELU = 19,
     TFL_RESHAPE = 22,
     TFL_RESIZE_BILINEAR = 23,
     TFL_PAD = 34,
+    TFL_STRIDED_SLICE = 45,
     TFL_PRELU = 54,
     TFL_DENSIFY = 124,
+    /* MediaPipe's custom operators (version 2 of each, options in
+     * flexbuffers), numbered by omma past TFLite's builtin codes. */
+    TFL_CUSTOM_LANDMARKS_TO_MATRIX = 100001, /* "Landmarks2TransformMatrix" */
+    TFL_CUSTOM_TRANSFORM_BILINEAR = 100002,  /* "TransformTensorBilinear" */
+    TFL_CUSTOM_TRANSFORM_LANDMARKS = 100003, /* "TransformLandmarks" */
 } tfl_opcode;
+
+/* Landmarks2TransformMatrix: at most this many landmark pairs in its subset. */
+#define TFL_L2M_MAX_SUBSET 128
 
 /* TFLite's TensorType codes omma accepts. */
 typedef enum tfl_type { TFL_FLOAT32 = 0, TFL_FLOAT16 = 1, TFL_INT32 = 2 } tfl_type;
@@ -71,6 +81,21 @@ typedef struct tfl_operator {
         struct {
             int block_size;
         } d2s; /* DEPTH_TO_SPACE */
+        struct { tfl_activation act; } mul; /* MUL */
+        struct {
+            int begin_mask, end_mask; /* ellipsis, new-axis and shrink masks must be 0 */
+        } slice; /* STRIDED_SLICE */
+        struct tfl_l2m {
+            int left, right;          /* landmarks whose line gives the rotation */
+            int out_h, out_w;         /* the crop's size */
+            float scale_x, scale_y;   /* the crop's size relative to the subset's box */
+            float target_rotation;    /* radians */
+            int n_subset;             /* landmark pairs whose box is cropped */
+            int subset[TFL_L2M_MAX_SUBSET][2];
+        } l2m; /* Landmarks2TransformMatrix (custom, version 2) */
+        struct {
+            int out_h, out_w;
+        } bilinear; /* TransformTensorBilinear (custom, version 2) */
     } opt;
 } tfl_operator;
 
@@ -100,8 +125,9 @@ omma_status tfl_model_read_memory(const void *bytes, size_t size, const char *wh
 /* Frees a model; accepts NULL. */
 void tfl_model_free(tfl_model *m);
 
-/* Name of a builtin opcode ("CONV_2D", also for the ones omma does not run,
- * for messages); "UNKNOWN" for codes it has no name for. */
+/* Name of an opcode ("CONV_2D", also for the builtin ones omma does not run,
+ * for messages; a custom one's name for TFL_CUSTOM_*); "UNKNOWN" for codes
+ * it has no name for. */
 const char *tfl_opcode_name(int opcode);
 
 #endif

@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "pipeline/face_pipeline_private.h"
 #include "vision/frame.h"
+#include "vision/geometry_metadata.h"
+#include "vision/head_pose.h"
 
 void omma_face_pipeline_options_init(omma_face_pipeline_options *opt)
 {
@@ -45,9 +47,17 @@ static omma_status check_options(const omma_face_pipeline_options *o)
     if (o->precision != OMMA_PRECISION_FP16 && o->precision != OMMA_PRECISION_FP32)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: unknown precision %d",
                          (int)o->precision);
+    if (o->head_pose && !o->geometry_metadata)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "face pipeline: head_pose needs geometry_metadata (MediaPipe's "
+                         "geometry_pipeline_metadata_landmarks.binarypb)");
     if (!o->detector_model || !o->mesh_model)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: no %s model path",
                          o->detector_model ? "FaceMesh" : "detector");
+    if (o->mesh_points != 0 && o->mesh_points != OMMA_FACE_LANDMARKS &&
+        o->mesh_points != OMMA_FACE_LANDMARKS_WITH_IRISES)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: mesh_points %d (0, %d or %d)",
+                         o->mesh_points, OMMA_FACE_LANDMARKS, OMMA_FACE_LANDMARKS_WITH_IRISES);
     if (o->max_faces < 1 || o->max_faces > OMMA_PIPELINE_MAX_FACES)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "face pipeline: max_faces %d not in 1..%d",
                          o->max_faces, OMMA_PIPELINE_MAX_FACES);
@@ -92,11 +102,18 @@ omma_status omma_face_pipeline_create(const omma_face_pipeline_options *opt,
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "face pipeline");
     p->opt = *opt;
     /* The paths are the caller's; they are only needed while loading. */
-    p->opt.detector_model = p->opt.mesh_model = NULL;
+    p->opt.detector_model = p->opt.mesh_model = p->opt.geometry_metadata = NULL;
     atomic_init(&p->busy, false);
     pthread_mutex_init(&p->stats_lock, NULL);
     p->ops = opt->backend == OMMA_BACKEND_CUDA ? &fp_gpu_backend : &fp_cpu_backend;
-    omma_status st = p->ops->create(p, opt->detector_model, opt->mesh_model);
+    omma_status st = OMMA_OK;
+    if (opt->head_pose) {
+        p->geo = malloc(sizeof *p->geo);
+        st = p->geo ? vis_geometry_load(opt->geometry_metadata, p->geo)
+                    : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "face pipeline: geometry");
+    }
+    if (st == OMMA_OK)
+        st = p->ops->create(p, opt->detector_model, opt->mesh_model);
     if (st == OMMA_OK) {
         p->one = calloc((size_t)opt->max_faces, sizeof *p->one);
         if (!p->one)
@@ -116,6 +133,7 @@ void omma_face_pipeline_destroy(omma_face_pipeline *p)
         return;
     p->ops->destroy(p);
     pthread_mutex_destroy(&p->stats_lock);
+    free(p->geo);
     free(p->one);
     free(p);
 }
@@ -166,6 +184,14 @@ static omma_status run_batch(omma_face_pipeline *p, int n, const int *cameras,
         p->ops->reset(p, n, cameras);
         return st;
     }
+    if (p->geo) /* a face whose pose has no solution (degenerate) has none */
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < counts[i]; j++) {
+                omma_face *f = &faces[(size_t)i * (size_t)p->opt.max_faces + (size_t)j];
+                f->has_head_pose =
+                    vis_head_pose(p->geo, &f->landmarks[0][0], frames[i].width, frames[i].height,
+                                  f->head_pose, &f->yaw, &f->pitch, &f->roll) == OMMA_OK;
+            }
     return OMMA_OK;
 }
 

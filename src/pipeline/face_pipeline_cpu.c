@@ -9,6 +9,7 @@
 #include "pipeline/face_pipeline_private.h"
 #include "vision/crop_ref.h"
 #include "vision/detect_decode.h"
+#include "vision/face_refine.h"
 #include "vision/face_roi.h"
 #include "vision/preprocess_ref.h"
 #include "vision/tracker.h"
@@ -17,11 +18,14 @@ struct fp_backend {
     omma_engine *det, *mesh;
     omma_exec *xdet, *xmesh;
     float *det_in, *det_boxes, *det_scores, *mesh_in, *mesh_lm, *mesh_flag;
+    float *mesh_parts[5]; /* attention mesh: lips, eyes, irises (face_refine.h) */
+    float refined[OMMA_FACE_LANDMARKS_WITH_IRISES * 3];
+    fp_mesh_spec mspec;
     fp_detector_spec dspec;
     vis_tracker_options topt;
     vis_tracker *trackers[OMMA_PIPELINE_MAX_CAMERAS]; /* NULL until a camera's
                                                          first frame */
-    float (*lm)[OMMA_FACE_LANDMARKS * 3]; /* this frame's landmarks per track */
+    float (*lm)[OMMA_FACE_LANDMARKS_WITH_IRISES * 3]; /* this frame's landmarks per track */
     float *presence;
     omma_face_pipeline_stats moved; /* the batch's detector and FaceMesh runs */
 };
@@ -32,7 +36,6 @@ static omma_status cpu_create(omma_face_pipeline *p, const char *detector, const
     if (!b)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "face pipeline");
     p->impl = b;
-    fp_mesh_spec mspec;
     vis_tracker_options_init(&b->topt);
     b->topt.max_faces = p->opt.max_faces;
     b->topt.detect_every = p->opt.detect_every;
@@ -50,11 +53,17 @@ static omma_status cpu_create(omma_face_pipeline *p, const char *detector, const
     OMMA_TRY(omma_exec_output(b->xdet, b->dspec.box_output, &b->det_boxes));
     OMMA_TRY(omma_exec_output(b->xdet, b->dspec.score_output, &b->det_scores));
     OMMA_TRY(omma_engine_load(NULL, mesh, &eo, &b->mesh));
-    OMMA_TRY(fp_inspect_mesh(b->mesh, mesh, &mspec));
+    OMMA_TRY(fp_inspect_mesh(b->mesh, mesh, p->opt.mesh_points, &b->mspec));
     OMMA_TRY(omma_exec_create(b->mesh, 1, &b->xmesh));
     OMMA_TRY(omma_exec_input(b->xmesh, 0, &b->mesh_in));
-    OMMA_TRY(omma_exec_output(b->xmesh, mspec.landmark_output, &b->mesh_lm));
-    OMMA_TRY(omma_exec_output(b->xmesh, mspec.flag_output, &b->mesh_flag));
+    OMMA_TRY(omma_exec_output(b->xmesh, b->mspec.landmark_output, &b->mesh_lm));
+    OMMA_TRY(omma_exec_output(b->xmesh, b->mspec.flag_output, &b->mesh_flag));
+    if (b->mspec.points == OMMA_FACE_LANDMARKS_WITH_IRISES) {
+        const int parts[5] = {b->mspec.lips, b->mspec.left_eye, b->mspec.right_eye,
+                              b->mspec.left_iris, b->mspec.right_iris};
+        for (int k = 0; k < 5; k++)
+            OMMA_TRY(omma_exec_output(b->xmesh, parts[k], &b->mesh_parts[k]));
+    }
     b->lm = malloc((size_t)p->opt.max_faces * sizeof *b->lm);
     b->presence = malloc((size_t)p->opt.max_faces * sizeof *b->presence);
     if (!b->lm || !b->presence)
@@ -132,8 +141,13 @@ static omma_status track(omma_face_pipeline *p, vis_tracker *t, const omma_frame
         OMMA_TRY(omma_exec_run(b->xmesh, 1));
         b->moved.mesh_images++;
         b->presence[i] = vis_face_presence(b->mesh_flag[0]);
-        vis_landmarks_to_frame(&t->tracks[i].roi, VIS_MESH_SIZE, b->mesh_lm, OMMA_FACE_LANDMARKS,
-                               b->lm[i]);
+        const float *lm = b->mesh_lm;
+        if (b->mspec.points == OMMA_FACE_LANDMARKS_WITH_IRISES) {
+            vis_refine_attention(b->mesh_lm, b->mesh_parts[0], b->mesh_parts[1], b->mesh_parts[2],
+                                 b->mesh_parts[3], b->mesh_parts[4], b->refined);
+            lm = b->refined;
+        }
+        vis_landmarks_to_frame(&t->tracks[i].roi, VIS_MESH_SIZE, lm, b->mspec.points, b->lm[i]);
         ids[i] = t->tracks[i].id;
         vis_tracker_update(t, i, b->lm[i], b->presence[i]);
     }
@@ -141,7 +155,12 @@ static omma_status track(omma_face_pipeline *p, vis_tracker *t, const omma_frame
     for (int j = 0; j < t->count; j++)
         for (int i = 0; i < slots; i++)
             if (ids[i] == t->tracks[j].id) {
-                vis_tracker_face(t, j, b->lm[i], b->presence[i], &faces[(*n)++]);
+                omma_face *f = &faces[(*n)++];
+                vis_tracker_face(t, j, b->lm[i], b->presence[i], f);
+                if (b->mspec.points == OMMA_FACE_LANDMARKS_WITH_IRISES) {
+                    f->n_landmarks = OMMA_FACE_LANDMARKS_WITH_IRISES;
+                    memcpy(f->irises, b->lm[i] + OMMA_FACE_LANDMARKS * 3, sizeof f->irises);
+                }
                 break;
             }
     return OMMA_OK;

@@ -35,7 +35,13 @@ static omma_status open_models(omma_face_pipeline *p, fp_backend *b, const char 
     OMMA_TRY(omma_engine_load(b->dev, detector, &eo, &b->det));
     OMMA_TRY(fp_inspect_detector(b->det, detector, &b->dspec));
     OMMA_TRY(omma_engine_load(b->dev, mesh, &eo, &b->mesh));
-    return fp_inspect_mesh(b->mesh, mesh, &b->mspec);
+    OMMA_TRY(fp_inspect_mesh(b->mesh, mesh, p->opt.mesh_points, &b->mspec));
+    if (b->mspec.points != OMMA_FACE_LANDMARKS)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "%s: the 478-point attention mesh runs on the CPU backend only (its "
+                         "refinement is not on the GPU yet)",
+                         mesh);
+    return OMMA_OK;
 }
 
 static omma_status gpu_open(omma_face_pipeline *p, fp_backend *b, const char *detector,

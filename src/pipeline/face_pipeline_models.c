@@ -1,6 +1,8 @@
 /* The face pipeline's expectations of its two models, checked once at load. */
 #include "pipeline/face_pipeline_private.h"
 
+#include <stdbool.h>
+
 #include "core/error.h"
 #include "vision/face_roi.h"
 
@@ -40,7 +42,20 @@ omma_status fp_inspect_detector(const omma_engine *e, const char *path, fp_detec
     return OMMA_OK;
 }
 
-omma_status fp_inspect_mesh(const omma_engine *e, const char *path, fp_mesh_spec *out)
+/* The k-th output (k = 0, 1) whose last dimension is `last`, or -1. */
+static int nth_output_with_last_dim(const omma_engine *e, int last, int k)
+{
+    for (int o = 0; o < omma_engine_output_count(e); o++) {
+        omma_tensor_info info;
+        if (omma_engine_output_info(e, o, &info) == OMMA_OK && info.dims[info.rank - 1] == last &&
+            k-- == 0)
+            return o;
+    }
+    return -1;
+}
+
+omma_status fp_inspect_mesh(const omma_engine *e, const char *path, int want_points,
+                            fp_mesh_spec *out)
 {
     omma_tensor_info in;
     OMMA_TRY(omma_engine_input_info(e, 0, &in));
@@ -52,5 +67,19 @@ omma_status fp_inspect_mesh(const omma_engine *e, const char *path, fp_mesh_spec
                          "%s: not a FaceMesh model ([1, %d, %d, 3] in, %d landmark values and a "
                          "face flag out)",
                          path, VIS_MESH_SIZE, VIS_MESH_SIZE, OMMA_FACE_LANDMARKS * 3);
+    out->lips = nth_output_with_last_dim(e, 160, 0);
+    out->left_eye = nth_output_with_last_dim(e, 142, 0);
+    out->right_eye = nth_output_with_last_dim(e, 142, 1);
+    out->left_iris = nth_output_with_last_dim(e, 10, 0);
+    out->right_iris = nth_output_with_last_dim(e, 10, 1);
+    bool attention = out->lips >= 0 && out->left_eye >= 0 && out->right_eye >= 0 &&
+                     out->left_iris >= 0 && out->right_iris >= 0;
+    out->points = attention ? OMMA_FACE_LANDMARKS_WITH_IRISES : OMMA_FACE_LANDMARKS;
+    if (want_points && want_points != out->points)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: a %d-point face mesh, %d points asked for (%s)",
+                         path, out->points, want_points,
+                         want_points == OMMA_FACE_LANDMARKS_WITH_IRISES
+                             ? "face_landmark_with_attention.tflite gives 478"
+                             : "face_landmark.tflite gives 468");
     return OMMA_OK;
 }

@@ -35,6 +35,7 @@ struct omma_face_pipeline {
     const fp_backend_ops *ops;
     fp_backend *impl;
     omma_face *one; /* max_faces: omma_face_pipeline_process's batch */
+    struct vis_geometry *geo; /* head_pose: the canonical face, else NULL */
     omma_face_pipeline_stats stats; /* under stats_lock */
     pthread_mutex_t stats_lock;
     atomic_bool busy;
@@ -56,14 +57,20 @@ typedef struct fp_detector_spec {
     vis_anchor anchors[FP_MAX_ANCHORS];
 } fp_detector_spec;
 
-/* FaceMesh's outputs: 1404 landmark values and the face flag. */
+/* FaceMesh's outputs: 1404 landmark values and the face flag; with the
+ * attention mesh (points 478) also its lips [160], left eye [142], right
+ * eye [142], left iris [10] and right iris [10] (face_refine.h), in the
+ * model's order, -1 otherwise. */
 typedef struct fp_mesh_spec {
     int landmark_output, flag_output;
+    int points; /* 468 or 478 */
+    int lips, left_eye, right_eye, left_iris, right_iris;
 } fp_mesh_spec;
 
 /* Check a loaded engine against what the pipeline expects; errors are
  * OMMA_ERR_UNSUPPORTED naming path and the expected shapes. */
 omma_status fp_inspect_detector(const omma_engine *e, const char *path, fp_detector_spec *out);
-omma_status fp_inspect_mesh(const omma_engine *e, const char *path, fp_mesh_spec *out);
+omma_status fp_inspect_mesh(const omma_engine *e, const char *path, int want_points,
+                            fp_mesh_spec *out);
 
 #endif

@@ -66,12 +66,17 @@ static void json_face(FILE *f, const omma_face *face, const char *participant)
         fputc(']', f);
     }
     fputs("],\"landmarks\":[", f);
-    for (int k = 0; k < OMMA_FACE_LANDMARKS; k++) {
+    int points = face->n_landmarks == OMMA_FACE_LANDMARKS_WITH_IRISES
+                     ? OMMA_FACE_LANDMARKS_WITH_IRISES
+                     : OMMA_FACE_LANDMARKS;
+    for (int k = 0; k < points; k++) {
+        const float *p =
+            k < OMMA_FACE_LANDMARKS ? face->landmarks[k] : face->irises[k - OMMA_FACE_LANDMARKS];
         fputs(k ? ",[" : "[", f);
         for (int c = 0; c < 3; c++) {
             if (c)
                 fputc(',', f);
-            num(f, face->landmarks[k][c], 2);
+            num(f, p[c], 2);
         }
         fputc(']', f);
     }
@@ -80,6 +85,21 @@ static void json_face(FILE *f, const omma_face *face, const char *participant)
     if (participant) {
         fputs(",\"participant\":", f);
         sink_json_string(f, participant);
+    }
+    if (face->has_head_pose) {
+        fputs(",\"head_pose\":{\"matrix\":[", f);
+        for (int k = 0; k < 16; k++) {
+            if (k)
+                fputc(',', f);
+            num(f, face->head_pose[k], 4);
+        }
+        fputs("],\"yaw\":", f);
+        num(f, face->yaw, 2);
+        fputs(",\"pitch\":", f);
+        num(f, face->pitch, 2);
+        fputs(",\"roll\":", f);
+        num(f, face->roll, 2);
+        fputc('}', f);
     }
     fputc('}', f);
 }

@@ -294,6 +294,10 @@ VIS_HD void vis_tracker_face(const vis_tracker *t, int i, const float *landmarks
         memcpy(out->landmarks, landmarks, sizeof out->landmarks);
     out->presence = presence;
     vis_roi_from_landmarks(landmarks, &out->box);
+    out->n_landmarks = OMMA_FACE_LANDMARKS;
+    for (int k = 0; k < OMMA_FACE_IRIS_LANDMARKS; k++)
+        out->irises[k][0] = out->irises[k][1] = out->irises[k][2] = 0.0f;
+    out->has_head_pose = 0;
 }
 
 /* Ends the frame: removes lost faces and faces not updated, and of two

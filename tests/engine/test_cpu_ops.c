@@ -832,6 +832,174 @@ static void test_depth_to_space(void)
     }
 }
 
+/* MUL: two activations, a one-value constant on either side, a constant
+ * matrix per item, RELU; a constant of the wrong size is refused. */
+static void test_mul(void)
+{
+    gr_graph *g = NULL;
+    REQUIRE_OK(gr_create(&g));
+    const float two[1] = {2.0f};
+    const float m4[4] = {1, -1, 0.5f, 3};
+    int a = tensor(g, "a", 3, 1, 2, 2, 0, NULL), b = tensor(g, "b", 3, 1, 2, 2, 0, NULL);
+    int k = tensor(g, "k", 1, 1, 0, 0, 0, two), m = tensor(g, "m", 3, 1, 2, 2, 0, m4);
+    int y = tensor(g, "y", 3, 1, 2, 2, 0, NULL);
+    const float av[8] = {1, 2, 3, 4, -1, -2, -3, -4}, bv[8] = {2, 2, 0.5f, -1, 1, 0, 2, 3};
+    float out[8];
+    gr_node n = node(GR_MUL, y);
+    n.p.add.alpha = -1;
+    n.n_in = 2;
+    n.in[0] = a, n.in[1] = b;
+    const float *in[2] = {av, bv};
+    REQUIRE_OK(cpu_op_run(g, &n, 2, in, NULL, out));
+    const float want_ab[8] = {2, 4, 1.5f, -4, -1, -0.0f, -6, -12};
+    CHECK(expect_exact(out, want_ab, 8, "a*b"));
+    n.in[0] = k, n.in[1] = a; /* the constant first */
+    const float *in2[2] = {NULL, av};
+    REQUIRE_OK(cpu_op_run(g, &n, 2, in2, NULL, out));
+    const float want_2a[8] = {2, 4, 6, 8, -2, -4, -6, -8};
+    CHECK(expect_exact(out, want_2a, 8, "2*a"));
+    n.in[0] = a, n.in[1] = m;
+    n.p.add.act = GR_ACT_RELU;
+    const float *in3[2] = {av, NULL};
+    REQUIRE_OK(cpu_op_run(g, &n, 2, in3, NULL, out));
+    const float want_am[8] = {1, 0, 1.5f, 12, 0, 2, 0, 0};
+    CHECK(expect_exact(out, want_am, 8, "relu(a*m)"));
+    const float three[3] = {1, 2, 3};
+    int bad = tensor(g, "bad", 1, 3, 0, 0, 0, three);
+    n.in[1] = bad;
+    CHECK_FAILS(cpu_op_run(g, &n, 2, in3, NULL, out), OMMA_ERR_FORMAT, "'bad' has 3 values");
+    gr_free(g);
+}
+
+/* STRIDED_SLICE: every output element against the index formula; a slice
+ * past the input's end is refused. */
+static void test_strided_slice(void)
+{
+    gr_graph *g = NULL;
+    REQUIRE_OK(gr_create(&g));
+    int x = act4(g, "x", 1, 5, 6, 7), y = act4(g, "y", 1, 2, 3, 2);
+    gr_node n = node(GR_STRIDED_SLICE, y);
+    n.n_in = 1;
+    n.in[0] = x;
+    const int b[4] = {0, 1, 0, 2}, st[4] = {1, 3, 2, 4};
+    memcpy(n.p.slice.begin, b, sizeof b);
+    memcpy(n.p.slice.stride, st, sizeof st);
+    float xv[2 * 5 * 6 * 7], out[2 * 2 * 3 * 2], want[2 * 2 * 3 * 2];
+    for (int i = 0; i < 2 * 5 * 6 * 7; i++)
+        xv[i] = (float)i;
+    int k = 0;
+    for (int bt = 0; bt < 2; bt++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                for (int c = 0; c < 2; c++)
+                    want[k++] = xv[((bt * 5 + 1 + 3 * i) * 6 + 2 * j) * 7 + 2 + 4 * c];
+    const float *in[1] = {xv};
+    REQUIRE_OK(cpu_op_run(g, &n, 2, in, NULL, out));
+    CHECK(expect_exact(out, want, 24, "slice"));
+    n.p.slice.begin[3] = 3; /* 3 + 4 = 7: past the 7 channels */
+    CHECK_FAILS(cpu_op_run(g, &n, 2, in, NULL, out), OMMA_ERR_FORMAT, "dimension 3");
+    gr_free(g);
+}
+
+/* Landmarks2TransformMatrix on landmarks whose box and rotation are known:
+ * an upright 20x40 box centred at (20, 40) and, second item, a box turned
+ * by a quarter (the rotation landmarks one above the other). Matrices
+ * worked out by hand from MediaPipe's definition. */
+static void test_landmarks_to_matrix(void)
+{
+    gr_graph *g = NULL;
+    REQUIRE_OK(gr_create(&g));
+    int x = tensor(g, "lm", 3, 1, 4, 3, 0, NULL), y = tensor(g, "m", 3, 1, 4, 4, 0, NULL);
+    gr_node n = node(GR_LANDMARKS_TO_MATRIX, y);
+    n.n_in = 1;
+    n.in[0] = x;
+    n.p.l2m.left = 0, n.p.l2m.right = 1;
+    n.p.l2m.out_w = n.p.l2m.out_h = 16;
+    n.p.l2m.scale_x = n.p.l2m.scale_y = 1.5f;
+    n.p.l2m.n_subset = 2;
+    n.p.l2m.subset[0][0] = 0, n.p.l2m.subset[0][1] = 3;
+    n.p.l2m.subset[1][0] = 1, n.p.l2m.subset[1][1] = 2;
+    const float lm[24] = {10, 20, 0, 30, 20, 0, 10, 60, 0, 30, 60, 0, /* upright */
+                          0,  0,  5, 0,  10, 5, 4,  5,  5, -4, 5,  5};
+    float out[32];
+    const float *in[1] = {lm};
+    REQUIRE_OK(cpu_op_run(g, &n, 2, in, NULL, out));
+    const float want[32] = {1.875f, 0,      0, 5, 0,       3.75f, 0, 10,    0, 0, 1, 0, 0, 0, 0, 1,
+                            0,      -0.75f, 0, 6, 0.9375f, 0,     0, -2.5f, 0, 0, 1, 0, 0, 0, 0, 1};
+    for (int i = 0; i < 32; i++) {
+        if (!(fabsf(out[i] - want[i]) <= 1e-5f))
+            fprintf(stderr, "  m[%d] = %.9g, expected %.9g\n", i, out[i], want[i]);
+        CHECK(fabsf(out[i] - want[i]) <= 1e-5f);
+    }
+    n.p.l2m.subset[1][1] = 4; /* a landmark past the 4 */
+    CHECK_FAILS(cpu_op_run(g, &n, 2, in, NULL, out), OMMA_ERR_FORMAT, "outside the 4 landmarks");
+    gr_free(g);
+}
+
+/* TransformTensorBilinear of a plane v = 10 y + x + 100 c (bilinear
+ * interpolation is exact on it): inside, the value at the mapped point of
+ * each pixel centre; outside [0, W-1] x [0, H-1], 0. */
+static void test_transform_bilinear(void)
+{
+    gr_graph *g = NULL;
+    REQUIRE_OK(gr_create(&g));
+    enum { H = 4, W = 5, C = 2, OH = 6, OW = 7 };
+    int x = act4(g, "x", 1, H, W, C), m = tensor(g, "m", 3, 1, 4, 4, 0, NULL);
+    int y = act4(g, "y", 1, OH, OW, C);
+    gr_node n = node(GR_TRANSFORM_BILINEAR, y);
+    n.n_in = 2;
+    n.in[0] = x, n.in[1] = m;
+    float xv[H * W * C], out[OH * OW * C];
+    for (int i = 0; i < H; i++)
+        for (int j = 0; j < W; j++)
+            for (int c = 0; c < C; c++)
+                xv[(i * W + j) * C + c] = 10.0f * i + j + 100.0f * c;
+    const float mv[16] = {0.75f, 0.125f, 0, -0.5f, -0.25f, 0.5f, 0, 0.75f, 0, 0, 1, 0, 0, 0, 0, 1};
+    const float *in[2] = {xv, mv};
+    REQUIRE_OK(cpu_op_run(g, &n, 1, in, NULL, out));
+    int inside = 0, outside = 0;
+    for (int oy = 0; oy < OH; oy++)
+        for (int ox = 0; ox < OW; ox++) {
+            double px = ox + 0.5, py = oy + 0.5;
+            double tx = mv[0] * px + mv[1] * py + mv[3] - 0.5;
+            double ty = mv[4] * px + mv[5] * py + mv[7] - 0.5;
+            bool in_ = tx >= 0 && tx <= W - 1 && ty >= 0 && ty <= H - 1;
+            inside += in_;
+            outside += !in_;
+            for (int c = 0; c < C; c++) {
+                double want = in_ ? 10 * ty + tx + 100 * c : 0;
+                float got = out[(oy * OW + ox) * C + c];
+                if (!(fabs(got - want) <= 1e-4))
+                    fprintf(stderr, "  (%d, %d, %d) = %.6g, expected %.6g\n", oy, ox, c, got, want);
+                CHECK(fabs(got - want) <= 1e-4);
+            }
+        }
+    CHECK(inside > 8 && outside > 8);
+    gr_free(g);
+}
+
+/* TransformLandmarks: (x, y) through the first two rows, z kept (3-D), two
+ * items with their own matrices. */
+static void test_transform_landmarks(void)
+{
+    gr_graph *g = NULL;
+    REQUIRE_OK(gr_create(&g));
+    int x = tensor(g, "lm", 3, 1, 2, 3, 0, NULL), m = tensor(g, "m", 3, 1, 4, 4, 0, NULL);
+    int y = tensor(g, "y", 3, 1, 2, 3, 0, NULL);
+    gr_node n = node(GR_TRANSFORM_LANDMARKS, y);
+    n.n_in = 2;
+    n.in[0] = x, n.in[1] = m;
+    const float lm[12] = {1, 2, 7, -3, 4, -1, 0.5f, 0.25f, 2, 8, -2, 0};
+    const float mv[32] = {2, 0,  9, 1,  0, 3, 9, -1, 9, 9, 9, 9, 9, 9, 9, 9,
+                          0, -1, 0, 10, 1, 0, 0, 20, 0, 0, 1, 0, 0, 0, 0, 1};
+    float out[12];
+    const float *in[2] = {lm, mv};
+    REQUIRE_OK(cpu_op_run(g, &n, 2, in, NULL, out));
+    const float want[12] = {3, 5, 7, -5, 11, -1, 9.75f, 20.5f, 2, 12, 28, 0};
+    CHECK(expect_exact(out, want, 12, "landmarks"));
+    gr_free(g);
+}
+
 /* The same conv (3x3 SAME, stride 2, 8 -> 16 channels, bias, residual-free,
  * RELU6) on a batch of 3 gives each item's batch-1 bits exactly. */
 static void test_batch_independence(void)
@@ -937,6 +1105,11 @@ int main(void)
     RUN(test_reshape_dequantize);
     RUN(test_logistic);
     RUN(test_depth_to_space);
+    RUN(test_mul);
+    RUN(test_strided_slice);
+    RUN(test_landmarks_to_matrix);
+    RUN(test_transform_bilinear);
+    RUN(test_transform_landmarks);
     RUN(test_batch_independence);
     RUN(test_argument_errors);
     return testing_finish();

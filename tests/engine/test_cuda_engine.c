@@ -111,7 +111,7 @@ static omma_status from_exec(omma_exec *x, int i, float *host, size_t n)
  * the face crop), varied per k so that items differ. */
 static void make_input(const char *model, int k, float *out)
 {
-    if (strcmp(model, FACE_MODEL_MESH) == 0) {
+    if (strcmp(model, FACE_MODEL_MESH) == 0 || strcmp(model, FACE_MODEL_MESH_478) == 0) {
         face_mesh_input(&photo, FACE_CROP_CX + 3.0f * (float)(k % 7), FACE_CROP_CY - 2.0f * (float)(k % 5),
                         FACE_CROP_SIDE + (float)(k % 11), out);
         return;
@@ -237,16 +237,31 @@ static void compare_detector(const char *model, bf_kind kind, omma_precision pre
     free(anchors);
 }
 
-static void compare_mesh(omma_precision prec, float tol_px, int batch)
+/* The largest difference between two outputs of n values. */
+static float worst_diff(const float *a, const float *b, size_t n)
+{
+    float worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = fabsf(a[i] - b[i]);
+        if (!(d <= worst))
+            worst = d;
+    }
+    return worst;
+}
+
+/* FaceMesh (468) or the attention mesh (478: its lips and iris outputs,
+ * computed through MUL, STRIDED_SLICE and MediaPipe's custom ops, are
+ * compared too) on the astronaut's crop, GPU against the CPU. */
+static void compare_mesh_model(const char *model, omma_precision prec, float tol_px, int batch)
 {
     omma_engine *ec = NULL, *eg = NULL;
-    run_out c = {0}, g = {0};
+    run_out c = {0}, g = {0}, c2 = {0}, g2 = {0};
     float *in = malloc(192 * 192 * 3 * sizeof *in);
     REQUIRE(in);
-    make_input(FACE_MODEL_MESH, 0, in);
-    omma_status st = load(FACE_MODEL_MESH, OMMA_BACKEND_CPU, OMMA_PRECISION_FP32, &ec);
+    make_input(model, 0, in);
+    omma_status st = load(model, OMMA_BACKEND_CPU, OMMA_PRECISION_FP32, &ec);
     if (st == OMMA_OK)
-        st = load(FACE_MODEL_MESH, OMMA_BACKEND_CUDA, prec, &eg);
+        st = load(model, OMMA_BACKEND_CUDA, prec, &eg);
     int olm = ec ? output_with_last_dim(ec, 1404) : -1, oflag = ec ? output_with_last_dim(ec, 1) : -1;
     if (st == OMMA_OK && (olm < 0 || oflag < 0))
         st = OMMA_ERR_INTERNAL;
@@ -275,12 +290,32 @@ static void compare_mesh(omma_precision prec, float tol_px, int batch)
                 prec_name(prec), batch, worst, at, c.o[1][0], g.o[1][0]);
         CHECK(worst <= tol_px);
         CHECK(fabsf(c.o[1][0] - g.o[1][0]) <= 0.05f * fmaxf(1.0f, fabsf(c.o[1][0])));
+        int olips = output_with_last_dim(ec, 160), oiris = output_with_last_dim(ec, 10);
+        if (olips >= 0 && oiris >= 0) {
+            st = run_one(ec, in, olips, oiris, 1, &c2);
+            if (st == OMMA_OK)
+                st = run_one(eg, in, olips, oiris, batch, &g2);
+            CHECK(st == OMMA_OK);
+            if (st == OMMA_OK) {
+                float wl = worst_diff(c2.o[0], g2.o[0], 160), wi = worst_diff(c2.o[1], g2.o[1], 10);
+                fprintf(stderr, "  attention mesh: lips within %.4f px, iris within %.4f px\n", wl,
+                        wi);
+                CHECK(wl <= tol_px && wi <= tol_px);
+            }
+        }
     }
     run_out_free(&c);
     run_out_free(&g);
+    run_out_free(&c2);
+    run_out_free(&g2);
     omma_engine_release(ec);
     omma_engine_release(eg);
     free(in);
+}
+
+static void compare_mesh(omma_precision prec, float tol_px, int batch)
+{
+    compare_mesh_model(FACE_MODEL_MESH, prec, tol_px, batch);
 }
 
 static void test_detectors_vs_cpu(void)
@@ -298,6 +333,9 @@ static void test_face_mesh_vs_cpu(void)
     compare_mesh(OMMA_PRECISION_FP32, 0.5f, 1);
     compare_mesh(OMMA_PRECISION_FP16, 1.5f, 1);
     compare_mesh(OMMA_PRECISION_FP16, 1.5f, CHAIN_BATCH);
+    compare_mesh_model(FACE_MODEL_MESH_478, OMMA_PRECISION_FP32, 0.5f, 1);
+    compare_mesh_model(FACE_MODEL_MESH_478, OMMA_PRECISION_FP16, 1.5f, 1);
+    compare_mesh_model(FACE_MODEL_MESH_478, OMMA_PRECISION_FP16, 1.5f, CHAIN_BATCH);
 }
 
 static void test_engine_cache(void)

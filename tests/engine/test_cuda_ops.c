@@ -90,9 +90,12 @@ typedef struct spec {
     res_mode res; /* GR_DWPW */
     int rc; /* GR_DWPW: residual channels (<= cout) */
     int block; /* DEPTH_TO_SPACE: output channels are c / (block * block) */
+    int begin[3], stride[3]; /* STRIDED_SLICE of dims 1..3; output extents oh, ow, mode */
+    int left, right, n_subset; /* LANDMARKS_TO_MATRIX: [1, h, 3] landmarks */
+    short subset[GR_L2M_MAX_SUBSET][2];
 } spec;
 
-#define MAX_CASES 640
+#define MAX_CASES 720
 static spec cases[MAX_CASES];
 static int n_cases;
 
@@ -409,6 +412,65 @@ static void make_cases(void)
                      b * b * PICK(1, 3, 8, 24));
         s->block = b;
     }
+    /* The attention mesh's ops. MUL: its [1, 468, 3] by one value, its
+     * [1, 4, 4] matrices by a constant matrix, then two activations and
+     * either constant side (const_operand 1: second, 2: first; rank 3 when
+     * w == 0), with an activation. */
+    s = add_case(GR_MUL, 3, 468, 3, 0);
+    s->rank = 3, s->const_operand = 1, s->mode = 1;
+    s = add_case(GR_MUL, 2, 4, 4, 0);
+    s->rank = 3, s->const_operand = 2;
+    for (int i = 0; i < 6; i++) {
+        s = add_case(GR_MUL, PICK(1, 2, 7), PICK(1, 3, 16), PICK(1, 5, 16), PICK(1, 3, 8, 39));
+        s->const_operand = i % 3;
+        s->mode = i % 2; /* 1: the constant is one value */
+        s->act = i == 4 ? GR_ACT_RELU : i == 5 ? GR_ACT_RELU6 : GR_ACT_NONE;
+    }
+    /* STRIDED_SLICE: the mesh's identity of [1, 1, 1, 1404], then begin and
+     * stride drawn per dimension. */
+    s = add_case(GR_STRIDED_SLICE, 2, 1, 1, 1404);
+    s->oh = 1, s->ow = 1, s->mode = 1404;
+    s->stride[0] = s->stride[1] = s->stride[2] = 1;
+    for (int i = 0; i < 6; i++) {
+        s = add_case(GR_STRIDED_SLICE, PICK(1, 3), PICK(1, 4, 9), PICK(2, 7), PICK(1, 5, 33));
+        int in[3] = {s->h, s->w, s->c}, out[3];
+        for (int d = 0; d < 3; d++) {
+            s->stride[d] = PICK(1, 2, 3);
+            s->begin[d] = (int)(rnd() % (unsigned)in[d]);
+            out[d] = 1 + (int)(rnd() % (unsigned)((in[d] - 1 - s->begin[d]) / s->stride[d] + 1));
+        }
+        s->oh = out[0], s->ow = out[1], s->mode = out[2];
+    }
+    /* LANDMARKS_TO_MATRIX: the mesh's 468 landmarks with its lips subset
+     * size (40 pairs), then random counts; indices and the rotation pair
+     * drawn. */
+    for (int i = 0; i < 6; i++) {
+        s = add_case(GR_LANDMARKS_TO_MATRIX, i ? PICK(1, 2, 9) : 4, i ? PICK(2, 5, 71) : 468, 3, 0);
+        s->rank = 3;
+        s->oh = i ? PICK(1, 16, 24) : 16, s->ow = i ? PICK(1, 16, 7) : 16;
+        s->n_subset = i ? PICK(1, 3, GR_L2M_MAX_SUBSET) : 40;
+        s->left = (int)(rnd() % (unsigned)s->h);
+        s->right = (int)(rnd() % (unsigned)s->h);
+        for (int k = 0; k < s->n_subset; k++)
+            for (int j = 0; j < 2; j++)
+                s->subset[k][j] = (short)(rnd() % (unsigned)s->h);
+    }
+    /* TRANSFORM_BILINEAR: the mesh's 48x48x32 -> 16x16, then small inputs
+     * (the random matrix lands a fair share of samples inside them). */
+    s = add_case(GR_TRANSFORM_BILINEAR, 3, 48, 48, 32);
+    s->oh = s->ow = 16;
+    for (int i = 0; i < 6; i++) {
+        s = add_case(GR_TRANSFORM_BILINEAR, PICK(1, 2, 5), PICK(2, 3, 6), PICK(2, 4, 5),
+                     PICK(1, 3, 8, 33));
+        s->oh = PICK(1, 4, 9), s->ow = PICK(1, 5, 16);
+    }
+    /* TRANSFORM_LANDMARKS: the mesh's [1, 80, 2], [1, 71, 2], [1, 5, 2],
+     * then 3-D landmarks. */
+    s = add_case(GR_TRANSFORM_LANDMARKS, 3, 80, 2, 0);
+    s = add_case(GR_TRANSFORM_LANDMARKS, 2, 71, 2, 0);
+    s = add_case(GR_TRANSFORM_LANDMARKS, 1, 5, 2, 0);
+    for (int i = 0; i < 4; i++)
+        s = add_case(GR_TRANSFORM_LANDMARKS, PICK(1, 2, 9), PICK(1, 7, 468), 3, 0);
 }
 
 /* ---- graphs --------------------------------------------------------------- */
@@ -525,10 +587,14 @@ static int build_dwpw(gr_graph *g, const spec *s)
     return add_node(g, &n);
 }
 
+static int build_mesh_op(gr_graph *g, const spec *s);
+
 static int build(gr_graph *g, const spec *s)
 {
     if (s->op == GR_DWPW)
         return build_dwpw(g, s);
+    if (s->op >= GR_MUL && s->op <= GR_TRANSFORM_LANDMARKS)
+        return build_mesh_op(g, s);
     int x, y = -1;
     gr_node n = tg_node(s->op);
     switch (s->chain) {
@@ -685,6 +751,68 @@ static int build(gr_graph *g, const spec *s)
     }
     (void)y;
     return -1;
+}
+
+/* The attention mesh's ops (rows at the end of make_cases). */
+static int build_mesh_op(gr_graph *g, const spec *s)
+{
+    gr_node n = tg_node(s->op);
+    int r3 = s->rank == 3 || s->c == 0;
+    switch (s->op) {
+    case GR_MUL: {
+        n.n_in = 2;
+        int rank = r3 ? 3 : 4;
+        int x = input(g, rank, s->h, s->w, s->c);
+        int o;
+        if (s->const_operand == 0)
+            o = input(g, rank, s->h, s->w, s->c);
+        else if (s->mode == 1)
+            o = constant(g, 1, 1, 0, 0, 0, -2.0f, 2.0f);
+        else
+            o = constant(g, rank, 1, s->h, s->w, s->c, -2.0f, 2.0f);
+        n.in[0] = s->const_operand == 2 ? o : x;
+        n.in[1] = s->const_operand == 2 ? x : o;
+        n.p.add.act = s->act;
+        n.p.add.alpha = -1;
+        n.out = tensor(g, rank, s->h, s->w, s->c);
+        return add_node(g, &n);
+    }
+    case GR_STRIDED_SLICE:
+        n.n_in = 1;
+        n.in[0] = input(g, 4, s->h, s->w, s->c);
+        for (int d = 0; d < 3; d++) {
+            n.p.slice.begin[d + 1] = s->begin[d];
+            n.p.slice.stride[d + 1] = s->stride[d];
+        }
+        n.p.slice.stride[0] = 1;
+        n.out = tensor(g, 4, s->oh, s->ow, s->mode);
+        return add_node(g, &n);
+    case GR_LANDMARKS_TO_MATRIX:
+        n.n_in = 1;
+        n.in[0] = input(g, 3, s->h, 3, 0);
+        n.p.l2m.left = s->left, n.p.l2m.right = s->right;
+        n.p.l2m.out_h = s->oh, n.p.l2m.out_w = s->ow;
+        n.p.l2m.scale_x = 1.5f, n.p.l2m.scale_y = 1.25f;
+        n.p.l2m.target_rotation = 0.25f;
+        n.p.l2m.n_subset = s->n_subset;
+        memcpy(n.p.l2m.subset, s->subset, sizeof s->subset);
+        n.out = tensor(g, 3, 4, 4, 0);
+        return add_node(g, &n);
+    case GR_TRANSFORM_BILINEAR:
+        n.n_in = 2;
+        n.in[0] = input(g, 4, s->h, s->w, s->c);
+        n.in[1] = input(g, 3, 4, 4, 0);
+        n.out = tensor(g, 4, s->oh, s->ow, s->c);
+        return add_node(g, &n);
+    case GR_TRANSFORM_LANDMARKS:
+        n.n_in = 2;
+        n.in[0] = input(g, 3, s->h, s->w, 0);
+        n.in[1] = input(g, 3, 4, 4, 0);
+        n.out = tensor(g, 3, s->h, s->w, 0);
+        return add_node(g, &n);
+    default:
+        return -1;
+    }
 }
 
 static void describe(const spec *s, char *buf, size_t size)

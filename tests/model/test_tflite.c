@@ -265,6 +265,46 @@ static void test_model_details(void)
 
 /* ---- files ---------------------------------------------------------------- */
 
+/* The attention mesh: its new ops and MediaPipe's custom ops' options
+ * (read independently from the file with a Python flexbuffer reader). */
+static void test_attention_mesh(void)
+{
+    tfl_model *m = NULL;
+    REQUIRE_OK(tfl_model_read_file(OMMA_MODELS_DIR "/face_landmark_with_attention.tflite", &m));
+    int mul = 0, slice = 0, l2m = 0, bil = 0, tl = 0;
+    for (int i = 0; i < m->n_operators; i++) {
+        tfl_opcode c = m->operators[i].opcode;
+        mul += c == TFL_MUL;
+        slice += c == TFL_STRIDED_SLICE;
+        l2m += c == TFL_CUSTOM_LANDMARKS_TO_MATRIX;
+        bil += c == TFL_CUSTOM_TRANSFORM_BILINEAR;
+        tl += c == TFL_CUSTOM_TRANSFORM_LANDMARKS;
+    }
+    CHECK(m->n_operators == 712 && mul == 6 && slice == 1 && l2m == 3 && bil == 3 && tl == 5);
+    if (m->n_operators != 712) {
+        tfl_model_free(m);
+        return;
+    }
+    const tfl_operator *lips = &m->operators[192], *eye = &m->operators[193];
+    CHECK(lips->opcode == TFL_CUSTOM_LANDMARKS_TO_MATRIX);
+    CHECK(eye->opcode == TFL_CUSTOM_LANDMARKS_TO_MATRIX);
+    CHECK(lips->opt.l2m.left == 61 && lips->opt.l2m.right == 291);
+    CHECK(lips->opt.l2m.out_h == 16 && lips->opt.l2m.out_w == 16);
+    CHECK(lips->opt.l2m.scale_x == 1.5f && lips->opt.l2m.scale_y == 1.5f);
+    CHECK(lips->opt.l2m.target_rotation == 0.0f);
+    CHECK(lips->opt.l2m.n_subset == 40); /* 80 indices */
+    CHECK(lips->opt.l2m.subset[0][0] == 61 && lips->opt.l2m.subset[0][1] == 146);
+    CHECK(lips->opt.l2m.subset[39][0] == 272 && lips->opt.l2m.subset[39][1] == 407);
+    CHECK(eye->opt.l2m.left == 33 && eye->opt.l2m.right == 133);
+    CHECK(eye->opt.l2m.n_subset == 36); /* 71 indices: the last pairs with itself */
+    CHECK(eye->opt.l2m.subset[35][0] == 193 && eye->opt.l2m.subset[35][1] == 193);
+    CHECK(m->operators[195].opcode == TFL_CUSTOM_TRANSFORM_BILINEAR);
+    CHECK(m->operators[195].opt.bilinear.out_h == 16 && m->operators[195].opt.bilinear.out_w == 16);
+    CHECK(m->operators[706].opcode == TFL_STRIDED_SLICE);
+    CHECK(m->operators[706].opt.slice.begin_mask == 0 && m->operators[706].opt.slice.end_mask == 0);
+    tfl_model_free(m);
+}
+
 static void test_missing_file(void)
 {
     tfl_model *m = (tfl_model *)(uintptr_t)1;
@@ -398,9 +438,9 @@ static void test_unknown_and_custom_ops(void)
     REQUIRE(dep && b[dep] == TFL_RELU && field(b, oc, 3) == 0);
     char want[96];
 
-    b[dep] = 18; /* MUL */
-    snprintf(want, sizeof want, "short.tflite: op %d (MUL): operator not supported (builtin code 18)",
-             relu);
+    b[dep] = 25; /* SOFTMAX */
+    snprintf(want, sizeof want,
+             "short.tflite: op %d (SOFTMAX): operator not supported (builtin code 25)", relu);
     CHECK_FAILS(tfl_model_read_memory(b, n, "short.tflite", &m), OMMA_ERR_UNSUPPORTED, want);
     CHECK(m == NULL);
 
@@ -634,6 +674,7 @@ int main(void)
     RUN(test_full_range);
     RUN(test_landmark);
     RUN(test_model_details);
+    RUN(test_attention_mesh);
     RUN(test_missing_file);
     RUN(test_empty_file);
     RUN(test_not_tflite);

@@ -604,8 +604,37 @@ static void test_unsupported(void)
     EXPECT(f, OMMA_ERR_UNSUPPORTED, "op 0 has 65 inputs (omma reads at most 64)");
 
     f = base();
-    set(f.opcode, 0, 1, 18);
-    EXPECT(f, OMMA_ERR_UNSUPPORTED, "op 0 (MUL): operator not supported (builtin code 18)");
+    set(f.opcode, 0, 1, 25);
+    EXPECT(f, OMMA_ERR_UNSUPPORTED, "op 0 (SOFTMAX): operator not supported (builtin code 25)");
+
+    /* MediaPipe's custom ops: version 2 only; options in flexbuffers. */
+    f = base();
+    ref(f.opcode, 1, str("Landmarks2TransformMatrix"));
+    set(f.opcode, 0, 1, 32);
+    EXPECT(f, OMMA_ERR_UNSUPPORTED,
+           "op 0 (Landmarks2TransformMatrix): version 1 of custom operator "
+           "'Landmarks2TransformMatrix' (2 is supported)");
+
+    static const int32_t one_in[1] = {0};
+    static const uint8_t bad_flex[3] = {1, 2, 3};
+    f = base();
+    ref(f.opcode, 1, str("Landmarks2TransformMatrix"));
+    set(f.opcode, 0, 1, 32);
+    set(f.opcode, 2, 4, 2);
+    ref(f.op, 1, ints(1, one_in));
+    unset(f.op, 3);
+    unset(f.op, 4);
+    ref(f.op, 5, vec(bad_flex, 3, 1));
+    EXPECT(f, OMMA_ERR_FORMAT,
+           "forged.tflite: op 0 (Landmarks2TransformMatrix) custom options: flexbuffer: bad "
+           "root width at byte 2");
+    f = base();
+    ref(f.opcode, 1, str("TransformTensorBilinear"));
+    set(f.opcode, 0, 1, 32);
+    set(f.opcode, 2, 4, 2);
+    unset(f.op, 3);
+    unset(f.op, 4);
+    EXPECT(f, OMMA_ERR_FORMAT, "op 0 (TransformTensorBilinear): has 3 inputs, expected 2");
 }
 
 /* Operators sharing one table (legal flatbuffers, never written by TFLite's

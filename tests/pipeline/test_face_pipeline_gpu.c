@@ -245,6 +245,18 @@ static void test_errors(void)
                 OMMA_ERR_INVALID_ARG, "device memory");
     omma_face_pipeline_destroy(cpu);
     scene_free(&sc);
+
+    /* The attention mesh: refused clearly on the GPU backend (its
+     * refinement is the CPU backend's for now); the model itself runs on
+     * the GPU against the CPU in test_cuda_engine. */
+    omma_face_pipeline_options o;
+    omma_face_pipeline_options_init(&o);
+    o.backend = OMMA_BACKEND_CUDA;
+    o.detector_model = FACE_MODEL_SHORT;
+    o.mesh_model = FACE_MODEL_MESH_478;
+    CHECK_FAILS(omma_face_pipeline_create(&o, &gpu), OMMA_ERR_UNSUPPORTED,
+                "the 478-point attention mesh runs on the CPU backend only");
+    CHECK(gpu == NULL);
 }
 
 /* The scene cut on the GPU (fp16, detector every frame while a place is

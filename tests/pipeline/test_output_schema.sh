@@ -7,7 +7,9 @@
 # presence 1.5, id 0, ...) are rejected, so the check can fail; the CSV
 # header of `omma run --csv` is the documented column list; `omma run --pose
 # lite` on the full-length photo (messi5.jpg) gives a run record with one
-# person of 33 landmarks that validates, and broken people are rejected.
+# person of 33 landmarks that validates, and broken people are rejected;
+# `omma run --face-mesh 478 --head-pose` on the photo gives a face of 478
+# landmarks with a head_pose that validates (and broken ones are rejected).
 # usage: test_output_schema.sh OMMA SOURCE_DIR TESTDATA_DIR
 omma=$1 src=$2 data=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -36,15 +38,18 @@ trap 'rm -rf "$dir"' EXIT
     fail "omma run --csv exited $?: $(cat "$dir/err")"
 "$omma" run --backend cpu --threads 2 --pose lite --out "$dir/pose.jsonl" "$person" \
     2>"$dir/err" || fail "omma run --pose exited $?: $(cat "$dir/err")"
+"$omma" run --backend cpu --threads 2 --face-mesh 478 --head-pose --out "$dir/mesh.jsonl" \
+    "$photo" 2>"$dir/err" || fail "omma run --face-mesh 478 --head-pose exited $?: $(cat "$dir/err")"
 "$omma" stream --backend cpu --threads 2 --max-frames 4 --realtime off --status off \
     --out "$dir/stream.jsonl" "$video" 2>"$dir/err" ||
     fail "omma stream exited $?: $(cat "$dir/err")"
 
-"$py" - "$schema" "$doc" "$dir/run.jsonl" "$dir/stream.jsonl" "$dir/run.csv" "$dir/pose.jsonl" <<'PY' ||
+"$py" - "$schema" "$doc" "$dir/run.jsonl" "$dir/stream.jsonl" "$dir/run.csv" "$dir/pose.jsonl" \
+    "$dir/mesh.jsonl" <<'PY' ||
 import copy, csv, json, sys
 import jsonschema
 
-schema_path, doc_path, run_path, stream_path, csv_path, pose_path = sys.argv[1:]
+schema_path, doc_path, run_path, stream_path, csv_path, pose_path, mesh_path = sys.argv[1:]
 schema = json.load(open(schema_path))
 jsonschema.Draft202012Validator.check_schema(schema)
 
@@ -142,6 +147,25 @@ pose_cases = [
 for what, change in pose_cases:
     must_fail(either, broken(pose[0], change), what)
 cases += pose_cases
+
+# --face-mesh 478 --head-pose: 478 landmarks and a head pose, valid; no
+# head_pose without --head-pose; broken ones rejected.
+mesh = records(mesh_path)
+assert len(mesh) == 1 and len(mesh[0]["faces"]) == 1, mesh_path
+mface = mesh[0]["faces"][0]
+assert len(mface["landmarks"]) == 478 and len(mface["head_pose"]["matrix"]) == 16
+must_pass(run_v, mesh[0], "omma run --face-mesh 478 --head-pose record")
+assert all("head_pose" not in f for r in run + stream for f in r["faces"]), "head_pose unasked"
+mesh_cases = [
+    ("470 landmarks", lambda r: face(r)["landmarks"].__delitem__(slice(470, 478))),
+    ("a matrix of 15", lambda r: face(r)["head_pose"]["matrix"].pop()),
+    ("yaw as text", lambda r: face(r)["head_pose"].update(yaw="1")),
+    ("no roll", lambda r: face(r)["head_pose"].pop("roll")),
+    ("pitch 95", lambda r: face(r)["head_pose"].update(pitch=95)),
+]
+for what, change in mesh_cases:
+    must_fail(either, broken(mesh[0], change), what)
+cases += mesh_cases
 
 # CSV: the documented columns, in order; one row of as many fields.
 cols = "camera,source,frame,timestamp_ms,face_id,score,presence,x0,y0,x1,y1".split(",")

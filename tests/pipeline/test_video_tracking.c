@@ -36,6 +36,8 @@ typedef struct track {
     int id[VIDEO_FRAMES];
     double nose[VIDEO_FRAMES][2];
     double eye_deg[VIDEO_FRAMES];
+    double roll[VIDEO_FRAMES], yaw[VIDEO_FRAMES], pitch[VIDEO_FRAMES]; /* head pose, degrees */
+    int posed[VIDEO_FRAMES];
     omma_box box0;
 } track;
 
@@ -54,6 +56,8 @@ static int run_video(const char *path, track *t)
     o.backend = OMMA_BACKEND_CPU;
     o.detector_model = FACE_MODEL_SHORT;
     o.mesh_model = FACE_MODEL_MESH;
+    o.head_pose = 1;
+    o.geometry_metadata = FACE_GEOMETRY;
     omma_face_pipeline *p = NULL;
     io_video *v = NULL;
     omma_face *faces = malloc(4 * sizeof *faces);
@@ -101,6 +105,10 @@ static int run_video(const char *path, track *t)
             t->eye_deg[i] = atan2(fa->landmarks[263][1] - fa->landmarks[33][1],
                                   fa->landmarks[263][0] - fa->landmarks[33][0]) *
                             180.0 / pi;
+            t->posed[i] = fa->has_head_pose;
+            t->roll[i] = fa->roll;
+            t->yaw[i] = fa->yaw;
+            t->pitch[i] = fa->pitch;
             if (i == 0)
                 t->box0 = fa->box;
         }
@@ -234,6 +242,31 @@ static void test_rotate(void)
     CHECK(worst_tracked <= 1.0);
     CHECK(worst_nose <= 3.0); /* a point on a turning face: the mesh shifts it a little */
     CHECK(nose0 <= 4.0);
+    /* Head pose (docs/OUTPUT.md): roll > 0 is counter-clockwise on screen,
+     * so the clockwise turn makes it fall by the step per frame; yaw and
+     * pitch stay put. */
+    double roll_rel[VIDEO_FRAMES], worst_roll = 0, yaw_span = 0, pitch_span = 0;
+    int posed = 1;
+    for (int i = 0; i < t->frames; i++) {
+        posed = posed && t->posed[i];
+        roll_rel[i] = t->roll[i] - t->roll[0];
+        if (i > 0)
+            worst_roll =
+                fmax(worst_roll, fabs(t->roll[i] - t->roll[1] + ROTATE_STEP_DEG * (i - 1)));
+        yaw_span = fmax(yaw_span, fabs(t->yaw[i] - t->yaw[0]));
+        pitch_span = fmax(pitch_span, fabs(t->pitch[i] - t->pitch[0]));
+    }
+    double rs = slope(roll_rel, t->frames, 1);
+    fprintf(stderr,
+            "  head pose: roll frame 0 %.2f deg, slope %.4f deg/frame (expected %.4f), worst "
+            "off the turn from frame 1 %.2f deg; yaw %.2f and pitch %.2f at frame 0, spans "
+            "%.2f, %.2f deg\n",
+            t->roll[0], rs, -ROTATE_STEP_DEG, worst_roll, t->yaw[0], t->pitch[0], yaw_span,
+            pitch_span);
+    CHECK(posed);
+    CHECK(fabs(rs + ROTATE_STEP_DEG) <= 0.1 * ROTATE_STEP_DEG);
+    CHECK(worst_roll <= 1.0);
+    CHECK(yaw_span <= 3.0 && pitch_span <= 3.0);
     if (testing_case_failed)
         for (int i = 0; i < t->frames; i++)
             fprintf(stderr, "  frame %d: eye line %+.2f deg from frame 0, nose (%.2f, %.2f)\n", i,

@@ -14,7 +14,9 @@ from conftest import EXPECTED_BOX, iou, rgb_to_yuv
 
 FACE_DTYPE = np.dtype([("id", "<i4"), ("score", "<f4"), ("box", "<f4", (4,)),
                        ("keypoints", "<f4", (6, 2)), ("landmarks", "<f4", (468, 3)),
-                       ("presence", "<f4")])
+                       ("presence", "<f4"), ("n_landmarks", "<i4"), ("irises", "<f4", (10, 3)),
+                       ("has_head_pose", "<i4"), ("head_pose", "<f4", (16,)), ("yaw", "<f4"),
+                       ("pitch", "<f4"), ("roll", "<f4")])
 
 
 def check_astronaut(face):

@@ -9,6 +9,8 @@
 #define FACE_MODEL_SHORT OMMA_MODELS_DIR "/face_detection_short_range.tflite"
 #define FACE_MODEL_FULL OMMA_MODELS_DIR "/face_detection_full_range.tflite"
 #define FACE_MODEL_MESH OMMA_MODELS_DIR "/face_landmark.tflite"
+#define FACE_MODEL_MESH_478 OMMA_MODELS_DIR "/face_landmark_with_attention.tflite"
+#define FACE_GEOMETRY OMMA_MODELS_DIR "/geometry_pipeline_metadata_landmarks.binarypb"
 #define FACE_PHOTO OMMA_TESTDATA_DIR "/astronaut.png"
 
 /* The whole photo resized (bilinear) to size x size, values in [-1, 1]:
