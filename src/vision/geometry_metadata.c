@@ -114,7 +114,7 @@ static omma_status mesh(pb *p, vis_geometry *out, int *n_floats)
 {
     *n_floats = 0;
     while (p->pos < p->end) {
-        int f, w;
+        int f = 0, w = 0;
         size_t at = p->pos;
         OMMA_TRY(key(p, &f, &w));
         if (f == 1 && w == 0) {
@@ -157,7 +157,7 @@ static omma_status basis(pb *p, size_t at, vis_geometry *out)
     uint64_t id = 0;
     float weight = 0;
     while (p->pos < p->end) {
-        int f, w;
+        int f = 0, w = 0;
         size_t fat = p->pos;
         OMMA_TRY(key(p, &f, &w));
         if (f == 1 && w == 0)
@@ -185,7 +185,7 @@ omma_status vis_geometry_parse(const uint8_t *b, size_t size, const char *what, 
     pb p = {.b = b, .pos = 0, .end = b ? size : 0, .what = what ? what : "metadata"};
     int n_floats = 0, meshes = 0;
     while (p.pos < p.end) {
-        int f, w;
+        int f = 0, w = 0;
         size_t at = p.pos;
         OMMA_TRY(key(&p, &f, &w));
         pb sub;
