@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "vision/sym_eigen.h"
+
 /* MediaPipe FaceMesh indices: the face oval (36), the nose (10), the eye
  * corners (4), the brows (10). */
 static const int points[VIS_SIGNATURE_POINTS] = {
@@ -47,45 +49,15 @@ int vis_signature_make(const float l[OMMA_FACE_LANDMARKS][3], vis_signature *out
  * (Jacobi rotations). */
 static double top_eigen(double n[4][4], double v[4])
 {
-    double e[4][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}};
-    for (int sweep = 0; sweep < 50; sweep++) {
-        double off = 0;
-        for (int p = 0; p < 4; p++)
-            for (int q = p + 1; q < 4; q++)
-                off += n[p][q] * n[p][q];
-        if (off < 1e-24)
-            break;
-        for (int p = 0; p < 4; p++)
-            for (int q = p + 1; q < 4; q++) {
-                if (fabs(n[p][q]) < 1e-300)
-                    continue;
-                double theta = (n[q][q] - n[p][p]) / (2 * n[p][q]);
-                double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
-                double c = 1 / sqrt(t * t + 1), s = t * c;
-                for (int k = 0; k < 4; k++) { /* n = J^T n J */
-                    double a = n[k][p], b = n[k][q];
-                    n[k][p] = c * a - s * b;
-                    n[k][q] = s * a + c * b;
-                }
-                for (int k = 0; k < 4; k++) {
-                    double a = n[p][k], b = n[q][k];
-                    n[p][k] = c * a - s * b;
-                    n[q][k] = s * a + c * b;
-                }
-                for (int k = 0; k < 4; k++) {
-                    double a = e[k][p], b = e[k][q];
-                    e[k][p] = c * a - s * b;
-                    e[k][q] = s * a + c * b;
-                }
-            }
-    }
+    double d[4], e[4][4];
+    vis_sym_eigen(4, &n[0][0], 1e-24, d, &e[0][0]);
     int best = 0;
     for (int i = 1; i < 4; i++)
-        if (n[i][i] > n[best][best])
+        if (d[i] > d[best])
             best = i;
     for (int k = 0; k < 4; k++)
         v[k] = e[k][best];
-    return n[best][best];
+    return d[best];
 }
 
 /* Horn: the rotation R (row-major) maximizing trace(R applied to b, dot a);

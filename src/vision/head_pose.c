@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "vision/sym_eigen.h"
 
 #define N OMMA_FACE_LANDMARKS
 #define PI 3.14159265358979323846
@@ -15,45 +16,6 @@
 typedef struct frustum {
     double left, right, bottom, top, near;
 } frustum;
-
-/* Jacobi eigen-decomposition of symmetric a (destroyed): values in d,
- * vectors in the columns of v. */
-static void jacobi3(double a[3][3], double d[3], double v[3][3])
-{
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            v[i][j] = i == j;
-    for (int sweep = 0; sweep < 50; sweep++) {
-        double off = fabs(a[0][1]) + fabs(a[0][2]) + fabs(a[1][2]);
-        if (off < 1e-300)
-            break;
-        for (int p = 0; p < 2; p++)
-            for (int q = p + 1; q < 3; q++) {
-                if (fabs(a[p][q]) < 1e-300)
-                    continue;
-                double theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
-                double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
-                double c = 1 / sqrt(t * t + 1), s = t * c;
-                for (int k = 0; k < 3; k++) { /* a = J^T a J */
-                    double akp = a[k][p], akq = a[k][q];
-                    a[k][p] = c * akp - s * akq;
-                    a[k][q] = s * akp + c * akq;
-                }
-                for (int k = 0; k < 3; k++) {
-                    double apk = a[p][k], aqk = a[q][k];
-                    a[p][k] = c * apk - s * aqk;
-                    a[q][k] = s * apk + c * aqk;
-                }
-                for (int k = 0; k < 3; k++) {
-                    double vkp = v[k][p], vkq = v[k][q];
-                    v[k][p] = c * vkp - s * vkq;
-                    v[k][q] = s * vkp + c * vkq;
-                }
-            }
-    }
-    for (int i = 0; i < 3; i++)
-        d[i] = a[i][i];
-}
 
 static double det3(double m[3][3])
 {
@@ -79,7 +41,7 @@ static int optimal_rotation(double m[3][3], double r[3][3])
             for (int k = 0; k < 3; k++)
                 g[i][j] += m[k][i] * m[k][j];
         }
-    jacobi3(g, d, v);
+    vis_sym_eigen(3, &g[0][0], 0.0, d, &v[0][0]);
     int ord[3] = {0, 1, 2}; /* singular values, largest first */
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++)
