@@ -252,6 +252,24 @@ static omma_status run_eltwise(const launch *l)
     return OMMA_CK(cuda_launch_eltwise(&a, l->s));
 }
 
+/* Where dimension d (1..rank-1) of an item of x lands in the three item
+ * dimensions the copy kernels take: [B, d1..] -> [B, 1.., d1..]. */
+static int item_axis(const gr_tensor *x, int d)
+{
+    return d + 3 - x->rank;
+}
+
+/* An item's dimensions of x and y as three, 1 where x has fewer. */
+static void item_dims3(const gr_tensor *x, const gr_tensor *y, int in[3], int out[3])
+{
+    for (int k = 0; k < 3; k++)
+        in[k] = out[k] = 1;
+    for (int d = 1; d < x->rank; d++) {
+        in[item_axis(x, d)] = x->dims[d];
+        out[item_axis(x, d)] = y->dims[d];
+    }
+}
+
 static omma_status run_pad(const launch *l)
 {
     const gr_node *n = l->n;
@@ -262,14 +280,9 @@ static omma_status run_pad(const launch *l)
     OMMA_TRY(input(l, 0, &a.x, NULL));
     a.y = output(l);
     a.batch = l->nb;
-    for (int k = 0; k < 3; k++)
-        a.in[k] = a.out[k] = 1;
-    for (int d = 1; d < x->rank; d++) { /* [B, d1..] -> [B, 1.., d1..] */
-        int k = d + (4 - x->rank) - 1;
-        a.in[k] = x->dims[d];
-        a.out[k] = y->dims[d];
-        a.before[k] = n->p.pad.before[d];
-    }
+    item_dims3(x, y, a.in, a.out);
+    for (int d = 1; d < x->rank; d++)
+        a.before[item_axis(x, d)] = n->p.pad.before[d];
     return OMMA_CK(cuda_launch_pad(&a, l->s));
 }
 
@@ -368,14 +381,12 @@ static omma_status run_strided_slice(const launch *l)
     OMMA_TRY(input(l, 0, &a.x, NULL));
     a.y = output(l);
     a.batch = l->nb;
+    item_dims3(x, y, a.in, a.out);
     for (int k = 0; k < 3; k++)
-        a.in[k] = a.out[k] = a.stride[k] = 1;
+        a.stride[k] = 1;
     for (int d = 1; d < x->rank; d++) {
-        int k = d + (4 - x->rank) - 1;
-        a.in[k] = x->dims[d];
-        a.out[k] = y->dims[d];
-        a.begin[k] = n->p.slice.begin[d];
-        a.stride[k] = n->p.slice.stride[d];
+        a.begin[item_axis(x, d)] = n->p.slice.begin[d];
+        a.stride[item_axis(x, d)] = n->p.slice.stride[d];
     }
     return OMMA_CK(cuda_launch_strided_slice(&a, l->s));
 }

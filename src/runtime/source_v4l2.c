@@ -81,6 +81,51 @@ static const char *fourcc(uint32_t f, char buf[5])
     return buf;
 }
 
+/* Asks the camera for pixfmt (named `what` in errors) at the requested
+ * size, or its current one; *fmt is the driver's answer and *want_w,
+ * *want_h the size asked for. */
+static omma_status ask_format(rt_source *s, v4l2_src *c, uint32_t pixfmt, const char *what,
+                              struct v4l2_format *fmt, uint32_t *want_w, uint32_t *want_h)
+{
+    const char *dev = s->spec;
+    memset(fmt, 0, sizeof *fmt);
+    fmt->type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+    if (xioctl(c->fd, VIDIOC_G_FMT, fmt) != 0)
+        return OMMA_FAIL(OMMA_ERR_IO, "%s: VIDIOC_G_FMT: %s", dev, strerror(errno));
+    if (s->opt.width) {
+        fmt->fmt.pix.width = (uint32_t)s->opt.width;
+        fmt->fmt.pix.height = (uint32_t)s->opt.height;
+    }
+    *want_w = fmt->fmt.pix.width;
+    *want_h = fmt->fmt.pix.height;
+    fmt->fmt.pix.pixelformat = pixfmt;
+    fmt->fmt.pix.field = V4L2_FIELD_ANY;
+    fmt->fmt.pix.bytesperline = 0;
+    fmt->fmt.pix.sizeimage = 0;
+    if (xioctl(c->fd, VIDIOC_S_FMT, fmt) != 0) {
+        int err = errno;
+        return OMMA_FAIL(err == EBUSY ? OMMA_ERR_IO : OMMA_ERR_UNSUPPORTED,
+                         "%s: the camera refuses %s at %ux%u (VIDIOC_S_FMT: %s)", dev, what,
+                         *want_w, *want_h, strerror(err));
+    }
+    return OMMA_OK;
+}
+
+/* The size the camera gives (w x h): the one asked for, if one was, and
+ * one omma takes. */
+static omma_status check_size(const rt_source *s, uint32_t w, uint32_t h, uint32_t want_w,
+                              uint32_t want_h)
+{
+    if (s->opt.width && (w != want_w || h != want_h))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "%s: the camera gives %ux%u, not the %ux%u asked for", s->spec, w, h,
+                         want_w, want_h);
+    if (w == 0 || h == 0 || w > IO_IMAGE_MAX_SIDE || h > IO_IMAGE_MAX_SIDE)
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: the camera's frames are %ux%u", s->spec, w,
+                         h);
+    return OMMA_OK;
+}
+
 /* A failed call while streaming: an unplugged camera, or another error. */
 static omma_status stream_error(rt_source *s, const char *call, int err)
 {
@@ -299,37 +344,15 @@ static omma_status set_mjpeg(rt_source *s, v4l2_src *c)
         return OMMA_OK;
     }
     struct v4l2_format fmt;
-    memset(&fmt, 0, sizeof fmt);
-    fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-    if (xioctl(c->fd, VIDIOC_G_FMT, &fmt) != 0)
-        return OMMA_FAIL(OMMA_ERR_IO, "%s: VIDIOC_G_FMT: %s", dev, strerror(errno));
-    if (s->opt.width) {
-        fmt.fmt.pix.width = (uint32_t)s->opt.width;
-        fmt.fmt.pix.height = (uint32_t)s->opt.height;
-    }
-    uint32_t want_w = fmt.fmt.pix.width, want_h = fmt.fmt.pix.height;
-    fmt.fmt.pix.pixelformat = V4L2_PIX_FMT_MJPEG;
-    fmt.fmt.pix.field = V4L2_FIELD_ANY;
-    fmt.fmt.pix.bytesperline = 0;
-    fmt.fmt.pix.sizeimage = 0;
-    if (xioctl(c->fd, VIDIOC_S_FMT, &fmt) != 0) {
-        int err = errno;
-        return OMMA_FAIL(err == EBUSY ? OMMA_ERR_IO : OMMA_ERR_UNSUPPORTED,
-                         "%s: the camera refuses MJPEG at %ux%u (VIDIOC_S_FMT: %s)", dev, want_w,
-                         want_h, strerror(err));
-    }
+    uint32_t want_w = 0, want_h = 0;
+    OMMA_TRY(ask_format(s, c, V4L2_PIX_FMT_MJPEG, "MJPEG", &fmt, &want_w, &want_h));
     char name[5];
     uint32_t w = fmt.fmt.pix.width, h = fmt.fmt.pix.height;
     if (fmt.fmt.pix.pixelformat != V4L2_PIX_FMT_MJPEG &&
         fmt.fmt.pix.pixelformat != V4L2_PIX_FMT_JPEG)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: asked for MJPEG, the camera gives %s", dev,
                          fourcc(fmt.fmt.pix.pixelformat, name));
-    if (s->opt.width && (w != want_w || h != want_h))
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "%s: the camera gives %ux%u, not the %ux%u asked for", dev, w, h, want_w,
-                         want_h);
-    if (w == 0 || h == 0 || w > IO_IMAGE_MAX_SIDE || h > IO_IMAGE_MAX_SIDE)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: the camera's frames are %ux%u", dev, w, h);
+    OMMA_TRY(check_size(s, w, h, want_w, want_h));
     s->info.width = (int)w;
     s->info.height = (int)h;
     s->info.format = OMMA_PIXEL_NV12;
@@ -401,25 +424,8 @@ static omma_status set_format(rt_source *s, v4l2_src *c)
 {
     const char *dev = s->spec;
     struct v4l2_format fmt;
-    memset(&fmt, 0, sizeof fmt);
-    fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-    if (xioctl(c->fd, VIDIOC_G_FMT, &fmt) != 0)
-        return OMMA_FAIL(OMMA_ERR_IO, "%s: VIDIOC_G_FMT: %s", dev, strerror(errno));
-    if (s->opt.width) {
-        fmt.fmt.pix.width = (uint32_t)s->opt.width;
-        fmt.fmt.pix.height = (uint32_t)s->opt.height;
-    }
-    uint32_t want_w = fmt.fmt.pix.width, want_h = fmt.fmt.pix.height;
-    fmt.fmt.pix.pixelformat = V4L2_PIX_FMT_YUV420;
-    fmt.fmt.pix.field = V4L2_FIELD_ANY;
-    fmt.fmt.pix.bytesperline = 0;
-    fmt.fmt.pix.sizeimage = 0;
-    if (xioctl(c->fd, VIDIOC_S_FMT, &fmt) != 0) {
-        int err = errno;
-        return OMMA_FAIL(err == EBUSY ? OMMA_ERR_IO : OMMA_ERR_UNSUPPORTED,
-                         "%s: the camera refuses I420 at %ux%u (VIDIOC_S_FMT: %s)", dev, want_w,
-                         want_h, strerror(err));
-    }
+    uint32_t want_w = 0, want_h = 0;
+    OMMA_TRY(ask_format(s, c, V4L2_PIX_FMT_YUV420, "I420", &fmt, &want_w, &want_h));
     char name[5];
     if (fmt.fmt.pix.pixelformat != V4L2_PIX_FMT_YUV420)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
@@ -427,12 +433,7 @@ static omma_status set_format(rt_source *s, v4l2_src *c)
                          "it",
                          dev, fourcc(fmt.fmt.pix.pixelformat, name));
     uint32_t w = fmt.fmt.pix.width, h = fmt.fmt.pix.height;
-    if (s->opt.width && (w != want_w || h != want_h))
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "%s: the camera gives %ux%u, not the %ux%u asked for", dev, w, h, want_w,
-                         want_h);
-    if (w == 0 || h == 0 || w > IO_IMAGE_MAX_SIDE || h > IO_IMAGE_MAX_SIDE)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: the camera's frames are %ux%u", dev, w, h);
+    OMMA_TRY(check_size(s, w, h, want_w, want_h));
     uint32_t pitch = fmt.fmt.pix.bytesperline >= w ? fmt.fmt.pix.bytesperline : w;
     if (pitch > 4 * (uint32_t)IO_IMAGE_MAX_SIDE)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "%s: rows of %u bytes for %u pixels", dev, pitch, w);
