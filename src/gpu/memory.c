@@ -378,3 +378,37 @@ omma_status omma_device_trim_memory(omma_device *dev, uint64_t keep_bytes)
     OMMA_TRY(omma_device_enter(dev, &scope));
     return gpu_leave_keep(&scope, trim(dev, keep_bytes));
 }
+
+omma_status gpu_stream_wait(omma_device *dev, CUstream stream)
+{
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(dev, &scope));
+    return gpu_leave_keep(&scope, OMMA_CK(gpu_cu.cuStreamSynchronize(stream)));
+}
+
+static omma_status download_nv12(const omma_frame *f, uint8_t *dst, CUstream stream)
+{
+    size_t w = (size_t)f->width, h = (size_t)f->height;
+    for (int p = 0; p < 2; p++) {
+        CUDA_MEMCPY2D c;
+        memset(&c, 0, sizeof c);
+        c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = (CUdeviceptr)(uintptr_t)f->planes[p];
+        c.srcPitch = (size_t)f->pitch[p];
+        c.dstMemoryType = CU_MEMORYTYPE_HOST;
+        c.dstHost = p ? dst + w * h : dst;
+        c.dstPitch = p ? 2 * ((w + 1) / 2) : w;
+        c.WidthInBytes = c.dstPitch;
+        c.Height = p ? (h + 1) / 2 : h;
+        OMMA_TRY(OMMA_CK(gpu_cu.cuMemcpy2DAsync(&c, stream)));
+    }
+    return OMMA_CK(gpu_cu.cuStreamSynchronize(stream));
+}
+
+omma_status gpu_download_nv12(omma_device *dev, const omma_frame *f, uint8_t *dst,
+                              CUstream stream)
+{
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(dev, &scope));
+    return gpu_leave_keep(&scope, download_nv12(f, dst, stream));
+}

@@ -11,9 +11,11 @@
 #define OMMA_GPU_MEMORY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpu/driver.h"
 #include "omma/device.h"
+#include "omma/face.h"
 
 /* Stream-ordered: the buffer may be used by work queued on `stream` after
  * this call (other streams must wait for an event recorded after it), and
@@ -54,6 +56,15 @@ omma_status gpu_copy_d2d_async(omma_device *dev, CUdeviceptr dst, CUdeviceptr sr
 omma_status gpu_copy_d2d_2d_async(omma_device *dev, CUdeviceptr dst, size_t dst_pitch,
                                   CUdeviceptr src, size_t src_pitch, size_t row_bytes, size_t rows,
                                   CUstream stream);
+
+/* Waits until the work queued on stream so far has run (the host waits). */
+omma_status gpu_stream_wait(omma_device *dev, CUstream stream);
+/* An NV12 frame in device memory (f->planes, f->pitch) copied to dst as
+ * tight rows (Y, then the interleaved chroma at dst + width * height) on
+ * stream, which is then waited on. Not counted: a download for a host-side
+ * consumer, not frame traffic. */
+omma_status gpu_download_nv12(omma_device *dev, const omma_frame *f, uint8_t *dst,
+                              CUstream stream);
 
 /* Counts bytes a library moved to the device on omma's behalf, outside the
  * wrappers above (the compressed video a GPU decoder reads): host-to-device

@@ -619,34 +619,10 @@ void *io_jpeg_gpu_stream(const io_jpeg_gpu *d)
 
 omma_status io_jpeg_gpu_wait(io_jpeg_gpu *d)
 {
-    omma_scope scope;
-    OMMA_TRY(omma_device_enter(d->dev, &scope));
-    omma_status st = OMMA_CK(gpu_cu.cuStreamSynchronize(d->stream));
-    omma_status left = omma_device_leave(&scope);
-    return st != OMMA_OK ? st : left;
+    return gpu_stream_wait(d->dev, d->stream);
 }
 
 omma_status io_jpeg_gpu_download(io_jpeg_gpu *d, const omma_frame *f, uint8_t *dst)
 {
-    omma_scope scope;
-    OMMA_TRY(omma_device_enter(d->dev, &scope));
-    omma_status st = OMMA_OK;
-    size_t w = (size_t)f->width, h = (size_t)f->height;
-    for (int p = 0; p < 2 && st == OMMA_OK; p++) {
-        CUDA_MEMCPY2D c;
-        memset(&c, 0, sizeof c);
-        c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-        c.srcDevice = (CUdeviceptr)(uintptr_t)f->planes[p];
-        c.srcPitch = (size_t)f->pitch[p];
-        c.dstMemoryType = CU_MEMORYTYPE_HOST;
-        c.dstHost = p ? dst + w * h : dst;
-        c.dstPitch = p ? 2 * ((w + 1) / 2) : w;
-        c.WidthInBytes = c.dstPitch;
-        c.Height = p ? (h + 1) / 2 : h;
-        st = OMMA_CK(gpu_cu.cuMemcpy2DAsync(&c, d->stream));
-    }
-    if (st == OMMA_OK)
-        st = OMMA_CK(gpu_cu.cuStreamSynchronize(d->stream));
-    omma_status left = omma_device_leave(&scope);
-    return st != OMMA_OK ? st : left;
+    return gpu_download_nv12(d->dev, f, dst, d->stream);
 }
