@@ -47,16 +47,20 @@
 
 extern char **environ;
 
-enum { ROW_NATS, ROW_NATS_CORE, ROW_MQTT, ROW_KAFKA, ROWS };
-static const char *const row_names[ROWS] = {"nats", "nats-core", "mqtt", "kafka"};
+enum { ROW_NATS, ROW_NATS_DEDUP, ROW_NATS_CORE, ROW_MQTT, ROW_KAFKA, ROWS };
+static const char *const row_names[ROWS] = {"nats", "nats-dedup", "nats-core", "mqtt", "kafka"};
+/* The NATS rows' sink options. */
+static const char *const nats_params[ROWS] = {[ROW_NATS] = "", [ROW_NATS_DEDUP] = "?dedup=1",
+                                              [ROW_NATS_CORE] = "?jetstream=0"};
 
 enum { OPT_KINDS, OPT_MESSAGES, OPT_SIZE, OPT_CAMERAS, OPT_RATE, OPT_SECONDS, OPT_JSON };
 
 static const cli_option options[] = {
     [OPT_KINDS] = {"--kinds", "LIST",
-                   "sinks to measure: nats,nats-core,mqtt,kafka (default all\n"
-                   "built in); nats-core: core NATS publishes, no acks\n"
-                   "(jetstream=0)"},
+                   "sinks to measure: nats,nats-dedup,nats-core,mqtt,kafka\n"
+                   "(default all built in); nats-dedup: JetStream with\n"
+                   "Nats-Msg-Id headers (dedup=1); nats-core: core NATS\n"
+                   "publishes, no acks (jetstream=0)"},
     [OPT_MESSAGES] = {"--messages", "N", "throughput: messages (default 200000)"},
     [OPT_SIZE] = {"--size", "B",
                   "bytes per message, 64..65536 (default 400: a frame without\n"
@@ -80,7 +84,7 @@ static void usage(FILE *to)
 }
 
 typedef struct bench_opts {
-    int rows[4]; /* ROW_*: which to measure */
+    int rows[ROWS]; /* ROW_*: which to measure */
     int messages, size, cameras, rate;
     double seconds;
     int json;
@@ -396,7 +400,7 @@ static void report(const bench_opts *o, const char *kind, const result *r)
 
 /* ---- The three kinds ---------------------------------------------------- */
 
-static int bench_nats(const bench_opts *o, latencies *lat, result *r, int core)
+static int bench_nats(const bench_opts *o, latencies *lat, result *r, const char *params)
 {
 #if OMMA_HAVE_NATS
     int port = free_port();
@@ -431,7 +435,7 @@ static int bench_nats(const bench_opts *o, latencies *lat, result *r, int core)
             fprintf(stderr, "omma: error: nats-server at %s: no JetStream stream\n", url);
     }
     char sink_url[160];
-    snprintf(sink_url, sizeof sink_url, "%s/bench%s", url, core ? "?jetstream=0" : "");
+    snprintf(sink_url, sizeof sink_url, "%s/bench%s", url, params);
     ok = ok && throughput(sink_url, o, r);
     ok = ok && natsConnection_Subscribe(&sub.sub, sub.nc, "bench.>", on_nats, &sub) == NATS_OK;
     ok = ok && latency(sink_url, &sub, o, r);
@@ -444,7 +448,7 @@ static int bench_nats(const bench_opts *o, latencies *lat, result *r, int core)
     (void)!system(cmd);
     return ok;
 #else
-    (void)o, (void)lat, (void)r, (void)core;
+    (void)o, (void)lat, (void)r, (void)params;
     fprintf(stderr, "omma: error: built without libnats\n");
     return 0;
 #endif
@@ -598,7 +602,7 @@ int cli_bench_sink(int argc, char **argv)
     }
     if (!any_kind) { /* those built in */
 #if OMMA_HAVE_NATS
-        o.rows[ROW_NATS] = o.rows[ROW_NATS_CORE] = 1;
+        o.rows[ROW_NATS] = o.rows[ROW_NATS_DEDUP] = o.rows[ROW_NATS_CORE] = 1;
 #endif
 #if OMMA_HAVE_MOSQUITTO
         o.rows[ROW_MQTT] = 1;
@@ -620,10 +624,9 @@ int cli_bench_sink(int argc, char **argv)
         pthread_mutex_init(&lat.lock, NULL);
         lat.ms = calloc(lat.cap, sizeof *lat.ms);
         result r = {0};
-        int ok = lat.ms && (row == ROW_NATS        ? bench_nats(&o, &lat, &r, 0)
-                            : row == ROW_NATS_CORE ? bench_nats(&o, &lat, &r, 1)
-                            : row == ROW_MQTT      ? bench_mqtt(&o, &lat, &r)
-                                                   : bench_kafka(&o, &lat, &r));
+        int ok = lat.ms && (nats_params[row]   ? bench_nats(&o, &lat, &r, nats_params[row])
+                            : row == ROW_MQTT ? bench_mqtt(&o, &lat, &r)
+                                              : bench_kafka(&o, &lat, &r));
         if (ok)
             report(&o, row_names[row], &r);
         else

@@ -1,20 +1,24 @@
 #define _POSIX_C_SOURCE 200809L
-/* The NATS JetStream sink (libnats): asynchronous publishes, each with a
- * Nats-Msg-Id, acknowledged by JetStream; refused ones go back to the
- * backlog after a pause; those not acknowledged within ack_timeout_ms (a
- * server gone with the reply) are sent again (JetStream drops the
- * duplicates by their id). After a refusal only one publish is in flight
- * until one is acknowledged. libnats reconnects (backoff from 100 ms to
- * 2 s) and holds what is published meanwhile in its reconnect buffer.
+/* The NATS JetStream sink (libnats): asynchronous publishes acknowledged
+ * by JetStream; refused ones go back to the backlog after a pause; those
+ * not acknowledged within ack_timeout_ms (a server gone with the reply)
+ * are sent again: at least once. A resent message may then be stored
+ * twice, which consumers see by its camera and sequence number; with
+ * dedup=1 each publish carries a Nats-Msg-Id and JetStream drops such
+ * duplicates itself (within its duplicate window), for ~3.5 us more CPU
+ * per message (libnats builds a header table for each). After a refusal
+ * only one publish is in flight until one is acknowledged. libnats
+ * reconnects (backoff from 100 ms to 2 s) and holds what is published
+ * meanwhile in its reconnect buffer.
  *
  * The publishes are JetStream's protocol on core NATS, not libnats's
  * js_PublishMsgAsync (a reply token, a hash entry and a JSON parse per
  * message: 8-14 us of CPU each): every publish's reply subject is this
  * connection's inbox and its number (INBOX.N), one subscription takes the
- * acknowledgements of all, and the message waits for its own in a table
- * indexed by N (power of two slots, at least twice the sink's window): an
- * ack is a lookup and a test of its first bytes ({"error" or a status
- * message: refused). */
+ * acknowledgements of all, and the message's copy waits for its own in a
+ * table indexed by N (power of two slots, at least twice the sink's
+ * window): an ack is a lookup and a test of its first bytes ({"error" or a
+ * status message: refused). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,9 +33,16 @@
 #if OMMA_HAVE_NATS
 #include <nats/nats.h>
 
+/* A publish's copy, kept until JetStream acknowledges it (one block). */
+typedef struct nats_out {
+    char *subject, *id; /* in data's block, after the payload */
+    size_t len;
+    unsigned char data[];
+} nats_out;
+
 /* A publish waiting for its acknowledgement. */
 typedef struct nats_pending {
-    natsMsg *msg; /* NULL: a free slot */
+    nats_out *msg; /* NULL: a free slot */
     uint64_t n; /* its number, in its reply subject */
     uint64_t sent_ns; /* published (or sent again) */
 } nats_pending;
@@ -42,6 +53,7 @@ typedef struct nats_sink {
     natsOptions *opts;
     natsConnection *nc;
     int jetstream; /* 0 with jetstream=0: core NATS publishes, no acks */
+    int dedup; /* dedup=1: each publish carries its Nats-Msg-Id */
     natsInbox *inbox; /* the acks' subjects: INBOX.N */
     size_t inbox_len;
     natsSubscription *acks;
@@ -104,13 +116,10 @@ static int64_t reconnect_delay(natsConnection *nc, int attempts, void *closure)
 
 /* A publish refused, or not answered and not sent again: back to the
  * backlog (the core counts it failed). */
-static void give_back(nats_sink *n, natsMsg *msg, const char *error)
+static void give_back(nats_sink *n, const nats_out *msg, const char *error)
 {
-    const char *id = NULL;
-    natsMsgHeader_Get(msg, "Nats-Msg-Id", &id);
     atomic_fetch_add(&n->answered, 1);
-    sink_failed(n->s, error, natsMsg_GetSubject(msg), NULL, id, natsMsg_GetData(msg),
-                (size_t)natsMsg_GetDataLength(msg), 1);
+    sink_failed(n->s, error, msg->subject, NULL, msg->id, msg->data, msg->len, 1);
 }
 
 /* An acknowledgement: INBOX.N's publish is stored, or refused
@@ -129,7 +138,7 @@ static void on_ack(nats_sink *n, natsMsg *ack)
                   (len >= 8 && !memcmp(data, "{\"error\"", 8));
     pthread_mutex_lock(&n->lock);
     nats_pending *p = &n->table[num & n->mask];
-    natsMsg *msg = NULL;
+    nats_out *msg = NULL;
     if (ok_subject && p->msg && p->n == num) {
         msg = p->msg;
         p->msg = NULL;
@@ -149,10 +158,10 @@ static void on_ack(nats_sink *n, natsMsg *ack)
         if (desc) {
             desc += 15;
             const char *q = strchr(desc, '"');
-            snprintf(err, sizeof err, "publish to %s refused: %.*s", natsMsg_GetSubject(msg),
+            snprintf(err, sizeof err, "publish to %s refused: %.*s", msg->subject,
                      (int)(q ? q - desc : (long)strlen(desc)), desc);
         } else {
-            snprintf(err, sizeof err, "publish to %s refused: %s", natsMsg_GetSubject(msg),
+            snprintf(err, sizeof err, "publish to %s refused: %s", msg->subject,
                      len > 0 ? data : "no responders (no stream holds the subject)");
         }
         give_back(n, msg, err);
@@ -161,7 +170,7 @@ static void on_ack(nats_sink *n, natsMsg *ack)
         atomic_store(&n->pause_ns, pause);
         atomic_store(&n->pause_until_ns, core_now_ns() + pause);
     }
-    natsMsg_Destroy(msg);
+    free(msg);
     natsMsg_Destroy(ack);
 }
 
@@ -222,7 +231,7 @@ static void close_nats(void *impl)
     natsOptions_Destroy(n->opts);
     if (n->table) {
         for (uint64_t i = 0; i <= n->mask; i++)
-            natsMsg_Destroy(n->table[i].msg);
+            free(n->table[i].msg);
         free(n->table);
         pthread_mutex_destroy(&n->lock);
     }
@@ -355,13 +364,16 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
     }
     atomic_store(&n->connected, 1);
     sink_set_connected(s, 1);
-    long jetstream = 1, check = 1;
+    long jetstream = 1, check = 1, dedup = 0;
     st = sink_url_int(u, name, "jetstream", 0, 1, 1, &jetstream);
     if (st == OMMA_OK)
         st = sink_url_int(u, name, "check_stream", 0, 1, 1, &check);
+    if (st == OMMA_OK)
+        st = sink_url_int(u, name, "dedup", 0, 1, 0, &dedup);
     if (st != OMMA_OK)
         goto fail;
     n->jetstream = (int)jetstream;
+    n->dedup = (int)dedup;
     if (jetstream) {
         st = open_acks(n, sink_window(s));
         char subject[SINK_SUBJECT_MAX + 1];
@@ -375,6 +387,51 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
 fail:
     close_nats(n);
     return st;
+}
+
+/* m's subject, id and payload in one block (NULL: out of memory). */
+static nats_out *out_copy(const sink_msg *m)
+{
+    size_t subject = strlen(m->subject) + 1, id = m->id ? strlen(m->id) + 1 : 0;
+    nats_out *o = malloc(sizeof *o + m->len + subject + id);
+    if (!o)
+        return NULL;
+    o->len = m->len;
+    memcpy(o->data, m->data, m->len);
+    o->subject = (char *)o->data + m->len;
+    memcpy(o->subject, m->subject, subject);
+    o->id = id ? o->subject + subject : NULL;
+    if (id)
+        memcpy(o->id, m->id, id);
+    return o;
+}
+
+/* Publishes msg with the reply subject INBOX.num: a plain PUB, or with
+ * dedup=1 an HPUB carrying its Nats-Msg-Id (libnats builds a header table
+ * per message: ~3.5 us of CPU more, docs/PERFORMANCE.md). */
+static natsStatus publish(nats_sink *n, const nats_out *msg, uint64_t num)
+{
+    /* INBOX.N, without printf (a few hundred ns a message). */
+    char reply[256], digits[24];
+    int nd = 0;
+    for (uint64_t v = num; nd == 0 || v > 0; v /= 10)
+        digits[nd++] = (char)('0' + v % 10);
+    memcpy(reply, n->inbox, n->inbox_len);
+    reply[n->inbox_len] = '.';
+    for (int i = 0; i < nd; i++)
+        reply[n->inbox_len + 1 + (size_t)i] = digits[nd - 1 - i];
+    reply[n->inbox_len + 1 + (size_t)nd] = 0;
+    if (!n->dedup || !msg->id)
+        return natsConnection_PublishRequest(n->nc, msg->subject, reply, msg->data,
+                                             (int)msg->len);
+    natsMsg *m = NULL;
+    natsStatus s = natsMsg_Create(&m, msg->subject, reply, (const char *)msg->data, (int)msg->len);
+    if (s == NATS_OK)
+        s = natsMsgHeader_Set(m, "Nats-Msg-Id", msg->id);
+    if (s == NATS_OK)
+        s = natsConnection_PublishMsg(n->nc, m);
+    natsMsg_Destroy(m);
+    return s;
 }
 
 static omma_status send_nats(void *impl, const sink_msg *m)
@@ -398,43 +455,27 @@ static omma_status send_nats(void *impl, const sink_msg *m)
     }
     uint64_t num = n->next_n;
     nats_pending *p = &n->table[num & n->mask];
-    /* INBOX.N, without printf (a few hundred ns a message). */
-    char reply[256], digits[24];
-    int nd = 0;
-    for (uint64_t v = num; nd == 0 || v > 0; v /= 10)
-        digits[nd++] = (char)('0' + v % 10);
-    memcpy(reply, n->inbox, n->inbox_len);
-    reply[n->inbox_len] = '.';
-    for (int i = 0; i < nd; i++)
-        reply[n->inbox_len + 1 + (size_t)i] = digits[nd - 1 - i];
-    reply[n->inbox_len + 1 + (size_t)nd] = 0;
-    natsMsg *msg = NULL;
-    natsStatus s = natsMsg_Create(&msg, m->subject, reply, (const char *)m->data, (int)m->len);
-    if (s == NATS_OK)
-        s = natsMsgHeader_Set(msg, "Nats-Msg-Id", m->id);
-    if (s != NATS_OK) {
-        natsMsg_Destroy(msg);
+    nats_out *msg = out_copy(m);
+    if (!msg)
         return OMMA_ERR_BUSY;
-    }
     /* In the table before it is sent: its ack may come at once. */
     pthread_mutex_lock(&n->lock);
     if (p->msg) { /* an old publish still unanswered in its slot: wait */
         pthread_mutex_unlock(&n->lock);
-        natsMsg_Destroy(msg);
+        free(msg);
         return OMMA_ERR_BUSY;
     }
     p->msg = msg;
     p->n = num;
     p->sent_ns = core_now_ns();
     pthread_mutex_unlock(&n->lock);
-    s = natsConnection_PublishMsg(n->nc, msg);
-    if (s != NATS_OK) { /* disconnected, reconnect buffer full */
+    if (publish(n, msg, num) != NATS_OK) { /* disconnected, reconnect buffer full */
         pthread_mutex_lock(&n->lock);
         int still = p->msg == msg;
         p->msg = NULL;
         pthread_mutex_unlock(&n->lock);
         if (still)
-            natsMsg_Destroy(msg);
+            free(msg);
         return OMMA_ERR_BUSY;
     }
     n->next_n = num + 1;
@@ -459,12 +500,12 @@ static void poll_nats(void *impl, int timeout_ms)
         for (uint64_t i = 0; i <= n->mask; i++) {
             pthread_mutex_lock(&n->lock);
             nats_pending *p = &n->table[i];
-            natsMsg *msg = p->msg;
+            nats_out *msg = p->msg;
             int due = msg && now - p->sent_ns > (uint64_t)n->ack_timeout_ns;
             if (due)
                 p->sent_ns = now;
             /* Sent under the lock: its ack cannot free it meanwhile. */
-            natsStatus s = due ? natsConnection_PublishMsg(n->nc, msg) : NATS_OK;
+            natsStatus s = due ? publish(n, msg, p->n) : NATS_OK;
             if (due && s != NATS_OK)
                 p->msg = NULL;
             pthread_mutex_unlock(&n->lock);
@@ -472,7 +513,7 @@ static void poll_nats(void *impl, int timeout_ms)
                 resent++;
             if (due && s != NATS_OK) {
                 give_back(n, msg, NULL);
-                natsMsg_Destroy(msg);
+                free(msg);
                 back++;
             }
         }

@@ -7,8 +7,9 @@
 #      the same with core NATS publishes (jetstream=0: no acks);
 #   2. one node killed (SIGKILL) mid-run (after 4 acks; the run ends 8
 #      messages later, by SIGINT): every message acknowledged is
-#      there (the sink resends what was not acknowledged; JetStream drops
-#      duplicates by Nats-Msg-Id);
+#      there (the sink resends what was not acknowledged; with dedup=1,
+#      as here, JetStream drops duplicates by Nats-Msg-Id; the plain run
+#      publishes without the header);
 #   3. every node down for 10 s, then back: the backlog is delivered; with
 #      a backlog bound too small for 10 s the drops are counted, and the
 #      stream holds every message not dropped (and perhaps one that was in
@@ -105,7 +106,7 @@ wait_count() {
 # backend's speed here), then the sink drains.
 "$tool" create "$url1" KILL "kill.>" 3 2>"$tmp/create.err" || fail "stream KILL: $(cat "$tmp/create.err")"
 "$omma" stream --backend cpu --threads 2 --loop --status json --status-every 0.2 --results off \
-    --site lab --sink "nats://127.0.0.1:$p1,127.0.0.1:$p2,127.0.0.1:$p3/kill?ack_timeout_ms=1000" \
+    --site lab --sink "nats://127.0.0.1:$p1,127.0.0.1:$p2,127.0.0.1:$p3/kill?ack_timeout_ms=1000&dedup=1" \
     "$video1" "$video2" 2>"$tmp/kill.err" &
 opid=$!
 wait_count "$tmp/kill.err" acked 4 || fail "node killed: no 4 messages acknowledged"
