@@ -60,7 +60,9 @@ fi
 
 if has pipeline; then
     for args in "--cameras 16" "--cameras 64" "--cameras 128" "--cameras 256 --memory device" \
-        "--cameras 16 --faces 4 --model full" "--cameras 64 --detect-every 0"; do
+        "--cameras 16 --faces 4 --model full" "--cameras 64 --detect-every 0" \
+        "--cameras 16 --face-mesh 478" "--cameras 128 --face-mesh 478" \
+        "--cameras 128 --face-mesh 478 --head-pose"; do
         echo "== omma bench pipeline $args" >>"$OUT/pipeline.txt"
         if ! timeout 180 "$BUILD/omma" bench pipeline $args --steps 200 --warmup 20 --json \
             >>"$OUT/pipeline.jsonl" 2>>"$OUT/pipeline.txt"; then

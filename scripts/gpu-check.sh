@@ -22,7 +22,7 @@ BUILD=${BUILD_DIR:-$ROOT/build-gpu}
 JOBS=${JOBS:-$(nproc)}
 SANITIZE_REGEX=${GPU_CHECK_SANITIZE_REGEX:-.}
 # Tests with kernels that share memory between threads of a block.
-RACE_TESTS="test_device_runtime test_cuda_ops test_face_pipeline_gpu test_face_pipeline_lanes ${GPU_CHECK_RACE_TESTS:-}"
+RACE_TESTS="test_device_runtime test_cuda_ops test_face_pipeline_gpu test_face_pipeline_lanes test_face_mesh_478_gpu ${GPU_CHECK_RACE_TESTS:-}"
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -180,6 +180,20 @@ if (cd "$RUN_DIR" && TMPDIR=$RUN_DIR "$ROOT/scripts/run-default.sh" "$BUILD/omma
     step "omma run (sample, gpu)" PASS "$(grep -o '[0-9]* face(s) .* frame(s)' "$OUT/run.txt" | head -n 1)"
 else
     step "omma run (sample, gpu)" FAIL "see run.txt"
+fi
+
+# ---- omma run with the attention mesh and head pose on the GPU ------------------
+M478=$OUT/run-478.jsonl
+if "$BUILD/omma" run --backend gpu --face-mesh 478 --head-pose --out "$M478" \
+    "$ROOT/testdata/astronaut.png" >"$OUT/run-478.txt" 2>&1 &&
+    python3 -c 'import json, sys
+f = json.loads(open(sys.argv[1]).readline())["faces"][0]
+assert len(f["landmarks"]) == 478 and "head_pose" in f, "no 478 landmarks and head pose"
+print("478 landmarks, yaw %.1f pitch %.1f roll %.1f" % tuple(f["head_pose"][k] for k in
+      ("yaw", "pitch", "roll")))' "$M478" >>"$OUT/run-478.txt" 2>&1; then
+    step "omma run --face-mesh 478 --head-pose (gpu)" PASS "$(tail -n 1 "$OUT/run-478.txt")"
+else
+    step "omma run --face-mesh 478 --head-pose (gpu)" FAIL "see run-478.txt"
 fi
 
 ended=$(date +%s)

@@ -57,7 +57,7 @@ typedef struct omma_face_pipeline_options {
     const char *mesh_model;     /* face_landmark.tflite (FaceMesh, 468 points)
                                  * or face_landmark_with_attention.tflite
                                  * (478 points: irises, refined eyes and lips;
-                                 * CPU backend) */
+                                 * either backend) */
     int mesh_points;            /* 468 or 478: the points mesh_model must give
                                  * (a model of the other kind is an error); 0
                                  * (default) = whichever it gives */

@@ -31,6 +31,8 @@ typedef struct bench_opts {
     omma_precision precision;
     int device_frames, pinned_frames;
     int full_range; /* the full-range detector (192 px, 2304 anchors) */
+    int mesh_points; /* 468 (FaceMesh) or 478 (the attention mesh) */
+    int head_pose;
     int json;
     const char *data;
 } bench_opts;
@@ -51,6 +53,8 @@ enum {
     OPT_DETECT_EVERY,
     OPT_PRECISION,
     OPT_MODEL,
+    OPT_FACE_MESH,
+    OPT_HEAD_POSE,
     OPT_JSON
 };
 
@@ -65,6 +69,9 @@ static const cli_option options[] = {
     [OPT_DETECT_EVERY] = {"--detect-every", "K", "detector every K frames (10)"},
     [OPT_PRECISION] = {"--precision", "fp16|fp32", "engines' precision (fp16)"},
     [OPT_MODEL] = {"--model", "short|full", "detector (short)"},
+    [OPT_FACE_MESH] = {"--face-mesh", "468|478",
+                       "FaceMesh (468) or the attention mesh with irises (478) (468)"},
+    [OPT_HEAD_POSE] = {"--head-pose", NULL, "also each face's head pose (on the CPU, per step)"},
     [OPT_JSON] = {"--json", NULL, "the table on stderr, one JSON line on stdout"},
     {NULL, NULL, NULL},
 };
@@ -75,7 +82,8 @@ static void usage(FILE *to)
             "usage: omma bench pipeline [--cameras N] [--resolution WxH] [--faces F]\n"
             "                           [--memory device|pinned|both] [--steps N] [--warmup N]\n"
             "                           [--detect-every K] [--precision fp16|fp32]\n"
-            "                           [--model short|full] [--json]\n"
+            "                           [--model short|full] [--face-mesh 468|478]\n"
+            "                           [--head-pose] [--json]\n"
             "  The GPU face pipeline on N cameras of WxH NV12 frames showing the sample\n"
             "  face F times (large faces: the short-range detector's range), all cameras\n"
             "  one batch per step; frames in device memory and/or pinned host memory.\n");
@@ -89,6 +97,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->cameras = 16, o->width = 1920, o->height = 1080, o->faces = 1;
     o->steps = 200, o->warmup = 20, o->detect_every = 10;
     o->precision = OMMA_PRECISION_FP16;
+    o->mesh_points = OMMA_FACE_LANDMARKS;
     o->device_frames = o->pinned_frames = 1;
     cli_args args;
     cli_args_init(&args, "bench pipeline", options, argc, argv);
@@ -136,6 +145,14 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             bad = strcmp(v, "short") == 0  ? (o->full_range = 0, 0)
                   : strcmp(v, "full") == 0 ? (o->full_range = 1, 0)
                                            : 1;
+            break;
+        case OPT_FACE_MESH:
+            bad = strcmp(v, "468") == 0   ? (o->mesh_points = OMMA_FACE_LANDMARKS, 0)
+                  : strcmp(v, "478") == 0 ? (o->mesh_points = OMMA_FACE_LANDMARKS_WITH_IRISES, 0)
+                                          : 1;
+            break;
+        case OPT_HEAD_POSE:
+            o->head_pose = 1;
             break;
         case OPT_MEMORY:
             o->device_frames = strcmp(v, "device") == 0 || strcmp(v, "both") == 0;
@@ -285,10 +302,10 @@ static void print(const bench_opts *o, const figures *f, int nf)
     FILE *t = o->json ? stderr : stdout;
     fprintf(t,
             "pipeline: %d cameras, %dx%d NV12, %d face(s), %s, %s-range detector every %d "
-            "frames\n",
+            "frames, %d-point mesh%s\n",
             o->cameras, o->width, o->height, o->faces,
             o->precision == OMMA_PRECISION_FP16 ? "fp16" : "fp32", o->full_range ? "full" : "short",
-            o->detect_every);
+            o->detect_every, o->mesh_points, o->head_pose ? ", head pose" : "");
     fprintf(t, "%-8s %12s %11s %11s %13s %12s %12s %9s %7s\n", "frames", "frames/s", "median ms",
             "p99 ms", "cpu us/frame", "h2d B/frame", "d2h B/frame", "detector", "faces");
     for (int i = 0; i < nf; i++)
@@ -304,10 +321,11 @@ static void print(const bench_opts *o, const figures *f, int nf)
     if (!o->json)
         return;
     printf("{\"bench\":\"pipeline\",\"cameras\":%d,\"width\":%d,\"height\":%d,\"faces\":%d,"
-           "\"precision\":\"%s\",\"detector\":\"%s\",\"detect_every\":%d,\"results\":[",
+           "\"precision\":\"%s\",\"detector\":\"%s\",\"detect_every\":%d,\"face_mesh\":%d,"
+           "\"head_pose\":%s,\"results\":[",
            o->cameras, o->width, o->height, o->faces,
            o->precision == OMMA_PRECISION_FP16 ? "fp16" : "fp32", o->full_range ? "full" : "short",
-           o->detect_every);
+           o->detect_every, o->mesh_points, o->head_pose ? "true" : "false");
     for (int i = 0; i < nf; i++)
         printf("%s{\"memory\":\"%s\",\"frames_per_s\":%.1f,\"median_ms\":%.4f,\"p99_ms\":%.4f,"
                "\"cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":%.1f,"
@@ -322,10 +340,14 @@ static void print(const bench_opts *o, const figures *f, int nf)
 static int run_one(omma_device *dev, const bench_opts *o, const char *data, const char *memory,
                    const omma_frame *frames, figures *out)
 {
-    char det[4096], mesh[4096];
+    char det[4096], mesh[4096], geometry[4096];
     snprintf(det, sizeof det, "%s/models/face_detection_%s_range.tflite", data,
              o->full_range ? "full" : "short");
-    snprintf(mesh, sizeof mesh, "%s/models/face_landmark.tflite", data);
+    snprintf(mesh, sizeof mesh, "%s/models/%s.tflite", data,
+             o->mesh_points == OMMA_FACE_LANDMARKS_WITH_IRISES ? "face_landmark_with_attention"
+                                                               : "face_landmark");
+    snprintf(geometry, sizeof geometry, "%s/models/geometry_pipeline_metadata_landmarks.binarypb",
+             data);
     omma_face_pipeline_options po;
     omma_face_pipeline_options_init(&po);
     po.backend = OMMA_BACKEND_CUDA;
@@ -333,6 +355,9 @@ static int run_one(omma_device *dev, const bench_opts *o, const char *data, cons
     po.precision = o->precision;
     po.detector_model = det;
     po.mesh_model = mesh;
+    po.mesh_points = o->mesh_points;
+    po.head_pose = o->head_pose;
+    po.geometry_metadata = geometry;
     po.max_faces = o->faces;
     po.max_batch = o->cameras;
     po.detect_every = o->detect_every;

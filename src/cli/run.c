@@ -119,11 +119,11 @@ static const cli_option options[] = {
                   "record (docs/OUTPUT.md); not with --csv"},
     [OPT_FACE_MESH] = {"--face-mesh", "468|478",
                        "FaceMesh's points: 468 (default) or 478 (the attention\n"
-                       "mesh: irises, refined eyes and lips; CPU backend)"},
+                       "mesh: irises, refined eyes and lips; CSV: their x, y)"},
     [OPT_HEAD_POSE] = {"--head-pose", NULL,
                        "also each face's head pose (a \"head_pose\" object: 4x4\n"
-                       "matrix, yaw, pitch, roll in degrees; docs/OUTPUT.md);\n"
-                       "not with --csv"},
+                       "matrix, yaw, pitch, roll in degrees; docs/OUTPUT.md;\n"
+                       "CSV: their columns)"},
     [OPT_COUNT] = {NULL, NULL, NULL},
 };
 
@@ -535,8 +535,6 @@ static int run_parsed(run_args a)
     s.max_faces = a.max_faces;
     if (a.pose && a.csv)
         return cli_usage_error("run", "--pose writes JSON Lines only (not with --csv)");
-    if (a.head_pose && a.csv)
-        return cli_usage_error("run", "--head-pose writes JSON Lines only (not with --csv)");
     if (a.pose) {
         char pose_det[4096], pose_lm[4096];
         snprintf(pose_det, sizeof pose_det, "%s/%s", data, POSE_DETECTOR);
@@ -614,7 +612,9 @@ static int run_parsed(run_args a)
         annotate_video = sample_video_out;
     }
 
-    int setup = cli_output_open(&s.out, a.out_path, a.csv);
+    unsigned columns = (a.mesh_points == OMMA_FACE_LANDMARKS_WITH_IRISES ? CLI_CSV_IRISES : 0) |
+                       (a.head_pose ? CLI_CSV_HEAD_POSE : 0);
+    int setup = cli_output_open_columns(&s.out, a.out_path, a.csv, columns);
     if (setup && !cli_annotator_open(&s.ann, a.annotate_dir, annotate_video, video_camera,
                                      cli_input_fps(&s.inputs[video_camera]))) {
         cli_output_close(&s.out, 0);

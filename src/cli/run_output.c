@@ -55,30 +55,78 @@ static void csv_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* face_id, score, presence, the box, keypoints, landmarks. */
+/* face_id, score, presence, the box, keypoints, landmarks; then what
+ * o->columns adds. */
 #define CSV_FACE_FIELDS (3 + 4 + 2 * OMMA_FACE_KEYPOINTS + 3 * OMMA_FACE_LANDMARKS)
+#define CSV_IRIS_FIELDS (2 * OMMA_FACE_IRIS_LANDMARKS)
+#define CSV_HEAD_POSE_FIELDS (3 + 16)
 
-static void csv_header(FILE *f)
+static void csv_header(FILE *f, unsigned columns)
 {
     fputs("camera,source,frame,timestamp_ms,face_id,score,presence,x0,y0,x1,y1", f);
     for (int k = 0; k < OMMA_FACE_KEYPOINTS; k++)
         fprintf(f, ",kp%d_x,kp%d_y", k, k);
     for (int k = 0; k < OMMA_FACE_LANDMARKS; k++)
         fprintf(f, ",lm%d_x,lm%d_y,lm%d_z", k, k, k);
+    if (columns & CLI_CSV_IRISES)
+        for (int k = OMMA_FACE_LANDMARKS; k < OMMA_FACE_LANDMARKS_WITH_IRISES; k++)
+            fprintf(f, ",lm%d_x,lm%d_y", k, k);
+    if (columns & CLI_CSV_HEAD_POSE) {
+        fputs(",yaw,pitch,roll", f);
+        for (int k = 0; k < 16; k++)
+            fprintf(f, ",hp%d", k);
+    }
     fputc('\n', f);
 }
 
-static void csv_frame(FILE *f, int camera, const char *source, long frame, double ts,
-                      const omma_face *faces, int n)
+static void csv_empty(FILE *f, int fields)
+{
+    for (int k = 0; k < fields; k++)
+        fputc(',', f);
+}
+
+/* A face's iris and head pose columns: empty for a face without them (468
+ * landmarks; no solution to its pose). */
+static void csv_extra(FILE *f, unsigned columns, const omma_face *face)
+{
+    if (columns & CLI_CSV_IRISES) {
+        if (face->n_landmarks != OMMA_FACE_LANDMARKS_WITH_IRISES)
+            csv_empty(f, CSV_IRIS_FIELDS);
+        else
+            for (int k = 0; k < OMMA_FACE_IRIS_LANDMARKS; k++)
+                for (int c = 0; c < 2; c++) {
+                    fputc(',', f);
+                    num(f, face->irises[k][c], 2, "");
+                }
+    }
+    if (columns & CLI_CSV_HEAD_POSE) {
+        if (!face->has_head_pose) {
+            csv_empty(f, CSV_HEAD_POSE_FIELDS);
+            return;
+        }
+        const float angles[3] = {face->yaw, face->pitch, face->roll};
+        for (int k = 0; k < 3; k++) {
+            fputc(',', f);
+            num(f, angles[k], 2, "");
+        }
+        for (int k = 0; k < 16; k++) {
+            fputc(',', f);
+            num(f, face->head_pose[k], 4, "");
+        }
+    }
+}
+
+static void csv_frame(FILE *f, unsigned columns, int camera, const char *source, long frame,
+                      double ts, const omma_face *faces, int n)
 {
     for (int i = 0; i < (n > 0 ? n : 1); i++) {
         fprintf(f, "%d,", camera);
         csv_string(f, source);
         fprintf(f, ",%ld,", frame);
         millis(f, ts);
-        if (n == 0) {
-            for (int k = 0; k < CSV_FACE_FIELDS; k++) /* the face fields, empty */
-                fputc(',', f);
+        if (n == 0) { /* the face fields, empty */
+            csv_empty(f, CSV_FACE_FIELDS + (columns & CLI_CSV_IRISES ? CSV_IRIS_FIELDS : 0) +
+                             (columns & CLI_CSV_HEAD_POSE ? CSV_HEAD_POSE_FIELDS : 0));
             fputc('\n', f);
             continue;
         }
@@ -102,6 +150,7 @@ static void csv_frame(FILE *f, int camera, const char *source, long frame, doubl
                 fputc(',', f);
                 num(f, face->landmarks[k][c], 2, "");
             }
+        csv_extra(f, columns, face);
         fputc('\n', f);
     }
 }
@@ -185,7 +234,7 @@ int cli_output_frame_poses(cli_output *o, int camera, const char *source, long f
     if (!record_begin(o, &m, &buf, &len))
         return 0;
     if (o->csv) {
-        csv_frame(m, camera, source, frame, timestamp_ms, faces, n);
+        csv_frame(m, o->columns, camera, source, frame, timestamp_ms, faces, n);
     } else {
         sink_frame fr = {.camera = camera,
                          .source = source,
@@ -241,8 +290,14 @@ int cli_output_frame_result(cli_output *o, int camera, const char *source, doubl
 
 int cli_output_open(cli_output *o, const char *path, int csv)
 {
+    return cli_output_open_columns(o, path, csv, 0);
+}
+
+int cli_output_open_columns(cli_output *o, const char *path, int csv, unsigned columns)
+{
     memset(o, 0, sizeof *o);
     o->csv = csv;
+    o->columns = columns;
     if (!path) {
         o->f = stdout;
     } else {
@@ -277,7 +332,7 @@ int cli_output_open(cli_output *o, const char *path, int csv)
         size_t len;
         if (!record_begin(o, &m, &buf, &len))
             return cli_output_close(o, 0), 0;
-        csv_header(m);
+        csv_header(m, columns);
         if (!record_end(o, m, &buf, &len))
             return cli_output_close(o, 0), 0;
     }

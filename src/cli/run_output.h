@@ -19,12 +19,23 @@ typedef struct cli_output {
     const char *path; /* NULL: stdout */
     char *tmp;
     int csv;
+    unsigned columns; /* CSV: CLI_CSV_* */
     int failed; /* a write failed (reported once) */
 } cli_output;
 
 /* Opens stdout (path NULL) or a temporary file beside path; a CSV output
  * gets its header row. Returns 1, or 0 after printing the error. */
 int cli_output_open(cli_output *o, const char *path, int csv);
+
+/* CSV columns after the landmarks (docs/OUTPUT.md), in this order: x, y of
+ * landmarks 468..477 (the irises of the 478-point mesh; empty for a face
+ * with 468), the head pose's yaw, pitch, roll and matrix (empty for a face
+ * without one). */
+#define CLI_CSV_IRISES 1u
+#define CLI_CSV_HEAD_POSE 2u
+
+/* cli_output_open with those columns (CLI_CSV_* bits; JSON ignores them). */
+int cli_output_open_columns(cli_output *o, const char *path, int csv, unsigned columns);
 
 /* Writes the record(s) of one frame. Returns 1, or 0 after printing the
  * error (once; later calls then do nothing and return 0). */

@@ -184,15 +184,23 @@ static omma_status run_batch(omma_face_pipeline *p, int n, const int *cameras,
         p->ops->reset(p, n, cameras);
         return st;
     }
-    if (p->geo) /* a face whose pose has no solution (degenerate) has none */
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < counts[i]; j++) {
-                omma_face *f = &faces[(size_t)i * (size_t)p->opt.max_faces + (size_t)j];
-                f->has_head_pose =
-                    vis_head_pose(p->geo, &f->landmarks[0][0], frames[i].width, frames[i].height,
-                                  f->head_pose, &f->yaw, &f->pitch, &f->roll) == OMMA_OK;
-            }
+    if (p->opt.backend == OMMA_BACKEND_CPU) /* the GPU's: at its steps' completion */
+        fp_head_poses(p, n, frames, faces, counts);
     return OMMA_OK;
+}
+
+void fp_head_poses(const omma_face_pipeline *p, int n, const omma_frame *frames, omma_face *faces,
+                   const int *counts)
+{
+    if (!p->geo)
+        return;
+    for (int i = 0; i < n; i++) /* a face whose pose has no solution (degenerate) has none */
+        for (int j = 0; j < counts[i]; j++) {
+            omma_face *f = &faces[(size_t)i * (size_t)p->opt.max_faces + (size_t)j];
+            f->has_head_pose =
+                vis_head_pose(p->geo, &f->landmarks[0][0], frames[i].width, frames[i].height,
+                              f->head_pose, &f->yaw, &f->pitch, &f->roll) == OMMA_OK;
+        }
 }
 
 static omma_status acquire(omma_face_pipeline *p)

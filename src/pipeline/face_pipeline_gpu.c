@@ -35,13 +35,7 @@ static omma_status open_models(omma_face_pipeline *p, fp_backend *b, const char 
     OMMA_TRY(omma_engine_load(b->dev, detector, &eo, &b->det));
     OMMA_TRY(fp_inspect_detector(b->det, detector, &b->dspec));
     OMMA_TRY(omma_engine_load(b->dev, mesh, &eo, &b->mesh));
-    OMMA_TRY(fp_inspect_mesh(b->mesh, mesh, p->opt.mesh_points, &b->mspec));
-    if (b->mspec.points != OMMA_FACE_LANDMARKS)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "%s: the 478-point attention mesh runs on the CPU backend only (its "
-                         "refinement is not on the GPU yet)",
-                         mesh);
-    return OMMA_OK;
+    return fp_inspect_mesh(b->mesh, mesh, p->opt.mesh_points, &b->mspec);
 }
 
 static omma_status gpu_open(omma_face_pipeline *p, fp_backend *b, const char *detector,
@@ -272,6 +266,10 @@ static omma_status unpack(omma_face_pipeline *p, fp_backend *b, fp_lane *l, omma
         m->count = counts[i];
         m->fresh = 0;
     }
+    omma_frame frames[VIS_GPU_MAX_FRAMES]; /* their sizes */
+    for (int i = 0; i < s->n; i++)
+        frames[i] = s->f[i].frame;
+    fp_head_poses(p, s->n, frames, faces, counts);
     return OMMA_OK;
 }
 

@@ -13,11 +13,12 @@
  *
  * A step, on its lane's stream: [wait for the frames' events] load of the
  * descriptor, letterbox, detector, decode, track begin, crop, FaceMesh,
- * track finish, one device-to-host copy of the results into the lane's
- * pinned buffer, the lane's done event. With graphs on, the kernels from
- * the descriptor's load to track finish are one CUDA graph per shape,
- * replayed with the load kernel's parameter updated; off, they launch one
- * by one. The copy is launched on its own either way (so that the
+ * (the attention mesh's refinement), track finish, one device-to-host copy
+ * of the results into the lane's pinned buffer, the lane's done event.
+ * With graphs on, the kernels from the descriptor's load to track finish
+ * are one CUDA graph per shape, replayed with the load kernel's parameter
+ * updated; off, they launch one by one. The copy is launched on its own
+ * either way (so that the
  * device's transfer counters count every one). */
 #ifndef OMMA_PIPELINE_FACE_PIPELINE_GPU_H
 #define OMMA_PIPELINE_FACE_PIPELINE_GPU_H
@@ -69,6 +70,8 @@ typedef struct fp_lane {
     CUevent done; /* recorded after the result copy */
     omma_exec *xdet, *xmesh;
     float *det_in, *det_boxes, *det_scores, *mesh_in, *mesh_lm, *mesh_flag;
+    float *mesh_parts[5]; /* attention mesh: lips, eyes, irises (face_refine.h) */
+    CUdeviceptr refined; /* attention mesh: 478 x 3 floats per slot, else 0 */
     CUdeviceptr key_score, key_anchor, cand, dets, det_counts;
     CUdeviceptr slot_roi, slot_valid, slot_frame, results, step_dev;
     size_t results_bytes;

@@ -25,7 +25,14 @@ static omma_status open_execs(omma_face_pipeline *p, fp_backend *b, fp_lane *l)
     OMMA_TRY(omma_exec_create_with(b->mesh, b->max_slots, &xo, &l->xmesh));
     OMMA_TRY(omma_exec_input(l->xmesh, 0, &l->mesh_in));
     OMMA_TRY(omma_exec_output(l->xmesh, b->mspec.landmark_output, &l->mesh_lm));
-    return omma_exec_output(l->xmesh, b->mspec.flag_output, &l->mesh_flag);
+    OMMA_TRY(omma_exec_output(l->xmesh, b->mspec.flag_output, &l->mesh_flag));
+    if (b->mspec.points == OMMA_FACE_LANDMARKS_WITH_IRISES) {
+        const int parts[5] = {b->mspec.lips, b->mspec.left_eye, b->mspec.right_eye,
+                              b->mspec.left_iris, b->mspec.right_iris};
+        for (int k = 0; k < 5; k++)
+            OMMA_TRY(omma_exec_output(l->xmesh, parts[k], &l->mesh_parts[k]));
+    }
+    return OMMA_OK;
 }
 
 omma_status fp_lane_open(omma_face_pipeline *p, fp_backend *b, fp_lane *l)
@@ -49,6 +56,9 @@ omma_status fp_lane_open(omma_face_pipeline *p, fp_backend *b, fp_lane *l)
     OMMA_TRY(gpu_mem_alloc(b->dev, slots * sizeof(int), &l->slot_valid));
     OMMA_TRY(gpu_mem_alloc(b->dev, slots * sizeof(int), &l->slot_frame));
     OMMA_TRY(gpu_mem_alloc(b->dev, sizeof(vis_gpu_step), &l->step_dev));
+    if (b->mspec.points == OMMA_FACE_LANDMARKS_WITH_IRISES)
+        OMMA_TRY(gpu_mem_alloc(b->dev, slots * OMMA_FACE_LANDMARKS_WITH_IRISES * 3 * sizeof(float),
+                               &l->refined));
     l->results_bytes = slots * sizeof(omma_face) + images * sizeof(int);
     OMMA_TRY(gpu_mem_alloc(b->dev, l->results_bytes, &l->results));
     return gpu_host_alloc(b->dev, l->results_bytes, &l->host_results);
@@ -61,8 +71,9 @@ void fp_lane_close(fp_backend *b, fp_lane *l)
     fp_graph_free_all(l);
     omma_exec_destroy(l->xdet);
     omma_exec_destroy(l->xmesh);
-    CUdeviceptr bufs[] = {l->key_score, l->key_anchor, l->cand,       l->dets,     l->det_counts,
-                          l->slot_roi,  l->slot_valid, l->slot_frame, l->step_dev, l->results};
+    CUdeviceptr bufs[] = {l->key_score,  l->key_anchor, l->cand,       l->dets,
+                          l->det_counts, l->slot_roi,   l->slot_valid, l->slot_frame,
+                          l->step_dev,   l->results,    l->refined};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         (void)gpu_mem_free(b->dev, bufs[i]);
     for (int i = 0; i < VIS_GPU_MAX_FRAMES; i++)
@@ -166,9 +177,17 @@ omma_status fp_lane_enqueue(omma_face_pipeline *p, fp_backend *b, fp_lane *l)
         OMMA_TRY(omma_exec_run(l->xmesh, shape.n_slots));
         OMMA_TRY(exec_launches(l->xmesh, &l->launches));
         l->launches++;
+        if (l->refined) {
+            float *const *m = l->mesh_parts;
+            OMMA_TRY(launched(vis_cuda_refine(shape, l->mesh_lm, m[0], m[1], m[2], m[3], m[4],
+                                              (float *)(uintptr_t)l->refined, st),
+                              "refine"));
+            l->launches++;
+        }
     }
+    const float *lm = l->refined ? (const float *)(uintptr_t)l->refined : l->mesh_lm;
     OMMA_TRY(launched(vis_cuda_track_finish(s, shape, (vis_tracker *)(uintptr_t)b->trackers,
-                                            VIS_MESH_SIZE, l->mesh_lm, l->mesh_flag,
+                                            VIS_MESH_SIZE, b->mspec.points, lm, l->mesh_flag,
                                             (omma_face *)(uintptr_t)l->results, counts, st),
                       "track finish"));
     l->launches++;

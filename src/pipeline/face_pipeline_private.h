@@ -47,6 +47,13 @@ struct omma_face_pipeline {
 void fp_stats_add_batch(omma_face_pipeline *p, int n, const int *counts,
                         const omma_face_pipeline_stats *delta);
 
+/* With head_pose, the head pose of each face of a batch (counts[i] faces
+ * at faces[i * max_faces ..] of frame i, frames[i]'s size): the CPU
+ * backend's after its batch, the GPU's when a step completes (also the
+ * runtime's steps). Any thread; p->geo is read only. */
+void fp_head_poses(const omma_face_pipeline *p, int n, const omma_frame *frames, omma_face *faces,
+                   const int *counts);
+
 /* What the pipeline needs to know of the detector: its input side (128 or
  * 192), the anchors that go with it, and which outputs are the [1, anchors,
  * 16] boxes and [1, anchors, 1] scores. */

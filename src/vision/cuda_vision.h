@@ -20,6 +20,8 @@
  *   vis_cuda_crop         every slot's ROI -> FaceMesh input (empty slots:
  *                         zeros)
  *   (FaceMesh)
+ *   vis_cuda_refine       the attention mesh only: lips, eyes and irises
+ *                         into its 478 points (face_refine.h)
  *   vis_cuda_track_finish landmarks to frame pixels, presence, tracker
  *                         update and end of frame, the frame's faces
  *                         compacted at the start of its slots, its count.
@@ -105,14 +107,24 @@ cudaError_t vis_cuda_crop(const vis_gpu_step *s, vis_gpu_shape shape, const vis_
                           const int *slot_valid, const int *slot_frame, int size, float *out,
                           cudaStream_t stream);
 
-/* Per frame i: FaceMesh's landmarks (crop pixels, 1404 per slot) and face
- * flags (one per slot) of its tracks -> frame pixels; tracker update and
- * end of frame; the tracks kept as omma_faces (oldest first) at
- * faces[slot_base ..], their number in counts[i] (left at -1 when
- * vis_cuda_track_begin flagged the frame). */
+/* The attention mesh's outputs of shape.n_slots slots (per slot: mesh
+ * [468 * 3], lips [80 * 2], eyes [71 * 2], irises [5 * 2], crop pixels)
+ * -> out[478 * 3] per slot, as vis_refine_attention. */
+cudaError_t vis_cuda_refine(vis_gpu_shape shape, const float *mesh, const float *lips,
+                            const float *left_eye, const float *right_eye, const float *left_iris,
+                            const float *right_iris, float *out, cudaStream_t stream);
+
+/* Per frame i: the landmarks (crop pixels, points (468 or 478) x 3 per
+ * slot: FaceMesh's, or vis_cuda_refine's) and face flags (one per slot) of
+ * its tracks -> frame pixels; tracker update (from the first 468 points)
+ * and end of frame; the tracks kept as omma_faces (oldest first) at
+ * faces[slot_base ..], with points 468..477 in irises and n_landmarks
+ * points, their number in counts[i] (left at -1 when vis_cuda_track_begin
+ * flagged the frame). */
 cudaError_t vis_cuda_track_finish(const vis_gpu_step *s, vis_gpu_shape shape, vis_tracker *trackers,
-                                  int size, const float *mesh_landmarks, const float *mesh_flags,
-                                  omma_face *faces, int *counts, cudaStream_t stream);
+                                  int size, int points, const float *mesh_landmarks,
+                                  const float *mesh_flags, omma_face *faces, int *counts,
+                                  cudaStream_t stream);
 
 /* The live view's preview (vision/thumb.h): the tw x th thumbnail of the
  * frame (planes in device memory, passed by value) as packed RGB8 into out

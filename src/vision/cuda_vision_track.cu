@@ -51,10 +51,16 @@ extern "C" cudaError_t vis_cuda_track_begin(const vis_gpu_step *s, vis_gpu_shape
     return cudaGetLastError();
 }
 
+/* Point p of a face: a landmark, or past the 468 an iris point. */
+__device__ float *face_point(omma_face *f, int p)
+{
+    return p < OMMA_FACE_LANDMARKS ? f->landmarks[p] : f->irises[p - OMMA_FACE_LANDMARKS];
+}
+
 /* blockIdx.x: frame. */
 __global__ void track_finish_kernel(const vis_gpu_step *__restrict__ s, vis_tracker *trackers,
-                                    int size, const float *mesh_landmarks, const float *mesh_flags,
-                                    omma_face *faces, int *counts)
+                                    int size, int points, const float *mesh_landmarks,
+                                    const float *mesh_flags, omma_face *faces, int *counts)
 {
     __shared__ int ids[VIS_TRACKER_MAX_FACES], src[VIS_TRACKER_MAX_FACES];
     __shared__ float presence[VIS_TRACKER_MAX_FACES];
@@ -69,9 +75,9 @@ __global__ void track_finish_kernel(const vis_gpu_step *__restrict__ s, vis_trac
         float m[6];
         vis_roi_crop_to_frame(&t->tracks[j].roi, size, m);
         float zs = t->tracks[j].roi.w / (float)size;
-        const float *in = mesh_landmarks + (size_t)(f->slot_base + j) * OMMA_FACE_LANDMARKS * 3;
-        for (int p = threadIdx.x; p < OMMA_FACE_LANDMARKS; p += blockDim.x)
-            vis_landmark_to_frame(m, zs, in + 3 * p, out[j].landmarks[p]);
+        const float *in = mesh_landmarks + (size_t)(f->slot_base + j) * (size_t)points * 3;
+        for (int p = threadIdx.x; p < points; p += blockDim.x)
+            vis_landmark_to_frame(m, zs, in + 3 * p, face_point(&out[j], p));
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -93,24 +99,33 @@ __global__ void track_finish_kernel(const vis_gpu_step *__restrict__ s, vis_trac
      * as a later source may be an earlier destination. */
     for (int k = 0; k < kept; k++) {
         if (src[k] != k)
-            for (int p = threadIdx.x; p < OMMA_FACE_LANDMARKS * 3; p += blockDim.x)
-                (&out[k].landmarks[0][0])[p] = (&out[src[k]].landmarks[0][0])[p];
+            for (int p = threadIdx.x; p < points * 3; p += blockDim.x)
+                face_point(&out[k], p / 3)[p % 3] = face_point(&out[src[k]], p / 3)[p % 3];
         __syncthreads();
     }
     if (threadIdx.x == 0) {
-        for (int k = 0; k < kept; k++)
+        for (int k = 0; k < kept; k++) {
+            /* vis_tracker_face zeroes the irises (a 468-point face's) */
+            float irises[OMMA_FACE_IRIS_LANDMARKS][3] = {{0}};
+            if (points == OMMA_FACE_LANDMARKS_WITH_IRISES)
+                memcpy(irises, out[k].irises, sizeof irises);
             vis_tracker_face(t, k, &out[k].landmarks[0][0], presence[src[k]], &out[k]);
+            if (points == OMMA_FACE_LANDMARKS_WITH_IRISES) {
+                out[k].n_landmarks = points;
+                memcpy(out[k].irises, irises, sizeof irises);
+            }
+        }
         if (counts[blockIdx.x] >= 0)
             counts[blockIdx.x] = kept;
     }
 }
 
 extern "C" cudaError_t vis_cuda_track_finish(const vis_gpu_step *s, vis_gpu_shape shape,
-                                             vis_tracker *trackers, int size,
+                                             vis_tracker *trackers, int size, int points,
                                              const float *mesh_landmarks, const float *mesh_flags,
                                              omma_face *faces, int *counts, cudaStream_t stream)
 {
     track_finish_kernel<<<(unsigned)shape.n, FINISH_THREADS, 0, stream>>>(
-        s, trackers, size, mesh_landmarks, mesh_flags, faces, counts);
+        s, trackers, size, points, mesh_landmarks, mesh_flags, faces, counts);
     return cudaGetLastError();
 }

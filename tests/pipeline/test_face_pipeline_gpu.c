@@ -246,16 +246,16 @@ static void test_errors(void)
     omma_face_pipeline_destroy(cpu);
     scene_free(&sc);
 
-    /* The attention mesh: refused clearly on the GPU backend (its
-     * refinement is the CPU backend's for now); the model itself runs on
-     * the GPU against the CPU in test_cuda_engine. */
+    /* The attention mesh with 468 points asked for: refused as on the CPU
+     * (it runs on the GPU in test_face_mesh_478_gpu). */
     omma_face_pipeline_options o;
     omma_face_pipeline_options_init(&o);
     o.backend = OMMA_BACKEND_CUDA;
     o.detector_model = FACE_MODEL_SHORT;
     o.mesh_model = FACE_MODEL_MESH_478;
+    o.mesh_points = OMMA_FACE_LANDMARKS;
     CHECK_FAILS(omma_face_pipeline_create(&o, &gpu), OMMA_ERR_UNSUPPORTED,
-                "the 478-point attention mesh runs on the CPU backend only");
+                "a 478-point face mesh, 468 points asked for");
     CHECK(gpu == NULL);
 }
 

@@ -9,7 +9,9 @@
 # lite` on the full-length photo (messi5.jpg) gives a run record with one
 # person of 33 landmarks that validates, and broken people are rejected;
 # `omma run --face-mesh 478 --head-pose` on the photo gives a face of 478
-# landmarks with a head_pose that validates (and broken ones are rejected).
+# landmarks with a head_pose that validates (and broken ones are rejected),
+# and with --csv the documented iris and head pose columns after the
+# landmarks, holding the JSON record's numbers.
 # usage: test_output_schema.sh OMMA SOURCE_DIR TESTDATA_DIR
 omma=$1 src=$2 data=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -40,16 +42,20 @@ trap 'rm -rf "$dir"' EXIT
     2>"$dir/err" || fail "omma run --pose exited $?: $(cat "$dir/err")"
 "$omma" run --backend cpu --threads 2 --face-mesh 478 --head-pose --out "$dir/mesh.jsonl" \
     "$photo" 2>"$dir/err" || fail "omma run --face-mesh 478 --head-pose exited $?: $(cat "$dir/err")"
+"$omma" run --backend cpu --threads 2 --face-mesh 478 --head-pose --csv --out "$dir/mesh.csv" \
+    "$photo" 2>"$dir/err" ||
+    fail "omma run --face-mesh 478 --head-pose --csv exited $?: $(cat "$dir/err")"
 "$omma" stream --backend cpu --threads 2 --max-frames 4 --realtime off --status off \
     --out "$dir/stream.jsonl" "$video" 2>"$dir/err" ||
     fail "omma stream exited $?: $(cat "$dir/err")"
 
 "$py" - "$schema" "$doc" "$dir/run.jsonl" "$dir/stream.jsonl" "$dir/run.csv" "$dir/pose.jsonl" \
-    "$dir/mesh.jsonl" <<'PY' ||
+    "$dir/mesh.jsonl" "$dir/mesh.csv" <<'PY' ||
 import copy, csv, json, sys
 import jsonschema
 
-schema_path, doc_path, run_path, stream_path, csv_path, pose_path, mesh_path = sys.argv[1:]
+schema_path, doc_path, run_path, stream_path, csv_path, pose_path, mesh_path, mesh_csv_path = \
+    sys.argv[1:]
 schema = json.load(open(schema_path))
 jsonschema.Draft202012Validator.check_schema(schema)
 
@@ -183,8 +189,29 @@ assert rows[0] == cols, "CSV header differs from the documented columns at %s" %
 assert len(rows) == 2 and len(rows[1]) == len(cols), (len(rows), len(rows[1]))
 json_face = run[0]["faces"][0]
 assert int(rows[1][4]) == json_face["id"] and abs(float(rows[1][7]) - json_face["box"][0]) < 0.01
+
+# CSV with --face-mesh 478 --head-pose: the irises' x, y and the head pose
+# after the landmarks, as documented, equal to the JSON record's numbers.
+extra = ["lm%d_%s" % (k, c) for k in range(468, 478) for c in "xy"]
+extra += ["yaw", "pitch", "roll"] + ["hp%d" % k for k in range(16)]
+for text in ("lm468_x,lm468_y,lm469_x,lm469_y,...,lm477_x,lm477_y",
+             "yaw,pitch,roll,hp0,hp1,...,hp15", "+ 20 columns", "+ 19 columns"):
+    assert text in doc, "docs/OUTPUT.md lacks " + text
+mrows = list(csv.reader(open(mesh_csv_path, newline="")))
+assert mrows[0] == cols + extra, "CSV header with --face-mesh 478 --head-pose: %s" % mrows[0][-30:]
+assert len(mrows) == 2 and len(mrows[1]) == len(cols) + len(extra), (len(mrows), len(mrows[1]))
+got = dict(zip(mrows[0], mrows[1]))
+for k in range(468, 478):
+    for i, c in enumerate("xy"):
+        assert abs(float(got["lm%d_%s" % (k, c)]) - mface["landmarks"][k][i]) < 0.006, (k, c)
+hp = mface["head_pose"]
+for name in ("yaw", "pitch", "roll"):
+    assert abs(float(got[name]) - hp[name]) < 0.006, name
+for k in range(16):
+    assert abs(float(got["hp%d" % k]) - hp["matrix"][k]) < 0.00006, k
 print("schema: %d run and %d stream records valid, %d broken records rejected, CSV header of %d "
-      "columns as documented" % (len(run), len(stream), len(cases), len(cols)))
+      "columns as documented (%d with irises and head pose)" %
+      (len(run), len(stream), len(cases), len(cols), len(cols) + len(extra)))
 PY
     fail "the schema check failed"
 echo "ok"
