@@ -16,7 +16,9 @@
 #   - E_pose read back with omma lsl read (132 channels, labelled): her nose
 #     where the photo has it; L_pose NaN with visibility 0 (no face, so no
 #     pose of L's);
-#   - every result line passes docs/omma-faces.schema.json.
+#   - every result line passes docs/omma-faces.schema.json;
+#   - the live view (--ui) sends camera 0's results with the pose attached
+#     to its face (what its page draws the pose overlay from).
 # The camera streams' NAME_pose layout is tested in tests/lsl/test_lsl_proto.c.
 # Exits 77 without ffmpeg, the models or a build with FFmpeg (gpu: or a GPU).
 # usage: test_cli_stream_pose.sh OMMA TESTDATA_DIR MODELS_DIR [BACKEND [POSE]]
@@ -72,7 +74,7 @@ run_and_read() { # TAG "READS" ARGS...
     shift 2
     # shellcheck disable=SC2086 # $threads: empty or two words
     "$omma" stream --backend "$backend" $threads --model full --pose "$model" --status off --loop \
-        --duration 120 --lsl "$@" >"$tmp/$tag.jsonl" 2>"$tmp/$tag.err" &
+        --duration 120 --lsl --ui 127.0.0.1:0 "$@" >"$tmp/$tag.jsonl" 2>"$tmp/$tag.err" &
     pid=$!
     readers=
     for s in $reads; do # at once: the same frames serve them all
@@ -82,11 +84,47 @@ run_and_read() { # TAG "READS" ARGS...
     for r in $readers; do
         wait "$r" || fail "lsl read: exit $?: $(cat "$tmp"/*.err)"
     done
+    ui_check "$tmp/$tag.err"
     kill -INT $pid
     wait $pid
     rc=$?
     pid=
     [ $rc = 130 ] || fail "$tag: exit $rc after SIGINT: $(cat "$tmp/$tag.err")"
+}
+
+# The live view's events (its address from omma's log ERR): a result of
+# camera 0 whose pose is attached to its face.
+ui_check() { # ERR
+    url=$(grep -o "live view at http://[^ ]*" "$1" | head -n 1 | sed 's/live view at //')
+    python3 - "$url" <<'PY' || fail "the live view's results (above)"
+import json, socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+if not u.port:
+    print("no live view address in the log")
+    sys.exit(1)
+query = "cams=0,1&large=0" + ("&" + u.query if u.query else "")
+s = socket.create_connection((u.hostname, u.port), timeout=30)
+s.sendall(("GET /api/events?%s HTTP/1.0\r\nHost: x\r\n\r\n" % query).encode())
+buf, end = b"", time.time() + 30
+while time.time() < end:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+    for line in buf.split(b"\n"):
+        if not line.startswith(b"data: {") or b'"pose"' not in line:
+            continue
+        try:
+            r = json.loads(line[6:])
+        except ValueError:
+            continue
+        if r.get("camera") == 0 and r.get("pose") and r.get("faces") and \
+                r["pose"][0].get("face") == r["faces"][0]["id"]:
+            print("ok: the live view's results carry camera 0's pose, attached to its face")
+            sys.exit(0)
+print("no live view result of camera 0 with its pose attached to its face: %r" % buf[-600:])
+sys.exit(1)
+PY
 }
 
 e=eileen$$ l=leo$$ # the participants (their LSL streams' names)
