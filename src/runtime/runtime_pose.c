@@ -47,7 +47,7 @@ omma_status rt_pose_prepare(rt_gpu *g)
     g->pose = p;
     int batch = cfg->pipeline.max_batch;
     p->max_poses = cfg->pose.max_poses;
-    p->room = cfg->pipeline.lanes * batch;
+    p->room = 2 * cfg->pipeline.lanes * batch; /* lanes batches at most: see rt_pose_done */
     p->poses = calloc((size_t)batch * (size_t)p->max_poses, sizeof *p->poses);
     p->counts = calloc((size_t)batch, sizeof *p->counts);
     p->face_of = calloc((size_t)batch * (size_t)p->max_poses, sizeof *p->face_of);
