@@ -13,7 +13,8 @@
 #   PARTS      which parts run (default "engine peers pipeline"; also
 #              "runtime": omma bench runtime, "soak": its 5-minute soak,
 #              "ui": the live view's cost, 1000 cameras with 0 and 10
-#              simulated viewers in one run, docs/UI.md)
+#              simulated viewers in one run, docs/UI.md; "pose": face +
+#              BlazePose full in each step, issue 24's 1000 cameras)
 #   PEER_BATCHES  batch sizes of the peer's torch.compile part, e.g.
 #              1,128,512 (its --batches option; default: the peer's own)
 set -u
@@ -100,6 +101,12 @@ if has ui; then
     runtime_bench ui.txt --cameras "${UI_COUNTS:-1000}" --ui-viewers 0,10 --duration 20
     runtime_bench ui.txt --cameras "${UI_COUNTS:-1000}" --ui-viewers 0,10 --duration 20
     cat "$OUT/ui.txt"
+fi
+# Face + pose (BlazePose full) in the GPU runtime's step: camera counts at
+# 1080p30 with frames in device memory (issue 24's target: 1000 per H100).
+if has pose; then
+    runtime_bench pose.txt --cameras "${POSE_COUNTS:-500,1000,1200}" --pose full
+    cat "$OUT/pose.txt"
 fi
 # The soak: 32 cameras at 1080p30 for 5 minutes, memory and threads each minute.
 if has soak; then

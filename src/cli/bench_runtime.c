@@ -9,6 +9,9 @@
  * period. Also: frames/s, process CPU time per frame, bytes per frame each
  * way, launches and frames per batch, GPU step time, and (pinned pools) the
  * host-to-device bandwidth measured here and the camera count it allows.
+ * --pose lite|full|heavy adds body pose to each step (poses per frame in
+ * the figures); --backend cpu runs the CPU runtime instead (frames in host
+ * memory, no GPU figures).
  * A table on stderr, one JSON line per count on stdout with --json. */
 #include <math.h>
 #include <pthread.h>
@@ -46,6 +49,8 @@ typedef struct bench_opts {
     int max_batch, max_wait_ms, lanes, graphs, max_faces, detect_every, per_thread;
     int viewers[4], n_viewers; /* --ui-viewers: each count runs with each */
     int json;
+    omma_backend backend; /* --backend: the GPU runtime (default) or the CPU one */
+    char pose[8]; /* --pose: lite, full, heavy ("": no pose) */
 } bench_opts;
 
 typedef struct figures {
@@ -53,6 +58,7 @@ typedef struct figures {
     double fps_total, min_camera_fps, p50_ms, p99_ms, cpu_us_per_frame;
     double h2d_per_frame, d2h_per_frame, h2d_copies_per_frame, d2h_copies_per_batch;
     double frames_per_batch, launches_per_batch, worker_us_per_batch, step_ms, face_rate, mean_iou;
+    double poses_per_frame;
     uint64_t dropped;
     int viewers; /* live-view viewers attached (0: no live view) */
     uint64_t previews, images, image_errors; /* made by the runtime, fetched by viewers */
@@ -76,6 +82,8 @@ enum {
     OPT_PER_THREAD,
     OPT_REPORT_EVERY,
     OPT_UI_VIEWERS,
+    OPT_BACKEND,
+    OPT_POSE,
     OPT_JSON
 };
 
@@ -103,6 +111,8 @@ static const cli_option options[] = {
                         "1..16): each follows 24 cameras' results and stats,\n"
                         "fetches their thumbnails every second and one large\n"
                         "preview 5 times a second (default 0; e.g. 0,10)"},
+    [OPT_BACKEND] = {"--backend", "gpu|cpu", "the GPU runtime (default) or the CPU one"},
+    [OPT_POSE] = {"--pose", "lite|full|heavy", "also body pose in each step (off)"},
     [OPT_JSON] = {"--json", NULL, "one JSON line per count on stdout"},
     {NULL, NULL, NULL},
 };
@@ -114,7 +124,8 @@ static void usage(FILE *to)
                 "                          [--gpus LIST] [--max-batch N] [--max-wait-ms MS]\n"
                 "                          [--lanes N] [--graphs on|off] [--max-faces N]\n"
                 "                          [--detect-every K] [--cameras-per-thread K]\n"
-                "                          [--report-every S] [--ui-viewers N[,N...]] [--json]\n"
+                "                          [--report-every S] [--ui-viewers N[,N...]]\n"
+                "                          [--backend gpu|cpu] [--pose lite|full|heavy] [--json]\n"
                 "  The runtime with N synthetic cameras at F fps; a count passes when every\n"
                 "  camera kept F fps with nothing dropped and p99 latency under 1/F s.\n");
     cli_print_options(to, options);
@@ -144,6 +155,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->max_batch = 256, o->max_wait_ms = 8, o->lanes = 3, o->graphs = 1;
     o->max_faces = 1, o->detect_every = 10, o->per_thread = 1;
     o->n_viewers = 1;
+    o->backend = OMMA_BACKEND_CUDA;
     cli_args args;
     cli_args_init(&args, "bench runtime", options, argc, argv);
     const cli_option *opt;
@@ -161,6 +173,14 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         switch (opt - options) {
         case OPT_JSON:
             o->json = 1;
+            break;
+        case OPT_BACKEND:
+            bad = strcmp(v, "gpu") && strcmp(v, "cpu");
+            o->backend = strcmp(v, "cpu") == 0 ? OMMA_BACKEND_CPU : OMMA_BACKEND_CUDA;
+            break;
+        case OPT_POSE:
+            bad = strcmp(v, "lite") && strcmp(v, "full") && strcmp(v, "heavy");
+            snprintf(o->pose, sizeof o->pose, "%s", v);
             break;
         case OPT_CAMERAS:
             bad = parse_list(v, 1, OMMA_PIPELINE_MAX_CAMERAS, o->counts, MAX_COUNTS, &o->n_counts);
@@ -317,6 +337,7 @@ static void window_figures(const bench_opts *o, const cli_window_mark *a, const 
         batches ? (double)(b->stats.worker_cpu_ns - a->stats.worker_cpu_ns) / (double)batches / 1e3
                 : 0.0;
     f->dropped = b->stats.frames_dropped - a->stats.frames_dropped;
+    f->poses_per_frame = (double)(b->stats.poses - a->stats.poses) / fr;
     f->step_ms = b->snap->n_gpus > 0 && b->snap->n_stages > 0
                      ? metrics_hist_quantile_ns(&b->snap->gpus[0].stages[0], 0.5) / 1e6
                      : NAN;
@@ -414,9 +435,11 @@ static int run_count(const bench_opts *o, int cameras, int viewers, const io_ima
     memset(f, 0, sizeof *f);
     f->cameras = cameras;
     f->viewers = viewers;
-    char det[4096], mesh[4096];
+    char det[4096], mesh[4096], pose_det[4096], pose_lm[4096];
     snprintf(det, sizeof det, "%s/models/face_detection_short_range.tflite", data);
     snprintf(mesh, sizeof mesh, "%s/models/face_landmark.tflite", data);
+    snprintf(pose_det, sizeof pose_det, "%s/models/pose_detection.tflite", data);
+    snprintf(pose_lm, sizeof pose_lm, "%s/models/pose_landmark_%s.tflite", data, o->pose);
     rt_camera_config *cams = calloc((size_t)cameras, sizeof *cams);
     metrics_registry *m = NULL;
     metrics_config mc = {rt_runtime_stage_names, RT_RUNTIME_STAGES, 0};
@@ -439,6 +462,11 @@ static int run_count(const bench_opts *o, int cameras, int viewers, const io_ima
     c.pipeline.graphs = o->graphs;
     c.pipeline.max_faces = o->max_faces;
     c.pipeline.detect_every = o->detect_every;
+    c.pipeline.backend = o->backend;
+    if (o->pose[0]) {
+        c.pose.detector_model = pose_det;
+        c.pose.landmark_model = pose_lm;
+    }
     c.max_wait_ms = o->max_wait_ms;
     c.photo = photo;
     c.synthetic.width = o->width;
@@ -507,11 +535,11 @@ static void print_row(const figures *f)
 {
     fprintf(stderr,
             "%7d %9.0f %8.2f %7.2f %7.2f %6llu %8.2f %9.0f %7.0f %5.2f %6.1f %6.1f %7.0f %6.2f "
-            "%5.3f %5.3f %s %d %llu/%llu\n",
+            "%5.3f %5.3f %5.3f %s %d %llu/%llu\n",
             f->cameras, f->fps_total, f->min_camera_fps, f->p50_ms, f->p99_ms,
             (unsigned long long)f->dropped, f->cpu_us_per_frame, f->h2d_per_frame, f->d2h_per_frame,
             f->h2d_copies_per_frame, f->frames_per_batch, f->launches_per_batch,
-            f->worker_us_per_batch, f->step_ms, f->face_rate, f->mean_iou,
+            f->worker_us_per_batch, f->step_ms, f->face_rate, f->mean_iou, f->poses_per_frame,
             f->pass ? "pass" : "FAIL", f->viewers, (unsigned long long)f->previews,
             (unsigned long long)f->images);
 }
@@ -530,6 +558,7 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
            "\"d2h_copies_per_batch\":%.3f,\"frames_per_batch\":%.2f,\"launches_per_batch\":%.2f,"
            "\"worker_cpu_us_per_batch\":%.1f,"
            "\"step_ms\":%.3f,\"face_rate\":%.4f,\"mean_iou\":%.4f,\"h2d_gbps\":%s,"
+           "\"backend\":\"%s\",\"pose\":%s%s%s,\"poses_per_frame\":%.4f,"
            "\"ui_viewers\":%d,\"previews\":%llu,\"preview_images\":%llu,"
            "\"preview_errors\":%llu,\"pass\":%s}\n",
            f->cameras, o->fps, o->width, o->height,
@@ -539,7 +568,9 @@ static void print_json(const bench_opts *o, const figures *f, double gbps)
            f->cpu_us_per_frame, f->h2d_per_frame, f->d2h_per_frame, f->h2d_copies_per_frame,
            f->d2h_copies_per_batch, f->frames_per_batch, f->launches_per_batch,
            f->worker_us_per_batch, isnan(f->step_ms) ? 0.0 : f->step_ms, f->face_rate, f->mean_iou,
-           gbps_text, f->viewers, (unsigned long long)f->previews, (unsigned long long)f->images,
+           gbps_text, o->backend == OMMA_BACKEND_CPU ? "cpu" : "gpu", o->pose[0] ? "\"" : "",
+           o->pose[0] ? o->pose : "null", o->pose[0] ? "\"" : "", f->poses_per_frame, f->viewers,
+           (unsigned long long)f->previews, (unsigned long long)f->images,
            (unsigned long long)f->image_errors, f->pass ? "true" : "false");
     fflush(stdout);
 }
@@ -558,28 +589,31 @@ int cli_bench_runtime(int argc, char **argv)
     if (st != OMMA_OK)
         return cli_fail(st, "bench runtime: the photo (run scripts/fetch-testdata.sh)");
     int count = 0;
-    if (omma_device_count(&count) != OMMA_OK || count == 0) {
+    if (o.backend == OMMA_BACKEND_CUDA && (omma_device_count(&count) != OMMA_OK || count == 0)) {
         io_image_free(&photo);
         return cli_fail(OMMA_ERR_NO_DEVICE, "bench runtime needs a GPU");
     }
     double frame_bytes = (double)o.width * o.height * 1.5;
-    double gbps = o.pool == OMMA_MEMORY_HOST ? h2d_bandwidth(o.gpus[0]) : NAN;
+    double gbps = o.pool == OMMA_MEMORY_HOST && o.backend == OMMA_BACKEND_CUDA
+                      ? h2d_bandwidth(o.gpus[0])
+                      : NAN;
     fprintf(stderr,
             "bench runtime: %dx%d NV12 at %g fps, pool in %s memory, %d GPU(s), batch %d, wait "
             "%d ms, %d lanes, graphs %s, max faces %d, detector every %d, %d camera(s) per "
-            "thread\n",
+            "thread, %s backend, pose %s\n",
             o.width, o.height, o.fps, o.pool == OMMA_MEMORY_HOST ? "pinned host" : "device",
             o.n_gpus, o.max_batch, o.max_wait_ms, o.lanes, o.graphs ? "on" : "off", o.max_faces,
-            o.detect_every, o.per_thread);
+            o.detect_every, o.per_thread, o.backend == OMMA_BACKEND_CPU ? "CPU" : "GPU",
+            o.pose[0] ? o.pose : "off");
     if (!isnan(gbps))
         fprintf(stderr,
                 "pinned host-to-device bandwidth %.1f GB/s: %.0f cameras of %.2f MB at %g fps "
                 "(90%%: %.0f)\n",
                 gbps, gbps * 1e9 / (frame_bytes * o.fps), frame_bytes / 1e6, o.fps,
                 0.9 * gbps * 1e9 / (frame_bytes * o.fps));
-    fprintf(stderr, "%7s %9s %8s %7s %7s %6s %8s %9s %7s %5s %6s %6s %7s %6s %5s %5s pass %s\n",
+    fprintf(stderr, "%7s %9s %8s %7s %7s %6s %8s %9s %7s %5s %6s %6s %7s %6s %5s %5s %5s pass %s\n",
             "cameras", "frames/s", "min fps", "p50 ms", "p99 ms", "drops", "CPU us/f", "h2d B/f",
-            "d2h B/f", "h2d/f", "f/bat", "l/bat", "wrk us/b", "stepms", "faces", "IoU",
+            "d2h B/f", "h2d/f", "f/bat", "l/bat", "wrk us/b", "stepms", "faces", "IoU", "poses",
             "viewers previews/images");
     int best = 0;
     for (int i = 0; i < o.n_counts && rc < 0; i++)

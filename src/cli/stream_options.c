@@ -148,7 +148,7 @@ static const cli_option options[] = {
                   "also track body pose (BlazePose, the given landmark\n"
                   "model; off by default) in the same step as the faces,\n"
                   "each pose attached to its face: a \"pose\" array in\n"
-                  "each record, NAME_pose LSL streams (CPU backend only)"},
+                  "each record, NAME_pose LSL streams (both backends)"},
     [OPT_MAX_POSES] = {"--max-poses", "N",
                        "--pose: people tracked per camera, 1.." STR(OMMA_POSE_MAX_POSES) " (1)"},
     [OPT_DURATION] = {"--duration", "S", "stop after S seconds"},
@@ -939,11 +939,6 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
     if (o->rt.pipeline.backend == OMMA_BACKEND_CPU && o->rt.source.decode == IO_DECODE_GPU) {
         free(sources);
         return cli_usage_error("stream", "--decode gpu needs the GPU backend (--backend gpu)");
-    }
-    if (o->pose[0] && o->rt.pipeline.backend != OMMA_BACKEND_CPU) {
-        free(sources);
-        return cli_usage_error("stream", "--pose runs on the CPU backend only for now (--backend "
-                                         "cpu): the GPU runtime's step has no pose models yet");
     }
     if (o->ui_token && !o->ui) {
         free(sources);

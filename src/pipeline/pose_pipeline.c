@@ -10,7 +10,8 @@
  * tracked, and every detect_every frames while fewer than max_poses are; a
  * detection whose region overlaps a tracked person's (IoU > 0.5) is that
  * person. Two tracks whose regions come to overlap that much are one
- * person: the newer one ends. */
+ * person: the newer one ends. (pose_track.c; the batched GPU path,
+ * pose_pipeline_batch.c, tracks with the same code.) */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -20,42 +21,27 @@
 #include "core/error.h"
 #include "omma/pipeline.h"
 #include "omma/pose.h"
+#include "pipeline/pose_models.h"
 #include "pipeline/pose_pipeline_copy.h"
+#include "pipeline/pose_track.h"
 #include "vision/crop_ref.h"
 #include "vision/detect_decode.h"
 #include "vision/frame.h"
 #include "vision/pose.h"
 #include "vision/preprocess_ref.h"
 
-#define POSE_SAME_PERSON_IOU 0.5f
-
-typedef struct pose_track {
-    int id;
-    vis_roi roi; /* where to look in the next frame */
-} pose_track;
-
-typedef struct pose_camera {
-    int count;
-    pose_track tracks[OMMA_POSE_MAX_POSES];
-    int next_id;
-    int since_detect; /* frames since the detector last ran */
-} pose_camera;
-
 struct omma_pose_pipeline {
     omma_pose_pipeline_options opt; /* model paths NULL after create */
     omma_device *own_device; /* opened here when opt.device was NULL */
     omma_device *dev; /* CUDA: the device the engines run on */
-    omma_engine *det, *lm;
+    pp_models m;
     omma_exec *xdet, *xlm;
-    int det_boxes, det_scores; /* detector output indices */
-    int lm_landmarks, lm_flag, lm_heatmap, lm_world; /* landmark model outputs */
     float *det_in, *lm_in; /* host inputs */
     float *boxes, *scores, *landmarks, *flag, *heatmap, *world; /* host outputs */
     bool device_io; /* CUDA: inputs/outputs are device memory, staged here */
     float *dev_det_in, *dev_boxes, *dev_scores, *dev_lm_in, *dev_landmarks, *dev_flag, *dev_heatmap,
         *dev_world;
-    vis_anchor anchors[VIS_POSE_ANCHORS];
-    pose_camera *cameras[OMMA_PIPELINE_MAX_CAMERAS];
+    pp_camera *cameras[OMMA_PIPELINE_MAX_CAMERAS];
     atomic_bool busy;
 };
 
@@ -72,107 +58,13 @@ void omma_pose_pipeline_options_init(omma_pose_pipeline_options *opt)
     opt->detect_every = 30;
 }
 
-static bool in_unit(float v)
-{
-    return v >= 0.0f && v <= 1.0f;
-}
-
-static omma_status check_options(const omma_pose_pipeline_options *o)
-{
-    if (o->backend != OMMA_BACKEND_CPU && o->backend != OMMA_BACKEND_CUDA)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "pose pipeline: unknown backend %d",
-                         (int)o->backend);
-    if (o->backend == OMMA_BACKEND_CPU && o->device)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "pose pipeline: a device given to the CPU backend");
-    if (o->precision != OMMA_PRECISION_FP16 && o->precision != OMMA_PRECISION_FP32)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "pose pipeline: unknown precision %d",
-                         (int)o->precision);
-    if (!o->detector_model || !o->landmark_model)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "pose pipeline: no %s model path",
-                         o->detector_model ? "landmark" : "detector");
-    if (o->max_poses < 1 || o->max_poses > OMMA_POSE_MAX_POSES)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "pose pipeline: max_poses %d not in 1..%d",
-                         o->max_poses, OMMA_POSE_MAX_POSES);
-    if (!in_unit(o->min_detection_score) || !in_unit(o->min_presence))
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
-                         "pose pipeline: min_detection_score %g, min_presence %g: each must be "
-                         "in [0, 1]",
-                         (double)o->min_detection_score, (double)o->min_presence);
-    if (o->detect_every < 0)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "pose pipeline: detect_every %d < 0",
-                         o->detect_every);
-    if (o->threads < 0 || o->threads > 256)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "pose pipeline: threads %d not in 0..256",
-                         o->threads);
-    return OMMA_OK;
-}
-
-/* The output of e whose shape is [1, dims...] (rank given), or -1. */
-static int output_shaped(const omma_engine *e, int rank, int d1, int d2, int d3)
-{
-    int want[4] = {1, d1, d2, d3};
-    for (int o = 0; o < omma_engine_output_count(e); o++) {
-        omma_tensor_info info;
-        if (omma_engine_output_info(e, o, &info) != OMMA_OK || info.rank != rank)
-            continue;
-        bool same = true;
-        for (int d = 0; d < rank; d++)
-            same = same && info.dims[d] == want[d];
-        if (same)
-            return o;
-    }
-    return -1;
-}
-
-static bool input_is(const omma_engine *e, int size)
-{
-    omma_tensor_info in;
-    return omma_engine_input_count(e) == 1 && omma_engine_input_info(e, 0, &in) == OMMA_OK &&
-           in.rank == 4 && in.dims[1] == size && in.dims[2] == size && in.dims[3] == 3;
-}
-
-static omma_status inspect(omma_pose_pipeline *p, const char *det_path, const char *lm_path)
-{
-    p->det_boxes = output_shaped(p->det, 3, VIS_POSE_ANCHORS, VIS_POSE_DETECT_VALUES, 0);
-    p->det_scores = output_shaped(p->det, 3, VIS_POSE_ANCHORS, 1, 0);
-    if (!input_is(p->det, VIS_POSE_DETECT_SIZE) || p->det_boxes < 0 || p->det_scores < 0)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "%s: not BlazePose's detector ([1, %d, %d, 3] in, [1, %d, %d] boxes and "
-                         "[1, %d, 1] scores out)",
-                         det_path, VIS_POSE_DETECT_SIZE, VIS_POSE_DETECT_SIZE, VIS_POSE_ANCHORS,
-                         VIS_POSE_DETECT_VALUES, VIS_POSE_ANCHORS);
-    p->lm_landmarks = output_shaped(p->lm, 2, VIS_POSE_RAW_LANDMARKS * 5, 0, 0);
-    p->lm_flag = output_shaped(p->lm, 2, 1, 0, 0);
-    p->lm_world = output_shaped(p->lm, 2, VIS_POSE_RAW_LANDMARKS * 3, 0, 0);
-    p->lm_heatmap =
-        output_shaped(p->lm, 4, VIS_POSE_HEATMAP, VIS_POSE_HEATMAP, VIS_POSE_RAW_LANDMARKS);
-    if (!input_is(p->lm, VIS_POSE_LANDMARK_SIZE) || p->lm_landmarks < 0 || p->lm_flag < 0 ||
-        p->lm_world < 0 || p->lm_heatmap < 0)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "%s: not a BlazePose landmark model ([1, %d, %d, 3] in; [1, %d] "
-                         "landmarks, [1, 1] pose flag, [1, %d] world landmarks and a [1, %d, %d, "
-                         "%d] heatmap out)",
-                         lm_path, VIS_POSE_LANDMARK_SIZE, VIS_POSE_LANDMARK_SIZE,
-                         VIS_POSE_RAW_LANDMARKS * 5, VIS_POSE_RAW_LANDMARKS * 3, VIS_POSE_HEATMAP,
-                         VIS_POSE_HEATMAP, VIS_POSE_RAW_LANDMARKS);
-    vis_anchor_options ao;
-    vis_anchor_options_pose(&ao);
-    int n = 0;
-    OMMA_TRY(vis_anchors_generate(&ao, p->anchors, VIS_POSE_ANCHORS, &n));
-    if (n != VIS_POSE_ANCHORS)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "pose pipeline: %d anchors, expected %d", n,
-                         VIS_POSE_ANCHORS);
-    return OMMA_OK;
-}
-
 void omma_pose_pipeline_destroy(omma_pose_pipeline *p)
 {
     if (!p)
         return;
     omma_exec_destroy(p->xdet);
     omma_exec_destroy(p->xlm);
-    omma_engine_release(p->det);
-    omma_engine_release(p->lm);
+    pp_models_release(&p->m);
     if (p->device_io) {
         free(p->det_in);
         free(p->lm_in);
@@ -206,11 +98,9 @@ static omma_status create(omma_pose_pipeline *p)
         }
         p->dev = dev;
     }
-    OMMA_TRY(omma_engine_load(dev, p->opt.detector_model, &eo, &p->det));
-    OMMA_TRY(omma_engine_load(dev, p->opt.landmark_model, &eo, &p->lm));
-    OMMA_TRY(inspect(p, p->opt.detector_model, p->opt.landmark_model));
-    OMMA_TRY(omma_exec_create(p->det, 1, &p->xdet));
-    OMMA_TRY(omma_exec_create(p->lm, 1, &p->xlm));
+    OMMA_TRY(pp_models_load(dev, &eo, p->opt.detector_model, p->opt.landmark_model, &p->m));
+    OMMA_TRY(omma_exec_create(p->m.det, 1, &p->xdet));
+    OMMA_TRY(omma_exec_create(p->m.lm, 1, &p->xlm));
     float **din[3] = {&p->det_in, &p->boxes, &p->scores};
     float **lin[5] = {&p->lm_in, &p->landmarks, &p->flag, &p->heatmap, &p->world};
     if (p->opt.backend == OMMA_BACKEND_CUDA) { /* the engine's buffers are device memory */
@@ -219,13 +109,13 @@ static omma_status create(omma_pose_pipeline *p)
         lin[3] = &p->dev_heatmap, lin[4] = &p->dev_world;
     }
     OMMA_TRY(omma_exec_input(p->xdet, 0, din[0]));
-    OMMA_TRY(omma_exec_output(p->xdet, p->det_boxes, din[1]));
-    OMMA_TRY(omma_exec_output(p->xdet, p->det_scores, din[2]));
+    OMMA_TRY(omma_exec_output(p->xdet, p->m.det_boxes, din[1]));
+    OMMA_TRY(omma_exec_output(p->xdet, p->m.det_scores, din[2]));
     OMMA_TRY(omma_exec_input(p->xlm, 0, lin[0]));
-    OMMA_TRY(omma_exec_output(p->xlm, p->lm_landmarks, lin[1]));
-    OMMA_TRY(omma_exec_output(p->xlm, p->lm_flag, lin[2]));
-    OMMA_TRY(omma_exec_output(p->xlm, p->lm_heatmap, lin[3]));
-    OMMA_TRY(omma_exec_output(p->xlm, p->lm_world, lin[4]));
+    OMMA_TRY(omma_exec_output(p->xlm, p->m.lm_landmarks, lin[1]));
+    OMMA_TRY(omma_exec_output(p->xlm, p->m.lm_flag, lin[2]));
+    OMMA_TRY(omma_exec_output(p->xlm, p->m.lm_heatmap, lin[3]));
+    OMMA_TRY(omma_exec_output(p->xlm, p->m.lm_world, lin[4]));
     if (p->opt.backend == OMMA_BACKEND_CUDA) {
         p->device_io = true;
         const size_t ds = VIS_POSE_DETECT_SIZE, ls = VIS_POSE_LANDMARK_SIZE;
@@ -253,7 +143,7 @@ omma_status omma_pose_pipeline_create(const omma_pose_pipeline_options *opt,
     *out = NULL;
     if (!opt)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_pose_pipeline_create: options are NULL");
-    OMMA_TRY(check_options(opt));
+    OMMA_TRY(pp_check_options(opt));
     omma_pose_pipeline *p = calloc(1, sizeof *p);
     if (!p)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "pose pipeline");
@@ -297,7 +187,7 @@ static omma_status detect(omma_pose_pipeline *p, const omma_frame *frame, vis_po
     vis_pose_decode_options_init(&dopt);
     dopt.min_score = p->opt.min_detection_score;
     dopt.max_poses = p->opt.max_poses;
-    return vis_pose_detect_decode(&dopt, p->anchors, VIS_POSE_ANCHORS, p->boxes, p->scores, &lb,
+    return vis_pose_detect_decode(&dopt, p->m.anchors, VIS_POSE_ANCHORS, p->boxes, p->scores, &lb,
                                   dets, n);
 }
 
@@ -318,59 +208,20 @@ static omma_status landmarks(omma_pose_pipeline *p, const omma_frame *frame, con
     return OMMA_OK;
 }
 
-static bool overlaps(const vis_roi *a, const vis_roi *b)
-{
-    omma_box ba = vis_roi_box(a), bb = vis_roi_box(b);
-    return vis_box_iou(&ba, &bb) > POSE_SAME_PERSON_IOU;
-}
-
-static omma_status process(omma_pose_pipeline *p, pose_camera *c, const omma_frame *frame,
+static omma_status process(omma_pose_pipeline *p, pp_camera *c, const omma_frame *frame,
                            omma_pose *poses, int *count)
 {
-    c->since_detect++;
-    bool want = c->count == 0 || (c->count < p->opt.max_poses && p->opt.detect_every > 0 &&
-                                  c->since_detect >= p->opt.detect_every);
-    if (want) {
+    if (pp_track_begin(c, &p->opt)) {
         vis_pose_detection dets[OMMA_POSE_MAX_POSES];
         int n = 0;
         OMMA_TRY(detect(p, frame, dets, &n));
-        c->since_detect = 0;
-        for (int i = 0; i < n && c->count < p->opt.max_poses; i++) {
-            vis_roi roi =
-                vis_pose_roi_from_points(dets[i].keypoints[0][0], dets[i].keypoints[0][1],
-                                         dets[i].keypoints[1][0], dets[i].keypoints[1][1]);
-            if (!(roi.w > 0.0f) || !isfinite(roi.w))
-                continue;
-            bool known = false;
-            for (int t = 0; t < c->count && !known; t++)
-                known = overlaps(&roi, &c->tracks[t].roi);
-            if (known)
-                continue;
-            c->tracks[c->count].id = ++c->next_id; /* ids from 1, as faces */
-            c->tracks[c->count++].roi = roi;
-        }
+        pp_track_detected(c, &p->opt, dets, n);
     }
-    int kept = 0;
-    for (int t = 0; t < c->count; t++) {
-        pose_track tr = c->tracks[t];
-        omma_pose pose;
-        vis_roi next;
-        OMMA_TRY(landmarks(p, frame, &tr.roi, &pose, &next));
-        if (!(pose.score >= p->opt.min_presence) || !(next.w > 0.0f) || !isfinite(next.w))
-            continue;
-        bool dup = false; /* tracks are in age order: an older one keeps the person */
-        for (int k = 0; k < kept && !dup; k++)
-            dup = overlaps(&next, &c->tracks[k].roi);
-        if (dup)
-            continue;
-        pose.id = tr.id;
-        poses[kept] = pose;
-        c->tracks[kept].id = tr.id;
-        c->tracks[kept].roi = next;
-        kept++;
-    }
-    c->count = kept;
-    *count = kept;
+    omma_pose found[OMMA_POSE_MAX_POSES];
+    vis_roi next[OMMA_POSE_MAX_POSES];
+    for (int t = 0; t < c->count; t++)
+        OMMA_TRY(landmarks(p, frame, &c->tracks[t].roi, &found[t], &next[t]));
+    pp_track_finish(c, &p->opt, found, next, poses, count);
     return OMMA_OK;
 }
 
@@ -392,7 +243,7 @@ omma_status omma_pose_pipeline_process(omma_pose_pipeline *p, int camera, const 
     if (!atomic_compare_exchange_strong(&p->busy, &idle, true))
         return OMMA_FAIL(OMMA_ERR_BUSY, "pose pipeline: already in use by another thread");
     omma_status st = OMMA_OK;
-    if (!p->cameras[camera] && !(p->cameras[camera] = calloc(1, sizeof(pose_camera))))
+    if (!p->cameras[camera] && !(p->cameras[camera] = calloc(1, sizeof(pp_camera))))
         st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "pose pipeline: camera %d", camera);
     if (st == OMMA_OK)
         st = process(p, p->cameras[camera], frame, poses, count);
@@ -412,11 +263,8 @@ omma_status omma_pose_pipeline_reset(omma_pose_pipeline *p, int camera)
     bool idle = false;
     if (!atomic_compare_exchange_strong(&p->busy, &idle, true))
         return OMMA_FAIL(OMMA_ERR_BUSY, "pose pipeline: already in use by another thread");
-    pose_camera *c = p->cameras[camera];
-    if (c) {
-        c->count = 0;
-        c->since_detect = 0;
-    }
+    if (p->cameras[camera])
+        pp_track_reset(p->cameras[camera]);
     atomic_store(&p->busy, false);
     return OMMA_OK;
 }

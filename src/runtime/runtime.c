@@ -427,6 +427,7 @@ static void gpu_get_stats(void *impl, rt_runtime_stats *out)
     out->frames_done = atomic_load(&rt->frames_done);
     out->frames_dropped = atomic_load(&rt->frames_dropped);
     out->faces = atomic_load(&rt->faces);
+    out->poses = atomic_load(&rt->poses);
     out->batches = atomic_load(&rt->batches);
     out->launches = atomic_load(&rt->launches);
     out->worker_cpu_ns = atomic_load(&rt->worker_cpu_ns);

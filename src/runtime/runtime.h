@@ -142,8 +142,10 @@ typedef struct rt_runtime_config {
                                       * max_poses, min_detection_score,
                                       * min_presence, detect_every; backend,
                                       * device, precision and threads as
-                                      * the face pipeline's). CPU runtime
-                                      * only for now */
+                                      * the face pipeline's). The GPU
+                                      * runtime runs it batched on each
+                                      * step's device frames
+                                      * (runtime_pose.c) */
     int max_wait_ms; /* batching deadline, 0..10000 */
     int ring_slots; /* per camera, 2..RT_RING_MAX_SLOTS (4) */
     rt_source_options source; /* for the sources' cameras (its device is

@@ -52,10 +52,6 @@ static omma_status check_common(const rt_runtime_config *c)
     if (c->max_wait_ms < 0 || c->max_wait_ms > 10000)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: max wait %d ms not in 0..10000",
                          c->max_wait_ms);
-    if (c->pose.landmark_model && c->pipeline.backend != OMMA_BACKEND_CPU)
-        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "runtime: pose runs on the CPU backend only for now (--backend cpu); "
-                         "the GPU runtime's step has no pose models yet");
     int synthetic = 0;
     for (int i = 0; i < c->n_cameras; i++)
         synthetic |= !c->cameras[i].spec;

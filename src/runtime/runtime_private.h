@@ -19,6 +19,7 @@
 
 typedef struct rt_gpu rt_gpu;
 typedef struct rt_gpu_runtime rt_gpu_runtime;
+typedef struct rt_gpu_pose rt_gpu_pose;
 
 typedef struct rt_cam {
     rt_gpu_runtime *rt;
@@ -79,6 +80,8 @@ typedef struct rt_batch {
     int n_previews, preview_set;
     int preview_cam[RT_GPU_PREVIEWS], preview_w[RT_GPU_PREVIEWS], preview_h[RT_GPU_PREVIEWS];
     uint64_t preview_seq[RT_GPU_PREVIEWS], preview_capture_ns[RT_GPU_PREVIEWS];
+    /* With pose: its frames, held until pose is done (runtime_pose.c). */
+    rt_ring_item items[OMMA_PIPELINE_MAX_BATCH];
 } rt_batch;
 
 struct rt_gpu {
@@ -86,6 +89,7 @@ struct rt_gpu {
     int index, ordinal;
     omma_device *dev;
     omma_face_pipeline *pipe;
+    rt_gpu_pose *pose; /* cfg.pose: its batched pose (NULL: none) */
     rt_synthetic_pool *pool;
     int n_cams; /* placed here */
     double decode_px_per_s; /* pixels per second its decoders take */
@@ -139,7 +143,7 @@ struct rt_gpu_runtime {
     int monitor_started;
     /* Stats (relaxed atomics). */
     atomic_uint_fast64_t frames_in, frames_done, frames_dropped, faces, batches, launches;
-    atomic_uint_fast64_t worker_cpu_ns;
+    atomic_uint_fast64_t worker_cpu_ns, poses;
 };
 
 /* runtime.c */
@@ -187,5 +191,22 @@ void *rt_gpu_worker(void *arg);
 void *rt_gpu_sink(void *arg);
 /* A camera has a frame ready, or its ring was closed. */
 void rt_gpu_notify(rt_gpu *g, rt_cam *cam);
+
+/* runtime_pose.c: pose in the step (cfg.pose), each a no-op without it. */
+omma_status rt_pose_prepare(rt_gpu *g); /* the GPU's batched pose */
+void rt_pose_close(rt_gpu *g);
+/* Worker, after a submit: 1 when the batch keeps its items (b->items)
+ * for pose instead of releasing them. */
+int rt_pose_hold(rt_gpu *g, rt_batch *b, const rt_ring_item *items);
+/* Sink, before completing the face step: pose on the batch's frames. */
+omma_status rt_pose_run(rt_gpu *g, const rt_batch *b);
+/* Sink, after: each pose to its face, then into result i. */
+void rt_pose_attach(rt_gpu *g, const rt_batch *b, const omma_face *faces, const int *counts);
+void rt_pose_result(rt_gpu *g, int i, rt_result *r);
+/* Sink, last: the batch's items back to the worker to release (or
+ * released here once the worker has ended). */
+omma_status rt_pose_done(rt_gpu *g, rt_batch *b);
+/* Worker, under the GPU's lock: releases the items handed back. */
+omma_status rt_pose_release_held(rt_gpu *g);
 
 #endif

@@ -48,6 +48,7 @@ omma_status rt_gpu_prepare(rt_gpu *g)
     po.backend = OMMA_BACKEND_CUDA;
     po.device = g->dev;
     OMMA_TRY(omma_face_pipeline_create(&po, &g->pipe));
+    OMMA_TRY(rt_pose_prepare(g));
     for (int l = 0; l < lanes; l++)
         for (int k = 0; k < 2; k++)
             OMMA_TRY(gpu_event_acquire(g->dev, GPU_EVENT_TIMING, &g->timing[l][k]));
@@ -68,6 +69,7 @@ omma_status rt_gpu_prepare(rt_gpu *g)
 void rt_gpu_close(rt_gpu *g)
 {
     omma_face_pipeline_destroy(g->pipe);
+    rt_pose_close(g);
     rt_synthetic_pool_destroy(g->pool);
     for (int l = 0; l < OMMA_PIPELINE_MAX_LANES; l++)
         for (int k = 0; k < 2; k++)
@@ -126,12 +128,15 @@ static struct timespec abs_time(uint64_t t_ns)
 
 /* Under the lock: waits until a batch should run (a free lane, and a full
  * batch ready or the oldest ready frame's deadline passed, or stopping
- * with frames ready). Returns 0 when every camera is drained. */
-static int wait_for_batch(rt_gpu *g)
+ * with frames ready), releasing the frames pose handed back meanwhile.
+ * Returns 0 when every camera is drained (or *st failed). */
+static int wait_for_batch(rt_gpu *g, omma_status *st)
 {
     const rt_runtime_config *cfg = &g->rt->cfg;
     uint64_t max_wait = (uint64_t)cfg->max_wait_ms * 1000000u;
     for (;;) {
+        if ((*st = rt_pose_release_held(g)) != OMMA_OK)
+            return 0;
         if (g->open_cams == 0 && g->ready_count == 0)
             return 0;
         if (g->free_lanes > 0 && g->ready_count > 0) {
@@ -302,7 +307,9 @@ static omma_status submit(rt_gpu *g, rt_batch *b, rt_ring_item *items, const omm
         if (ws != OMMA_OK && st == OMMA_OK)
             st = ws;
     }
-    for (int i = 0; i < b->n; i++) {
+    /* With pose, the items stay taken until pose is done (runtime_pose.c). */
+    int held = st == OMMA_OK && rt_pose_hold(g, b, items);
+    for (int i = 0; i < b->n && !held; i++) {
         /* After the step on the lane's stream (or at once when it failed:
          * the lane's stream was synchronized). */
         CUstream s = lane >= 0 ? fp_async_stream(g->pipe, lane) : fp_async_stream(g->pipe, 0);
@@ -337,7 +344,7 @@ void *rt_gpu_worker(void *arg)
                          : OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: worker buffers");
     uint64_t cpu0 = core_thread_cpu_ns();
     pthread_mutex_lock(&g->lock);
-    while (st == OMMA_OK && wait_for_batch(g)) {
+    while (st == OMMA_OK && wait_for_batch(g, &st)) {
         int n = pick(g, picked);
         pthread_mutex_unlock(&g->lock);
         int n_requeue = 0;
@@ -360,6 +367,9 @@ void *rt_gpu_worker(void *arg)
             pthread_cond_signal(&g->sink_wake);
         }
     }
+    omma_status rs = rt_pose_release_held(g); /* later ones: the sink's */
+    if (st == OMMA_OK)
+        st = rs;
     g->worker_done = 1;
     pthread_cond_signal(&g->sink_wake);
     pthread_mutex_unlock(&g->lock);
@@ -405,6 +415,7 @@ static void report(rt_gpu *g, const rt_batch *b, uint64_t done_ns)
         atomic_fetch_add_explicit(&rt->faces, (uint64_t)g->counts[i], memory_order_relaxed);
         if (rt->bus)
             bus_pub_results(rt->bus, cam->index, r.seq, r.capture_ns, r.faces, r.n_faces);
+        rt_pose_result(g, i, &r);
         if (cfg->on_result)
             cfg->on_result(cfg->ctx, &r);
     }
@@ -435,8 +446,12 @@ void *rt_gpu_sink(void *arg)
             break;
         rt_batch *b = &g->batches[g->pending[g->pending_head]];
         pthread_mutex_unlock(&g->lock);
+        omma_status ps = rt_pose_run(g, b); /* overlaps the face step */
         omma_status st = fp_async_complete(g->pipe, b->lane, g->faces, g->counts);
+        if (st == OMMA_OK)
+            st = ps;
         if (st == OMMA_OK) {
+            rt_pose_attach(g, b, g->faces, g->counts);
             if (b->timed)
                 time_step(g, b);
             report(g, b, core_now_ns());
@@ -444,6 +459,8 @@ void *rt_gpu_sink(void *arg)
         } else {
             rt_fail(rt, st, omma_last_error());
         }
+        if ((st = rt_pose_done(g, b)) != OMMA_OK)
+            rt_fail(rt, st, omma_last_error());
         pthread_mutex_lock(&g->lock);
         g->pending_head = (g->pending_head + 1) % rt->cfg.pipeline.lanes;
         g->pending_count--;

@@ -1,7 +1,7 @@
 /* BlazePose's decoding, regions and landmarks (see pose.h): MediaPipe's
  * TensorsToDetections + NonMaxSuppression (WEIGHTED) for the person
  * detector, AlignmentPointsRects + RectTransformation for the regions,
- * TensorsToLandmarks, RefineLandmarksFromHeatmap, LandmarkProjection and
+ * TensorsToLandmarks, RefineLandmarksFromHeatmap (pose_refine.h), LandmarkProjection and
  * WorldLandmarkProjection for the landmarks. */
 #include "vision/pose.h"
 
@@ -10,11 +10,10 @@
 
 #include "core/error.h"
 #include "vision/detect_decode.h"
+#include "vision/pose_refine.h"
 
 #define POSE_SCORE_CLIP 100.0f
 #define POSE_ROI_SCALE 1.25f
-#define POSE_REFINE_KERNEL 7
-#define POSE_REFINE_MIN_CONFIDENCE 0.5f
 
 void vis_pose_decode_options_init(vis_pose_decode_options *opt)
 {
@@ -26,6 +25,9 @@ void vis_pose_decode_options_init(vis_pose_decode_options *opt)
 /* Pose candidates are face candidates with the first VIS_POSE_KEYPOINTS
  * keypoints used: one decoder and one suppression serve both. */
 _Static_assert(VIS_POSE_KEYPOINTS <= OMMA_FACE_KEYPOINTS, "pose keypoints fit a vis_candidate");
+_Static_assert(VIS_POSE_HEATMAP == VIS_POSE_REFINE_HEATMAP &&
+                   VIS_POSE_RAW_LANDMARKS == VIS_POSE_REFINE_CHANNELS,
+               "pose_refine.h sized as the landmark model's heatmap");
 
 static float sigmoid(float v)
 {
@@ -100,35 +102,6 @@ vis_roi vis_pose_roi_from_points(float x0, float y0, float x1, float y1)
     return r;
 }
 
-/* RefineLandmarksFromHeatmap on one landmark (normalized crop coordinates):
- * the sigmoid-weighted mean of the heatmap cells in a 7x7 window around
- * it, where the window's best confidence reaches 0.5. */
-static void refine(const float *heatmap, int k, float *x, float *y)
-{
-    const int hw = VIS_POSE_HEATMAP, ch = VIS_POSE_RAW_LANDMARKS;
-    const int off = (POSE_REFINE_KERNEL - 1) / 2;
-    if (!(*x >= 0.0f && *y >= 0.0f))
-        return;
-    int col = (int)(*x * (float)hw), row = (int)(*y * (float)hw);
-    if (col < 0 || col >= hw || row < 0 || row >= hw)
-        return;
-    int c0 = col - off > 0 ? col - off : 0, c1 = col + off + 1 < hw ? col + off + 1 : hw;
-    int r0 = row - off > 0 ? row - off : 0, r1 = row + off + 1 < hw ? row + off + 1 : hw;
-    float sum = 0.0f, wc = 0.0f, wr = 0.0f, best = 0.0f;
-    for (int r = r0; r < r1; r++)
-        for (int c = c0; c < c1; c++) {
-            float conf = sigmoid(heatmap[((size_t)r * hw + c) * ch + k]);
-            sum += conf;
-            best = fmaxf(best, conf);
-            wc += (float)c * conf;
-            wr += (float)r * conf;
-        }
-    if (best >= POSE_REFINE_MIN_CONFIDENCE && sum > 0.0f) {
-        *x = wc / (float)hw / sum;
-        *y = wr / (float)hw / sum;
-    }
-}
-
 void vis_pose_landmarks(const vis_roi *roi, const vis_pose_raw *raw, omma_pose *pose, vis_roi *next)
 {
     const float size = (float)VIS_POSE_LANDMARK_SIZE;
@@ -141,7 +114,7 @@ void vis_pose_landmarks(const vis_roi *roi, const vis_pose_raw *raw, omma_pose *
         const float *r = raw->landmarks + 5 * k;
         float x = r[0] / size, y = r[1] / size;
         if (raw->heatmap)
-            refine(raw->heatmap, k, &x, &y);
+            vis_pose_refine(raw->heatmap, k, &x, &y);
         float crop[3] = {x * size, y * size, r[2]}, f[3];
         vis_landmark_to_frame(m, zs, crop, f);
         if (k >= OMMA_POSE_LANDMARKS) {

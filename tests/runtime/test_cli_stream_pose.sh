@@ -1,6 +1,7 @@
 #!/bin/sh
-# omma stream --pose on the CPU backend, on real people: usage errors
-# (--pose on the GPU backend, a bad model name); then one run, looping,
+# omma stream --pose on the CPU backend (or, with BACKEND gpu, the GPU
+# backend: its batched GPU pose on the frames in device memory, the same
+# checks), on real people: a usage error (a bad model name); then one run, looping,
 # with --lsl, on two videos made here with ffmpeg: testdata/messi5.jpg (a
 # footballer shot full length, face near x 224..256, y 95..129) as camera
 # 0, and the same photo beside astronaut.png (a second person whose face is
@@ -15,11 +16,14 @@
 #   - E_pose read back with omma lsl read (132 channels, labelled): her nose
 #     where the photo has it; L_pose NaN with visibility 0 (no face, so no
 #     pose of L's);
-#   - every result line passes docs/omma-faces.schema.json.
+#   - every result line passes docs/omma-faces.schema.json;
+#   - the live view (--ui) sends camera 0's results with the pose attached
+#     to its face (what its page draws the pose overlay from).
 # The camera streams' NAME_pose layout is tested in tests/lsl/test_lsl_proto.c.
-# Exits 77 without ffmpeg, the models or a build with FFmpeg.
-# usage: test_cli_stream_pose.sh OMMA TESTDATA_DIR MODELS_DIR
-omma=$1 data=$2 models=$3
+# Exits 77 without ffmpeg, the models or a build with FFmpeg (gpu: or a GPU).
+# usage: test_cli_stream_pose.sh OMMA TESTDATA_DIR MODELS_DIR [BACKEND [POSE]]
+#        (BACKEND cpu or gpu, default cpu; POSE the landmark model, lite)
+omma=$1 data=$2 models=$3 backend=${4:-cpu} model=${5:-lite}
 fails=0
 fail() {
     echo "FAIL: $*"
@@ -31,17 +35,13 @@ trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 export OMMA_DATA
 OMMA_DATA=$(dirname "$models")
 
-out=$("$omma" stream --pose lite synthetic 2>&1 >/dev/null)
-rc=$?
-[ $rc = 2 ] && printf '%s' "$out" | grep -q -- "--pose runs on the CPU backend only" ||
-    fail "--pose on the GPU backend: exit $rc: $out"
-out=$("$omma" stream --backend cpu --pose tiny synthetic 2>&1 >/dev/null)
+out=$("$omma" stream --backend "$backend" --pose tiny synthetic 2>&1 >/dev/null)
 rc=$?
 [ $rc = 2 ] && printf '%s' "$out" | grep -q -- "--pose tiny: expected lite, full or heavy" ||
     fail "--pose tiny: exit $rc: $out"
 
 if ! command -v ffmpeg >/dev/null || ! command -v python3 >/dev/null ||
-    [ ! -f "$models/pose_landmark_lite.tflite" ] || [ ! -f "$data/messi5.jpg" ]; then
+    [ ! -f "$models/pose_landmark_$model.tflite" ] || [ ! -f "$data/messi5.jpg" ]; then
     echo "SKIP: ffmpeg, python3, the pose models or messi5.jpg missing"
     [ $fails = 0 ] && exit 77
     exit 1
@@ -51,21 +51,30 @@ ffmpeg -loglevel error -y -loop 1 -i "$data/messi5.jpg" -frames:v 4 -r 10 -c:v m
 ffmpeg -loglevel error -y -i "$data/astronaut.png" -i "$data/messi5.jpg" \
     -filter_complex "[0]scale=342:342[a];[a][1]hstack,loop=3:1:0" -r 10 -c:v mjpeg -q:v 2 \
     "$tmp/pair.avi" || exit 1
-"$omma" stream --backend cpu --max-frames 1 --realtime off --status off --results off \
+"$omma" stream --backend "$backend" --max-frames 1 --realtime off --status off --results off \
     "$tmp/messi.avi" 2>"$tmp/probe"
-if [ $? != 0 ] && grep -qi "without FFmpeg" "$tmp/probe"; then
+probe=$?
+if [ $probe != 0 ] && grep -qi "without FFmpeg" "$tmp/probe"; then
     echo "SKIP: no FFmpeg in this build"
     [ $fails = 0 ] && exit 77
     exit 1
 fi
+if [ "$backend" = gpu ] && [ $probe = 3 ]; then # no GPU (or no CUDA): the runtime says so
+    echo "SKIP: no GPU: $(cat "$tmp/probe")"
+    [ $fails = 0 ] && exit 77
+    exit 1
+fi
+threads=
+[ "$backend" = cpu ] && threads="--threads 2"
 
 # Starts omma stream ARGS... in the background (stdout: results), then
 # reads 2 samples of each stream NAME given in READS into $tmp/NAME.
 run_and_read() { # TAG "READS" ARGS...
     tag=$1 reads=$2
     shift 2
-    "$omma" stream --backend cpu --threads 2 --model full --pose lite --status off --loop \
-        --duration 120 --lsl "$@" >"$tmp/$tag.jsonl" 2>"$tmp/$tag.err" &
+    # shellcheck disable=SC2086 # $threads: empty or two words
+    "$omma" stream --backend "$backend" $threads --model full --pose "$model" --status off --loop \
+        --duration 120 --lsl --ui 127.0.0.1:0 "$@" >"$tmp/$tag.jsonl" 2>"$tmp/$tag.err" &
     pid=$!
     readers=
     for s in $reads; do # at once: the same frames serve them all
@@ -75,11 +84,47 @@ run_and_read() { # TAG "READS" ARGS...
     for r in $readers; do
         wait "$r" || fail "lsl read: exit $?: $(cat "$tmp"/*.err)"
     done
+    ui_check "$tmp/$tag.err"
     kill -INT $pid
     wait $pid
     rc=$?
     pid=
     [ $rc = 130 ] || fail "$tag: exit $rc after SIGINT: $(cat "$tmp/$tag.err")"
+}
+
+# The live view's events (its address from omma's log ERR): a result of
+# camera 0 whose pose is attached to its face.
+ui_check() { # ERR
+    url=$(grep -o "live view at http://[^ ]*" "$1" | head -n 1 | sed 's/live view at //')
+    python3 - "$url" <<'PY' || fail "the live view's results (above)"
+import json, socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+if not u.port:
+    print("no live view address in the log")
+    sys.exit(1)
+query = "cams=0,1&large=0" + ("&" + u.query if u.query else "")
+s = socket.create_connection((u.hostname, u.port), timeout=30)
+s.sendall(("GET /api/events?%s HTTP/1.0\r\nHost: x\r\n\r\n" % query).encode())
+buf, end = b"", time.time() + 30
+while time.time() < end:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+    for line in buf.split(b"\n"):
+        if not line.startswith(b"data: {") or b'"pose"' not in line:
+            continue
+        try:
+            r = json.loads(line[6:])
+        except ValueError:
+            continue
+        if r.get("camera") == 0 and r.get("pose") and r.get("faces") and \
+                r["pose"][0].get("face") == r["faces"][0]["id"]:
+            print("ok: the live view's results carry camera 0's pose, attached to its face")
+            sys.exit(0)
+print("no live view result of camera 0 with its pose attached to its face: %r" % buf[-600:])
+sys.exit(1)
+PY
 }
 
 e=eileen$$ l=leo$$ # the participants (their LSL streams' names)
@@ -171,5 +216,5 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 
-[ $fails = 0 ] && echo "ok: omma stream --pose (faces attached, LSL pose streams)"
+[ $fails = 0 ] && echo "ok: omma stream --backend $backend --pose $model (faces attached, LSL pose streams)"
 [ $fails = 0 ]
