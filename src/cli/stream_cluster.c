@@ -252,19 +252,19 @@ int cli_cluster_start(cli_stream_opts *o, cli_cluster_result_fn fn, void *ctx,
     /* The node's runtime: room for its weight in cameras (or as many as
      * the metrics hold), models loaded once (per GPU), running until
      * left. */
-    rt_runtime_config rc = o->rt;
-    rc.n_cameras = 0;
-    rc.cameras = NULL;
-    rc.max_cameras = o->cluster_weight > 0 && o->cluster_weight < METRICS_MAX_CAMERAS
-                         ? (int)o->cluster_weight
-                         : METRICS_MAX_CAMERAS;
-    if (rc.max_cameras > OMMA_PIPELINE_MAX_CAMERAS)
-        rc.max_cameras = OMMA_PIPELINE_MAX_CAMERAS;
-    rc.preview = NULL;
-    rc.on_result = on_result;
-    rc.on_camera = on_camera;
-    rc.ctx = c;
-    omma_status rs = rt_runtime_start(&rc, &c->rt);
+    rt_runtime_config node_cfg = o->rt;
+    node_cfg.n_cameras = 0;
+    node_cfg.cameras = NULL;
+    node_cfg.max_cameras = o->cluster_weight > 0 && o->cluster_weight < METRICS_MAX_CAMERAS
+                               ? (int)o->cluster_weight
+                               : METRICS_MAX_CAMERAS;
+    if (node_cfg.max_cameras > OMMA_PIPELINE_MAX_CAMERAS)
+        node_cfg.max_cameras = OMMA_PIPELINE_MAX_CAMERAS;
+    node_cfg.preview = NULL;
+    node_cfg.on_result = on_result;
+    node_cfg.on_camera = on_camera;
+    node_cfg.ctx = c;
+    omma_status rs = rt_runtime_start(&node_cfg, &c->rt);
     if (rs != OMMA_OK) {
         int code = cli_fail(rs, "--cluster: the node's runtime");
         cli_cluster_free(c);

@@ -117,16 +117,17 @@ static int count_dir(const char *dir)
 
 /* What the process holds now. */
 typedef struct held {
-    uint64_t allocations, pinned;
+    uint64_t allocations, used, pinned; /* device buffers, their bytes, pinned bytes */
     int fds, threads;
 } held;
 
 static held held_now(omma_device *dev)
 {
-    held h = {0, 0, 0, 0};
+    held h = {0, 0, 0, 0, 0};
     omma_memory_stats m;
     if (omma_device_get_memory_stats(dev, &m) == OMMA_OK) {
         h.allocations = m.live_allocations;
+        h.used = m.pool_used;
         h.pinned = m.pinned_bytes;
     }
     h.fds = count_dir("/proc/self/fd") - 1; /* opendir's own */
@@ -137,14 +138,15 @@ static held held_now(omma_device *dev)
 static int same_held(const char *when, held a, held b)
 {
     int threads_ok = getenv("OMMA_TEST_SANITIZER") || a.threads == b.threads;
-    if (a.allocations == b.allocations && a.pinned == b.pinned && a.fds == b.fds && threads_ok)
+    if (a.allocations == b.allocations && a.used == b.used && a.pinned == b.pinned &&
+        a.fds == b.fds && threads_ok)
         return 1;
     fprintf(stderr,
-            "%s: live allocations %llu -> %llu, pinned %llu -> %llu, fds %d -> %d, threads %d -> "
-            "%d\n",
+            "%s: live allocations %llu -> %llu, bytes %llu -> %llu, pinned %llu -> %llu, fds %d -> "
+            "%d, threads %d -> %d\n",
             when, (unsigned long long)a.allocations, (unsigned long long)b.allocations,
-            (unsigned long long)a.pinned, (unsigned long long)b.pinned, a.fds, b.fds, a.threads,
-            b.threads);
+            (unsigned long long)a.used, (unsigned long long)b.used, (unsigned long long)a.pinned,
+            (unsigned long long)b.pinned, a.fds, b.fds, a.threads, b.threads);
     return 0;
 }
 
