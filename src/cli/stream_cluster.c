@@ -1,12 +1,11 @@
 #define _POSIX_C_SOURCE 200809L
 /* omma stream --cluster (stream_cluster.h). One runtime for the node
- * (CPU backend): a claimed camera is added to it, a released one removed
- * (rt_runtime_add_camera, rt_runtime_remove_camera), without touching the
- * others; the models are loaded once. The GPU runtime cannot add cameras
- * yet: there each claimed camera gets a runtime of its own. Starting and
- * stopping take time (sources, joining threads, the last frames) that the
- * cluster's thread, which renews the leases, cannot wait for: a thread of
- * ours does them, in the order claimed and released. */
+ * (either backend): a claimed camera is added to it, a released one
+ * removed (rt_runtime_add_camera, rt_runtime_remove_camera), without
+ * touching the others; the models are loaded once (once per GPU).
+ * Starting and stopping take time (sources, joining threads, the last
+ * frames) that the cluster's thread, which renews the leases, cannot wait
+ * for: a thread of ours does them, in the order claimed and released. */
 #include "cli/stream_cluster.h"
 
 #include <pthread.h>
@@ -26,9 +25,8 @@ typedef struct slot {
     char id[CLUSTER_NAME_MAX];
     char source[CLUSTER_SPEC_MAX];
     rt_camera_config cam;
-    int running; /* ours: in the node's runtime (as camera `camera`) or in rt */
+    int running; /* ours: in the node's runtime (as camera `camera`) */
     int camera;
-    rt_runtime *rt; /* GPU backend: its own runtime */
     uint64_t lease;
     atomic_uint_fast64_t seq;
 } slot;
@@ -51,7 +49,7 @@ struct cli_cluster_node {
     cli_cluster_result_fn fn;
     void *ctx;
     cluster *cl;
-    rt_runtime *rt; /* the node's runtime (CPU backend); NULL: one per camera */
+    rt_runtime *rt; /* the node's runtime */
     pthread_mutex_t lock; /* slots */
     slot **slots;
     int n_slots, cap_slots;
@@ -112,7 +110,7 @@ static void on_camera(void *ctx, const rt_camera_event *e)
             e->detail);
 }
 
-/* The jobs' thread: starts a camera's runtime under its lease. */
+/* The jobs' thread: adds a camera to the node's runtime under its lease. */
 static void start(cli_cluster_node *c, slot *s, const cluster_camera *cam, uint64_t lease)
 {
     if (!cluster_lease_valid(c->cl, s->id, lease))
@@ -123,23 +121,13 @@ static void start(cli_cluster_node *c, slot *s, const cluster_camera *cam, uint6
     s->cam.max_frames = cam->max_frames > 0 ? (long)cam->max_frames : c->o->max_frames;
     s->lease = lease;
     s->cam.ctx = s;
-    rt_runtime_config cfg = c->o->rt;
-    cfg.n_cameras = 1;
-    cfg.cameras = &s->cam;
-    cfg.metrics = NULL; /* a registry counts one runtime's cameras */
-    cfg.on_result = on_result;
-    cfg.on_camera = on_camera;
-    cfg.ctx = c;
-    rt_runtime *rt = NULL;
     int camera = -1;
     omma_status st = OMMA_OK;
-    if (!s->cam.spec && !cfg.photo)
+    if (!s->cam.spec && !c->o->rt.photo)
         st = OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                        "synthetic, and this node has no photo for it (scripts/fetch-testdata.sh)");
-    else if (c->rt)
-        st = rt_runtime_add_camera(c->rt, &s->cam, &camera);
     else
-        st = rt_runtime_start(&cfg, &rt);
+        st = rt_runtime_add_camera(c->rt, &s->cam, &camera);
     if (st != OMMA_OK) {
         char name[512];
         io_video_url_redacted(s->source, name, sizeof name);
@@ -149,7 +137,6 @@ static void start(cli_cluster_node *c, slot *s, const cluster_camera *cam, uint6
         return;
     }
     pthread_mutex_lock(&c->lock);
-    s->rt = rt;
     s->camera = camera;
     s->running = 1;
     pthread_mutex_unlock(&c->lock);
@@ -160,12 +147,9 @@ static void stop(cli_cluster_node *c, slot *s)
 {
     pthread_mutex_lock(&c->lock);
     int running = s->running, camera = s->camera;
-    rt_runtime *rt = s->rt;
-    s->rt = NULL;
     pthread_mutex_unlock(&c->lock);
-    if (running && c->rt)
+    if (running)
         (void)rt_runtime_remove_camera(c->rt, camera); /* after its last result */
-    rt_runtime_destroy(rt); /* stops and joins: no result of it after this */
     pthread_mutex_lock(&c->lock);
     s->running = 0;
     s->camera = -1;
@@ -236,12 +220,10 @@ static void on_release(void *ctx, const char *id, int lost)
     if (!s)
         return;
     /* Every camera released starts stopping now (its threads end while the
-     * jobs' thread joins those before it); under the lock, which the jobs'
-     * thread holds to take a runtime before destroying it. */
+     * jobs' thread removes those before it); under the lock, which the
+     * jobs' thread holds to read the camera's index before removing it. */
     pthread_mutex_lock(&c->lock);
-    if (s->rt)
-        rt_runtime_stop(s->rt);
-    if (s->running && c->rt) /* its frames out of the batches from now */
+    if (s->running) /* its frames out of the batches from now */
         rt_runtime_interrupt_camera(c->rt, s->camera);
     pthread_mutex_unlock(&c->lock);
     if (queue(c, s, 0, NULL, 0) != OMMA_OK) /* no memory: stop it here */
@@ -267,27 +249,26 @@ int cli_cluster_start(cli_stream_opts *o, cli_cluster_result_fn fn, void *ctx,
         return cli_fail(OMMA_ERR_OUT_OF_MEMORY, "--cluster: a thread");
     }
     c->started = 1;
-    if (o->rt.pipeline.backend == OMMA_BACKEND_CPU) {
-        /* The node's runtime: room for its weight in cameras (or as many
-         * as the metrics hold), models loaded once, running until left. */
-        rt_runtime_config rc = o->rt;
-        rc.n_cameras = 0;
-        rc.cameras = NULL;
-        rc.max_cameras = o->cluster_weight > 0 && o->cluster_weight < METRICS_MAX_CAMERAS
-                             ? (int)o->cluster_weight
-                             : METRICS_MAX_CAMERAS;
-        if (rc.max_cameras > OMMA_PIPELINE_MAX_CAMERAS)
-            rc.max_cameras = OMMA_PIPELINE_MAX_CAMERAS;
-        rc.preview = NULL;
-        rc.on_result = on_result;
-        rc.on_camera = on_camera;
-        rc.ctx = c;
-        omma_status rs = rt_runtime_start(&rc, &c->rt);
-        if (rs != OMMA_OK) {
-            int code = cli_fail(rs, "--cluster: the node's runtime");
-            cli_cluster_free(c);
-            return code;
-        }
+    /* The node's runtime: room for its weight in cameras (or as many as
+     * the metrics hold), models loaded once (per GPU), running until
+     * left. */
+    rt_runtime_config node_cfg = o->rt;
+    node_cfg.n_cameras = 0;
+    node_cfg.cameras = NULL;
+    node_cfg.max_cameras = o->cluster_weight > 0 && o->cluster_weight < METRICS_MAX_CAMERAS
+                               ? (int)o->cluster_weight
+                               : METRICS_MAX_CAMERAS;
+    if (node_cfg.max_cameras > OMMA_PIPELINE_MAX_CAMERAS)
+        node_cfg.max_cameras = OMMA_PIPELINE_MAX_CAMERAS;
+    node_cfg.preview = NULL;
+    node_cfg.on_result = on_result;
+    node_cfg.on_camera = on_camera;
+    node_cfg.ctx = c;
+    omma_status rs = rt_runtime_start(&node_cfg, &c->rt);
+    if (rs != OMMA_OK) {
+        int code = cli_fail(rs, "--cluster: the node's runtime");
+        cli_cluster_free(c);
+        return code;
     }
     cluster_config cfg = {.url = o->cluster,
                           .node = o->node,
@@ -319,10 +300,6 @@ void cli_cluster_leave(cli_cluster_node *c)
         pthread_mutex_unlock(&c->lock);
         pthread_join(c->thread, NULL); /* after the jobs queued */
         c->started = 0;
-    }
-    for (int i = 0; i < c->n_slots; i++) {
-        rt_runtime_destroy(c->slots[i]->rt); /* none left: the jobs stopped them */
-        c->slots[i]->rt = NULL;
     }
     rt_runtime_destroy(c->rt); /* every camera removed by the jobs */
     c->rt = NULL;

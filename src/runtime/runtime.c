@@ -2,7 +2,8 @@
 /* The multi-camera runtime on GPUs (runtime.h; rt_gpu_backend of
  * runtime_backend.h): the GPU fields of the configuration, placement of
  * the cameras on the GPUs, start of the threads, stop, wait, stats, and
- * the monitor thread that reads each GPU's NVML metrics once a second. */
+ * the monitor thread that reads each GPU's NVML metrics once a second
+ * (cameras added and removed live: runtime_live.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +47,12 @@ void rt_fail(rt_gpu_runtime *rt, omma_status st, const char *detail)
  * others). */
 static omma_status check_config(const rt_runtime_config *c)
 {
-    if (c->max_cameras > 0)
+    if (c->max_cameras > 0 && c->publish)
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                         "runtime: max cameras %d: cameras added live need the CPU backend (not "
-                         "on the GPU runtime yet)",
-                         c->max_cameras);
+                         "runtime: max cameras %d: cameras added live cannot be published on the "
+                         "frame bus %s (its cameras are fixed when it starts); publish a runtime "
+                         "without cameras added live",
+                         c->max_cameras, c->publish);
     if (c->n_gpus < 1 || c->n_gpus > RT_MAX_GPUS || !c->gpus)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d GPUs not in 1..%d", c->n_gpus,
                          RT_MAX_GPUS);
@@ -68,7 +70,7 @@ static omma_status check_config(const rt_runtime_config *c)
     if (c->ring_slots < 2 || c->ring_slots > RT_RING_MAX_SLOTS)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "runtime: %d ring slots not in 2..%d", c->ring_slots,
                          RT_RING_MAX_SLOTS);
-    int synthetic = 0;
+    int synthetic = c->max_cameras > 0 && c->photo; /* synthetic cameras may be added */
     for (int i = 0; i < c->n_cameras; i++)
         synthetic |= !c->cameras[i].spec;
     if (synthetic && (c->pool_frames < 1 || c->pool_frames > RT_POOL_MAX_FRAMES))
@@ -84,6 +86,7 @@ static void place(rt_gpu_runtime *rt)
     for (int i = 0; i < rt->n_cams; i++)
         if (rt->cams[i].gpu) {
             load[rt->cams[i].gpu->index] += rt->cams[i].pixels_per_s;
+            rt->cams[i].gpu->load_px_per_s += rt->cams[i].pixels_per_s;
             rt->cams[i].gpu->n_cams++;
         }
     for (int i = 0; i < rt->n_cams; i++) {
@@ -97,8 +100,29 @@ static void place(rt_gpu_runtime *rt)
                     best = k;
         load[best] += cam->pixels_per_s;
         cam->gpu = &rt->gpus[best];
+        rt->gpus[best].load_px_per_s += cam->pixels_per_s;
         rt->gpus[best].n_cams++;
     }
+}
+
+omma_status rt_register_camera(rt_gpu_runtime *rt, const rt_cam *cam)
+{
+    metrics_registry *m = rt->cfg.metrics;
+    if (!m)
+        return OMMA_OK;
+    int i = cam->index;
+    char name[METRICS_NAME_MAX];
+    if (cam->cfg.name)
+        snprintf(name, sizeof name, "%s", cam->cfg.name);
+    else if (cam->cfg.spec) {
+        int k = snprintf(name, sizeof name, "%d:", i);
+        io_video_url_redacted(cam->cfg.spec, name + k, sizeof name - (size_t)k); /* no passwords */
+    } else
+        snprintf(name, sizeof name, "synth%d", i);
+    OMMA_TRY(metrics_add_camera(m, i, name, cam->gpu->index));
+    if (cam->src)
+        metrics_camera_set_decoder(m, i, rt_source_get_info(cam->src)->decoder);
+    return OMMA_OK;
 }
 
 static omma_status register_metrics(rt_gpu_runtime *rt)
@@ -113,34 +137,23 @@ static omma_status register_metrics(rt_gpu_runtime *rt)
         snprintf(name, sizeof name, "%d: %.100s", info.ordinal, info.name);
         OMMA_TRY(metrics_add_gpu(m, k, name));
     }
-    for (int i = 0; i < rt->n_cams; i++) {
-        const rt_cam *cam = &rt->cams[i];
-        char name[METRICS_NAME_MAX];
-        if (cam->cfg.name)
-            snprintf(name, sizeof name, "%s", cam->cfg.name);
-        else if (cam->cfg.spec) {
-            int k = snprintf(name, sizeof name, "%d:", i);
-            io_video_url_redacted(cam->cfg.spec, name + k,
-                                  sizeof name - (size_t)k); /* no passwords */
-        } else
-            snprintf(name, sizeof name, "synth%d", i);
-        OMMA_TRY(metrics_add_camera(m, i, name, cam->gpu->index));
-        if (cam->src)
-            metrics_camera_set_decoder(m, i, rt_source_get_info(cam->src)->decoder);
-    }
+    for (int i = 0; i < rt->n_cams; i++)
+        OMMA_TRY(rt_register_camera(rt, &rt->cams[i]));
     return OMMA_OK;
 }
 
-/* Starts a thread named name and number k (seen in top -H, gdb, perf). */
-static omma_status start_thread(rt_gpu_runtime *rt, pthread_t *t, void *(*fn)(void *), void *arg,
-                                int *started, const char *name, int k)
+/* Seen in top -H, gdb, perf by its name. */
+omma_status rt_start_thread(rt_gpu_runtime *rt, pthread_t *t, void *(*fn)(void *), void *arg,
+                            int *started, const char *name, int k, int reserved)
 {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_mutex_lock(&rt->lock);
-    rt->threads_left++;
-    pthread_mutex_unlock(&rt->lock);
+    if (!reserved) {
+        pthread_mutex_lock(&rt->lock);
+        rt->threads_left++;
+        pthread_mutex_unlock(&rt->lock);
+    }
     int rc = pthread_create(t, &attr, fn, arg);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
@@ -178,6 +191,12 @@ static void *monitor(void *arg)
     return NULL;
 }
 
+static omma_status start_thread(rt_gpu_runtime *rt, pthread_t *t, void *(*fn)(void *), void *arg,
+                                int *started, const char *name, int k)
+{
+    return rt_start_thread(rt, t, fn, arg, started, name, k, 0);
+}
+
 static omma_status start_threads(rt_gpu_runtime *rt)
 {
     for (int k = 0; k < rt->n_gpus; k++) {
@@ -212,7 +231,8 @@ static omma_status make_drivers(rt_gpu_runtime *rt)
     rt->n_drivers = (synthetic + per - 1) / per;
     rt->drivers = calloc((size_t)rt->n_drivers, sizeof *rt->drivers);
     rt->driver_cams = calloc((size_t)synthetic, sizeof *rt->driver_cams);
-    if (!rt->drivers || !rt->driver_cams)
+    rt->driver_done = calloc((size_t)synthetic, 1);
+    if (!rt->drivers || !rt->driver_cams || !rt->driver_done)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: synthetic drivers");
     uint64_t period = (uint64_t)(1e9 / rt->cfg.synthetic.fps);
     uint64_t spread =
@@ -225,6 +245,7 @@ static omma_status make_drivers(rt_gpu_runtime *rt)
         if (d->count == 0) {
             d->rt = rt;
             d->cams = &rt->driver_cams[k];
+            d->done = &rt->driver_done[k];
             d->offset_ns = spread * (uint64_t)(k / per) / (uint64_t)rt->n_drivers;
         }
         d->cams[d->count++] = i;
@@ -265,6 +286,7 @@ static omma_status open_all(rt_gpu_runtime *rt)
         cam->rt = rt;
         cam->index = i;
         cam->cfg = rt->cfg.cameras[i];
+        cam->state = RT_CAM_RUNNING;
         OMMA_TRY(rt_cam_open(rt, cam));
     }
     place(rt);
@@ -302,16 +324,23 @@ static omma_status gpu_start(const rt_runtime_config *cfg, void **out)
     *out = NULL;
     OMMA_TRY(check_config(cfg));
     rt_gpu_runtime *rt = calloc(1, sizeof *rt);
+    int cap = cfg->max_cameras > 0 ? cfg->max_cameras : cfg->n_cameras;
     if (rt)
-        rt->cams = calloc((size_t)cfg->n_cameras, sizeof *rt->cams);
+        rt->cams = calloc((size_t)(cap > 0 ? cap : 1), sizeof *rt->cams);
     if (!rt || !rt->cams) {
         free(rt);
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime");
     }
     rt->cfg = *cfg;
     rt->n_cams = cfg->n_cameras;
+    rt->cap = cap;
     rt->n_gpus = cfg->n_gpus;
+    for (int i = 0; i < cap; i++) {
+        rt->cams[i].rt = rt;
+        rt->cams[i].index = i;
+    }
     pthread_mutex_init(&rt->lock, NULL);
+    pthread_mutex_init(&rt->place_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -332,8 +361,12 @@ void rt_gpu_runtime_stop(rt_gpu_runtime *rt)
 {
     if (!rt || atomic_exchange(&rt->stopping, 1))
         return;
-    for (int i = 0; i < rt->n_cams; i++) {
+    /* Under the lock: a remove frees cameras. */
+    pthread_mutex_lock(&rt->lock);
+    for (int i = 0; i < rt->cap; i++) {
         rt_cam *cam = &rt->cams[i];
+        if (cam->state != RT_CAM_RUNNING && cam->state != RT_CAM_REMOVING)
+            continue;
         rt_source_interrupt(cam->src);
         rt_ring_close(cam->ring);
         /* The worker drains the ring and sees it closed, whether or not the
@@ -341,6 +374,7 @@ void rt_gpu_runtime_stop(rt_gpu_runtime *rt)
         if (cam->ring && cam->gpu && cam->gpu->ready)
             rt_gpu_notify(cam->gpu, cam);
     }
+    pthread_mutex_unlock(&rt->lock);
     for (int k = 0; k < rt->n_gpus; k++) {
         rt_gpu *g = &rt->gpus[k];
         if (!g->ready)
@@ -392,9 +426,12 @@ static void gpu_destroy(void *impl)
         return;
     rt_gpu_runtime_stop(rt);
     (void)gpu_wait(rt, -1);
-    for (int i = 0; i < rt->n_cams; i++)
+    for (int i = 0; i < rt->cap; i++) {
         if (rt->cams[i].started)
             pthread_join(rt->cams[i].thread, NULL);
+        if (rt->cams[i].own && rt->cams[i].own->started)
+            pthread_join(rt->cams[i].own->thread, NULL);
+    }
     for (int d = 0; d < rt->n_drivers; d++)
         if (rt->drivers[d].started)
             pthread_join(rt->drivers[d].thread, NULL);
@@ -406,15 +443,21 @@ static void gpu_destroy(void *impl)
     }
     if (rt->monitor_started)
         pthread_join(rt->monitor, NULL);
-    for (int i = 0; i < rt->n_cams; i++)
+    for (int i = 0; i < rt->cap; i++) {
         rt_cam_close(&rt->cams[i]);
+        free(rt->cams[i].own);
+        free(rt->cams[i].spec_copy);
+        free(rt->cams[i].name_copy);
+    }
     bus_pub_destroy(rt->bus); /* after the rings that use its slots */
     for (int k = 0; k < rt->n_gpus; k++)
         rt_gpu_close(&rt->gpus[k]);
     pthread_cond_destroy(&rt->ended);
     pthread_mutex_destroy(&rt->lock);
+    pthread_mutex_destroy(&rt->place_lock);
     free(rt->drivers);
     free(rt->driver_cams);
+    free(rt->driver_done);
     free(rt->cams);
     free(rt);
 }
@@ -431,10 +474,16 @@ static void gpu_get_stats(void *impl, rt_runtime_stats *out)
     out->batches = atomic_load(&rt->batches);
     out->launches = atomic_load(&rt->launches);
     out->worker_cpu_ns = atomic_load(&rt->worker_cpu_ns);
-    for (int i = 0; i < rt->n_cams; i++) {
+    pthread_mutex_lock(&rt->lock); /* a remove moves a camera's counts to removed_ */
+    out->decode_ns = rt->removed_decode_ns;
+    out->decode_cpu_ns = rt->removed_decode_cpu_ns;
+    for (int i = 0; i < rt->cap; i++) {
+        if (rt->cams[i].state != RT_CAM_RUNNING && rt->cams[i].state != RT_CAM_REMOVING)
+            continue;
         out->decode_ns += atomic_load(&rt->cams[i].decode_ns);
         out->decode_cpu_ns += atomic_load(&rt->cams[i].decode_cpu_ns);
     }
+    pthread_mutex_unlock(&rt->lock);
     for (int k = 0; k < rt->n_gpus; k++) {
         omma_transfer_counters t;
         if (rt->gpus[k].dev && omma_device_get_transfers(rt->gpus[k].dev, &t) == OMMA_OK) {
@@ -446,25 +495,12 @@ static void gpu_get_stats(void *impl, rt_runtime_stats *out)
     }
 }
 
-/* Cameras added and removed live: not on the GPU runtime yet (its rings,
- * per-GPU ready lists and synthetic drivers are sized at the start). */
-static omma_status gpu_add_camera(void *impl, const rt_camera_config *cam, int *index)
-{
-    (void)impl, (void)cam, (void)index;
-    return OMMA_FAIL(
-        OMMA_ERR_UNSUPPORTED,
-        "runtime: cameras added live need the CPU backend (not on the GPU runtime yet)");
-}
-
-static omma_status gpu_remove_camera(void *impl, int index)
-{
-    (void)impl;
-    return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
-                     "runtime: camera %d: cameras removed live need the CPU backend (not on the "
-                     "GPU runtime yet)",
-                     index);
-}
-
-const rt_backend rt_gpu_backend = {"gpu",          gpu_start,         gpu_stop,
-                                   gpu_wait,       gpu_destroy,       gpu_get_stats,
-                                   gpu_add_camera, gpu_remove_camera, NULL};
+const rt_backend rt_gpu_backend = {"gpu",
+                                   gpu_start,
+                                   gpu_stop,
+                                   gpu_wait,
+                                   gpu_destroy,
+                                   gpu_get_stats,
+                                   rt_gpu_add_camera,
+                                   rt_gpu_remove_camera,
+                                   rt_gpu_interrupt_camera};

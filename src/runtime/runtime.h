@@ -39,11 +39,16 @@
  * precision, pool_frames, pool_memory) are ignored, and so is max_wait_ms:
  * the worker runs whatever is ready as soon as it is free.
  *
- * Cameras added and removed while it runs (CPU runtime; max_cameras):
+ * Cameras added and removed while it runs (max_cameras):
  * rt_runtime_add_camera opens the camera and starts its thread as the
- * start gives each camera; rt_runtime_remove_camera interrupts its source
- * and returns once the worker has reported its last frame and its
- * resources are freed. The other cameras' frames go on meanwhile.
+ * start gives each camera (on the GPUs: placed on one as the placement
+ * says, least loaded or fewest cameras, its ring made there);
+ * rt_runtime_remove_camera interrupts its source and returns once the
+ * worker has reported its last frame and its resources are freed (on the
+ * GPUs: no batch in flight holds its frames, its ring's device memory
+ * freed). The other cameras' frames go on meanwhile. A published GPU
+ * runtime (publish) has its cameras fixed at the start: it refuses
+ * max_cameras.
  *
  * Shutdown: rt_runtime_stop (any thread; not async-signal-safe: from a
  * signal handler set a flag and call it from a thread) interrupts the
@@ -124,8 +129,8 @@ typedef struct rt_runtime_config {
                       * this many at once, n_cameras..OMMA_PIPELINE_MAX_CAMERAS;
                       * the runtime then runs until stopped, with none left
                       * or none at the start. 0: none added, the runtime
-                      * ends when its cameras have. CPU runtime only (the
-                      * GPU runtime refuses it: OMMA_ERR_UNSUPPORTED) */
+                      * ends when its cameras have. The GPU runtime refuses
+                      * it with publish (OMMA_ERR_UNSUPPORTED) */
     int n_gpus; /* 1..RT_MAX_GPUS (the CPU runtime ignores the GPUs) */
     const int *gpus; /* device ordinals, distinct */
     rt_placement placement;
@@ -224,8 +229,8 @@ void rt_runtime_destroy(rt_runtime *rt);
  * index is given to a later one, whose tracker starts afresh). The
  * runtime copies cam's strings. Errors: OMMA_ERR_INVALID_ARG (no room
  * left, max_cameras 0, a synthetic camera without a photo; naming the
- * camera), OMMA_ERR_CLOSED (stopping), OMMA_ERR_UNSUPPORTED (the GPU
- * runtime, not yet), those of opening the source. *index
+ * camera), OMMA_ERR_CLOSED (stopping), those of opening the source and
+ * (GPU runtime) of making its ring. *index
  * -1 on failure, nothing left of the camera. Any thread but the runtime's
  * callbacks; concurrently with the others of add and remove, stats,
  * metrics readers. */
@@ -237,15 +242,16 @@ omma_status rt_runtime_add_camera(rt_runtime *rt, const rt_camera_config *cam, i
  * buffers and thread and unregisters it from the metrics. The other
  * cameras' frames go on meanwhile. Returns when it is gone. Errors:
  * OMMA_ERR_INVALID_ARG (no such camera, or being removed by another
- * call), OMMA_ERR_UNSUPPORTED (the GPU runtime). Threads as
- * rt_runtime_add_camera; not with rt_runtime_destroy. */
+ * call). Threads as rt_runtime_add_camera; not with rt_runtime_destroy. */
 omma_status rt_runtime_remove_camera(rt_runtime *rt, int index);
 
 /* Starts removing camera `index` without waiting: its source is
  * interrupted and its frames not yet taken by the worker are dropped
- * (counted); rt_runtime_remove_camera then finishes (at most the batch in
- * progress to wait for). For callers that must not block (a cluster's
- * release callback). No such camera, or the GPU runtime: nothing. */
+ * (counted; on the GPUs its ring is closed instead: the frames it holds,
+ * ring_slots at most, are still processed); rt_runtime_remove_camera then
+ * finishes (at most the batches in progress to wait for). For callers
+ * that must not block (a cluster's release callback). No such camera:
+ * nothing. */
 void rt_runtime_interrupt_camera(rt_runtime *rt, int index);
 
 /* What the runtime did so far (any thread). */

@@ -94,7 +94,7 @@ static int reattach(rt_cam *cam)
 {
     omma_bus_close(cam->bus);
     cam->bus = NULL;
-    while (!rt_stopping(cam->rt)) {
+    while (!rt_cam_stopping(cam)) {
         sleep_ms(RETRY_MS);
         if (rt_bus_cam_prepare(cam) == OMMA_OK) {
             rt_cam_report(cam, METRICS_CAMERA_RUNNING, OMMA_OK, "publisher back");
@@ -110,7 +110,7 @@ static int reattach(rt_cam *cam)
 void rt_bus_cam_run(rt_cam *cam)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
-    for (long k = 0; !rt_stopping(cam->rt);) {
+    for (long k = 0; !rt_cam_stopping(cam);) {
         if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
             rt_cam_report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");
             return;

@@ -48,8 +48,18 @@ static omma_status open_source(rt_gpu_runtime *rt, rt_cam *cam)
     if (strncmp(info->decoder, "gpu (nvjpeg", 11) == 0)
         return OMMA_OK; /* MJPEG on the NVJPG engines: not NVDEC's budget */
     double budget = (double)cfg->decode_gpu_streams * 1920.0 * 1080.0 * 30.0;
-    if (so.decode == IO_DECODE_AUTO && cfg->decode_gpu_streams > 0 &&
-        g->decode_px_per_s + cam->pixels_per_s > budget) {
+    /* Cameras added live open at the same time as others: one check and
+     * count for each. */
+    pthread_mutex_lock(&rt->place_lock);
+    int full = so.decode == IO_DECODE_AUTO && cfg->decode_gpu_streams > 0 &&
+               g->decode_px_per_s + cam->pixels_per_s > budget;
+    if (!full) {
+        g->decode_px_per_s += cam->pixels_per_s;
+        cam->decode_px_per_s = cam->pixels_per_s;
+        cam->gpu = g;
+    }
+    pthread_mutex_unlock(&rt->place_lock);
+    if (full) {
         omma_log(OMMA_LOG_INFO,
                  "camera %d (%s): GPU %d's decoders are full (%d 1080p30 streams): decoding on "
                  "the CPU",
@@ -59,10 +69,7 @@ static omma_status open_source(rt_gpu_runtime *rt, rt_cam *cam)
         so.decode = IO_DECODE_CPU;
         so.device = NULL;
         OMMA_TRY(rt_source_open(cam->cfg.spec, &so, &cam->src));
-        return OMMA_OK;
     }
-    g->decode_px_per_s += cam->pixels_per_s;
-    cam->gpu = g;
     return OMMA_OK;
 }
 
@@ -152,6 +159,15 @@ void rt_cam_close(rt_cam *cam)
     rt_bus_cam_close(cam);
 }
 
+void rt_cam_let_go(rt_cam *cam)
+{
+    rt_gpu_runtime *rt = cam->rt;
+    pthread_mutex_lock(&rt->lock);
+    cam->let_go = 1;
+    pthread_cond_broadcast(&rt->ended); /* a remove waits for it there */
+    pthread_mutex_unlock(&rt->lock);
+}
+
 void rt_cam_report(rt_cam *cam, metrics_camera_state state, omma_status st, const char *detail)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
@@ -223,8 +239,8 @@ static void run_source(rt_cam *cam)
         uint64_t capture_ns = 0;
         int eof = 0;
         omma_status st = rt_source_read(cam->src, &f, &capture_ns, &eof);
-        if (st == OMMA_ERR_CLOSED || (st == OMMA_OK && rt_stopping(cam->rt)))
-            return; /* stopped */
+        if (st == OMMA_ERR_CLOSED || (st == OMMA_OK && rt_cam_stopping(cam)))
+            return; /* stopped or removed */
         if (st != OMMA_OK) {
             rt_cam_failed(cam, st);
             return;
@@ -251,10 +267,23 @@ static void run_source(rt_cam *cam)
     }
 }
 
-static void sleep_until(uint64_t t_ns)
+/* Sleeps until t_ns; an added camera's own driver in steps of at most
+ * 100 ms, so that its removal is seen soon at low frame rates. */
+static void sleep_until(rt_driver *d, uint64_t t_ns)
 {
-    struct timespec ts = {(time_t)(t_ns / 1000000000u), (long)(t_ns % 1000000000u)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+    for (;;) {
+        uint64_t now = core_now_ns(), until = t_ns;
+        if (d->cams == &d->one_cam) {
+            if (now >= t_ns || rt_cam_stopping(&d->rt->cams[d->one_cam]))
+                return;
+            if (t_ns - now > 100000000u)
+                until = now + 100000000u;
+        }
+        struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+        }
+        if (until == t_ns)
+            return;
     }
 }
 
@@ -292,6 +321,17 @@ static void end_camera(rt_cam *cam)
     rt_gpu_notify(cam->gpu, cam);
 }
 
+/* The driver is done with camera i (ended, removed, stopping): its ring
+ * closed, and its slot may be another camera's from now on. */
+static void driver_done(rt_driver *d, int i)
+{
+    rt_cam *cam = &d->rt->cams[d->cams[i]];
+    d->done[i] = 1;
+    cam->ended = 1;
+    end_camera(cam);
+    rt_cam_let_go(cam); /* the last touch */
+}
+
 void *rt_synthetic_driver(void *arg)
 {
     rt_driver *d = arg;
@@ -299,17 +339,20 @@ void *rt_synthetic_driver(void *arg)
     uint64_t period = (uint64_t)(1e9 / rt->cfg.synthetic.fps), t0 = core_now_ns() + d->offset_ns;
     int live = d->count;
     for (long k = 0; live > 0 && !rt_stopping(rt); k++) {
-        sleep_until(t0 + (uint64_t)k * period);
+        sleep_until(d, t0 + (uint64_t)k * period);
         for (int i = 0; i < d->count && !rt_stopping(rt); i++) {
+            if (d->done[i])
+                continue;
             rt_cam *cam = &rt->cams[d->cams[i]];
-            if (!cam->ended && !put_synthetic(cam, k)) {
-                cam->ended = 1;
+            if (atomic_load(&cam->removing) || !put_synthetic(cam, k)) {
+                driver_done(d, i);
                 live--;
             }
         }
     }
     for (int i = 0; i < d->count; i++)
-        end_camera(&rt->cams[d->cams[i]]);
+        if (!d->done[i])
+            driver_done(d, i);
     rt_thread_ended(rt);
     return NULL;
 }
@@ -322,6 +365,7 @@ void *rt_cam_thread(void *arg)
     else
         run_source(cam);
     end_camera(cam);
+    rt_cam_let_go(cam);
     rt_thread_ended(cam->rt);
     return NULL;
 }

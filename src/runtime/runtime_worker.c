@@ -33,8 +33,10 @@ omma_status rt_gpu_prepare(rt_gpu *g)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&g->wake, &attr);
     pthread_cond_init(&g->sink_wake, &attr);
+    pthread_cond_init(&g->gone, &attr);
     pthread_condattr_destroy(&attr);
-    g->ready = calloc((size_t)(g->n_cams > 0 ? g->n_cams : 1), sizeof *g->ready);
+    g->ready_cap = g->rt->cap > 0 ? g->rt->cap : 1; /* every camera could be placed here */
+    g->ready = calloc((size_t)g->ready_cap, sizeof *g->ready);
     g->batches = calloc((size_t)lanes, sizeof *g->batches);
     g->pending = calloc((size_t)lanes, sizeof *g->pending);
     g->faces = calloc((size_t)batch * (size_t)cfg->pipeline.max_faces, sizeof *g->faces);
@@ -96,6 +98,7 @@ void rt_gpu_close(rt_gpu *g)
     if (g->rt) { /* prepared: the lock and conditions exist */
         pthread_cond_destroy(&g->wake);
         pthread_cond_destroy(&g->sink_wake);
+        pthread_cond_destroy(&g->gone);
         pthread_mutex_destroy(&g->lock);
     }
     free(g->ready);
@@ -110,7 +113,7 @@ void rt_gpu_notify(rt_gpu *g, rt_cam *cam)
     pthread_mutex_lock(&g->lock);
     if (!cam->queued && !cam->drained) {
         cam->queued = 1;
-        g->ready[(g->ready_head + g->ready_count) % g->n_cams] = cam->index;
+        g->ready[(g->ready_head + g->ready_count) % g->ready_cap] = cam->index;
         if (g->ready_count++ == 0)
             g->first_ready_ns = core_now_ns();
         /* The worker sleeps until a first frame (to start the deadline) or
@@ -129,7 +132,8 @@ static struct timespec abs_time(uint64_t t_ns)
 /* Under the lock: waits until a batch should run (a free lane, and a full
  * batch ready or the oldest ready frame's deadline passed, or stopping
  * with frames ready), releasing the frames pose handed back meanwhile.
- * Returns 0 when every camera is drained (or *st failed). */
+ * Returns 0 when every camera is drained (with cameras added live: and
+ * the runtime stopping), or *st failed. */
 static int wait_for_batch(rt_gpu *g, omma_status *st)
 {
     const rt_runtime_config *cfg = &g->rt->cfg;
@@ -137,7 +141,8 @@ static int wait_for_batch(rt_gpu *g, omma_status *st)
     for (;;) {
         if ((*st = rt_pose_release_held(g)) != OMMA_OK)
             return 0;
-        if (g->open_cams == 0 && g->ready_count == 0)
+        if (g->open_cams == 0 && g->ready_count == 0 &&
+            (cfg->max_cameras == 0 || rt_stopping(g->rt)))
             return 0;
         if (g->free_lanes > 0 && g->ready_count > 0) {
             uint64_t now = core_now_ns(), due = g->first_ready_ns + max_wait;
@@ -158,7 +163,7 @@ static int pick(rt_gpu *g, rt_cam **picked)
     rt_gpu_runtime *rt = g->rt;
     int n = 0, kept = 0, count = g->ready_count;
     for (int i = 0; i < count; i++) {
-        int c = g->ready[(g->ready_head + i) % g->n_cams];
+        int c = g->ready[(g->ready_head + i) % g->ready_cap];
         rt_cam *cam = &rt->cams[c];
         if (cam->drained) {
             cam->queued = 0; /* queued again before its last take saw it closed */
@@ -166,7 +171,7 @@ static int pick(rt_gpu *g, rt_cam **picked)
             cam->queued = 0;
             picked[n++] = cam;
         } else {
-            g->ready[(g->ready_head + kept++) % g->n_cams] = c;
+            g->ready[(g->ready_head + kept++) % g->ready_cap] = c;
         }
     }
     g->ready_count = kept;
@@ -191,6 +196,8 @@ static int take_frames(rt_gpu *g, rt_cam **picked, int n, rt_ring_item *items, r
             if (!cam->drained) {
                 cam->drained = 1;
                 g->open_cams--;
+                if (g->removals > 0)
+                    pthread_cond_broadcast(&g->gone);
             }
             pthread_mutex_unlock(&g->lock);
             continue;
@@ -372,6 +379,7 @@ void *rt_gpu_worker(void *arg)
         st = rs;
     g->worker_done = 1;
     pthread_cond_signal(&g->sink_wake);
+    pthread_cond_broadcast(&g->gone); /* a remove waits for no more takes */
     pthread_mutex_unlock(&g->lock);
     if (st != OMMA_OK)
         rt_fail(rt, st, omma_last_error());
@@ -466,6 +474,8 @@ void *rt_gpu_sink(void *arg)
         g->pending_count--;
         g->free_lanes++;
         pthread_cond_signal(&g->wake);
+        if (g->removals > 0) /* its cameras' results are out */
+            pthread_cond_broadcast(&g->gone);
     }
     pthread_mutex_unlock(&g->lock);
     rt_thread_ended(rt);

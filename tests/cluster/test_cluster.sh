@@ -1,5 +1,7 @@
 #!/bin/sh
-# Three omma nodes (omma stream --cluster --backend cpu) sharing 12 cameras
+# Three omma nodes (omma stream --cluster --backend cpu, or BACKEND: cuda
+# runs each node's cameras in one GPU runtime, added and removed live,
+# exit 77 without a GPU) sharing 12 cameras
 # (2 test videos, 10 synthetic) through a three-node nats-server
 # cluster with JetStream on loopback (R3 buckets), results on an R3
 # JetStream stream; cluster_check watches the owner keys throughout and
@@ -18,9 +20,13 @@
 #      order no result carries an older lease); mended: it rejoins.
 # Every camera's owner key changes by compare-and-set only throughout.
 # Servers, proxy and nodes are stopped by PID on every path.
-# usage: test_cluster.sh OMMA CLUSTER_CHECK NATS_CONSUMER TESTDATA_DIR
-omma=$1 check=$2 nats_tool=$3 data=$4
+# usage: test_cluster.sh OMMA CLUSTER_CHECK NATS_CONSUMER TESTDATA_DIR [BACKEND]
+omma=$1 check=$2 nats_tool=$3 data=$4 backend=${5:-cpu}
 here=$(dirname "$0")
+if [ "$backend" != cpu ]; then
+    "$omma" info >/dev/null 2>&1
+    [ $? -eq 3 ] && { echo "SKIP: no GPU"; exit 77; }
+fi
 command -v nats-server >/dev/null || { echo "SKIP: nats-server not installed"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 "$check" >/dev/null 2>&1
@@ -81,21 +87,21 @@ rc=$?
 [ $rc = 1 ] && grep -q "cluster nats://u:\*\*\*@127.0.0.1:$closed: cannot connect" "$tmp/bad.err" &&
     ! grep -q secret "$tmp/bad.err" ||
     fail "an unreachable server: exit $rc (want 1): $(cat "$tmp/bad.err")"
-"$omma" stream --backend cpu --cluster "$cl" 2>"$tmp/bad.err"
+"$omma" stream --backend "$backend" --cluster "$cl" 2>"$tmp/bad.err"
 rc=$?
 [ $rc = 2 ] && grep -q "needs --node" "$tmp/bad.err" ||
     fail "--cluster without --node: exit $rc (want 2): $(cat "$tmp/bad.err")"
-"$omma" stream --backend cpu --cluster "$cl" --node x "$video1" 2>"$tmp/bad.err"
+"$omma" stream --backend "$backend" --cluster "$cl" --node x "$video1" 2>"$tmp/bad.err"
 rc=$?
 [ $rc = 2 ] && grep -q "not SOURCEs" "$tmp/bad.err" ||
     fail "--cluster with a source: exit $rc (want 2): $(cat "$tmp/bad.err")"
-"$omma" stream --backend cpu --cluster "nats://127.0.0.1:$closed/omma" --node x 2>"$tmp/bad.err"
+"$omma" stream --backend "$backend" --cluster "nats://127.0.0.1:$closed/omma" --node x 2>"$tmp/bad.err"
 rc=$?
 [ $rc = 1 ] && grep -q "cannot connect" "$tmp/bad.err" ||
     fail "--cluster unreachable: exit $rc (want 1): $(cat "$tmp/bad.err")"
 
 # The cameras: 2 videos, 10 synthetic (at 1 frame/s: the CPU backend with
-# sanitizers on a shared CI machine). The first add makes the bucket (the
+# sanitizers on a shared CI machine; the GPU backend likewise, same bounds). The first add makes the bucket (the
 # JetStream cluster may still be electing: tried for up to 20 s).
 cams=""
 for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
@@ -116,7 +122,7 @@ watcher=$!
 pids="$pids $watcher"
 
 start_omma() { # N URL
-    "$omma" stream --backend cpu --threads 1 --loop --fps 1 --resolution 320x240 \
+    "$omma" stream --backend "$backend" --threads 1 --loop --fps 1 --resolution 320x240 \
         --cluster "$2" --node "n$1" --sink "nats://$all/clu" --site lab --status json \
         --status-every 1 --results off --sink-drain 5 2>>"$tmp/n$1.err" &
     eval "omma$1=$!"

@@ -98,9 +98,58 @@ static void test_good_config(void)
     CHECK(st == OMMA_ERR_INVALID_ARG);
 }
 
+/* Cameras added live (max_cameras) on the GPU runtime: the checks before
+ * any GPU is touched; then, without a GPU, OMMA_ERR_NO_DEVICE (no longer
+ * refused as the CPU runtime's only); with one, the argument checks of add
+ * and remove. */
+static void test_live_cameras(void)
+{
+    rt_runtime *rt = NULL;
+    rt_runtime_config c;
+    good(&c);
+    c.n_cameras = 0;
+    c.max_cameras = 4;
+    c.publish = "omma-config-test";
+#if OMMA_HAVE_CUDA
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_UNSUPPORTED,
+                "max cameras 4: cameras added live cannot be published on the frame bus "
+                "omma-config-test");
+#else
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_NO_DEVICE, "built without CUDA");
+#endif
+    CHECK(rt == NULL);
+    c.publish = NULL;
+    c.pool_frames = 0; /* synthetic cameras may be added: the pool's size is checked */
+    CHECK_GPU_FIELD(rt_runtime_start(&c, &rt), "0 pool frames");
+    c.max_cameras = OMMA_PIPELINE_MAX_CAMERAS + 1;
+    CHECK_FAILS(rt_runtime_start(&c, &rt), OMMA_ERR_INVALID_ARG, "max cameras 4097 not in 1..4096");
+    good(&c);
+    c.n_cameras = 0;
+    c.max_cameras = 4;
+    c.photo = NULL; /* no pool: none for the 2x2 photo to be refused by */
+    omma_status st = rt_runtime_start(&c, &rt);
+    if (st == OMMA_ERR_NO_DEVICE) {
+        CHECK(rt == NULL);
+        return;
+    }
+    CHECK(st == OMMA_OK);
+    if (st != OMMA_OK)
+        return;
+    rt_camera_config synth = {NULL, "s", 0, NULL, NULL};
+    int index = 5;
+    CHECK_FAILS(rt_runtime_add_camera(rt, &synth, &index), OMMA_ERR_INVALID_ARG, "no photo");
+    CHECK(index == -1);
+    CHECK_FAILS(rt_runtime_add_camera(rt, NULL, &index), OMMA_ERR_INVALID_ARG, "NULL argument");
+    CHECK_FAILS(rt_runtime_remove_camera(rt, 0), OMMA_ERR_INVALID_ARG, "camera 0: no such camera");
+    CHECK_FAILS(rt_runtime_remove_camera(rt, 4), OMMA_ERR_INVALID_ARG, "camera 4: no such camera");
+    rt_runtime_interrupt_camera(rt, 0); /* nothing there: nothing */
+    rt_runtime_destroy(rt);
+}
+
 int main(void)
 {
     RUN(test_bad_fields_are_named);
     RUN(test_good_config);
+    RUN(test_live_cameras);
     return testing_finish();
 }
