@@ -638,7 +638,7 @@ def part_compile(a, xs):
                 row['headline_numpy'] = headline(name, g, ref)
                 row['headline_gpu_fp16'] = headline(name, g, gout)
             log(name, {k: v for k, v in row.items() if k not in ('results',)})
-            if row['torch_cpu_fp32_vs_numpy'] > 1e-4:
+            if row['torch_cpu_fp32_vs_numpy'] > 1e-3:  # a wrong layout or op: O(1)
                 raise ValueError('PyTorch fp32 differs from the numpy reference: %.1e'
                                  % row['torch_cpu_fp32_vs_numpy'])
         except Exception as e:
