@@ -606,6 +606,9 @@ def part_compile(a, xs):
     import torch
     sys.path.insert(0, a.peers)
     import bench_peers as bp  # its Timer, ring and rel: the same method
+    if not torch.cuda.is_available():
+        log('--part compile: PyTorch sees no CUDA device')
+        return 1
     PeerModule = torch_module_class()
     torch.backends.cudnn.benchmark = True
     import torch._dynamo as dynamo
