@@ -175,7 +175,8 @@ def parse_model(path):
     kinds = []
     for oc in model.tables(1):
         code = max(oc.scalar(0, 'b'), oc.scalar(3, 'i'))
-        kinds.append(oc.string(1) or tt.BUILTIN.get(code) or NEW_BUILTIN.get(code, 'BUILTIN_%d' % code))
+        kinds.append(oc.string(1) or tt.BUILTIN.get(code)
+                     or NEW_BUILTIN.get(code, 'BUILTIN_%d' % code))
     buffers = [bt.bytes(0) for bt in model.tables(4)]
     sgs = model.tables(2)
     if len(sgs) != 1:
