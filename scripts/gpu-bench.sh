@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
 # The engine benchmarks on the GPU machine, with the PyTorch peer side by
-# side in the same run: `omma bench engine` for the three models (fp16 graphs
+# side in the same run: `omma bench engine` for the models (fp16 graphs
 # on and off, fp32), then, when a peers folder is given, the peer's
 # torch.compile figures (../shared/peers, copied into the repo because
-# ../shared does not travel); then `omma bench pipeline` (the whole GPU
+# ../shared does not travel; the face models through its bench_peers.py,
+# the others through scripts/peer_models.py, which adds the ops they need)
+# and the table of ratios (ratio.txt: omma fp16 ms, torch.compile ms and
+# their ratio at batch 1 and 128); then `omma bench pipeline` (the whole GPU
 # face pipeline on 1080p NV12 cameras). Results as JSON lines and logs in
 # OUTDIR.
 #
 # usage: scripts/gpu-bench.sh OUTDIR [PEERS_DIR]
 #   BUILD_DIR  build folder with the omma binary (default build-gpu; built
 #              here for sm_90 when missing)
+#   MODELS     the engine's and peer's models: "face" (default: BlazeFace
+#              short and full range, FaceMesh), "new" (BlazePose's detector,
+#              landmark lite/full/heavy, the attention FaceMesh), "all", or
+#              names of models/*.tflite without the extension
 #   PARTS      which parts run (default "engine peers pipeline"; also
 #              "runtime": omma bench runtime, "soak": its 5-minute soak,
 #              "ui": the live view's cost, 1000 cameras with 0 and 10
 #              simulated viewers in one run, docs/UI.md; "pose": face +
 #              BlazePose full in each step, issue 24's 1000 cameras)
 #   PEER_BATCHES  batch sizes of the peer's torch.compile part, e.g.
-#              1,128,512 (its --batches option; default: the peer's own)
+#              1,128,512 (its --batches option; default 1,128 for the
+#              face models and the others). Results accumulate in OUTDIR: runs with a few MODELS
+#              each (the 10-minute limit of a command) make one table.
 set -u
 OUT=${1:?usage: scripts/gpu-bench.sh OUTDIR [PEERS_DIR]}
 PEERS=${2:-}
@@ -34,7 +43,28 @@ if [ ! -x "$BUILD/omma" ]; then
         { echo "gpu-bench: build failed (see bench-build.log)"; exit 1; }
 fi
 
-models="face_detection_short_range face_detection_full_range face_landmark"
+face_models="face_detection_short_range face_detection_full_range face_landmark"
+new_models="pose_detection pose_landmark_lite pose_landmark_full pose_landmark_heavy"
+new_models="$new_models face_landmark_with_attention"
+case ${MODELS:-face} in
+face) models=$face_models ;;
+new) models=$new_models ;;
+all) models="$face_models $new_models" ;;
+*) models=$MODELS ;;
+esac
+models=$(echo $models)
+for m in $models; do
+    [ -f "$ROOT/models/$m.tflite" ] || { echo "gpu-bench: no model $ROOT/models/$m.tflite"; exit 2; }
+done
+# The models the peer's bench_peers.py covers, and the others.
+peer_face= peer_new=
+for m in $models; do
+    case " $face_models " in
+    *" $m "*) peer_face="$peer_face $m" ;;
+    *) peer_new="${peer_new:+$peer_new,}$m" ;;
+    esac
+done
+
 has engine && for cfg in "fp16 on" "fp16 off" "fp32 on"; do
     set -- $cfg
     for m in $models; do
@@ -50,13 +80,27 @@ has engine && cat "$OUT/engine.txt"
 
 if has peers && [ -n "$PEERS" ]; then
     assets=$(mktemp -d)
-    cp "$ROOT"/models/*.tflite "$ROOT/testdata/astronaut.png" "$assets/"
-    PYTHONUNBUFFERED=1 PEER_ASSETS=$assets timeout 480 python3 "$PEERS/bench_peers.py" \
-        --part compile ${PEER_BATCHES:+--batches "$PEER_BATCHES"} --out "$OUT" \
-        >"$OUT/peers-compile.log" 2>&1 ||
-        { echo "gpu-bench: peer compile benchmark failed (see peers-compile.log)"; failed=1; }
-    tail -n 20 "$OUT/peers-compile.log"
+    cp "$ROOT"/models/*.tflite "$ROOT/testdata/astronaut.png" "$ROOT/testdata/messi5.jpg" "$assets/"
+    if [ -n "$peer_face" ]; then
+        PYTHONUNBUFFERED=1 PEER_ASSETS=$assets timeout 480 python3 "$PEERS/bench_peers.py" \
+            --part compile ${PEER_BATCHES:+--batches "$PEER_BATCHES"} --out "$OUT" \
+            >"$OUT/peers-compile.log" 2>&1 ||
+            { echo "gpu-bench: peer compile benchmark failed (see peers-compile.log)"; failed=1; }
+        tail -n 20 "$OUT/peers-compile.log"
+    fi
+    # The other models: validated against the numpy reference on a real
+    # input first, then torch.compile per batch, one JSON line per model.
+    if [ -n "$peer_new" ]; then
+        timeout 590 python3 "$ROOT/scripts/peer_models.py" --part compile --peers "$PEERS" \
+            --assets "$assets" --models "$peer_new" --batches "${PEER_BATCHES:-1,128}" \
+            >>"$OUT/peers_models.jsonl" 2>>"$OUT/peers-models.log" ||
+            { echo "gpu-bench: peer_models.py failed (see peers-models.log)"; failed=1; }
+        tail -n 30 "$OUT/peers-models.log"
+    fi
     rm -rf "$assets"
+    python3 "$ROOT/scripts/peer_models.py" --part table --out "$OUT" --models "${models// /,}" \
+        >"$OUT/ratio.txt" || { echo "gpu-bench: ratio.txt lacks numbers"; failed=1; }
+    cat "$OUT/ratio.txt"
 fi
 
 if has pipeline; then

@@ -15,7 +15,9 @@ omma_status rw_fold_dequantize(gr_graph *g, int *count);
 
 /* A PAD of H and W only (zero padding, batch and channels untouched) whose
  * single consumer is a convolution (as its input) is folded into the
- * convolution's window padding. Into a max pool only when the padded values
+ * convolution's window padding; one whose readers are all convolutions,
+ * each reading it once as its input, into each of them (count: PADs
+ * removed). Into a max pool only when the padded values
  * cannot change a maximum: the pool's input is known non-negative (it comes
  * from RELU/RELU6) and no window would lie entirely in padding. Channel PADs
  * stay real ops. */

@@ -1,4 +1,4 @@
-/* Rewrite: spatial PAD folded into the window padding of its consumer.
+/* Rewrite: spatial PAD folded into the window padding of its consumer(s).
  *
  * A convolution's padding is zero padding, exactly what PAD adds, so the
  * fold is always legal there. A max pool's padding is ignored rather than
@@ -59,13 +59,54 @@ static void add_pads(gr_window *w, const gr_node *p)
     w->pad_right += p->p.pad.after[2];
 }
 
+#define MAX_CONV_READERS 8
+
+/* The nodes after `from` reading tensor t, when there are `uses` reads of
+ * it (every one: t is no graph output), at most MAX_CONV_READERS, and each
+ * is a convolution reading t as its input and nowhere else. Returns how
+ * many (listed in readers), or 0. */
+static int conv_readers(const gr_graph *g, int from, int t, int uses, int *readers)
+{
+    int n = 0;
+    if (uses > MAX_CONV_READERS)
+        return 0;
+    for (int i = from; i < g->n_nodes; i++) {
+        int r[GR_MAX_INPUTS + 2];
+        int k = gr_node_reads(&g->nodes[i], r), hits = 0;
+        for (int j = 0; j < k; j++)
+            hits += r[j] == t;
+        if (!hits)
+            continue;
+        const gr_node *c = &g->nodes[i];
+        if (hits != 1 || c->in[0] != t || (c->op != GR_CONV2D && c->op != GR_DWCONV2D))
+            return 0;
+        readers[n++] = i;
+    }
+    return n == uses ? n : 0;
+}
+
 omma_status rw_fold_pad(gr_graph *g, int *count)
 {
     rw_scratch s;
     OMMA_TRY(rw_scratch_begin(g, &s, "pad"));
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *p = &g->nodes[i];
-        if (p->op != GR_PAD || !spatial_only(p, &g->tensors[p->in[0]]) || s.uses[p->out] != 1)
+        if (p->op != GR_PAD || !spatial_only(p, &g->tensors[p->in[0]]))
+            continue;
+        /* Read by several convolutions (BlazePose's detector heads): into
+         * each of them. */
+        int readers[MAX_CONV_READERS];
+        int nr = s.uses[p->out] > 1 ? conv_readers(g, i + 1, p->out, s.uses[p->out], readers) : 0;
+        for (int k = 0; k < nr; k++) {
+            add_pads(&g->nodes[readers[k]].p.conv.win, p);
+            g->nodes[readers[k]].in[0] = p->in[0];
+        }
+        if (nr) {
+            s.drop[i] = true;
+            s.changed++;
+            continue;
+        }
+        if (s.uses[p->out] != 1)
             continue;
         int ci = consumer_of(g, i + 1, p->out);
         if (ci < 0)

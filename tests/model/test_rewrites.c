@@ -305,6 +305,33 @@ static void test_pad_into_conv(void)
     p = pad(g, x, 1, 1, 1, 1, 0, 0, "pad");
     finish(g, tg_conv(g, p, true, 4, 3, 3, 1, 1, 1, 1, 1, "dw", 4));
     CHECK(hand_case(g, rw_fold_pad, "pad -> depthwise") == 1);
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* Read by two convolutions (BlazePose's detector heads): into both. */
+    p = pad(g, x, 1, 1, 1, 1, 0, 0, "pad");
+    int a = tg_conv(g, p, true, 4, 3, 3, 2, 0, 0, 0, 0, "dw", 4);
+    int b = tg_conv(g, p, false, 4, 3, 3, 2, 0, 0, 0, 0, "conv", 6);
+    finish(g, add(g, a, b, "sum"));
+    CHECK(hand_case(g, rw_fold_pad, "pad -> depthwise and conv") == 1);
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* One of its readers is no convolution: kept. */
+    p = pad(g, x, 1, 1, 1, 1, 0, 0, "pad");
+    finish(g, tg_conv(g, p, false, 4, 3, 3, 1, 0, 0, 0, 0, "conv", 8));
+    g->n_outputs = 2;
+    g->outputs[1] = relu(g, p, "relu");
+    CHECK(hand_case(g, rw_fold_pad, "pad -> conv and relu") == 0);
+
+    g = begin(8, 8, 4, &x);
+    REQUIRE(g);
+    /* Read by a convolution and a graph output: kept. */
+    p = pad(g, x, 1, 1, 1, 1, 0, 0, "pad");
+    finish(g, tg_conv(g, p, false, 4, 3, 3, 1, 0, 0, 0, 0, "conv", 9));
+    g->n_outputs = 2;
+    g->outputs[1] = p;
+    CHECK(hand_case(g, rw_fold_pad, "pad -> conv and graph output") == 0);
 }
 
 static void test_pad_into_maxpool_when_legal(void)
