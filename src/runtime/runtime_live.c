@@ -66,7 +66,8 @@ static void end_source(rt_cam *cam)
 }
 
 /* Under the GPU's lock: whether a batch in flight (submitted, not yet
- * reported by the sink) holds a frame of camera `index`. */
+ * reported by the sink) holds a frame of camera `index` (frames pose
+ * handed back for the worker to release: rt_pose_holds). */
 static int in_flight(const rt_gpu *g, int index)
 {
     int lanes = g->rt->cfg.pipeline.lanes;
@@ -147,7 +148,7 @@ omma_status rt_gpu_remove_camera(void *impl, int index)
     g->removals++;
     while (!cam->drained && !g->worker_done)
         pthread_cond_wait(&g->gone, &g->lock);
-    while (in_flight(g, index))
+    while (in_flight(g, index) || rt_pose_holds(g, index))
         pthread_cond_wait(&g->gone, &g->lock);
     unqueue(g, cam);
     if (!cam->drained) { /* the worker ended first (an error) */
@@ -265,6 +266,8 @@ omma_status rt_gpu_add_camera(void *impl, const rt_camera_config *cfg, int *inde
      * one's (no batch of this index is in flight on that GPU). */
     if (st == OMMA_OK)
         st = omma_face_pipeline_reset_cameras(cam->gpu->pipe, 1, &i);
+    if (st == OMMA_OK)
+        rt_pose_forget(cam->gpu, i); /* nor its people */
     if (st == OMMA_OK && rt_cam_synthetic(cam))
         st = make_own_driver(rt, cam);
     if (st == OMMA_OK && (st = rt_register_camera(rt, cam)) == OMMA_OK)

@@ -16,6 +16,8 @@
  * worker, the ring's only consumer thread, releases them the next time it
  * looks for work (rt_pose_release_held, under the GPU's lock); once the
  * worker has ended, the sink releases them itself. */
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +36,9 @@ struct rt_gpu_pose {
     rt_ring_item *held;
     int *held_cam;
     int n_held, room;
+    /* A camera index given to a new camera (rt_pose_forget): its people
+     * are forgotten by the sink before its first batch. */
+    atomic_bool fresh[OMMA_PIPELINE_MAX_CAMERAS];
 };
 
 omma_status rt_pose_prepare(rt_gpu *g)
@@ -101,6 +106,8 @@ omma_status rt_pose_run(rt_gpu *g, const rt_batch *b)
     for (int i = 0; i < b->n; i++) {
         frames[i] = b->items[i].frame;
         ready[i] = b->items[i].ready;
+        if (atomic_exchange(&p->fresh[b->cams[i]], false)) /* not its predecessor's people */
+            OMMA_TRY(pp_batch_reset(p->batch, b->cams[i]));
     }
     return pp_batch_process(p->batch, b->n, b->cams, frames, ready, p->poses, p->counts);
 }
@@ -140,7 +147,24 @@ static omma_status release_held(rt_gpu *g)
             st = rs;
     }
     p->n_held = 0;
+    if (g->removals > 0) /* a remove may wait for these frames */
+        pthread_cond_broadcast(&g->gone);
     return st;
+}
+
+void rt_pose_forget(rt_gpu *g, int index)
+{
+    if (g->pose)
+        atomic_store(&g->pose->fresh[index], true);
+}
+
+int rt_pose_holds(const rt_gpu *g, int index)
+{
+    const rt_gpu_pose *p = g->pose;
+    for (int i = 0; p && i < p->n_held; i++)
+        if (p->held_cam[i] == index)
+            return 1;
+    return 0;
 }
 
 omma_status rt_pose_done(rt_gpu *g, rt_batch *b)

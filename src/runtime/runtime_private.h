@@ -261,6 +261,12 @@ void rt_pose_result(rt_gpu *g, int i, rt_result *r);
 omma_status rt_pose_done(rt_gpu *g, rt_batch *b);
 /* Worker, under the GPU's lock: releases the items handed back. */
 omma_status rt_pose_release_held(rt_gpu *g);
+/* Under the GPU's lock: whether a frame of camera `index` waits there to
+ * be released (a live remove waits for it: runtime_live.c). */
+int rt_pose_holds(const rt_gpu *g, int index);
+/* Camera `index` is a new camera's (runtime_live.c): the sink forgets its
+ * predecessor's people before its first batch. */
+void rt_pose_forget(rt_gpu *g, int index);
 
 /* runtime_live.c: rt_gpu_backend's add_camera, remove_camera,
  * interrupt_camera (runtime.h). */
