@@ -62,7 +62,7 @@ static omma_status fixed32(pb *p, float *v)
 /* A length-delimited value: the sub-range it spans (p moves past it). */
 static omma_status delimited(pb *p, pb *sub)
 {
-    uint64_t n;
+    uint64_t n = 0;
     size_t at = p->pos;
     OMMA_TRY(varint(p, &n));
     if (n > p->end - p->pos)
@@ -75,7 +75,7 @@ static omma_status delimited(pb *p, pb *sub)
 static omma_status skip(pb *p, int wire, size_t at)
 {
     uint64_t v;
-    pb sub;
+    pb sub = {0};
     switch (wire) {
     case 0:
         return varint(p, &v);
@@ -188,7 +188,7 @@ omma_status vis_geometry_parse(const uint8_t *b, size_t size, const char *what, 
         int f = 0, w = 0;
         size_t at = p.pos;
         OMMA_TRY(key(&p, &f, &w));
-        pb sub;
+        pb sub = {0};
         if (f == 1 && w == 2) {
             OMMA_TRY(delimited(&p, &sub));
             if (meshes++)

@@ -139,7 +139,7 @@ static void block_keeps_order_and_never_drops(void)
         CHECK(put_ok(&s, &ev, 0, NULL) == k);
     rt_put_plan p = rt_slots_begin_put(&s, fake_done, &ev);
     CHECK(p.kind == RT_PUT_WAIT && p.slot == -1 && s.put == 3); /* not counted */
-    int a, b;
+    int a = -1, b = -1;
     CHECK(take_seq(&s, &a) == 1); /* oldest first */
     CHECK(rt_slots_begin_put(&s, fake_done, &ev).kind == RT_PUT_WAIT); /* taken != free */
     CHECK(take_seq(&s, &b) == 2);
