@@ -977,9 +977,6 @@ int cli_stream_parse(int argc, char **argv, cli_stream_opts *o)
         return cli_see_help("stream");
     if (!name_cameras(o) || !parse_participants(o))
         return cli_see_help("stream");
-    if (o->rt.pipeline.head_pose && o->rt.pipeline.backend == OMMA_BACKEND_CUDA)
-        return cli_usage_error("stream", "--head-pose needs --backend cpu (the GPU runtime "
-                                         "does not compute it yet)");
     const char *data = cli_data_dir();
     snprintf(o->detector, sizeof o->detector, "%s/models/face_detection_%s_range.tflite", data,
              full_range ? "full" : "short");

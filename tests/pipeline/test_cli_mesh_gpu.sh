@@ -8,8 +8,8 @@
 #   and roll within 2 degrees;
 # - with --csv: the 1466 documented columns, the irises and head pose
 #   filled;
-# - `omma stream --backend gpu --face-mesh 478` on the video: 478 landmarks
-#   in every face of its 4 records.
+# - `omma stream --backend gpu --face-mesh 478 --head-pose` on the video:
+#   478 landmarks and a head pose in every face of its 4 records.
 # Skipped (77) without a GPU.
 # usage: test_cli_mesh_gpu.sh PATH/TO/omma TESTDATA
 omma=$1 data=$2
@@ -27,9 +27,9 @@ for b in gpu cpu; do
 done
 "$omma" run --backend gpu --face-mesh 478 --head-pose --csv --out "$work/gpu.csv" "$photo" \
     2>"$work/csv.log" || { cat "$work/csv.log"; fail "omma run --backend gpu --csv"; }
-"$omma" stream --backend gpu --face-mesh 478 --max-frames 4 --realtime off --status off \
+"$omma" stream --backend gpu --face-mesh 478 --head-pose --max-frames 4 --realtime off --status off \
     --out "$work/stream.jsonl" "$video" 2>"$work/stream.log" ||
-    { cat "$work/stream.log"; fail "omma stream --backend gpu --face-mesh 478"; }
+    { cat "$work/stream.log"; fail "omma stream --backend gpu --face-mesh 478 --head-pose"; }
 python3 - "$work/gpu.jsonl" "$work/cpu.jsonl" "$work/gpu.csv" "$work/stream.jsonl" <<'PY' ||
 import csv, json, sys
 g = [json.loads(l) for l in open(sys.argv[1])]
@@ -60,9 +60,11 @@ row = dict(zip(rows[0], rows[1]))
 assert row["lm468_x"] and row["lm477_y"] and row["yaw"] and row["hp15"] == "1.0000", row["hp15"]
 s = [json.loads(l) for l in open(sys.argv[4])]
 assert len(s) == 4 and all(len(f["landmarks"]) == 478 for r in s for f in r["faces"])
+assert all(abs(f["head_pose"]["yaw"]) < 90 for r in s for f in r["faces"])
 assert sum(len(r["faces"]) for r in s) == 4
 print("GPU vs CPU: %d faces, points within %.3f px at 192, head pose within %.2f degrees; CSV "
-      "of 1466 columns; stream: 4 records of 478 landmarks" % (faces, worst_px, worst_deg))
+      "of 1466 columns; stream: 4 records of 478 landmarks and a head pose" % (faces, worst_px,
+                                                                         worst_deg))
 PY
     fail "the GPU attention mesh differs"
 echo ok
