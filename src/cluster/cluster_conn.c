@@ -1,9 +1,12 @@
+#define _POSIX_C_SOURCE 200809L
 /* The connection to the cluster's buckets (cluster_private.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cluster/cluster_private.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 #if OMMA_HAVE_NATS
@@ -30,11 +33,25 @@ void cluster_conn_close(cluster_conn *c)
     memset(c, 0, sizeof *c);
 }
 
+/* JetStream's answer for bucket, asked again while its API times out
+ * (a cluster electing the leaders of its streams, just started or after
+ * a node went: seconds), until deadline_ns. */
+static natsStatus lookup(cluster_conn *c, const char *bucket, uint64_t deadline_ns, kvStore **out)
+{
+    for (;;) {
+        natsStatus s = js_KeyValue(out, c->js, bucket);
+        if (s != NATS_TIMEOUT || core_now_ns() >= deadline_ns)
+            return s;
+        struct timespec ts = {0, 200000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* Binds bucket, or makes it (create) when missing. */
 static omma_status bind_bucket(const cluster_url *u, cluster_conn *c, const char *bucket,
-                               int64_t ttl_ms, int create, kvStore **out)
+                               int64_t ttl_ms, int create, uint64_t deadline_ns, kvStore **out)
 {
-    natsStatus s = js_KeyValue(out, c->js, bucket);
+    natsStatus s = lookup(c, bucket, deadline_ns, out);
     if (s == NATS_NOT_FOUND && create) {
         kvConfig kc;
         kvConfig_Init(&kc);
@@ -113,9 +130,12 @@ omma_status cluster_conn_open(const cluster_url *u, int timeout_ms, int request_
         st = cluster_nats_fail(u, s, "JetStream context");
         goto fail;
     }
-    st = bind_bucket(u, out, u->bucket, 0, create, &out->cams);
+    /* Its API may time out for a while on a cluster just started: asked
+     * again for the connect timeout, then an error. */
+    uint64_t deadline = core_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    st = bind_bucket(u, out, u->bucket, 0, create, deadline, &out->cams);
     if (st == OMMA_OK && with_leases)
-        st = bind_bucket(u, out, u->leases, u->lease_ms, create, &out->leases);
+        st = bind_bucket(u, out, u->leases, u->lease_ms, create, deadline, &out->leases);
     if (st != OMMA_OK)
         goto fail;
     return OMMA_OK;
