@@ -648,9 +648,9 @@ static bool dt_form_ok(const cuda_dwpw_args *a)
                   (size_t)a->residual;
     long long out = (long long)a->batch * a->oh * a->ow * (a->cout > a->rc ? a->cout : a->rc);
     long long in = (long long)a->batch * a->ih * a->iw * a->c;
-    return a->prec == CUDA_PREC_F16 && a->c % 2 == 0 && a->cout % 2 == 0 &&
-           (!a->residual || a->rc % 2 == 0) && a->kh <= 3 && a->kw <= 3 && (addr & 3) == 0 &&
-           4 * out < INT_MAX && in < INT_MAX;
+    return a->prec == CUDA_PREC_F16 && a->mid_act == GR_ACT_NONE && a->c % 2 == 0 &&
+           a->cout % 2 == 0 && (!a->residual || a->rc % 2 == 0) && a->kh <= 3 && a->kw <= 3 &&
+           (addr & 3) == 0 && 4 * out < INT_MAX && in < INT_MAX;
 }
 
 template <int NT, bool W3>

@@ -441,10 +441,10 @@ static bool pr_shape_ok(const cuda_pair_args *p)
     const cuda_dwpw_args &A = p->a, &B = p->b;
     const cuda_dwpw_args *both[2] = {&A, &B};
     for (const cuda_dwpw_args *a : both) {
-        if (a->prec != CUDA_PREC_F16 || a->kh != 3 || a->kw != 3 || a->sh != 1 || a->sw != 1 ||
-            a->dh != 1 || a->dw != 1 || a->pt != 1 || a->pl != 1 || a->oh != a->ih ||
-            a->ow != a->iw || a->c % 2 != 0 || a->cout % 2 != 0 || a->pool_residual ||
-            a->c > 128 || a->cout > 128)
+        if (a->prec != CUDA_PREC_F16 || a->mid_act != GR_ACT_NONE || a->kh != 3 || a->kw != 3 ||
+            a->sh != 1 || a->sw != 1 || a->dh != 1 || a->dw != 1 || a->pt != 1 || a->pl != 1 ||
+            a->oh != a->ih || a->ow != a->iw || a->c % 2 != 0 || a->cout % 2 != 0 ||
+            a->pool_residual || a->c > 128 || a->cout > 128)
             return false;
     }
     if (B.ih != A.oh || B.iw != A.ow || B.c != A.cout)
