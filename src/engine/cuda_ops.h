@@ -307,8 +307,8 @@ cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s); /* w, bias unused */
 
 /* GR_DWPW (cuda_ops_dwpw.cu): y = act(pw(mid(dw(x) + dw_bias)) + bias + r),
- * mid the depthwise activation mid_act (NONE, RELU or RELU6; the chain, pair
- * and tensor-core-throughout forms take only NONE), r
+ * mid the depthwise activation mid_act (NONE, RELU or RELU6; the chain,
+ * pair and heads forms take only NONE), r
  * the residual's channels [0, rc) at the output pixel, or (pool_residual)
  * the max of its 2x2 block in a [batch, 2*oh, 2*ow, rc] tensor; 0 for
  * channels rc .. cout-1 and when residual is NULL. */

@@ -310,8 +310,8 @@ static void make_cases(void)
         s->act = blocks[i].act;
     }
     /* BlazePose's blocks: a RELU6 (or RELU) on the depthwise result, which
-     * only the single-block kernels take (dwpw_tc in fp16, dwpw_simt in
-     * fp32 and for odd counts). */
+     * only the single-block kernels take (dwpw_mma and dwpw_tc in fp16,
+     * dwpw_simt in fp32 and for odd counts). */
     struct {
         int batch, h, c, k, stride, cout, rc;
         res_mode res;
@@ -325,7 +325,10 @@ static void make_cases(void)
         {2, 16, 192, 3, 1, 192, 192, RES_INPUT, GR_ACT_RELU6, GR_ACT_RELU6},
         {2, 8, 192, 3, 2, 192, 192, RES_POOL, GR_ACT_RELU, GR_ACT_RELU6},
         {1, 8, 384, 3, 1, 64, 64, RES_PIXEL, GR_ACT_NONE, GR_ACT_RELU6},
-        {1, 96, 16, 3, 1, 16, 16, RES_INPUT, GR_ACT_PRELU, GR_ACT_RELU}, /* mma refuses */
+        {1, 96, 16, 3, 1, 16, 16, RES_INPUT, GR_ACT_PRELU, GR_ACT_RELU}, /* the mma form */
+        {2, 128, 8, 3, 1, 8, 8, RES_INPUT, GR_ACT_NONE, GR_ACT_RELU6}, /* mma: lite's decoder */
+        {1, 128, 24, 3, 1, 8, 0, RES_NONE, GR_ACT_NONE, GR_ACT_RELU6}, /* mma: narrowing */
+        {1, 64, 16, 3, 1, 32, 0, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6}, /* mma: widening */
         {40, 32, 32, 3, 1, 36, 32, RES_PIXEL, GR_ACT_RELU, GR_ACT_RELU6}, /* 128-row tiles */
         {1, 20, 24, 3, 1, 96, 24, RES_PIXEL, GR_ACT_RELU6, GR_ACT_RELU6}, /* cout split */
         {2, 9, 7, 3, 1, 5, 3, RES_PIXEL, GR_ACT_RELU, GR_ACT_RELU6}, /* odd: FFMA */
