@@ -135,9 +135,15 @@ struct rt_gpu {
     int ready_head, ready_count;
     uint64_t first_ready_ns; /* when the oldest of them got ready */
     int open_cams; /* cameras not drained */
-    rt_batch *batches; /* one per lane */
-    int *pending; /* lanes submitted, oldest first (ring of lanes) */
+    /* Batches submitted and not yet reported, in `lanes` slots used in
+     * turn (the sink frees them oldest first, so the next slot is free
+     * whenever free_lanes is): not indexed by the pipeline's lane, which
+     * the pipeline hands out again as soon as the sink has completed its
+     * step, while the sink still reports and (pose) holds the batch. */
+    rt_batch *batches;
+    int *pending; /* slots submitted, oldest first (ring of slots) */
     int pending_head, pending_count;
+    int next_slot; /* the worker's next batch slot */
     int free_lanes;
     int worker_done;
     /* Previews (cfg.preview): one set of RT_GPU_PREVIEWS thumbnails per

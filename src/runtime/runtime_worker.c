@@ -367,9 +367,10 @@ void *rt_gpu_worker(void *arg)
             rt_gpu_notify(g, requeue[i]);
         pthread_mutex_lock(&g->lock);
         if (m > 0 && st == OMMA_OK) {
-            g->batches[staged.lane] = staged;
-            g->pending[(g->pending_head + g->pending_count++) % rt->cfg.pipeline.lanes] =
-                staged.lane;
+            int slot = g->next_slot;
+            g->next_slot = (slot + 1) % rt->cfg.pipeline.lanes;
+            g->batches[slot] = staged;
+            g->pending[(g->pending_head + g->pending_count++) % rt->cfg.pipeline.lanes] = slot;
             g->free_lanes--;
             pthread_cond_signal(&g->sink_wake);
         }
