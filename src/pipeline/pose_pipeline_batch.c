@@ -410,7 +410,3 @@ omma_status pp_batch_reset(pp_batch *b, int camera)
     return OMMA_OK;
 }
 
-CUstream pp_batch_stream(const pp_batch *b)
-{
-    return b ? b->stream : NULL;
-}

@@ -63,7 +63,4 @@ omma_status pp_batch_process(pp_batch *b, int n, const int *cameras, const omma_
  * OMMA_ERR_INVALID_ARG, OMMA_ERR_BUSY. */
 omma_status pp_batch_reset(pp_batch *b, int camera);
 
-/* The stream its work runs on (idle between calls). */
-CUstream pp_batch_stream(const pp_batch *b);
-
 #endif

@@ -15,13 +15,21 @@
  * back once pose and faces are done with them (rt_pose_done), and the
  * worker, the ring's only consumer thread, releases them the next time it
  * looks for work (rt_pose_release_held, under the GPU's lock); once the
- * worker has ended, the sink releases them itself. */
+ * worker has ended, the sink releases them itself. A release records the
+ * slot's done event on a stream of its own (`release`): never the pose
+ * stream, which the sink may be capturing into a CUDA graph at that
+ * moment (an event recorded into a capturing stream from another thread:
+ * a crash in the driver at 500 cameras). Nothing more needs ordering
+ * there: by rt_pose_done the host has waited for the pose work (the batch
+ * path synchronizes its stream after the kernels that read the frames)
+ * and for the face step (fp_async_complete). */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "gpu/stream_pool.h"
 #include "pipeline/pose_pipeline_batch.h"
 #include "runtime/runtime_private.h"
 #include "vision/pose_attach.h"
@@ -36,6 +44,7 @@ struct rt_gpu_pose {
     rt_ring_item *held;
     int *held_cam;
     int n_held, room;
+    CUstream release; /* the releases' done events, recorded after the host waited */
     /* A camera index given to a new camera (rt_pose_forget): its people
      * are forgotten by the sink before its first batch. */
     atomic_bool fresh[OMMA_PIPELINE_MAX_CAMERAS];
@@ -60,6 +69,7 @@ omma_status rt_pose_prepare(rt_gpu *g)
     p->held_cam = calloc((size_t)p->room, sizeof *p->held_cam);
     if (!p->poses || !p->counts || !p->face_of || !p->held || !p->held_cam)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: GPU %d pose buffers", g->ordinal);
+    OMMA_TRY(gpu_stream_acquire(g->dev, GPU_PRIORITY_NORMAL, &p->release));
     pp_batch_options o;
     pp_batch_options_init(&o);
     o.pose = cfg->pose;
@@ -79,6 +89,7 @@ void rt_pose_close(rt_gpu *g)
     if (!p)
         return;
     pp_batch_destroy(p->batch);
+    gpu_stream_release(g->dev, p->release);
     free(p->poses);
     free(p->counts);
     free(p->face_of);
@@ -142,7 +153,7 @@ static omma_status release_held(rt_gpu *g)
     omma_status st = OMMA_OK;
     for (int i = 0; i < p->n_held; i++) {
         omma_status rs = rt_ring_release(g->rt->cams[p->held_cam[i]].ring, &p->held[i],
-                                         pp_batch_stream(p->batch));
+                                         p->release);
         if (st == OMMA_OK)
             st = rs;
     }
