@@ -49,8 +49,9 @@ test: setup build
 
 # The suite of the build without CUDA (CPU backend only; GPU tests skip).
 # The tests labelled slow (the cluster, the two-person participants video,
-# the CPU pipeline's threads, the recorder, network cameras, NATS sinks:
-# nothing in them differs without CUDA) run once, in make test.
+# the CPU pipeline's threads, the recorder, network cameras, NATS sinks,
+# the Python package's suite: nothing in them differs without CUDA) run
+# once, in make test.
 test-nocuda:
 	$(MAKE) test BUILD=$(NOCUDA_BUILD) CMAKE_FLAGS="$(CMAKE_FLAGS) -DOMMA_CUDA=OFF -DOMMA_TEST_FUZZ=OFF" \
 	    CTEST_ARGS="-LE slow"
