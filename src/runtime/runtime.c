@@ -107,22 +107,7 @@ static void place(rt_gpu_runtime *rt)
 
 omma_status rt_register_camera(rt_gpu_runtime *rt, const rt_cam *cam)
 {
-    metrics_registry *m = rt->cfg.metrics;
-    if (!m)
-        return OMMA_OK;
-    int i = cam->index;
-    char name[METRICS_NAME_MAX];
-    if (cam->cfg.name)
-        snprintf(name, sizeof name, "%s", cam->cfg.name);
-    else if (cam->cfg.spec) {
-        int k = snprintf(name, sizeof name, "%d:", i);
-        io_video_url_redacted(cam->cfg.spec, name + k, sizeof name - (size_t)k); /* no passwords */
-    } else
-        snprintf(name, sizeof name, "synth%d", i);
-    OMMA_TRY(metrics_add_camera(m, i, name, cam->gpu->index));
-    if (cam->src)
-        metrics_camera_set_decoder(m, i, rt_source_get_info(cam->src)->decoder);
-    return OMMA_OK;
+    return rt_metrics_register(rt->cfg.metrics, cam->index, &cam->cfg, cam->gpu->index, cam->src);
 }
 
 static omma_status register_metrics(rt_gpu_runtime *rt)

@@ -1,11 +1,17 @@
+#define _POSIX_C_SOURCE 200809L /* strdup */
 /* The runtime's entry points (runtime.h): the configuration's defaults and
  * the checks both runtimes share, then the one place that picks the GPU or
- * the CPU runtime (runtime_backend.h) by cfg->pipeline.backend. */
+ * the CPU runtime (runtime_backend.h) by cfg->pipeline.backend; and the
+ * camera helpers both share. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "io/video_file.h"
+#include "metrics/metrics.h"
 #include "runtime/runtime_backend.h"
+#include "runtime/source.h"
 
 const char *const rt_runtime_stage_names[RT_RUNTIME_STAGES] = {"step"};
 
@@ -136,4 +142,31 @@ void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out)
     memset(out, 0, sizeof *out);
     if (rt)
         rt->backend->get_stats(rt->impl, out);
+}
+
+omma_status rt_metrics_register(struct metrics_registry *m, int index,
+                                const rt_camera_config *cfg, int gpu, const struct rt_source *src)
+{
+    if (!m)
+        return OMMA_OK;
+    char name[METRICS_NAME_MAX];
+    if (cfg->name)
+        snprintf(name, sizeof name, "%s", cfg->name);
+    else if (cfg->spec) {
+        int k = snprintf(name, sizeof name, "%d:", index);
+        io_video_url_redacted(cfg->spec, name + k, sizeof name - (size_t)k); /* no passwords */
+    } else
+        snprintf(name, sizeof name, "synth%d", index);
+    OMMA_TRY(metrics_add_camera(m, index, name, gpu));
+    if (src)
+        metrics_camera_set_decoder(m, index, rt_source_get_info(src)->decoder);
+    return OMMA_OK;
+}
+
+omma_status rt_copy_string(const char *from, char **to)
+{
+    *to = NULL;
+    if (from && !(*to = strdup(from)))
+        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: a camera's name");
+    return OMMA_OK;
 }

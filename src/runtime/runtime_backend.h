@@ -25,6 +25,18 @@ typedef struct rt_backend {
     void (*interrupt_camera)(void *impl, int index);
 } rt_backend;
 
+/* Both runtimes' camera helpers (runtime_backend.c). */
+struct metrics_registry;
+struct rt_source;
+/* Camera `index` in the metrics registry m (NULL: nothing), named by
+ * cfg->name, else "index:" + its source with any password hidden, else
+ * "synthN"; on GPU `gpu` (-1: none); with src's decoder when it has a
+ * source. Errors: metrics_add_camera's. */
+omma_status rt_metrics_register(struct metrics_registry *m, int index,
+                                const rt_camera_config *cfg, int gpu, const struct rt_source *src);
+/* *to = a copy of from (NULL for NULL). Errors: OMMA_ERR_OUT_OF_MEMORY. */
+omma_status rt_copy_string(const char *from, char **to);
+
 extern const rt_backend rt_gpu_backend; /* runtime.c */
 extern const rt_backend rt_cpu_backend; /* runtime_cpu.c */
 

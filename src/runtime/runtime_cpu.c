@@ -280,22 +280,7 @@ static omma_status start_thread(rt_cpu_runtime *rt, pthread_t *t, void *(*fn)(vo
 
 static omma_status register_camera(rt_cpu_runtime *rt, const rt_cpu_cam *cam)
 {
-    metrics_registry *m = rt->cfg.metrics;
-    if (!m)
-        return OMMA_OK;
-    int i = cam->index;
-    char name[METRICS_NAME_MAX];
-    if (cam->cfg.name)
-        snprintf(name, sizeof name, "%s", cam->cfg.name);
-    else if (cam->cfg.spec) {
-        int k = snprintf(name, sizeof name, "%d:", i);
-        io_video_url_redacted(cam->cfg.spec, name + k, sizeof name - (size_t)k); /* no passwords */
-    } else
-        snprintf(name, sizeof name, "synth%d", i);
-    OMMA_TRY(metrics_add_camera(m, i, name, -1)); /* on no GPU */
-    if (cam->src)
-        metrics_camera_set_decoder(m, i, rt_source_get_info(cam->src)->decoder);
-    return OMMA_OK;
+    return rt_metrics_register(rt->cfg.metrics, cam->index, &cam->cfg, -1, cam->src); /* no GPU */
 }
 
 static omma_status register_metrics(rt_cpu_runtime *rt)
@@ -610,14 +595,6 @@ static void unreserve(rt_cpu_runtime *rt, rt_cpu_cam *cam, int registered)
     pthread_mutex_unlock(&rt->lock);
 }
 
-static omma_status copy_string(const char *from, char **to)
-{
-    *to = NULL;
-    if (from && !(*to = strdup(from)))
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: a camera's name");
-    return OMMA_OK;
-}
-
 /* An added synthetic camera's own driver and synthetic source. */
 static omma_status make_own_driver(rt_cpu_runtime *rt, rt_cpu_cam *cam)
 {
@@ -665,9 +642,9 @@ static omma_status cpu_add_camera(void *impl, const rt_camera_config *cfg, int *
 
     cam->cfg = *cfg;
     int registered = 0;
-    omma_status st = copy_string(cfg->spec, &cam->spec_copy);
+    omma_status st = rt_copy_string(cfg->spec, &cam->spec_copy);
     if (st == OMMA_OK)
-        st = copy_string(cfg->name, &cam->name_copy);
+        st = rt_copy_string(cfg->name, &cam->name_copy);
     cam->cfg.spec = cam->spec_copy;
     cam->cfg.name = cam->name_copy;
     if (st == OMMA_OK)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "runtime/runtime_backend.h"
 #include "runtime/runtime_private.h"
 
 /* The camera's GPU by the placement policy: the fewest pixels per second
@@ -181,14 +182,6 @@ void rt_gpu_interrupt_camera(void *impl, int index)
     pthread_mutex_unlock(&rt->lock);
 }
 
-static omma_status copy_string(const char *from, char **to)
-{
-    *to = NULL;
-    if (from && !(*to = strdup(from)))
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "runtime: a camera's name");
-    return OMMA_OK;
-}
-
 /* An added synthetic camera's own driver (one camera, its frames from
  * the time it starts). */
 static omma_status make_own_driver(rt_gpu_runtime *rt, rt_cam *cam)
@@ -250,9 +243,9 @@ omma_status rt_gpu_add_camera(void *impl, const rt_camera_config *cfg, int *inde
 
     cam->cfg = *cfg;
     int placed = 0, registered = 0;
-    omma_status st = copy_string(cfg->spec, &cam->spec_copy);
+    omma_status st = rt_copy_string(cfg->spec, &cam->spec_copy);
     if (st == OMMA_OK)
-        st = copy_string(cfg->name, &cam->name_copy);
+        st = rt_copy_string(cfg->name, &cam->name_copy);
     cam->cfg.spec = cam->spec_copy;
     cam->cfg.name = cam->name_copy;
     if (st == OMMA_OK)
