@@ -31,6 +31,8 @@ command -v nats-server >/dev/null || { echo "SKIP: nats-server not installed"; e
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 "$check" >/dev/null 2>&1
 [ $? = 77 ] && { echo "SKIP: built without libnats"; exit 77; }
+"$omma" version 2>/dev/null | grep -q " ffmpeg" ||
+    { echo "SKIP: built without FFmpeg (the test's video cameras)"; exit 77; }
 video1=$data/astronaut_pan.mp4 video2=$data/faces_cut.mp4 photo=$data/astronaut.png
 [ -f "$video1" ] && [ -f "$video2" ] && [ -f "$photo" ] ||
     { echo "SKIP: no test videos or photo (fetch-testdata.sh)"; exit 77; }
