@@ -43,9 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((m.type == BUS_MSG_CAMERA && m.u.camera.reserved != 0) ||
         (m.type == BUS_MSG_FRAME && m.u.frame.reserved != 0) ||
         (m.type == BUS_MSG_FRAMES && m.u.frames.reserved != 0) ||
-        (m.type == BUS_MSG_RELEASES && m.u.releases.reserved != 0) ||
         (m.type == BUS_MSG_WELCOME && m.u.welcome.reserved != 0) ||
-        (m.type == BUS_MSG_RELEASE && m.u.release.reserved != 0))
+        (m.type == BUS_MSG_BOARD && m.u.board.reserved != 0))
         __builtin_trap();
     /* Strings the peer sent are terminated within their fields. */
     if (m.type == BUS_MSG_CAMERA && !memchr(m.u.camera.name, 0, sizeof m.u.camera.name))

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ipc/bus_board.h"
 #include "ipc/bus_proto.h"
 #include "omma/face.h"
 
@@ -107,18 +108,9 @@ int main(int argc, char **argv)
     bad |= write_seed(dir, "frames", &m);
 
     memset(&m, 0, sizeof m);
-    m.type = BUS_MSG_RELEASE;
-    m.u.release = (bus_release){.camera = 1, .slot = 2, .seq = 77, .used = 1};
-    bad |= write_seed(dir, "release", &m);
-    m.u.release.used = 0; /* declined: not read */
-    bad |= write_seed(dir, "release_unused", &m);
-
-    memset(&m, 0, sizeof m);
-    m.type = BUS_MSG_RELEASES;
-    m.u.releases.count = 2;
-    m.u.releases.releases[0] = (bus_release){.camera = 1, .slot = 2, .seq = 77, .used = 1};
-    m.u.releases.releases[1] = (bus_release){.camera = 4, .slot = 0, .seq = 9, .used = 0};
-    bad |= write_seed(dir, "releases", &m);
+    m.type = BUS_MSG_BOARD;
+    m.u.board = (bus_board_desc){.cameras = 4, .bytes = bus_board_bytes(4)};
+    bad |= write_seed(dir, "board", &m);
 
     memset(&m, 0, sizeof m);
     m.type = BUS_MSG_BYE;
@@ -126,7 +118,7 @@ int main(int argc, char **argv)
     bad |= write_seed(dir, "bye", &m);
     m.type = BUS_MSG_ERROR;
     m.u.text.status = OMMA_ERR_FORMAT;
-    strcpy(m.u.text.text, "bus message RELEASE: slot 70 out of range");
+    strcpy(m.u.text.text, "bus message FRAME: camera 1, slot 70 or seq 77 out of range");
     bad |= write_seed(dir, "error", &m);
     return bad ? 1 : 0;
 }

@@ -73,12 +73,12 @@ image)
     ;;
 bus)
     if ! "$cc" -std=c11 -O1 -Wall -Wextra -Werror -I"$src/include" -I"$src/src" \
-        "$src/fuzz/make_bus_seeds.c" "$src/src/ipc/bus_proto.c" "$src/src/core/status.c" \
+        "$src/fuzz/make_bus_seeds.c" "$src/src/ipc/bus_proto.c" "$src/src/ipc/bus_board.c" "$src/src/core/status.c" \
         -o "$out/make_bus_seeds" || ! "$out/make_bus_seeds" "$out/seeds"; then
         echo "FAIL: could not make the bus message seeds"
         exit 1
     fi
-    sources="$src/fuzz/fuzz_bus_proto.c $src/src/ipc/bus_proto.c"
+    sources="$src/fuzz/fuzz_bus_proto.c $src/src/ipc/bus_proto.c $src/src/ipc/bus_board.c"
     libs=""
     ;;
 video)

@@ -2,7 +2,9 @@
 /* omma bench bus: the frame bus between processes (omma/bus.h). This
  * process publishes N cameras of NV12 frames (each frame copied on the GPU
  * into its published ring slot, as a decoder's or a producer's frame
- * would be) at a rate, or as fast as it can; K subscriber processes (this
+ * would be) at a rate, or as fast as it can: the cameras' frames spread
+ * over the frame period, as free-running cameras' are, or all at once
+ * (--phase aligned: cameras with a common trigger, the burst case); K subscriber processes (this
  * program again, fork + exec) take every frame they are given, make a
  * stream wait for it and give it back after it. Measured per subscriber:
  * frames/s delivered, frames missed, the latency from capture to the frame
@@ -46,6 +48,7 @@ enum {
     OPT_FPS,
     OPT_RESOLUTION,
     OPT_DURATION,
+    OPT_PHASE,
     OPT_BASELINE,
     OPT_JSON,
     OPT_CHILD, /* internal: a subscriber process */
@@ -58,6 +61,9 @@ static const cli_option options[] = {
     [OPT_FPS] = {"--fps", "F|max", "each camera's rate, or max: as fast as it goes (30)"},
     [OPT_RESOLUTION] = {"--resolution", "WxH", "NV12 frames, even, 64..8192 (1920x1080)"},
     [OPT_DURATION] = {"--duration", "S", "the measured window, seconds (10)"},
+    [OPT_PHASE] = {"--phase", "spread|aligned",
+                   "cameras capture at their own moments in the frame\n"
+                   "period, or all at once (spread)"},
     [OPT_BASELINE] = {"--baseline", "on|off",
                       "also the seeds' way: frames through host memory and\n"
                       "pipes, as fast as it goes (on)"},
@@ -77,7 +83,7 @@ static void usage(FILE *to)
 }
 
 typedef struct bench_opts {
-    int cameras, subscribers, width, height, baseline, json;
+    int cameras, subscribers, width, height, baseline, json, aligned;
     double fps, duration_s;
 } bench_opts;
 
@@ -369,19 +375,24 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
     f.planes[0] = (const uint8_t *)(uintptr_t)src;
     f.planes[1] = (const uint8_t *)(uintptr_t)(src + (CUdeviceptr)o->width * o->height);
     f.pitch[0] = f.pitch[1] = o->width;
+    /* Step k puts one camera's frame (spread: camera k % N at its moment
+     * of the period) or every camera's (aligned, or as fast as it goes). */
+    int spread = o->fps > 0 && !o->aligned;
     for (long k = 0; st == OMMA_OK; k++) {
         uint64_t now = core_now_ns();
         if (now > end)
             break;
         if (o->fps > 0) {
-            uint64_t due = t0 + (uint64_t)((double)k * 1e9 / o->fps);
+            double period = spread ? (double)k / o->cameras : (double)k;
+            uint64_t due = t0 + (uint64_t)(period * 1e9 / o->fps);
             if (due > now) {
                 struct timespec ts = {(time_t)((due - now) / 1000000000u),
                                       (long)((due - now) % 1000000000u)};
                 nanosleep(&ts, NULL);
             }
         }
-        for (int c = 0; c < o->cameras && st == OMMA_OK; c++) {
+        for (int c = spread ? (int)(k % o->cameras) : 0;
+             c < (spread ? (int)(k % o->cameras) + 1 : o->cameras) && st == OMMA_OK; c++) {
             st = rt_ring_put_copy(rings[c], &f, NULL, stream, core_now_ns(), 0);
             put++;
         }
@@ -508,20 +519,20 @@ static void report(const bench_opts *o, const mode_result *r)
             r->d2h_per_frame);
     if (o->json)
         printf("{\"bench\":\"bus\",\"mode\":\"%s\",\"cameras\":%d,\"subscribers\":%d,"
-               "\"width\":%d,\"height\":%d,\"fps\":%s%.3f,\"published_fps\":%.2f,"
+               "\"width\":%d,\"height\":%d,\"phase\":\"%s\",\"fps\":%s%.3f,\"published_fps\":%.2f,"
                "\"delivered_fps_mean\":%.2f,\"delivered_fps_min\":%.2f,\"missed_per_subscriber\":"
                "%.1f,\"latency_ms_p50\":%.4f,\"latency_ms_p99\":%.4f,\"subscriber_cpu_us_per_"
                "frame\":%.3f,\"publisher_cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":%.1f,"
                "\"d2h_bytes_per_frame\":%.1f,\"subscribers_measured\":%d}\n",
-               r->mode, o->cameras, o->subscribers, o->width, o->height, "", o->fps,
-               r->published_fps, r->delivered_fps_mean, r->delivered_fps_min, r->missed_per_sub,
-               r->p50_ms, r->p99_ms, r->sub_cpu_us, r->pub_cpu_us, r->h2d_per_frame,
-               r->d2h_per_frame, r->ok_subs);
+               r->mode, o->cameras, o->subscribers, o->width, o->height,
+               o->aligned ? "aligned" : "spread", "", o->fps, r->published_fps,
+               r->delivered_fps_mean, r->delivered_fps_min, r->missed_per_sub, r->p50_ms, r->p99_ms,
+               r->sub_cpu_us, r->pub_cpu_us, r->h2d_per_frame, r->d2h_per_frame, r->ok_subs);
 }
 
 int cli_bench_bus(int argc, char **argv)
 {
-    bench_opts o = {64, 16, 1920, 1080, 1, 0, 30.0, 10.0};
+    bench_opts o = {64, 16, 1920, 1080, 1, 0, 0, 30.0, 10.0};
     const char *child = NULL;
     cli_args args;
     cli_args_init(&args, "bench bus", options, argc, argv);
@@ -557,7 +568,11 @@ int cli_bench_bus(int argc, char **argv)
                 fprintf(stderr, "omma: error: --resolution %s: expected WxH, even, 64..8192\n", v);
         } else if (id == OPT_DURATION)
             ok = cli_arg_double(opt->name, v, 0.5, 3600, &o.duration_s);
-        else if (id == OPT_BASELINE) {
+        else if (id == OPT_PHASE) {
+            static const char *const phases[] = {"spread", "aligned"};
+            int c = 0;
+            ok = cli_arg_choice(opt->name, v, phases, 2, &c) && (o.aligned = c == 1, 1);
+        } else if (id == OPT_BASELINE) {
             static const char *const onoff[] = {"on", "off"};
             int c = 0;
             ok = cli_arg_choice(opt->name, v, onoff, 2, &c) && (o.baseline = c == 0, 1);

@@ -87,7 +87,11 @@
     X(cuMemUnmap)                     \
     X(cuMemSetAccess)                 \
     X(cuMemExportToShareableHandle)   \
-    X(cuMemImportFromShareableHandle)
+    X(cuMemImportFromShareableHandle) \
+    X(cuMemHostRegister)              \
+    X(cuMemHostUnregister)            \
+    X(cuMemHostGetDevicePointer)      \
+    X(cuStreamWriteValue64)
 
 typedef struct gpu_driver {
 #define GPU_DRIVER_MEMBER(name) __typeof__(&name) name;

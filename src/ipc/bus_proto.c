@@ -4,12 +4,13 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ipc/bus_board.h"
 #include "omma/face.h"
 
 static const char *const type_names[] = {
     [BUS_MSG_HELLO] = "HELLO", [BUS_MSG_WELCOME] = "WELCOME", [BUS_MSG_CAMERA] = "CAMERA",
-    [BUS_MSG_FRAME] = "FRAME", [BUS_MSG_RELEASE] = "RELEASE", [BUS_MSG_BYE] = "BYE",
-    [BUS_MSG_ERROR] = "ERROR", [BUS_MSG_FRAMES] = "FRAMES",   [BUS_MSG_RELEASES] = "RELEASES",
+    [BUS_MSG_FRAME] = "FRAME", [BUS_MSG_BOARD] = "BOARD",     [BUS_MSG_BYE] = "BYE",
+    [BUS_MSG_ERROR] = "ERROR", [BUS_MSG_FRAMES] = "FRAMES",
 };
 
 const char *bus_msg_type_name(int type)
@@ -33,10 +34,8 @@ static size_t body_bytes(const bus_msg *m)
         return sizeof(bus_frame);
     case BUS_MSG_FRAMES:
         return offsetof(bus_frames, frames) + m->u.frames.count * sizeof(bus_frame);
-    case BUS_MSG_RELEASES:
-        return offsetof(bus_releases, releases) + m->u.releases.count * sizeof(bus_release);
-    case BUS_MSG_RELEASE:
-        return sizeof(bus_release);
+    case BUS_MSG_BOARD:
+        return sizeof(bus_board_desc);
     case BUS_MSG_BYE:
     case BUS_MSG_ERROR:
         return sizeof(bus_text);
@@ -62,20 +61,7 @@ static omma_status check_frame(const char *t, const bus_frame *f)
     return OMMA_OK;
 }
 
-static omma_status check_release(const char *t, const bus_release *r)
-{
-    if (r->camera >= BUS_MAX_CAMERAS || r->slot >= BUS_MAX_SLOTS || r->used > 1 || r->seq == 0)
-        return OMMA_FAIL(OMMA_ERR_FORMAT,
-                         "bus message %s: camera %u, slot %u, used %u or seq %llu out of range", t,
-                         (unsigned)r->camera, (unsigned)r->slot, (unsigned)r->used,
-                         (unsigned long long)r->seq);
-    if (r->reserved != 0)
-        return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%x, not 0", t,
-                         (unsigned)r->reserved);
-    return OMMA_OK;
-}
-
-/* The count and reserved word that FRAMES and RELEASES start with. */
+/* The count and reserved word that FRAMES starts with. */
 static omma_status check_batch(const char *t, uint32_t count, uint32_t reserved)
 {
     if (count < 1 || count > BUS_MAX_BATCH)
@@ -166,15 +152,18 @@ static omma_status check_body(const bus_msg *m)
             OMMA_TRY(check_frame(t, &fs->frames[i]));
         return OMMA_OK;
     }
-    case BUS_MSG_RELEASES: {
-        const bus_releases *rs = &m->u.releases;
-        OMMA_TRY(check_batch(t, rs->count, rs->reserved));
-        for (uint32_t i = 0; i < rs->count; i++)
-            OMMA_TRY(check_release(t, &rs->releases[i]));
+    case BUS_MSG_BOARD: {
+        const bus_board_desc *b = &m->u.board;
+        if (b->cameras < 1 || b->cameras > BUS_MAX_CAMERAS ||
+            b->bytes != bus_board_bytes((int)b->cameras))
+            return OMMA_FAIL(OMMA_ERR_FORMAT,
+                             "bus message %s: %u cameras or %llu bytes out of range", t,
+                             (unsigned)b->cameras, (unsigned long long)b->bytes);
+        if (b->reserved != 0)
+            return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: reserved field is 0x%x, not 0", t,
+                             (unsigned)b->reserved);
         return OMMA_OK;
     }
-    case BUS_MSG_RELEASE:
-        return check_release(t, &m->u.release);
     case BUS_MSG_BYE:
     case BUS_MSG_ERROR:
         if (!terminated(m->u.text.text, sizeof m->u.text.text))
@@ -237,11 +226,9 @@ omma_status bus_msg_decode(const void *buf, size_t n, bus_msg *m)
         if (count != (body - fixed) / sizeof(uint16_t))
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message HELLO: %u cameras in %zu bytes",
                              (unsigned)count, body - fixed);
-    } else if (type == BUS_MSG_FRAMES || type == BUS_MSG_RELEASES) {
-        /* Both start with their count; entries follow. */
+    } else if (type == BUS_MSG_FRAMES) {
+        /* Its count, then the entries. */
         size_t fixed = offsetof(bus_frames, frames), entry = sizeof(bus_frame);
-        if (type == BUS_MSG_RELEASES)
-            fixed = offsetof(bus_releases, releases), entry = sizeof(bus_release);
         const char *t = bus_msg_type_name(type);
         if (body < fixed || (body - fixed) % entry != 0 || (body - fixed) / entry > BUS_MAX_BATCH)
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus message %s: %zu body bytes", t, body);

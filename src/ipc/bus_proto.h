@@ -8,15 +8,17 @@
  *
  *   subscriber -> publisher      publisher -> subscriber
  *   HELLO (cameras wanted)       WELCOME (seat, cameras; the results memfd)
+ *                                BOARD (the seat's release board memfd, see
+ *                                       bus_board.h; not to watchers)
  *                                CAMERA x n (format, slots; the ring's
  *                                           memory fd)
- *   RELEASE (camera, slot, seq)  FRAME (camera, slot, seq, capture time, ...)
- *   RELEASES (1..BUS_MAX_BATCH
- *     RELEASE bodies: the frames
- *     whose reads ran together)
+ *                                FRAME (camera, slot, seq, capture time, ...)
  *                                FRAMES (1..BUS_MAX_BATCH FRAME bodies: the
  *                                        frames that became ready together)
  *   BYE (reason)                 BYE / ERROR (status, reason)
+ *
+ * Frames are given back on the release board, not in messages: after
+ * HELLO a subscriber sends nothing but BYE.
  *
  * bus_msg_decode checks everything a hostile peer could get wrong (magic,
  * version, type, length against the type's size, counts against limits,
@@ -31,7 +33,7 @@
 #include "omma/status.h"
 
 #define BUS_MAGIC 0x53424d4fu /* "OMBS" */
-#define BUS_VERSION 1
+#define BUS_VERSION 2 /* 2: releases on the board, not in messages */
 #define BUS_MAX_CAMERAS 1024 /* cameras one bus publishes at most */
 #define BUS_MAX_SLOTS 64 /* slots per camera ring (RT_RING_MAX_SLOTS) */
 #define BUS_MAX_HOLDS 8 /* frames of one camera a subscriber may hold */
@@ -46,11 +48,10 @@ typedef enum bus_msg_type {
     BUS_MSG_WELCOME,
     BUS_MSG_CAMERA,
     BUS_MSG_FRAME,
-    BUS_MSG_RELEASE,
+    BUS_MSG_BOARD,
     BUS_MSG_BYE,
     BUS_MSG_ERROR,
     BUS_MSG_FRAMES,
-    BUS_MSG_RELEASES,
     BUS_MSG_TYPE_END
 } bus_msg_type;
 
@@ -111,14 +112,11 @@ typedef struct bus_frame {
     uint64_t reserved; /* 0 */
 } bus_frame;
 
-typedef struct bus_release {
-    uint32_t camera;
-    uint32_t slot;
-    uint64_t seq;
-    uint32_t used; /* 1: read, and the reads have run on the GPU (sent
-                    * from a host function after them); 0: not read */
+typedef struct bus_board_desc {
+    uint32_t cameras; /* the bus's cameras (the board has a row per camera) */
     uint32_t reserved; /* 0 */
-} bus_release;
+    uint64_t bytes; /* size of the board memfd (sent with this) */
+} bus_board_desc;
 
 /* FRAMES: sent with only its count frames. */
 typedef struct bus_frames {
@@ -126,13 +124,6 @@ typedef struct bus_frames {
     uint32_t reserved; /* 0 */
     bus_frame frames[BUS_MAX_BATCH];
 } bus_frames;
-
-/* RELEASES: sent with only its count releases. */
-typedef struct bus_releases {
-    uint32_t count; /* 1..BUS_MAX_BATCH */
-    uint32_t reserved; /* 0 */
-    bus_release releases[BUS_MAX_BATCH];
-} bus_releases;
 
 typedef struct bus_text {
     int32_t status; /* an omma_status (ERROR), 0 for BYE */
@@ -147,21 +138,19 @@ typedef struct bus_msg {
         bus_welcome welcome;
         bus_camera camera;
         bus_frame frame;
-        bus_release release;
+        bus_board_desc board;
         bus_text text; /* BYE, ERROR */
         bus_frames frames;
-        bus_releases releases;
     } u;
 } bus_msg;
 
 /* Largest encoded message, for receive buffers: a full FRAMES (larger than
- * a HELLO naming every camera, or a full RELEASES). */
+ * a HELLO naming every camera). */
 #define BUS_MSG_MAX_BYTES (sizeof(bus_header) + sizeof(bus_frames))
 
 /* Encodes *m into buf (cap bytes); returns the length, or 0 when cap is too
  * small or *m would not decode (a count out of range). HELLO is sent with
- * only its n_cameras indices, FRAMES and RELEASES with only their count
- * entries. */
+ * only its n_cameras indices, FRAMES with only its count entries. */
 size_t bus_msg_encode(const bus_msg *m, void *buf, size_t cap);
 
 /* Decodes n bytes into *m. Errors: OMMA_ERR_FORMAT naming what is wrong

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/fault.h"
+#include "ipc/bus_board.h"
 #include "ipc/bus_holds.h"
 #include "ipc/bus_memory.h"
 #include "ipc/bus_proto.h"
@@ -28,6 +29,7 @@
 #define BUS_QUEUE 4096 /* frames enqueued and not yet announced, all cameras */
 #define HELLO_MS 2000 /* a connection must say HELLO within this */
 #define CONTROL_MS 1000 /* handshake messages must be taken within this */
+#define SPIN_NS 50000 /* the announcer polls a frame's write this long, then sleeps */
 
 /* A frame whose write is enqueued, to announce once its event completes. */
 typedef struct pending {
@@ -60,6 +62,7 @@ typedef struct seat {
     uint64_t hello_deadline;
     int max_holds, watch, every;
     uint8_t *wants; /* per camera */
+    bus_board board; /* where it gives frames back (not for watchers) */
 } seat;
 
 struct bus_pub {
@@ -192,9 +195,31 @@ void bus_pub_unlock(bus_pub *p)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* Under the lock: the holds of seat si on camera that its board says it
+ * gave back are free now. Only when the seat holds its most frames of the
+ * camera (full) or holds slot (slot >= 0): a look at a word or a few. */
+static void reap(bus_pub *p, int camera, int si, int slot)
+{
+    const bus_board *b = &p->seats[si].board;
+    bus_holds *h = &p->cams[camera].holds;
+    if (!b->words)
+        return;
+    uint64_t bit = 1ull << si;
+    for (int k = slot >= 0 ? slot : 0; k < (slot >= 0 ? slot + 1 : h->slots); k++)
+        if ((h->slot[k].held & bit) && bus_board_released(b, camera, k) == h->slot[k].seq)
+            bus_holds_release(h, si, k, h->slot[k].seq);
+}
+
 int bus_pub_slot_busy(bus_pub *p, int camera, int slot)
 {
     pub_camera *c = &p->cams[camera];
+    for (int si = 0; si < BUS_MAX_SEATS; si++) {
+        const bus_hold_seat *st = &c->holds.seat[si];
+        if (st->active && st->every && st->holds >= st->max_holds)
+            reap(p, camera, si, -1);
+    }
+    for (uint64_t held = c->holds.slot[slot].held; held; held &= held - 1)
+        reap(p, camera, __builtin_ctzll(held), slot);
     if (!bus_holds_room(&c->holds)) {
         p->stats.every_waits += !c->waiting;
         c->waiting = 1;
@@ -271,6 +296,9 @@ static void offer(bus_pub *p, batch *batches, const pending *pd, uint64_t now)
         seat *s = &p->seats[si];
         if (s->state != SEAT_ACTIVE || !s->wants[pd->camera])
             continue;
+        const bus_hold_seat *st = &c->holds.seat[si];
+        if (st->holds >= st->max_holds)
+            reap(p, pd->camera, si, -1);
         bus_offer_result r = bus_holds_offer(&c->holds, pd->slot, pd->seq, si);
         if (r != BUS_OFFER_GIVEN && r != BUS_OFFER_WATCH) {
             p->stats.missed += r == BUS_OFFER_MISSED;
@@ -292,9 +320,23 @@ static void offer(bus_pub *p, batch *batches, const pending *pd, uint64_t now)
     }
 }
 
-/* The announcing thread: waits (sleeping: omma's contexts block on
- * synchronization) until the frames enqueued so far are in their slots,
- * then tells each subscriber about all of them in one message. */
+/* Waits until a frame is in its slot: a write takes microseconds, so the
+ * thread polls for up to SPIN_NS before it sleeps (omma's contexts block
+ * on synchronization), which would add the driver's wake-up to every
+ * frame's latency. */
+static void wait_written(CUevent written)
+{
+    uint64_t until = core_now_ns() + SPIN_NS;
+    do {
+        if (gpu_cu.cuEventQuery(written) != CUDA_ERROR_NOT_READY)
+            return;
+    } while (core_now_ns() < until);
+    (void)gpu_cu.cuEventSynchronize(written);
+}
+
+/* The announcing thread: waits until the frames enqueued so far are in
+ * their slots, then tells each subscriber about all of them in one
+ * message. */
 static void *announce(void *arg)
 {
     bus_pub *p = arg;
@@ -324,7 +366,7 @@ static void *announce(void *arg)
                 entered = omma_device_enter(dev, &scope) == OMMA_OK ? dev : NULL;
             }
             if (entered)
-                (void)gpu_cu.cuEventSynchronize(take[i].written);
+                wait_written(take[i].written);
         }
         if (entered)
             omma_device_leave(&scope);
@@ -420,6 +462,7 @@ static void end_seat(bus_pub *p, int si, omma_status st, const char *reason)
     pthread_mutex_unlock(&p->lock);
     close(old.fd);
     free(old.wants);
+    bus_board_close(&old.board);
 }
 
 static omma_status send_msg(int fd, const bus_msg *m, int send_fd)
@@ -490,6 +533,22 @@ static void welcome(bus_pub *p, int si, const bus_hello *h)
                                 p->results.bytes};
     if (st == OMMA_OK)
         st = send_msg(s->fd, &m, p->results.fd);
+    if (st == OMMA_OK && !s->watch) {
+        bus_board board;
+        st = bus_board_create(p->opt.cameras, &board);
+        if (st == OMMA_OK) {
+            pthread_mutex_lock(&p->lock);
+            s->board = board;
+            pthread_mutex_unlock(&p->lock);
+            bus_msg bm = {.type = BUS_MSG_BOARD};
+            bm.u.board = (bus_board_desc){(uint32_t)p->opt.cameras, 0, board.bytes};
+            st = send_msg(s->fd, &bm, board.fd);
+            pthread_mutex_lock(&p->lock);
+            close(s->board.fd); /* the subscriber has its own copy; ours is mapped */
+            s->board.fd = -1;
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
     for (int c = 0; c < p->opt.cameras && st == OMMA_OK; c++) {
         if (!s->wants[c])
             continue;
@@ -572,27 +631,6 @@ static void serve_seat(bus_pub *p, int si)
         }
         if (s->state == SEAT_HELLO && m.type == BUS_MSG_HELLO) {
             welcome(p, si, &m.u.hello);
-        } else if (s->state == SEAT_ACTIVE &&
-                   (m.type == BUS_MSG_RELEASE || m.type == BUS_MSG_RELEASES)) {
-            const bus_release *rs =
-                m.type == BUS_MSG_RELEASE ? &m.u.release : m.u.releases.releases;
-            uint32_t count = m.type == BUS_MSG_RELEASE ? 1 : m.u.releases.count;
-            const bus_release *r = NULL;
-            pthread_mutex_lock(&p->lock);
-            for (uint32_t i = 0; i < count && !r; i++)
-                if ((int)rs[i].camera >= p->opt.cameras ||
-                    bus_holds_release(&p->cams[rs[i].camera].holds, si, (int)rs[i].slot,
-                                      rs[i].seq) != 0)
-                    r = &rs[i]; /* the first one it does not hold */
-            pthread_mutex_unlock(&p->lock);
-            if (r) {
-                char why[200];
-                snprintf(why, sizeof why,
-                         "released frame %llu of camera %u (slot %u), which it does not hold",
-                         (unsigned long long)r->seq, (unsigned)r->camera, (unsigned)r->slot);
-                end_seat(p, si, OMMA_ERR_INVALID_ARG, why);
-                return;
-            }
         } else if (m.type == BUS_MSG_BYE) {
             end_seat(p, si, OMMA_OK, NULL);
             return;

@@ -306,18 +306,9 @@ omma_status bus_send_wait(int fd, const void *msg, size_t n, int send_fd, int ti
  * expected), and the kernel drops those beyond (MSG_CTRUNC). */
 #define MAX_RECV_FDS 4
 
-omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int timeout_ms)
+/* One recvmsg without waiting: *n 0 when nothing is there. */
+static omma_status recv_now(int fd, void *buf, size_t cap, size_t *n, int *recv_fd)
 {
-    *n = 0;
-    if (recv_fd)
-        *recv_fd = -1;
-    if (timeout_ms != 0) {
-        int r = wait_fd(fd, POLLIN, timeout_ms);
-        if (r < 0)
-            return OMMA_FAIL(OMMA_ERR_IO, "bus receive: poll: %s", strerror(errno));
-        if (r == 0)
-            return OMMA_OK;
-    }
     struct iovec iov = {buf, cap};
     union {
         struct cmsghdr h;
@@ -375,4 +366,21 @@ omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int
         *recv_fd = fds[0];
     *n = (size_t)r;
     return OMMA_OK;
+}
+
+omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int timeout_ms)
+{
+    *n = 0;
+    if (recv_fd)
+        *recv_fd = -1;
+    /* A message already there is taken without a poll first. */
+    omma_status st = recv_now(fd, buf, cap, n, recv_fd);
+    if (st != OMMA_OK || *n || timeout_ms == 0)
+        return st;
+    int r = wait_fd(fd, POLLIN, timeout_ms);
+    if (r < 0)
+        return OMMA_FAIL(OMMA_ERR_IO, "bus receive: poll: %s", strerror(errno));
+    if (r == 0)
+        return OMMA_OK;
+    return recv_now(fd, buf, cap, n, recv_fd);
 }

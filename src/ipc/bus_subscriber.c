@@ -3,7 +3,6 @@
 #include "omma/bus.h"
 
 #include <dirent.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include "gpu/check.h"
 #include "gpu/fault.h"
 #include "gpu/device_private.h"
+#include "ipc/bus_board.h"
 #include "ipc/bus_memory.h"
 #include "ipc/bus_proto.h"
 #include "ipc/bus_results.h"
@@ -30,17 +30,12 @@ typedef struct sub_camera {
     int row_bytes[3];
 } sub_camera;
 
-enum { HOLD_FREE = 0, HOLD_HELD, HOLD_RELEASING };
-
-/* A frame held, and what its release sends once the reads have run. */
+/* A frame held (seq 0: the hold is free). */
 typedef struct hold {
-    atomic_int state; /* HOLD_*: RELEASING until the releasing thread sent it */
+    int held;
     int cam; /* local index */
     uint32_t slot;
     uint64_t seq;
-    bus_release rel; /* what the release says */
-    CUevent after; /* recorded after the reads: the releasing thread waits on it */
-    int after_used;
 } hold;
 
 struct omma_bus_subscriber {
@@ -60,15 +55,12 @@ struct omma_bus_subscriber {
     int stopped; /* the publisher said BYE (it stopped; it did not die) */
     bus_frames batch; /* the last FRAMES message; next_taken of them handed out */
     uint32_t next_taken;
-    /* Releases of frames that were read: the releasing thread waits for
-     * each one's reads (its event) and sends those done together in one
-     * RELEASES message. The queue holds at most every hold. */
-    pthread_t releaser;
-    int releasing; /* the thread runs */
-    pthread_mutex_t rlock;
-    pthread_cond_t rmore;
-    hold **rqueue;
-    int rhead, rcount, rstop;
+    /* The release board (bus_board.h), registered with the device's
+     * context so that a stream can write a release into it. */
+    bus_board board;
+    CUdeviceptr board_dev;
+    int board_registered;
+    int released_on_gpu; /* a stream wrote into the board: close waits for it */
     atomic_int busy;
 };
 
@@ -154,16 +146,14 @@ static void detach_cameras(omma_bus_subscriber *s)
         return;
     omma_scope scope;
     int entered = s->dev && omma_device_enter(s->dev, &scope) == OMMA_OK;
-    /* Our reads of the frames, and the host functions that give them back,
-     * have run before the memory goes. */
-    for (int i = 0; i < s->n_holds && entered; i++) {
-        hold *h = &s->holds[i];
-        if (h->after) {
-            if (h->after_used)
-                gpu_cu.cuEventSynchronize(h->after);
-            gpu_cu.cuEventDestroy(h->after);
-        }
-    }
+    /* The reads of the frames given back, and the board writes after
+     * them, ran on streams this subscriber does not own (and that may be
+     * gone): the whole context's work has run before the memory goes. */
+    if (entered && s->released_on_gpu)
+        gpu_cu.cuCtxSynchronize();
+    if (entered && s->board_registered)
+        gpu_cu.cuMemHostUnregister((void *)(uintptr_t)s->board.words);
+    s->board_registered = 0;
     for (int i = 0; i < s->n && entered; i++)
         bus_memory_destroy(&s->cams[i].mem);
     if (entered)
@@ -172,102 +162,29 @@ static void detach_cameras(omma_bus_subscriber *s)
     s->cams = NULL;
 }
 
-static void stop_releasing(omma_bus_subscriber *s)
-{
-    if (!s->releasing)
-        return;
-    pthread_mutex_lock(&s->rlock);
-    s->rstop = 1;
-    pthread_cond_broadcast(&s->rmore);
-    pthread_mutex_unlock(&s->rlock);
-    pthread_join(s->releaser, NULL);
-    s->releasing = 0;
-    pthread_mutex_destroy(&s->rlock);
-    pthread_cond_destroy(&s->rmore);
-}
-
 static void free_subscriber(omma_bus_subscriber *s)
 {
-    stop_releasing(s); /* what it had not sent is lost with the session */
     detach_cameras(s);
+    bus_board_close(&s->board);
     bus_results_close(&s->results);
     if (s->fd >= 0)
         close(s->fd);
     free(s->holds);
-    free(s->rqueue);
     free(s);
 }
 
-/* Sends a RELEASES message of rs->count entries (those holds are free
- * already). A publisher that does not read for a second, or is gone, loses
- * them with its session. */
-static void send_releases(omma_bus_subscriber *s, bus_msg *m)
+/* Maps the seat's release board (the BOARD message and its fd) and
+ * registers it with the device's context (current). */
+static omma_status attach_board(omma_bus_subscriber *s, const bus_board_desc *d, int fd)
 {
-    unsigned char buf[BUS_MSG_MAX_BYTES];
-    size_t n = bus_msg_encode(m, buf, sizeof buf);
-    if (n)
-        bus_send_wait(s->fd, buf, n, -1, 1000);
-    m->u.releases.count = 0;
-}
-
-/* The releasing thread (see the queue's comment). A hold is free for the
- * next frame before its release goes, as the publisher gives no new frame
- * of it before the release. */
-static void *release_frames(void *arg)
-{
-    omma_bus_subscriber *s = arg;
-    hold **take = malloc(sizeof *take * (size_t)s->n_holds);
-    static _Thread_local bus_msg m;
-    while (take) {
-        pthread_mutex_lock(&s->rlock);
-        while (!s->rcount && !s->rstop)
-            pthread_cond_wait(&s->rmore, &s->rlock);
-        int n = 0;
-        for (; s->rcount; n++) {
-            take[n] = s->rqueue[s->rhead];
-            s->rhead = (s->rhead + 1) % s->n_holds;
-            s->rcount--;
-        }
-        int stop = s->rstop;
-        pthread_mutex_unlock(&s->rlock);
-        if (stop)
-            break;
-        omma_scope scope;
-        int entered = omma_device_enter(s->dev, &scope) == OMMA_OK;
-        m.type = BUS_MSG_RELEASES;
-        m.u.releases.count = 0;
-        for (int i = 0; i < n; i++) {
-            if (entered)
-                (void)gpu_cu.cuEventSynchronize(take[i]->after);
-            m.u.releases.releases[m.u.releases.count++] = take[i]->rel;
-            atomic_store(&take[i]->state, HOLD_FREE);
-            if (m.u.releases.count == BUS_MAX_BATCH)
-                send_releases(s, &m);
-        }
-        if (entered)
-            omma_device_leave(&scope);
-        if (m.u.releases.count)
-            send_releases(s, &m);
-        omma_clear_error();
-    }
-    free(take);
-    return NULL;
-}
-
-static omma_status start_releasing(omma_bus_subscriber *s)
-{
-    s->rqueue = calloc((size_t)s->n_holds, sizeof *s->rqueue);
-    if (!s->rqueue)
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: release queue", s->name);
-    pthread_mutex_init(&s->rlock, NULL);
-    pthread_cond_init(&s->rmore, NULL);
-    if (pthread_create(&s->releaser, NULL, release_frames, s) != 0) {
-        pthread_mutex_destroy(&s->rlock);
-        pthread_cond_destroy(&s->rmore);
-        return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: releasing thread", s->name);
-    }
-    s->releasing = 1;
-    return OMMA_OK;
+    OMMA_TRY(bus_board_map(fd, (int)d->cameras, d->bytes, &s->board));
+    void *words = (void *)(uintptr_t)s->board.words;
+    OMMA_TRY(GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuMemHostRegister"));
+    OMMA_TRY(
+        OMMA_CK(gpu_cu.cuMemHostRegister(words, s->board.bytes, CU_MEMHOSTREGISTER_DEVICEMAP)));
+    s->board_registered = 1;
+    OMMA_TRY(GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuMemHostGetDevicePointer"));
+    return OMMA_CK(gpu_cu.cuMemHostGetDevicePointer(&s->board_dev, words, 0));
 }
 
 static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
@@ -309,8 +226,16 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
     if (!s->watch) {
         OMMA_TRY(omma_device_enter(s->dev, &scope));
         entered = 1;
+        fd = -1;
+        st = recv_msg(s, o->timeout_ms, &m, &fd);
+        if (st == OMMA_OK && (m.type != BUS_MSG_BOARD || fd < 0))
+            st = OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: expected BOARD with the release board, got %s",
+                           s->name, bus_msg_type_name(m.type));
+        if (st == OMMA_OK)
+            st = attach_board(s, &m.u.board, fd);
+        if (fd >= 0)
+            close(fd);
     }
-    st = OMMA_OK;
     for (int i = 0; i < s->n && st == OMMA_OK; i++) {
         sub_camera *c = &s->cams[i];
         fd = -1;
@@ -321,6 +246,7 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
             s->local_of[m.u.camera.index] >= 0 ||
             m.u.camera.results_records != s->results.h.records ||
             m.u.camera.index >= s->results.h.cameras ||
+            (!s->watch && m.u.camera.index >= (uint32_t)s->board.cameras) ||
             m.u.camera.results_offset !=
                 bus_results_camera_offset(&s->results, (int)m.u.camera.index)) {
             st = OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: bad %s message in the handshake", s->name,
@@ -414,8 +340,6 @@ omma_status omma_bus_subscribe(omma_device *dev, const char *name, const omma_bu
         st = OMMA_FAIL(OMMA_ERR_CLOSED, "bus %s: no publisher (nothing at %s)", name, path);
     if (st == OMMA_OK)
         st = handshake(s, &o);
-    if (st == OMMA_OK && !s->watch)
-        st = start_releasing(s);
     if (st != OMMA_OK) {
         free_subscriber(s);
         return st;
@@ -506,7 +430,7 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
     int token = -1;
     if (!s->watch) {
         for (int i = 0; i < s->n_holds && token < 0; i++)
-            if (atomic_load(&s->holds[i].state) == HOLD_FREE)
+            if (!s->holds[i].held)
                 token = i;
         if (token < 0)
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: the publisher gave more frames than held",
@@ -515,7 +439,7 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
         h->cam = li;
         h->slot = f->slot;
         h->seq = f->seq;
-        atomic_store(&h->state, HOLD_HELD);
+        h->held = 1;
     }
     memset(out, 0, sizeof *out);
     out->camera = (int)f->camera;
@@ -551,8 +475,7 @@ static hold *held(omma_bus_subscriber *s, const omma_bus_frame *f)
     if (s->watch || !f || f->token_ < 0 || f->token_ >= s->n_holds)
         return NULL;
     hold *h = &s->holds[f->token_];
-    if (atomic_load(&h->state) != HOLD_HELD || h->seq != f->seq ||
-        s->cams[h->cam].info.index != f->camera)
+    if (!h->held || h->seq != f->seq || s->cams[h->cam].info.index != f->camera)
         return NULL;
     return h;
 }
@@ -575,45 +498,31 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
     if (!h)
         return leave_call(sub, OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                                          "omma_bus_release: not a frame this subscriber holds"));
-    int used = stream != NULL;
-    h->rel = (bus_release){(uint32_t)f->camera, h->slot, h->seq, (uint32_t)used, 0};
     omma_status st = OMMA_OK;
-    if (sub->closed) {
-        atomic_store(&h->state, HOLD_FREE); /* nobody to tell */
-    } else if (used) { /* the releasing thread sends it once the reads have run */
+    if (!sub->closed && stream) { /* written by the stream once its reads ran */
         omma_scope scope;
         st = omma_device_enter(sub->dev, &scope);
         if (st == OMMA_OK) {
-            if (!h->after)
-                st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuEventCreate");
-            if (st == OMMA_OK && !h->after)
-                st = OMMA_CK(gpu_cu.cuEventCreate(&h->after, CU_EVENT_DISABLE_TIMING |
-                                                                 CU_EVENT_BLOCKING_SYNC));
+            CUdeviceptr word =
+                sub->board_dev +
+                (CUdeviceptr)((uintptr_t)bus_board_word(&sub->board, f->camera, (int)h->slot) -
+                              (uintptr_t)sub->board.words);
+            st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuStreamWriteValue64");
             if (st == OMMA_OK)
-                st = OMMA_CK(gpu_cu.cuEventRecord(h->after, (CUstream)stream));
+                st = OMMA_CK(gpu_cu.cuStreamWriteValue64((CUstream)stream, word, h->seq,
+                                                         CU_STREAM_WRITE_VALUE_DEFAULT));
+            sub->released_on_gpu |= st == OMMA_OK;
             st = gpu_leave_keep(&scope, st);
         }
-        if (st == OMMA_OK) {
-            h->after_used = 1;
-            atomic_store(&h->state, HOLD_RELEASING);
-            pthread_mutex_lock(&sub->rlock);
-            sub->rqueue[(sub->rhead + sub->rcount++) % sub->n_holds] = h;
-            pthread_cond_signal(&sub->rmore);
-            pthread_mutex_unlock(&sub->rlock);
-        } /* else still held: release again */
-    } else {
-        bus_msg m = {.type = BUS_MSG_RELEASE};
-        m.u.release = h->rel;
-        unsigned char buf[sizeof(bus_header) + sizeof(bus_release)];
-        size_t n = bus_msg_encode(&m, buf, sizeof buf);
-        st = bus_send_wait(sub->fd, buf, n, -1, 1000);
-        if (st == OMMA_ERR_CLOSED)
-            st = closed_error(sub, "the publisher hung up");
-        if (st == OMMA_OK || sub->closed)
-            atomic_store(&h->state, HOLD_FREE);
+    } else if (!sub->closed) { /* not read: given back now */
+        atomic_store_explicit(
+            (_Atomic uint64_t *)(uintptr_t)bus_board_word(&sub->board, f->camera, (int)h->slot),
+            h->seq, memory_order_release);
     }
-    if (atomic_load(&h->state) != HOLD_HELD)
+    if (st == OMMA_OK) { /* else still held: release again */
+        h->held = 0;
         f->token_ = -1;
+    }
     return leave_call(sub, st);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ipc/bus_board.h"
 #include "ipc/bus_proto.h"
 #include "omma/face.h"
 #include "testing.h"
@@ -105,27 +106,12 @@ static bus_msg frames(int n)
     return m;
 }
 
-static bus_msg release(void)
+static bus_msg board(int cameras)
 {
     bus_msg m;
     memset(&m, 0, sizeof m);
-    m.type = BUS_MSG_RELEASE;
-    m.u.release = (bus_release){.camera = 1023, .slot = 0, .seq = 1, .used = 1};
-    return m;
-}
-
-/* A RELEASES message of n releases. */
-static bus_msg releases(int n)
-{
-    bus_msg m;
-    memset(&m, 0, sizeof m);
-    m.type = BUS_MSG_RELEASES;
-    m.u.releases.count = (uint32_t)n;
-    for (int i = 0; i < n; i++)
-        m.u.releases.releases[i] = (bus_release){.camera = (uint32_t)(BUS_MAX_CAMERAS - 1 - i),
-                                                 .slot = (uint32_t)(i % BUS_MAX_SLOTS),
-                                                 .seq = (uint64_t)i + 1,
-                                                 .used = (uint32_t)(i % 2)};
+    m.type = BUS_MSG_BOARD;
+    m.u.board = (bus_board_desc){.cameras = (uint32_t)cameras, .bytes = bus_board_bytes(cameras)};
     return m;
 }
 
@@ -153,9 +139,8 @@ static int samples(bus_msg *out)
     out[n++] = frames(1);
     out[n++] = frames(5);
     out[n++] = frames(BUS_MAX_BATCH);
-    out[n++] = release();
-    out[n++] = releases(1);
-    out[n++] = releases(BUS_MAX_BATCH);
+    out[n++] = board(1);
+    out[n++] = board(BUS_MAX_CAMERAS);
     out[n++] = text(BUS_MSG_BYE, 0, "subscriber stopped");
     out[n++] = text(BUS_MSG_ERROR, OMMA_ERR_FORMAT, "bus message FRAME: bad");
     out[n++] = text(BUS_MSG_ERROR, OMMA_STATUS_COUNT - 1, "");
@@ -176,7 +161,7 @@ static void layout(void)
     CHECK(sizeof(bus_camera) == 144);
     CHECK(sizeof(bus_frame) == 48);
     CHECK(offsetof(bus_frame, reserved) == 40);
-    CHECK(sizeof(bus_release) == 24);
+    CHECK(sizeof(bus_board_desc) == 16);
     CHECK(sizeof(bus_text) == 260);
     CHECK(offsetof(bus_hello, cameras) == 16);
     CHECK(sizeof(bus_frames) == 8 + BUS_MAX_BATCH * sizeof(bus_frame));
@@ -187,7 +172,7 @@ static void layout(void)
     CHECK(BUS_MSG_MAX_BYTES >= sizeof(bus_header) + sizeof(bus_text));
     CHECK(BUS_MSG_MAX_BYTES >= sizeof(bus_header) + sizeof(bus_welcome));
     CHECK(BUS_MSG_MAX_BYTES >= sizeof(bus_header) + sizeof(bus_frame));
-    CHECK(BUS_MSG_MAX_BYTES >= sizeof(bus_header) + sizeof(bus_release));
+    CHECK(BUS_MSG_MAX_BYTES >= sizeof(bus_header) + sizeof(bus_board_desc));
 }
 
 static void every_type_round_trips(void)
@@ -264,9 +249,9 @@ static void header_checks(void)
     memcpy(buf, &bad, sizeof bad);
     DECODE_FAILS(len, "bad magic 0x4f4d4253");
     bad = h;
-    bad.version = 2;
+    bad.version = 1; /* releases in messages: an older omma */
     memcpy(buf, &bad, sizeof bad);
-    DECODE_FAILS(len, "version 2 (this omma speaks 1)");
+    DECODE_FAILS(len, "version 1 (this omma speaks 2)");
     bad.version = 0;
     memcpy(buf, &bad, sizeof bad);
     DECODE_FAILS(len, "version 0");
@@ -276,7 +261,7 @@ static void header_checks(void)
     DECODE_FAILS(len, "unknown type 0");
     bad.type = BUS_MSG_TYPE_END;
     memcpy(buf, &bad, sizeof bad);
-    DECODE_FAILS(len, "unknown type 10");
+    DECODE_FAILS(len, "unknown type 9");
     bad.type = 0xFFFF;
     memcpy(buf, &bad, sizeof bad);
     DECODE_FAILS(len, "unknown type 65535");
@@ -296,8 +281,8 @@ static void header_checks(void)
     bus_frame f = m.u.frame;
     DECODE_FAILS(raw(BUS_MSG_FRAME, &f, sizeof f - 4), "FRAME: 44 body bytes, expected 48");
     static uint8_t big[512];
-    DECODE_FAILS(raw(BUS_MSG_RELEASE, big, sizeof(bus_release) + 8),
-                 "RELEASE: 32 body bytes, expected 24");
+    DECODE_FAILS(raw(BUS_MSG_BOARD, big, sizeof(bus_board_desc) + 8),
+                 "BOARD: 24 body bytes, expected 16");
     DECODE_FAILS(raw(BUS_MSG_WELCOME, big, 0), "WELCOME: 0 body bytes, expected 32");
     DECODE_FAILS(raw(BUS_MSG_CAMERA, big, sizeof(bus_camera) + 8),
                  "CAMERA: 152 body bytes, expected 144");
@@ -477,35 +462,21 @@ static void frame_release_text_checks(void)
     m.u.frames.count = BUS_MAX_BATCH + 1; /* would read past frames[] */
     CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
 
-    /* RELEASES: the same framing; each release checked like a RELEASE. */
-    static bus_releases rs;
-    rs = releases(2).u.releases;
-    DECODE_FAILS(raw(BUS_MSG_RELEASES, &rs, 8 + sizeof(bus_release)),
-                 "RELEASES: 2 entries in 24 bytes");
-    DECODE_FAILS(raw(BUS_MSG_RELEASES, &rs, 8 + 2 * sizeof(bus_release) + 3),
-                 "RELEASES: 59 body bytes");
-    rs.releases[1].used = 2;
-    DECODE_FAILS(raw(BUS_MSG_RELEASES, &rs, 8 + 2 * sizeof(bus_release)),
-                 "RELEASES: camera 1022, slot 1, used 2");
-    rs = releases(2).u.releases;
-    rs.count = 0;
-    DECODE_FAILS(raw(BUS_MSG_RELEASES, &rs, 8), "RELEASES: 0 entries (1..64)");
-
-    bus_release r = release().u.release;
-    r.camera = BUS_MAX_CAMERAS;
-    DECODE_FAILS(raw(BUS_MSG_RELEASE, &r, sizeof r), "RELEASE: camera 1024, slot 0, used 1");
-    r = release().u.release;
-    r.slot = 99;
-    DECODE_FAILS(raw(BUS_MSG_RELEASE, &r, sizeof r), "slot 99");
-    r = release().u.release;
-    r.used = 2;
-    DECODE_FAILS(raw(BUS_MSG_RELEASE, &r, sizeof r), "used 2");
-    r = release().u.release;
-    r.seq = 0;
-    DECODE_FAILS(raw(BUS_MSG_RELEASE, &r, sizeof r), "seq 0");
-    r = release().u.release;
-    r.reserved = 0x80000000u;
-    DECODE_FAILS(raw(BUS_MSG_RELEASE, &r, sizeof r), "RELEASE: reserved field is 0x80000000");
+    /* BOARD: a size that matches its cameras, within the limits. */
+    bus_board_desc bd = board(3).u.board;
+    bd.bytes += 4096;
+    DECODE_FAILS(raw(BUS_MSG_BOARD, &bd, sizeof bd), "BOARD: 3 cameras or 8192 bytes out of range");
+    bd = board(3).u.board;
+    bd.cameras = 0;
+    DECODE_FAILS(raw(BUS_MSG_BOARD, &bd, sizeof bd), "BOARD: 0 cameras");
+    bd.cameras = BUS_MAX_CAMERAS + 1;
+    bd.bytes = bus_board_bytes(BUS_MAX_CAMERAS) + 4096;
+    DECODE_FAILS(raw(BUS_MSG_BOARD, &bd, sizeof bd), "BOARD: 1025 cameras");
+    bd = board(3).u.board;
+    bd.reserved = 0x80000000u;
+    DECODE_FAILS(raw(BUS_MSG_BOARD, &bd, sizeof bd), "BOARD: reserved field is 0x80000000");
+    /* Version 1's release messages (type 9, RELEASES) are no type now. */
+    DECODE_FAILS(raw((bus_msg_type)9, big, 8), "unknown type 9");
 
     static bus_text t;
     memset(&t, 'A', sizeof t);
@@ -568,11 +539,11 @@ static void encode_refuses_bad_messages_and_small_buffers(void)
     m = welcome();
     m.u.welcome.reserved = 1;
     CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
-    m = release();
-    m.u.release.reserved = 1;
+    m = board(2);
+    m.u.board.reserved = 1;
     CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
-    m = release();
-    m.u.release.used = 3;
+    m = board(2);
+    m.u.board.bytes = 1;
     CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);
     m = text(BUS_MSG_BYE, -4, "x");
     CHECK(bus_msg_encode(&m, buf, sizeof buf) == 0);

@@ -794,7 +794,7 @@ static void test_fault_walk(void)
             st = omma_bus_next(sub, 2000, &f);
         if (st == OMMA_OK) {
             held = 1;
-            st = omma_bus_release(sub, &f, s); /* makes the release event */
+            st = omma_bus_release(sub, &f, s); /* the board write on s */
             held = st != OMMA_OK;
         }
         long passed = gpu_fault_points();
