@@ -90,6 +90,9 @@ typedef struct bench_opts {
 /* What one subscriber measured (written by the child, one line). */
 typedef struct sub_figures {
     double frames, missed, p50_ms, p99_ms, cpu_us_per_frame, seconds;
+    /* Of the CPU per frame: the reading thread's, in omma_bus_next and in
+     * omma_bus_release (the rest: the process's other threads). */
+    double thread_us, next_us, release_us;
 } sub_figures;
 
 /* ---- the subscriber processes ------------------------------------------- */
@@ -117,24 +120,30 @@ static int child_bus(const char *name, double seconds, const char *out_path)
     gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0);
     double *lat = malloc(LAT_MAX * sizeof *lat);
     size_t n = 0;
-    uint64_t frames = 0, t0 = 0, cpu0 = 0, end = 0;
+    uint64_t frames = 0, t0 = 0, cpu0 = 0, end = 0, thread0 = 0, in_next = 0, in_release = 0;
     /* The window starts at the first frame: the publisher starts its
      * cameras once every subscriber is attached. Missed frames are the
      * publisher's count. */
     for (;;) {
         omma_bus_frame f;
+        uint64_t c0 = core_thread_cpu_ns();
         st = omma_bus_next(sub, 200, &f);
-        uint64_t now = core_now_ns();
+        uint64_t now = core_now_ns(), c1 = core_thread_cpu_ns();
         if (st == OMMA_ERR_TIMEOUT)
             continue;
         if (st != OMMA_OK)
             break;
         omma_bus_wait(sub, &f, s);
         omma_bus_release(sub, &f, s);
+        uint64_t c2 = core_thread_cpu_ns();
         if (!t0) {
             t0 = now;
             cpu0 = core_process_cpu_ns();
+            thread0 = c2;
             end = t0 + (uint64_t)(seconds * 1e9);
+        } else {
+            in_next += c1 - c0;
+            in_release += c2 - c1;
         }
         if (now > end)
             break;
@@ -142,13 +151,14 @@ static int child_bus(const char *name, double seconds, const char *out_path)
         if (n < LAT_MAX)
             lat[n++] = (double)(now - f.capture_ns) / 1e6;
     }
-    uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns();
+    uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns(), thread1 = core_thread_cpu_ns();
     FILE *o = fopen(out_path, "w");
     if (o) {
-        fprintf(o, "%.0f %.0f %.4f %.4f %.3f %.3f\n", (double)frames, 0.0,
+        double per = frames ? 1e3 * (double)frames : 1;
+        fprintf(o, "%.0f %.0f %.4f %.4f %.3f %.3f %.3f %.3f %.3f\n", (double)frames, 0.0,
                 cli_percentile(lat, n, 0.5), cli_percentile(lat, n, 0.99),
-                frames ? (double)(cpu1 - cpu0) / 1e3 / (double)frames : 0.0,
-                (double)(t1 - t0) / 1e9);
+                (double)(cpu1 - cpu0) / per, (double)(t1 - t0) / 1e9,
+                (double)(thread1 - thread0) / per, (double)in_next / per, (double)in_release / per);
         fclose(o);
     }
     free(lat);
@@ -229,8 +239,8 @@ static int child_pipe(int fd, const char *out_path, size_t frame_bytes)
     uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns();
     FILE *o = fopen(out_path, "w");
     if (o) {
-        fprintf(o, "%.0f 0 %.4f %.4f %.3f %.3f\n", (double)frames, cli_percentile(lat, n, 0.5),
-                cli_percentile(lat, n, 0.99),
+        fprintf(o, "%.0f 0 %.4f %.4f %.3f %.3f 0 0 0\n", (double)frames,
+                cli_percentile(lat, n, 0.5), cli_percentile(lat, n, 0.99),
                 frames ? (double)(cpu1 - cpu0) / 1e3 / (double)frames : 0.0,
                 (double)(t1 - t0) / 1e9);
         fclose(o);
@@ -276,16 +286,18 @@ static int read_figures(const char *path, sub_figures *f)
     FILE *in = fopen(path, "r");
     if (!in)
         return 0;
-    int n = fscanf(in, "%lf %lf %lf %lf %lf %lf", &f->frames, &f->missed, &f->p50_ms, &f->p99_ms,
-                   &f->cpu_us_per_frame, &f->seconds);
+    int n = fscanf(in, "%lf %lf %lf %lf %lf %lf %lf %lf %lf", &f->frames, &f->missed, &f->p50_ms,
+                   &f->p99_ms, &f->cpu_us_per_frame, &f->seconds, &f->thread_us, &f->next_us,
+                   &f->release_us);
     fclose(in);
-    return n == 6;
+    return n == 9;
 }
 
 typedef struct mode_result {
     const char *mode;
     double published_fps, delivered_fps_min, delivered_fps_mean, missed_per_sub;
     double p50_ms, p99_ms, sub_cpu_us, pub_cpu_us, h2d_per_frame, d2h_per_frame;
+    double sub_thread_us, sub_next_us, sub_release_us; /* means, as in sub_figures */
     int ok_subs;
 } mode_result;
 
@@ -303,6 +315,9 @@ static void summarize(mode_result *r, const sub_figures *f, int k)
         p50 = f[i].p50_ms > p50 ? f[i].p50_ms : p50;
         p99 = f[i].p99_ms > p99 ? f[i].p99_ms : p99;
         cpu += f[i].cpu_us_per_frame;
+        r->sub_thread_us += f[i].thread_us;
+        r->sub_next_us += f[i].next_us;
+        r->sub_release_us += f[i].release_us;
         r->ok_subs++;
     }
     if (!r->ok_subs)
@@ -311,6 +326,8 @@ static void summarize(mode_result *r, const sub_figures *f, int k)
     r->p50_ms = p50; /* the worst subscriber's */
     r->p99_ms = p99;
     r->sub_cpu_us = r->ok_subs ? cpu / r->ok_subs : 0;
+    double k_ok = r->ok_subs ? r->ok_subs : 1;
+    r->sub_thread_us /= k_ok, r->sub_next_us /= k_ok, r->sub_release_us /= k_ok;
 }
 
 static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const char *self,
@@ -517,17 +534,25 @@ static void report(const bench_opts *o, const mode_result *r)
             r->mode, r->published_fps, r->delivered_fps_mean, r->delivered_fps_min,
             r->missed_per_sub, r->p50_ms, r->p99_ms, r->sub_cpu_us, r->pub_cpu_us, r->h2d_per_frame,
             r->d2h_per_frame);
+    if (r->sub_thread_us > 0)
+        fprintf(stderr,
+                "         subscriber CPU/frame: reading thread %.2f us (in omma_bus_next %.2f, "
+                "in omma_bus_release %.2f), other threads %.2f us\n",
+                r->sub_thread_us, r->sub_next_us, r->sub_release_us,
+                r->sub_cpu_us - r->sub_thread_us);
     if (o->json)
         printf("{\"bench\":\"bus\",\"mode\":\"%s\",\"cameras\":%d,\"subscribers\":%d,"
                "\"width\":%d,\"height\":%d,\"phase\":\"%s\",\"fps\":%s%.3f,\"published_fps\":%.2f,"
                "\"delivered_fps_mean\":%.2f,\"delivered_fps_min\":%.2f,\"missed_per_subscriber\":"
                "%.1f,\"latency_ms_p50\":%.4f,\"latency_ms_p99\":%.4f,\"subscriber_cpu_us_per_"
                "frame\":%.3f,\"publisher_cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":%.1f,"
-               "\"d2h_bytes_per_frame\":%.1f,\"subscribers_measured\":%d}\n",
+               "\"d2h_bytes_per_frame\":%.1f,\"subscriber_thread_us\":%.3f,\"subscriber_next_us\":"
+               "%.3f,\"subscriber_release_us\":%.3f,\"subscribers_measured\":%d}\n",
                r->mode, o->cameras, o->subscribers, o->width, o->height,
                o->aligned ? "aligned" : "spread", "", o->fps, r->published_fps,
                r->delivered_fps_mean, r->delivered_fps_min, r->missed_per_sub, r->p50_ms, r->p99_ms,
-               r->sub_cpu_us, r->pub_cpu_us, r->h2d_per_frame, r->d2h_per_frame, r->ok_subs);
+               r->sub_cpu_us, r->pub_cpu_us, r->h2d_per_frame, r->d2h_per_frame, r->sub_thread_us,
+               r->sub_next_us, r->sub_release_us, r->ok_subs);
 }
 
 int cli_bench_bus(int argc, char **argv)

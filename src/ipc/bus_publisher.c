@@ -117,7 +117,7 @@ omma_status bus_pub_create(const bus_pub_options *opt, bus_pub **out)
     p->wake[0] = p->wake[1] = -1;
     p->results.fd = -1;
     for (int i = 0; i < BUS_MAX_SEATS; i++)
-        p->seats[i].fd = -1;
+        p->seats[i].fd = p->seats[i].board.fd = -1;
     pthread_mutex_init(&p->lock, NULL);
     pthread_mutex_init(&p->qlock, NULL);
     pthread_cond_init(&p->qmore, NULL);
@@ -458,7 +458,7 @@ static void end_seat(bus_pub *p, int si, omma_status st, const char *reason)
         p->stats.ended++;
     }
     seat old = *s;
-    *s = (seat){.fd = -1};
+    *s = (seat){.fd = -1, .board.fd = -1};
     pthread_mutex_unlock(&p->lock);
     close(old.fd);
     free(old.wants);
@@ -682,6 +682,7 @@ static void accept_all(bus_pub *p)
         pthread_mutex_lock(&p->lock);
         p->seats[si] = (seat){.state = SEAT_HELLO,
                               .fd = fd,
+                              .board.fd = -1,
                               .pid = pid,
                               .hello_deadline = core_now_ns() + HELLO_MS * 1000000ull};
         pthread_mutex_unlock(&p->lock);

@@ -306,8 +306,9 @@ omma_status bus_send_wait(int fd, const void *msg, size_t n, int send_fd, int ti
  * expected), and the kernel drops those beyond (MSG_CTRUNC). */
 #define MAX_RECV_FDS 4
 
-/* One recvmsg without waiting: *n 0 when nothing is there. */
-static omma_status recv_now(int fd, void *buf, size_t cap, size_t *n, int *recv_fd)
+/* One recvmsg (flags: MSG_DONTWAIT, or 0 to wait up to the socket's
+ * receive timeout): *n 0 when nothing came (a signal ends a wait). */
+static omma_status recv_one(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int flags)
 {
     struct iovec iov = {buf, cap};
     union {
@@ -321,10 +322,10 @@ static omma_status recv_now(int fd, void *buf, size_t cap, size_t *n, int *recv_
     mh.msg_controllen = sizeof ctl.buf;
     ssize_t r;
     do
-        r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    while (r < 0 && errno == EINTR);
+        r = recvmsg(fd, &mh, flags | MSG_CMSG_CLOEXEC);
+    while (r < 0 && errno == EINTR && (flags & MSG_DONTWAIT));
     if (r < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return OMMA_OK;
         if (errno == ECONNRESET)
             return OMMA_FAIL(OMMA_ERR_CLOSED, "bus peer hung up");
@@ -374,7 +375,7 @@ omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int
     if (recv_fd)
         *recv_fd = -1;
     /* A message already there is taken without a poll first. */
-    omma_status st = recv_now(fd, buf, cap, n, recv_fd);
+    omma_status st = recv_one(fd, buf, cap, n, recv_fd, MSG_DONTWAIT);
     if (st != OMMA_OK || *n || timeout_ms == 0)
         return st;
     int r = wait_fd(fd, POLLIN, timeout_ms);
@@ -382,5 +383,23 @@ omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int
         return OMMA_FAIL(OMMA_ERR_IO, "bus receive: poll: %s", strerror(errno));
     if (r == 0)
         return OMMA_OK;
-    return recv_now(fd, buf, cap, n, recv_fd);
+    return recv_one(fd, buf, cap, n, recv_fd, MSG_DONTWAIT);
+}
+
+omma_status bus_set_recv_timeout(int fd, int timeout_ms)
+{
+    struct timeval tv = {0, 0};
+    if (timeout_ms > 0)
+        tv = (struct timeval){timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
+        return OMMA_FAIL(OMMA_ERR_IO, "bus socket: SO_RCVTIMEO: %s", strerror(errno));
+    return OMMA_OK;
+}
+
+omma_status bus_recv_blocking(int fd, void *buf, size_t cap, size_t *n, int *recv_fd)
+{
+    *n = 0;
+    if (recv_fd)
+        *recv_fd = -1;
+    return recv_one(fd, buf, cap, n, recv_fd, 0);
 }

@@ -60,4 +60,11 @@ omma_status bus_send_wait(int fd, const void *msg, size_t n, int send_fd, int ti
  * OMMA_ERR_IO (an fd was dropped: the open-file limit is reached). */
 omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int timeout_ms);
 
+/* As bus_recv, in one system call whether or not a message is waiting:
+ * the wait is the socket's receive timeout, set by bus_set_recv_timeout
+ * (<= 0: without limit); a signal ends it early (*n = 0 then too). For a
+ * reader's hot path, which waits alike every time. */
+omma_status bus_recv_blocking(int fd, void *buf, size_t cap, size_t *n, int *recv_fd);
+omma_status bus_set_recv_timeout(int fd, int timeout_ms);
+
 #endif

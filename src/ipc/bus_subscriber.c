@@ -3,6 +3,7 @@
 #include "omma/bus.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,7 @@ struct omma_bus_subscriber {
     hold *holds;
     int n_holds;
     int closed;
+    int recv_timeout_ms; /* the socket's receive timeout as last set (INT_MIN: never) */
     int stopped; /* the publisher said BYE (it stopped; it did not die) */
     bus_frames batch; /* the last FRAMES message; next_taken of them handed out */
     uint32_t next_taken;
@@ -85,7 +87,17 @@ static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, 
     unsigned char buf[BUS_MSG_MAX_BYTES];
     size_t n = 0;
     int rfd = -1;
-    omma_status st = bus_recv(s->fd, buf, sizeof buf, &n, &rfd, timeout_ms);
+    omma_status st = OMMA_OK;
+    if (fd || timeout_ms == 0) {
+        st = bus_recv(s->fd, buf, sizeof buf, &n, &rfd, timeout_ms);
+    } else { /* frames: one system call per message, waiting or not */
+        if (s->recv_timeout_ms != timeout_ms) {
+            st = bus_set_recv_timeout(s->fd, timeout_ms);
+            s->recv_timeout_ms = st == OMMA_OK ? timeout_ms : INT_MIN;
+        }
+        if (st == OMMA_OK)
+            st = bus_recv_blocking(s->fd, buf, sizeof buf, &n, &rfd);
+    }
     if (st == OMMA_ERR_CLOSED)
         return closed_error(s, "the publisher hung up");
     OMMA_TRY(st);
@@ -329,6 +341,8 @@ omma_status omma_bus_subscribe(omma_device *dev, const char *name, const omma_bu
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "omma_bus_subscribe: state");
     s->fd = -1;
     s->results.fd = -1;
+    s->board.fd = -1;
+    s->recv_timeout_ms = INT_MIN;
     s->dev = o.watch ? NULL : dev;
     s->watch = o.watch;
     s->max_holds = o.watch ? 1 : o.max_holds;

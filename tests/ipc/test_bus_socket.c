@@ -421,6 +421,16 @@ static void timeouts_and_hangups(void)
     n = 99;
     REQUIRE_OK(bus_recv(b, in, sizeof in, &n, &rfd, 30)); /* nothing within 30 ms */
     CHECK(n == 0);
+    /* The one-call receive: the socket's timeout, then a message. */
+    REQUIRE_OK(bus_set_recv_timeout(b, 30));
+    n = 99;
+    REQUIRE_OK(bus_recv_blocking(b, in, sizeof in, &n, &rfd)); /* nothing within 30 ms */
+    CHECK(n == 0 && rfd == -1);
+    REQUIRE_OK(bus_send(a, "frames", 6, -1));
+    REQUIRE_OK(bus_recv_blocking(b, in, sizeof in, &n, &rfd));
+    CHECK(n == 6 && memcmp(in, "frames", 6) == 0);
+    REQUIRE_OK(bus_set_recv_timeout(b, 0)); /* without limit again */
+    CHECK_FAILS(bus_set_recv_timeout(-1, 10), OMMA_ERR_IO, "SO_RCVTIMEO");
     /* What was sent before the hang-up still arrives, then CLOSED. */
     REQUIRE_OK(bus_send(a, "last words", 10, -1));
     close(a);
@@ -429,6 +439,7 @@ static void timeouts_and_hangups(void)
     CHECK_FAILS(bus_recv(b, in, sizeof in, &n, &rfd, -1), OMMA_ERR_CLOSED, "hung up");
     CHECK_FAILS(bus_recv(b, in, sizeof in, &n, &rfd, 0), OMMA_ERR_CLOSED, "hung up");
     CHECK(n == 0);
+    CHECK_FAILS(bus_recv_blocking(b, in, sizeof in, &n, &rfd), OMMA_ERR_CLOSED, "hung up");
     /* Sending to a peer that left. */
     CHECK_FAILS(bus_send(b, "x", 1, -1), OMMA_ERR_CLOSED, "hung up");
     CHECK_FAILS(bus_send_wait(b, "x", 1, -1, 100), OMMA_ERR_CLOSED, "hung up");
