@@ -388,6 +388,11 @@ omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int
 
 omma_status bus_set_recv_timeout(int fd, int timeout_ms)
 {
+    /* The socket's receives wait from now (sends and the other receives
+     * pass MSG_DONTWAIT themselves). */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || ((fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0))
+        return OMMA_FAIL(OMMA_ERR_IO, "bus socket: fcntl: %s", strerror(errno));
     struct timeval tv = {0, 0};
     if (timeout_ms > 0)
         tv = (struct timeval){timeout_ms / 1000, (timeout_ms % 1000) * 1000};

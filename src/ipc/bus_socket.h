@@ -62,8 +62,9 @@ omma_status bus_recv(int fd, void *buf, size_t cap, size_t *n, int *recv_fd, int
 
 /* As bus_recv, in one system call whether or not a message is waiting:
  * the wait is the socket's receive timeout, set by bus_set_recv_timeout
- * (<= 0: without limit); a signal ends it early (*n = 0 then too). For a
- * reader's hot path, which waits alike every time. */
+ * (<= 0: without limit), which also makes the socket's receives block
+ * (bus_send and bus_recv never do); a signal ends it early (*n = 0 then
+ * too). For a reader's hot path, which waits alike every time. */
 omma_status bus_recv_blocking(int fd, void *buf, size_t cap, size_t *n, int *recv_fd);
 omma_status bus_set_recv_timeout(int fd, int timeout_ms);
 

@@ -429,8 +429,23 @@ static void timeouts_and_hangups(void)
     REQUIRE_OK(bus_send(a, "frames", 6, -1));
     REQUIRE_OK(bus_recv_blocking(b, in, sizeof in, &n, &rfd));
     CHECK(n == 6 && memcmp(in, "frames", 6) == 0);
+    /* It waits: a message sent 50 ms later by a child arrives (a socket
+     * left non-blocking would return nothing at once). */
+    REQUIRE_OK(bus_set_recv_timeout(b, 10000));
+    pid_t later = fork();
+    if (later == 0) {
+        usleep(50000);
+        _exit(bus_send(a, "later", 5, -1) == OMMA_OK ? 0 : 1);
+    }
+    n = 0;
+    REQUIRE_OK(bus_recv_blocking(b, in, sizeof in, &n, &rfd));
+    CHECK(n == 5 && memcmp(in, "later", 5) == 0);
+    waitpid(later, NULL, 0);
+    /* bus_recv still does not wait when told not to. */
+    REQUIRE_OK(bus_recv(b, in, sizeof in, &n, &rfd, 0));
+    CHECK(n == 0);
     REQUIRE_OK(bus_set_recv_timeout(b, 0)); /* without limit again */
-    CHECK_FAILS(bus_set_recv_timeout(-1, 10), OMMA_ERR_IO, "SO_RCVTIMEO");
+    CHECK_FAILS(bus_set_recv_timeout(-1, 10), OMMA_ERR_IO, "Bad file descriptor");
     /* What was sent before the hang-up still arrives, then CLOSED. */
     REQUIRE_OK(bus_send(a, "last words", 10, -1));
     close(a);
