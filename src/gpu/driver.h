@@ -87,11 +87,7 @@
     X(cuMemUnmap)                     \
     X(cuMemSetAccess)                 \
     X(cuMemExportToShareableHandle)   \
-    X(cuMemImportFromShareableHandle) \
-    X(cuMemHostRegister)              \
-    X(cuMemHostUnregister)            \
-    X(cuMemHostGetDevicePointer)      \
-    X(cuStreamWriteValue64)
+    X(cuMemImportFromShareableHandle)
 
 typedef struct gpu_driver {
 #define GPU_DRIVER_MEMBER(name) __typeof__(&name) name;

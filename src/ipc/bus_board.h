@@ -2,20 +2,18 @@
  *
  * One memfd per seat holds a 64-bit word per (camera, slot): the sequence
  * number of the last frame of that slot the subscriber gave back. The
- * subscriber's GPU writes it there itself, with a stream memory operation
- * after its reads of the frame (or its host does, for a frame it did not
- * read); the publisher reads the words when it wants a slot or a hold
- * back. So giving a frame back costs no message, no thread and no wake-up
- * on either side, and the publisher never waits for another process's GPU
- * work.
+ * subscriber writes it there once its reads of the frame have run (it
+ * records an event after them and looks at it in its next calls; at once
+ * for a frame it did not read); the publisher reads the words when it
+ * wants a slot or a hold back. So giving a frame back costs no message, no
+ * thread and no wake-up on either side, and the publisher never waits for
+ * another process's GPU work.
  *
  * The publisher creates the memfd (sealed against shrinking and growing:
  * no subscriber can make the publisher's mapping fault) and maps it
- * read-only; the subscriber maps it writable and registers it with its
- * CUDA context. A word is trusted only as "this seat gave back frame seq
- * of this slot": a subscriber that writes nonsense can only give back its
- * own holds early, which harms none but its own reads (frames are mapped
- * read-only in subscribers). */
+ * read-only; the subscriber maps it writable. A word is trusted only as "this seat gave back frame
+ * seq of this slot": a subscriber that writes nonsense can only give back its own holds early,
+ * which harms none but its own reads (frames are mapped read-only in subscribers). */
 #ifndef OMMA_IPC_BUS_BOARD_H
 #define OMMA_IPC_BUS_BOARD_H
 

@@ -6,14 +6,12 @@
  * to every seat once it is in the slot; a seat takes it (held) unless it
  * already holds max_holds frames of this camera, in which case it missed
  * the frame (counted). A seat gives a frame back on its release board
- * (bus_board.h), which the subscriber's stream writes only once its GPU
- * work on the frame has run (or its host at once, for a frame it did not
- * read), so a release the publisher reads there frees the hold at once:
- * the publisher never waits for another process's GPU work, on the host
- * or on a stream, and no interprocess event is needed. A slot is written again only when
- * no seat holds it (bus_holds_busy). A seat that leaves or dies drops its
- * holds at once: subscribers map frames read-only, so a dead one's
- * unfinished reads can harm no one.
+ * (bus_board.h), which the subscriber writes only once its GPU work on
+ * the frame has run (at once, for a frame it did not read), so a release the publisher reads there
+ * frees the hold at once: the publisher never waits for another process's GPU work, on the host or
+ * on a stream, and no interprocess event is needed. A slot is written again only when no seat holds
+ * it (bus_holds_busy). A seat that leaves or dies drops its holds at once: subscribers map frames
+ * read-only, so a dead one's unfinished reads can harm no one.
  *
  * A seat that asked for every frame (only on cameras whose ring blocks its
  * producer: files) holds each frame from the moment the ring starts

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/fault.h"
@@ -31,12 +32,20 @@ typedef struct sub_camera {
     int row_bytes[3];
 } sub_camera;
 
-/* A frame held (seq 0: the hold is free). */
+enum { HOLD_FREE = 0, HOLD_HELD, HOLD_RELEASING };
+
+/* receive_frames polls frames given back this long before it waits for a
+ * millisecond at a time: an event recorded on an idle stream completes in
+ * microseconds. */
+#define SPIN_NS 20000
+
+/* A frame held, or given back on a stream whose reads have not all run. */
 typedef struct hold {
-    int held;
+    int state; /* HOLD_* */
     int cam; /* local index */
     uint32_t slot;
     uint64_t seq;
+    CUevent after; /* RELEASING: recorded on the reading stream after the reads */
 } hold;
 
 struct omma_bus_subscriber {
@@ -57,12 +66,11 @@ struct omma_bus_subscriber {
     int stopped; /* the publisher said BYE (it stopped; it did not die) */
     bus_frames batch; /* the last FRAMES message; next_taken of them handed out */
     uint32_t next_taken;
-    /* The release board (bus_board.h), registered with the device's
-     * context so that a stream can write a release into it. */
+    /* The release board (bus_board.h): a frame given back on a stream is
+     * written there by this subscriber's next call that finds its event
+     * complete (no thread, no message). */
     bus_board board;
-    CUdeviceptr board_dev;
-    int board_registered;
-    int released_on_gpu; /* a stream wrote into the board: close waits for it */
+    int releasing; /* holds in HOLD_RELEASING */
     atomic_int busy;
 };
 
@@ -82,13 +90,18 @@ static omma_status closed_error(omma_bus_subscriber *s, const char *why)
 }
 
 /* Receives one message of the handshake (and its fd when fd != NULL). */
-static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, int *fd)
+/* How recv_msg waits: polling first (the handshake, short waits), or in
+ * the one call of the socket's receive timeout (frames, the hot path). */
+enum { WAIT_POLL, WAIT_IN_RECV };
+
+static omma_status recv_msg_how(omma_bus_subscriber *s, int timeout_ms, int how, bus_msg *m,
+                                int *fd)
 {
     unsigned char buf[BUS_MSG_MAX_BYTES];
     size_t n = 0;
     int rfd = -1;
     omma_status st = OMMA_OK;
-    if (fd || timeout_ms == 0) {
+    if (how == WAIT_POLL || fd || timeout_ms == 0) {
         st = bus_recv(s->fd, buf, sizeof buf, &n, &rfd, timeout_ms);
     } else { /* frames: one system call per message, waiting or not */
         if (s->recv_timeout_ms != timeout_ms) {
@@ -101,8 +114,10 @@ static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, 
     if (st == OMMA_ERR_CLOSED)
         return closed_error(s, "the publisher hung up");
     OMMA_TRY(st);
-    if (n == 0)
-        return OMMA_FAIL(OMMA_ERR_TIMEOUT, "bus %s: no answer within %d ms", s->name, timeout_ms);
+    if (n == 0) /* frames: no error text (the caller's loop sees many) */
+        return fd ? OMMA_FAIL(OMMA_ERR_TIMEOUT, "bus %s: no answer within %d ms", s->name,
+                              timeout_ms)
+                  : OMMA_ERR_TIMEOUT;
     st = bus_msg_decode(buf, n, m);
     if (st == OMMA_OK && m->type == BUS_MSG_ERROR)
         st = OMMA_FAIL(m->u.text.status ? (omma_status)m->u.text.status : OMMA_ERR_CLOSED,
@@ -121,6 +136,11 @@ static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, 
     }
     *fd = rfd;
     return OMMA_OK;
+}
+
+static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, int *fd)
+{
+    return recv_msg_how(s, timeout_ms, WAIT_IN_RECV, m, fd);
 }
 
 static void uuid_text(const uint8_t u[16], char out[48])
@@ -158,14 +178,16 @@ static void detach_cameras(omma_bus_subscriber *s)
         return;
     omma_scope scope;
     int entered = s->dev && omma_device_enter(s->dev, &scope) == OMMA_OK;
-    /* The reads of the frames given back, and the board writes after
-     * them, ran on streams this subscriber does not own (and that may be
-     * gone): the whole context's work has run before the memory goes. */
-    if (entered && s->released_on_gpu)
-        gpu_cu.cuCtxSynchronize();
-    if (entered && s->board_registered)
-        gpu_cu.cuMemHostUnregister((void *)(uintptr_t)s->board.words);
-    s->board_registered = 0;
+    /* The reads of the frames given back have run before the memory goes
+     * (an event outlives the stream it was recorded on). */
+    for (int i = 0; i < s->n_holds && entered; i++) {
+        hold *h = &s->holds[i];
+        if (h->after) {
+            if (h->state == HOLD_RELEASING)
+                gpu_cu.cuEventSynchronize(h->after);
+            gpu_cu.cuEventDestroy(h->after);
+        }
+    }
     for (int i = 0; i < s->n && entered; i++)
         bus_memory_destroy(&s->cams[i].mem);
     if (entered)
@@ -185,18 +207,26 @@ static void free_subscriber(omma_bus_subscriber *s)
     free(s);
 }
 
-/* Maps the seat's release board (the BOARD message and its fd) and
- * registers it with the device's context (current). */
-static omma_status attach_board(omma_bus_subscriber *s, const bus_board_desc *d, int fd)
+/* Gives hold h's frame back on the board (its reads have run). */
+static void board_release(omma_bus_subscriber *s, hold *h)
 {
-    OMMA_TRY(bus_board_map(fd, (int)d->cameras, d->bytes, &s->board));
-    void *words = (void *)(uintptr_t)s->board.words;
-    OMMA_TRY(GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuMemHostRegister"));
-    OMMA_TRY(
-        OMMA_CK(gpu_cu.cuMemHostRegister(words, s->board.bytes, CU_MEMHOSTREGISTER_DEVICEMAP)));
-    s->board_registered = 1;
-    OMMA_TRY(GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuMemHostGetDevicePointer"));
-    return OMMA_CK(gpu_cu.cuMemHostGetDevicePointer(&s->board_dev, words, 0));
+    atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)bus_board_word(
+                              &s->board, s->cams[h->cam].info.index, (int)h->slot),
+                          h->seq, memory_order_release);
+    if (h->state == HOLD_RELEASING)
+        s->releasing--;
+    h->state = HOLD_FREE;
+}
+
+/* Writes on the board the frames given back whose reads have run (the
+ * device's context is current). */
+static void finish_releases(omma_bus_subscriber *s)
+{
+    for (int i = 0; i < s->n_holds && s->releasing; i++) {
+        hold *h = &s->holds[i];
+        if (h->state == HOLD_RELEASING && gpu_cu.cuEventQuery(h->after) != CUDA_ERROR_NOT_READY)
+            board_release(s, h);
+    }
 }
 
 static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
@@ -244,7 +274,7 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
             st = OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: expected BOARD with the release board, got %s",
                            s->name, bus_msg_type_name(m.type));
         if (st == OMMA_OK)
-            st = attach_board(s, &m.u.board, fd);
+            st = bus_board_map(fd, (int)m.u.board.cameras, m.u.board.bytes, &s->board);
         if (fd >= 0)
             close(fd);
     }
@@ -408,6 +438,41 @@ static omma_status leave_call(omma_bus_subscriber *sub, omma_status st)
     return st;
 }
 
+/* The next message of frames, waiting up to timeout_ms. While frames
+ * given back wait for their reads, it looks at them meanwhile (a few
+ * microseconds at once, then every millisecond), so that they reach the
+ * board soon: an every-frame publisher waits for them. */
+static omma_status receive_frames(omma_bus_subscriber *s, int timeout_ms, bus_msg *m)
+{
+    if (!s->releasing)
+        return recv_msg(s, timeout_ms, m, NULL);
+    omma_status st = recv_msg_how(s, 0, WAIT_POLL, m, NULL); /* one waiting already */
+    if (st != OMMA_ERR_TIMEOUT || timeout_ms == 0)
+        return st;
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(s->dev, &scope));
+    uint64_t t0 = core_now_ns(), now = t0;
+    uint64_t end = timeout_ms < 0 ? UINT64_MAX : t0 + (uint64_t)timeout_ms * 1000000u;
+    for (; now < end; now = core_now_ns()) {
+        finish_releases(s);
+        if (!s->releasing)
+            break;
+        if (now - t0 < SPIN_NS)
+            continue;
+        st = recv_msg_how(s, 1, WAIT_POLL, m, NULL);
+        if (st != OMMA_ERR_TIMEOUT)
+            break;
+    }
+    omma_device_leave(&scope);
+    if (st != OMMA_ERR_TIMEOUT || now >= end)
+        return st;
+    /* Nothing waits for its reads now. Within a millisecond of the call,
+     * the caller's timeout as it was (the socket keeps it set). */
+    int left =
+        timeout_ms < 0 || now - t0 < 1000000u ? timeout_ms : (int)((end - now + 999999) / 1000000);
+    return recv_msg(s, left, m, NULL);
+}
+
 static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_frame *out)
 {
     if (s->closed)
@@ -418,7 +483,7 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
         f = &s->batch.frames[s->next_taken++];
     } else {
         bus_msg m;
-        omma_status st = recv_msg(s, timeout_ms, &m, NULL);
+        omma_status st = receive_frames(s, timeout_ms, &m);
         if (st == OMMA_ERR_TIMEOUT) {
             omma_clear_error();
             return OMMA_ERR_TIMEOUT;
@@ -444,7 +509,7 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
     int token = -1;
     if (!s->watch) {
         for (int i = 0; i < s->n_holds && token < 0; i++)
-            if (!s->holds[i].held)
+            if (s->holds[i].state == HOLD_FREE)
                 token = i;
         if (token < 0)
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: the publisher gave more frames than held",
@@ -453,7 +518,7 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
         h->cam = li;
         h->slot = f->slot;
         h->seq = f->seq;
-        h->held = 1;
+        h->state = HOLD_HELD;
     }
     memset(out, 0, sizeof *out);
     out->camera = (int)f->camera;
@@ -489,7 +554,7 @@ static hold *held(omma_bus_subscriber *s, const omma_bus_frame *f)
     if (s->watch || !f || f->token_ < 0 || f->token_ >= s->n_holds)
         return NULL;
     hold *h = &s->holds[f->token_];
-    if (!h->held || h->seq != f->seq || s->cams[h->cam].info.index != f->camera)
+    if (h->state != HOLD_HELD || h->seq != f->seq || s->cams[h->cam].info.index != f->camera)
         return NULL;
     return h;
 }
@@ -513,30 +578,30 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
         return leave_call(sub, OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                                          "omma_bus_release: not a frame this subscriber holds"));
     omma_status st = OMMA_OK;
-    if (!sub->closed && stream) { /* written by the stream once its reads ran */
+    if (sub->closed) {
+        h->state = HOLD_FREE; /* nobody to tell */
+    } else if (!stream) {
+        board_release(sub, h); /* not read: given back now */
+    } else { /* on the board once the reads enqueued on stream have run */
         omma_scope scope;
         st = omma_device_enter(sub->dev, &scope);
         if (st == OMMA_OK) {
-            CUdeviceptr word =
-                sub->board_dev +
-                (CUdeviceptr)((uintptr_t)bus_board_word(&sub->board, f->camera, (int)h->slot) -
-                              (uintptr_t)sub->board.words);
-            st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuStreamWriteValue64");
+            if (!h->after)
+                st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuEventCreate");
+            if (st == OMMA_OK && !h->after)
+                st = OMMA_CK(gpu_cu.cuEventCreate(&h->after, CU_EVENT_DISABLE_TIMING));
             if (st == OMMA_OK)
-                st = OMMA_CK(gpu_cu.cuStreamWriteValue64((CUstream)stream, word, h->seq,
-                                                         CU_STREAM_WRITE_VALUE_DEFAULT));
-            sub->released_on_gpu |= st == OMMA_OK;
+                st = OMMA_CK(gpu_cu.cuEventRecord(h->after, (CUstream)stream));
+            if (st == OMMA_OK) {
+                h->state = HOLD_RELEASING;
+                sub->releasing++;
+                finish_releases(sub);
+            }
             st = gpu_leave_keep(&scope, st);
         }
-    } else if (!sub->closed) { /* not read: given back now */
-        atomic_store_explicit(
-            (_Atomic uint64_t *)(uintptr_t)bus_board_word(&sub->board, f->camera, (int)h->slot),
-            h->seq, memory_order_release);
     }
-    if (st == OMMA_OK) { /* else still held: release again */
-        h->held = 0;
+    if (h->state != HOLD_HELD) /* else still held: release again */
         f->token_ = -1;
-    }
     return leave_call(sub, st);
 }
 
