@@ -15,6 +15,7 @@
  * Then, in the same run, the seeds' way as the baseline: each frame copied
  * device to host, written through a pipe to each subscriber, which copies
  * it host to device. A table on stderr, one JSON line per mode with --json. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -97,8 +98,52 @@ typedef struct sub_figures {
 
 /* ---- the subscriber processes ------------------------------------------- */
 
-/* --child bus:NAME:SECONDS:OUTFILE or pipe:FD:SECONDS:OUTFILE:W:H */
-static int child_bus(const char *name, double seconds, const char *out_path)
+/* The run time (ns) of each of this process's threads, from
+ * /proc/self/task/TID/schedstat, with its name: what the CPU per frame
+ * outside the reading thread is spent on (the CUDA driver's threads). */
+#define MAX_TASKS 64
+typedef struct task_times {
+    int n;
+    int tid[MAX_TASKS];
+    char name[MAX_TASKS][20];
+    uint64_t ns[MAX_TASKS];
+} task_times;
+
+static void read_task_times(task_times *t)
+{
+    t->n = 0;
+    DIR *d = opendir("/proc/self/task");
+    for (struct dirent *e; d && (e = readdir(d)) != NULL && t->n < MAX_TASKS;) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300];
+        unsigned long long ns = 0;
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int ok = fscanf(f, "%llu", &ns) == 1;
+        fclose(f);
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        f = fopen(path, "r");
+        t->name[t->n][0] = '\0';
+        if (f) {
+            if (!fgets(t->name[t->n], sizeof t->name[t->n], f))
+                t->name[t->n][0] = '\0';
+            t->name[t->n][strcspn(t->name[t->n], "\n")] = '\0';
+            fclose(f);
+        }
+        if (ok) {
+            t->tid[t->n] = atoi(e->d_name);
+            t->ns[t->n++] = ns;
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+/* --child bus:NAME:SECONDS:VERBOSE:OUTFILE or pipe:FD:BYTES:OUTFILE */
+static int child_bus(const char *name, double seconds, int verbose, const char *out_path)
 {
     omma_device *dev = NULL;
     if (omma_device_open(0, &dev) != OMMA_OK)
@@ -121,6 +166,7 @@ static int child_bus(const char *name, double seconds, const char *out_path)
     double *lat = malloc(LAT_MAX * sizeof *lat);
     size_t n = 0;
     uint64_t frames = 0, t0 = 0, cpu0 = 0, end = 0, thread0 = 0, in_next = 0, in_release = 0;
+    static task_times tasks0, tasks1;
     /* The window starts at the first frame: the publisher starts its
      * cameras once every subscriber is attached. Missed frames are the
      * publisher's count. */
@@ -140,6 +186,7 @@ static int child_bus(const char *name, double seconds, const char *out_path)
             t0 = now;
             cpu0 = core_process_cpu_ns();
             thread0 = c2;
+            read_task_times(&tasks0);
             end = t0 + (uint64_t)(seconds * 1e9);
         } else {
             in_next += c1 - c0;
@@ -152,6 +199,15 @@ static int child_bus(const char *name, double seconds, const char *out_path)
             lat[n++] = (double)(now - f.capture_ns) / 1e6;
     }
     uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns(), thread1 = core_thread_cpu_ns();
+    read_task_times(&tasks1);
+    if (verbose && frames)
+        for (int i = 0; i < tasks1.n; i++) {
+            uint64_t before = 0;
+            for (int j = 0; j < tasks0.n; j++)
+                before = tasks0.tid[j] == tasks1.tid[i] ? tasks0.ns[j] : before;
+            fprintf(stderr, "         subscriber thread %-16s %8.2f us/frame\n", tasks1.name[i],
+                    (double)(tasks1.ns[i] - before) / 1e3 / (double)frames);
+        }
     FILE *o = fopen(out_path, "w");
     if (o) {
         double per = frames ? 1e3 * (double)frames : 1;
@@ -259,8 +315,9 @@ static int run_child(const char *spec)
     char kind[16], a[256], out[1024];
     double seconds = 0;
     size_t bytes = 0;
-    if (sscanf(spec, "bus:%255[^:]:%lf:%1023s", a, &seconds, out) == 3)
-        return child_bus(a, seconds, out);
+    int verbose = 0;
+    if (sscanf(spec, "bus:%255[^:]:%lf:%d:%1023s", a, &seconds, &verbose, out) == 4)
+        return child_bus(a, seconds, verbose, out);
     if (sscanf(spec, "pipe:%15[^:]:%zu:%1023s", kind, &bytes, out) == 3)
         return child_pipe(atoi(kind), out, bytes);
     fprintf(stderr, "omma bench bus: bad --child %s\n", spec);
@@ -367,7 +424,7 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
     for (int i = 0; i < o->subscribers && st == OMMA_OK; i++) {
         char spec[512];
         snprintf(outs[i], sizeof outs[i], "%s/sub%d.txt", dir, i);
-        snprintf(spec, sizeof spec, "bus:%s:%.3f:%s", name, o->duration_s, outs[i]);
+        snprintf(spec, sizeof spec, "bus:%s:%.3f:%d:%s", name, o->duration_s, i == 0, outs[i]);
         kids[i] = spawn_child(self, spec, -1);
     }
     /* Every subscriber attached before the cameras start. */

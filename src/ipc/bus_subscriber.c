@@ -70,7 +70,11 @@ struct omma_bus_subscriber {
      * written there by this subscriber's next call that finds its event
      * complete (no thread, no message). */
     bus_board board;
-    int releasing; /* holds in HOLD_RELEASING */
+    /* The holds in HOLD_RELEASING, in the order given back (n_holds
+     * places): their events complete in that order on one stream, so the
+     * first one not complete ends a look. */
+    int *rqueue;
+    int rhead, releasing;
     atomic_int busy;
 };
 
@@ -204,6 +208,7 @@ static void free_subscriber(omma_bus_subscriber *s)
     if (s->fd >= 0)
         close(s->fd);
     free(s->holds);
+    free(s->rqueue);
     free(s);
 }
 
@@ -214,18 +219,21 @@ static void board_release(omma_bus_subscriber *s, hold *h)
                               &s->board, s->cams[h->cam].info.index, (int)h->slot),
                           h->seq, memory_order_release);
     if (h->state == HOLD_RELEASING)
-        s->releasing--;
+        s->releasing--; /* the queue's head (finish_releases) */
     h->state = HOLD_FREE;
 }
 
-/* Writes on the board the frames given back whose reads have run (the
- * device's context is current). */
+/* Writes on the board the frames given back whose reads have run, oldest
+ * first, up to the first whose reads have not (the device's context is
+ * current). */
 static void finish_releases(omma_bus_subscriber *s)
 {
-    for (int i = 0; i < s->n_holds && s->releasing; i++) {
-        hold *h = &s->holds[i];
-        if (h->state == HOLD_RELEASING && gpu_cu.cuEventQuery(h->after) != CUDA_ERROR_NOT_READY)
-            board_release(s, h);
+    while (s->releasing) {
+        hold *h = &s->holds[s->rqueue[s->rhead]];
+        if (gpu_cu.cuEventQuery(h->after) == CUDA_ERROR_NOT_READY)
+            return;
+        s->rhead = (s->rhead + 1) % s->n_holds;
+        board_release(s, h);
     }
 }
 
@@ -261,7 +269,8 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
     s->cams = calloc(s->n ? (size_t)s->n : 1, sizeof *s->cams);
     s->n_holds = (s->n ? s->n : 1) * s->max_holds;
     s->holds = calloc((size_t)s->n_holds, sizeof *s->holds);
-    if (!s->cams || !s->holds)
+    s->rqueue = calloc((size_t)s->n_holds, sizeof *s->rqueue);
+    if (!s->cams || !s->holds || !s->rqueue)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: camera state", s->name);
     omma_scope scope;
     int entered = 0;
@@ -594,7 +603,7 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
                 st = OMMA_CK(gpu_cu.cuEventRecord(h->after, (CUstream)stream));
             if (st == OMMA_OK) {
                 h->state = HOLD_RELEASING;
-                sub->releasing++;
+                sub->rqueue[(sub->rhead + sub->releasing++) % sub->n_holds] = (int)(h - sub->holds);
                 finish_releases(sub);
             }
             st = gpu_leave_keep(&scope, st);
