@@ -1,5 +1,6 @@
 /* A BlazeBlock in one kernel (GR_DWPW, made by rewrite_block.c):
- *   y = act(pw(dw(x) + dw bias) + pw bias + r),
+ *   y = act(pw(mid(dw(x) + dw bias)) + pw bias + r),
+ * mid the depthwise activation (BlazePose's ReLU6, or none),
  * r the residual, read at the output pixel or max-pooled 2x2/2 from a tensor
  * of twice the output's size, with zeros for the channels it lacks.
  *
@@ -269,7 +270,8 @@ static __device__ __forceinline__ void dp_depthwise4(const cuda_dwpw_args &a, co
 }
 
 /* Step 1: the depthwise outputs of rows m0 .. m0+bm-1 into s ([bm][ld],
- * channels 0 .. kp-1, zeros past C and past the last pixel). Rows of four
+ * channels 0 .. kp-1, zeros past C and past the last pixel), after the
+ * depthwise activation (mid_act: none, ReLU or ReLU6, which keep zeros). Rows of four
  * pixels x four channels when the window is 3x3 at stride 1 or 2, the
  * output width a multiple of 4 and C of 4 (bm and m0 are multiples of 4,
  * so a group of four never leaves its output row); else one pixel x V
@@ -296,8 +298,12 @@ static __device__ __forceinline__ void dp_stage(const cuda_dwpw_args &a, const T
                         acc[q][i] = 0.0f;
             }
 #pragma unroll
-            for (int q = 0; q < 4; q++)
+            for (int q = 0; q < 4; q++) {
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    acc[q][i] = activate(acc[q][i], a.mid_act, NULL, 0);
                 dp_put<4>(s + (r + q) * ld + c0, acc[q]);
+            }
         }
         return;
     }
@@ -312,6 +318,9 @@ static __device__ __forceinline__ void dp_stage(const cuda_dwpw_args &a, const T
             for (int i = 0; i < V; i++)
                 acc[i] = 0.0f;
         }
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            acc[i] = activate(acc[i], a.mid_act, NULL, 0);
         dp_put<V>(s + r * ld + c0, acc);
     }
 }

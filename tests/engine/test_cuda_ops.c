@@ -89,6 +89,7 @@ typedef struct spec {
     chain chain;
     res_mode res; /* GR_DWPW */
     int rc; /* GR_DWPW: residual channels (<= cout) */
+    gr_act mid; /* GR_DWPW: the depthwise activation (mid_act) */
     int block; /* DEPTH_TO_SPACE: output channels are c / (block * block) */
     int begin[3], stride[3]; /* STRIDED_SLICE of dims 1..3; output extents oh, ow, mode */
     int left, right, n_subset; /* LANDMARKS_TO_MATRIX: [1, h, 3] landmarks */
@@ -308,6 +309,41 @@ static void make_cases(void)
         s->cout = blocks[i].cout, s->rc = blocks[i].rc, s->res = blocks[i].res;
         s->act = blocks[i].act;
     }
+    /* BlazePose's blocks: a RELU6 (or RELU) on the depthwise result, which
+     * only the single-block kernels take (dwpw_mma and dwpw_tc in fp16,
+     * dwpw_simt in fp32 and for odd counts). */
+    struct {
+        int batch, h, c, k, stride, cout, rc;
+        res_mode res;
+        gr_act act, mid;
+    } mid_blocks[] = {
+        {2, 64, 24, 3, 1, 24, 24, RES_INPUT, GR_ACT_NONE, GR_ACT_RELU6},
+        {2, 64, 24, 3, 2, 48, 24, RES_POOL, GR_ACT_RELU6, GR_ACT_RELU6},
+        {2, 32, 48, 3, 1, 48, 0, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6},
+        {2, 32, 144, 3, 1, 24, 24, RES_PIXEL, GR_ACT_NONE, GR_ACT_RELU6},
+        {2, 16, 96, 3, 2, 96, 0, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6},
+        {2, 16, 192, 3, 1, 192, 192, RES_INPUT, GR_ACT_RELU6, GR_ACT_RELU6},
+        {2, 8, 192, 3, 2, 192, 192, RES_POOL, GR_ACT_RELU, GR_ACT_RELU6},
+        {1, 8, 384, 3, 1, 64, 64, RES_PIXEL, GR_ACT_NONE, GR_ACT_RELU6},
+        {1, 96, 16, 3, 1, 16, 16, RES_INPUT, GR_ACT_PRELU, GR_ACT_RELU}, /* the mma form */
+        {2, 128, 8, 3, 1, 8, 8, RES_INPUT, GR_ACT_NONE, GR_ACT_RELU6}, /* mma: lite's decoder */
+        {1, 128, 24, 3, 1, 8, 0, RES_NONE, GR_ACT_NONE, GR_ACT_RELU6}, /* mma: narrowing */
+        {1, 64, 16, 3, 1, 32, 0, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6}, /* mma: widening */
+        {40, 32, 32, 3, 1, 36, 32, RES_PIXEL, GR_ACT_RELU, GR_ACT_RELU6}, /* 128-row tiles */
+        {1, 20, 24, 3, 1, 96, 24, RES_PIXEL, GR_ACT_RELU6, GR_ACT_RELU6}, /* cout split */
+        {2, 9, 7, 3, 1, 5, 3, RES_PIXEL, GR_ACT_RELU, GR_ACT_RELU6}, /* odd: FFMA */
+        {1, 9, 24, 5, 1, 24, 0, RES_NONE, GR_ACT_NONE, GR_ACT_RELU6}, /* any window */
+        {64, 8, 48, 3, 1, 48, 48, RES_INPUT, GR_ACT_RELU6, GR_ACT_RELU6}, /* a large batch */
+    };
+    for (size_t i = 0; i < sizeof mid_blocks / sizeof mid_blocks[0]; i++) {
+        s = add_case(GR_DWPW, mid_blocks[i].batch, mid_blocks[i].h, mid_blocks[i].h,
+                     mid_blocks[i].c);
+        window(s, mid_blocks[i].k, mid_blocks[i].stride, 1, mid_blocks[i].stride == 1 ? 1 : 2);
+        if (mid_blocks[i].stride == 2)
+            s->pt = s->pl = 0, s->pb = s->pr = 1;
+        s->cout = mid_blocks[i].cout, s->rc = mid_blocks[i].rc, s->res = mid_blocks[i].res;
+        s->act = mid_blocks[i].act, s->mid = mid_blocks[i].mid;
+    }
     for (int i = 0; i < 30; i++) {
         s = add_case(GR_DWPW, PICK(1, 3, 8), PICK(1, 3, 6, 11, 16), PICK(1, 4, 9, 16),
                      PICK(1, 2, 3, 8, 16, 24, 28, 42, 64, 96, 128));
@@ -317,6 +353,7 @@ static void make_cases(void)
         s->rc = s->res == RES_NONE ? 0 : 1 + (int)(rnd() % (unsigned)s->cout);
         s->act = any_act();
         s->no_bias = rnd() % 5 == 0;
+        s->mid = i % 3 == 0 ? GR_ACT_NONE : i % 3 == 1 ? GR_ACT_RELU6 : GR_ACT_RELU;
     }
     /* Max pooling: 2x2/2 of the models, with SAME padding, and others. */
     s = add_case(GR_MAXPOOL, 3, 64, 64, 28);
@@ -566,13 +603,15 @@ static int build_dwpw(gr_graph *g, const spec *s)
     n.p.conv.depth_multiplier = 1;
     int oh = window_out(s->h, s->pt, s->pb, s->kh, s->sh, s->dil);
     int ow = window_out(s->w, s->pl, s->pr, s->kw, s->sw, s->dil);
-    float bound = 1.0f / sqrtf((float)(s->kh * s->kw));
+    /* With a RELU6 on it, a depthwise result large enough to be clipped. */
+    float bound = (s->mid == GR_ACT_RELU6 ? 6.0f : 1.0f) / sqrtf((float)(s->kh * s->kw));
     n.in[1] = constant(g, 4, 1, s->kh, s->kw, s->c, -bound, bound);
     n.in[2] = s->no_bias ? -1 : constant(g, 1, s->c, 0, 0, 0, -0.5f, 0.5f);
     bound = 1.0f / sqrtf((float)s->c);
     n.in[3] = constant(g, 4, s->cout, 1, 1, s->c, -bound, bound);
     n.in[4] = s->no_bias ? -1 : constant(g, 1, s->cout, 0, 0, 0, -0.5f, 0.5f);
     n.p.conv.act = s->act;
+    n.p.conv.mid_act = s->mid;
     if (s->act == GR_ACT_PRELU)
         n.p.conv.alpha = constant(g, 1, s->cout, 0, 0, 0, -0.5f, 1.0f);
     if (s->res == RES_PIXEL)
@@ -1378,6 +1417,34 @@ static void test_pairs(void)
                          pair_cases[i].batch, true);
 }
 
+/* A block with a depthwise activation (mid_act) is in no chain or pair
+ * (those kernels take none): the step from node 0 stops before it, and
+ * the graph still matches the CPU node by node in both precisions. */
+static void test_mid_act_not_in_steps(void)
+{
+    const chain_case *cases2[2] = {&chain_cases[0], &pair_cases[0]};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) {
+            gr_graph *g = build_chain(cases2[i]);
+            REQUIRE(g);
+            g->nodes[k].p.conv.mid_act = GR_ACT_RELU6;
+            REQUIRE_OK(gr_validate(g));
+            int end = cuda_op_step_end(g, 0, CUDA_PREC_F16);
+            if (end != 0)
+                fprintf(stderr, "%s, block %d with a RELU6 mid: step ends at node %d\n",
+                        cases2[i]->name, k, end);
+            CHECK(end == 0);
+            int before = testing_case_failed;
+            testing_case_failed = 0;
+            run_graph(g, cases2[i]->batch, CUDA_PREC_F16, cases2[i]->name, false, false);
+            run_graph(g, cases2[i]->batch, CUDA_PREC_F32, cases2[i]->name, false, false);
+            if (testing_case_failed)
+                fprintf(stderr, "  %s with a RELU6 mid in block %d failed\n", cases2[i]->name, k);
+            testing_case_failed |= before;
+            gr_free(g);
+        }
+}
+
 /* ---- FPN levels: 1x1 convolution + upsampled level below, added ----------- */
 
 typedef struct up_add_case {
@@ -1631,6 +1698,7 @@ int main(int argc, char **argv)
     RUN(test_chains);
     RUN(test_up_add);
     RUN(test_pairs);
+    RUN(test_mid_act_not_in_steps);
     RUN(test_heads);
     return testing_finish();
 }
