@@ -197,6 +197,46 @@ static void run_model_case(const model_case *mc)
     free(in);
 }
 
+/* BlazePose's detector: after every other rewrite, the block fusion takes
+ * its 12 plain blocks and the 6 whose depthwise has a RELU6 (3x3, at most
+ * 512 channels and 49152 pointwise weights), and the CPU executor gives the
+ * same outputs bit for bit (GR_DWPW's reference adds in the unfused order,
+ * clamps where the depthwise did); pseudo-random input in [-1, 1]. */
+static void test_pose_detector_blocks(void)
+{
+    gr_graph *g = load_graph(OMMA_MODELS_DIR "/pose_detection.tflite"), *f = NULL;
+    REQUIRE(g);
+    float *in = malloc(224 * 224 * 3 * sizeof *in), *ref[GR_MAX_IO] = {0}, *got[GR_MAX_IO] = {0};
+    int count = 0, mid = 0;
+    REQUIRE(in);
+    tg_fill(in, 224 * 224 * 3, 91, -1.0f, 1.0f);
+    REQUIRE_OK(before_blocks(g));
+    REQUIRE_OK(gr_clone(g, &f));
+    REQUIRE_OK(rw_fuse_block(f, &count));
+    REQUIRE_OK(gr_validate(f));
+    for (int i = 0; i < f->n_nodes; i++)
+        mid += f->nodes[i].op == GR_DWPW && f->nodes[i].p.conv.mid_act == GR_ACT_RELU6;
+    fprintf(stderr, "pose_detection: %d blocks fused, %d with a RELU6 depthwise\n", count, mid);
+    CHECK(count == 18 && mid == 6);
+    REQUIRE(tg_alloc_outputs(g, 1, ref) == 0 && tg_alloc_outputs(f, 1, got) == 0);
+    REQUIRE_OK(tg_run(g, false, 1, in, ref, NULL));
+    REQUIRE_OK(tg_run(f, false, 1, in, got, NULL));
+    for (int o = 0; o < g->n_outputs; o++) {
+        const gr_tensor *t = &g->tensors[g->outputs[o]];
+        size_t n = gr_tensor_elems(t), differ = 0;
+        for (size_t j = 0; j < n; j++)
+            differ += !(got[o][j] == ref[o][j]);
+        if (differ)
+            fprintf(stderr, "  output %d: %zu of %zu values differ\n", o, differ, n);
+        CHECK(differ == 0);
+    }
+    tg_free_outputs(ref);
+    tg_free_outputs(got);
+    free(in);
+    gr_free(g);
+    gr_free(f);
+}
+
 static void test_short_range_rewrites(void) { run_model_case(&models[0]); }
 static void test_full_range_rewrites(void) { run_model_case(&models[1]); }
 static void test_face_mesh_rewrites(void) { run_model_case(&models[2]); }
@@ -809,5 +849,6 @@ int main(void)
     RUN(test_short_range_rewrites);
     RUN(test_full_range_rewrites);
     RUN(test_face_mesh_rewrites);
+    RUN(test_pose_detector_blocks);
     return testing_finish();
 }
