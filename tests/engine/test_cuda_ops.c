@@ -1824,8 +1824,10 @@ static void test_mid_blocks(void)
  * fused: it has no other block), and F: with it. The CPU gives the same
  * outputs for both (bitwise: GR_DWPW's reference adds in the unfused
  * order); on the GPU the fusion must not take the outputs further from the
- * CPU's: per output, F's largest difference at most twice U's plus 4 half
- * ulps of the output's largest value. Both are printed. */
+ * CPU's: per output, F's largest difference at most 3 times U's plus 4
+ * half ulps of the output's largest value (both are fp16 rounding noise of
+ * one size; a clamp or bias in the wrong place costs far more). Both are
+ * printed. */
 static void check_pose_model(const char *path, bool symmetric)
 {
     tfl_model *m = NULL;
@@ -1886,7 +1888,7 @@ static void check_pose_model(const char *path, bool symmetric)
             dfu = fmax(dfu, fabs((double)out[3][o][j] - out[1][o][j]));
             ref = fmax(ref, fabs((double)out[0][o][j]));
         }
-        double bound = 2.0 * du + 4.0 * ldexp(1.0, ilogb(fmax(ref, 1e-3)) - 10);
+        double bound = 3.0 * du + 4.0 * ldexp(1.0, ilogb(fmax(ref, 1e-3)) - 10);
         bool ok = cpu_differ == 0 && df <= bound && isfinite(df);
         fprintf(stderr,
                 "  %s output %d (%zu values, largest %g): fp16 vs CPU unfused %g, fused %g "
