@@ -1910,6 +1910,8 @@ done:
 
 static void test_pose_models_fused(void)
 {
+    if (quick_mode) /* whole models: too long under compute-sanitizer */
+        return;
     check_pose_model(OMMA_MODELS_DIR "/pose_detection.tflite", true);
     check_pose_model(OMMA_MODELS_DIR "/pose_landmark_full.tflite", false);
 }
