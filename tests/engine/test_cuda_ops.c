@@ -1635,7 +1635,8 @@ static bool run_mid_graph(const gr_graph *g, int batch, cuda_prec p, float *cons
                 din[k] = g->tensors[t].data ? NULL : b.dev[t];
             }
         }
-        int rt = n->op == GR_MAXPOOL ? -1 : n->p.conv.residual;
+        bool conv = n->op == GR_CONV2D || n->op == GR_DWCONV2D || n->op == GR_DWPW;
+        int rt = conv ? n->p.conv.residual : -1;
         GO_OK(cpu_op_run(g, n, batch, hin, rt >= 0 ? b.host[rt] : NULL, b.host[n->out]));
         GO_OK(
             cuda_op_launch(g, n, w, batch, din, rt >= 0 ? b.dev[rt] : NULL, b.dev[n->out], stream));
