@@ -17,6 +17,10 @@
  *   Bounds: 1e-5 in fp32, 5e-3 in fp16 (activations, filters and the
  *   residual stored as half, accumulation in float).
  *
+ * Also: BlazePose's blocks with a ReLU6 on the depthwise result, fused
+ * against the two convolutions they replace (test_mid_blocks), and the
+ * whole pose detector and full landmark model with and without them.
+ *
  * Usage: test_cuda_ops [--quick] [--seed N] [--verbose]. --quick runs every
  * fourth case (for compute-sanitizer). Exits 77 where there is no GPU.
  *
