@@ -20,9 +20,10 @@
  *
  * A list of device frames is taken as a batch (pyomma_convert_ctx): the
  * streams of all its frames are synchronized once each, however many frames
- * name them; PyTorch's (subclasses) and CuPy's tensors, whose __dlpack__ orders the
- * library's *current* stream (not the tensor's) before the stream asked
- * for, are asked for stream=1 once per library and call, the others for
+ * name them; PyTorch's tensors read by DLPack (subclasses of torch.Tensor)
+ * and CuPy's, whose __dlpack__ orders the library's *current* stream (not
+ * the tensor's) before the stream asked for, are asked for stream=1 once
+ * per library and call, the others for
  * stream=-1 (no ordering: already done); a device pointer without a device
  * ordinal (the array interface) is checked once per allocation (its range
  * from the driver) and call. Kept across calls: only which Python types
