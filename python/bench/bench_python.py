@@ -12,6 +12,13 @@ API rejects at its argument checks: no model runs) times the wrapper's
 round trip alone. Frames/s from Python is frames / wall time; the C
 frames/s is frames / time in the C calls.
 
+Where the overhead goes (the extension's FacePipeline._last_timing, medians
+per call): convert (arguments parsed, frames read: NumPy fields, PyTorch's
+getters, DLPack...), wait (device frames checked, the producers' streams
+synchronized), results (Face objects or the batch's arrays made), release
+(frames let go), and python: the rest of the wall time (the call from
+Python, the interpreter's caches cold after the C call).
+
     python3 python/bench/bench_python.py --backend cpu --cameras 1,4
     python3 python/bench/bench_python.py --backend gpu --cameras 1,64 \\
         --frames numpy,device  # and torch (or cupy) CUDA tensors, read in place
@@ -50,6 +57,19 @@ def device_frames(frames):
         raise SystemExit("--frames device needs PyTorch or CuPy")
 
 
+def read_faces(res, nested):
+    """Reads every field of every face (Faces are made lazily: this is what
+    a consumer reading them all pays, after the call); ns."""
+    a = time.perf_counter_ns()
+    if isinstance(res, omma.FaceBatch):
+        _ = (res.id, res.score, res.box, res.landmarks)
+    else:
+        for faces in (res if nested else [res]):
+            for f in faces:
+                _ = (f.id, f.score, f.box, f.keypoints, f.landmarks, f.presence)
+    return time.perf_counter_ns() - a
+
+
 def run(args, cameras, frames_kind):
     photo_path = os.path.join(args.testdata, "astronaut.png")
     photo = omma.load_image(photo_path)
@@ -70,19 +90,29 @@ def run(args, cameras, frames_kind):
     process = p.process_batched if args.batched else p.process
     for _ in range(args.warmup):
         process(arg, cam_arg)
-    walls, cs, frees = [], [], []
+    walls, cs, frees, reads = [], [], [], []
+    parts = {k: [] for k in ("convert", "wait", "results", "release")}
     t_end = time.perf_counter() + args.seconds
     t0 = time.perf_counter_ns()
     while len(walls) < args.min_calls or time.perf_counter() < t_end:
         a = time.perf_counter_ns()
         res = process(arg, cam_arg)
         b = time.perf_counter_ns()
+        if args.read_faces:  # every field of every face, as a consumer would
+            reads.append(read_faces(res, cameras > 1 and not args.batched))
+        c = time.perf_counter_ns()
         del res  # the results are the caller's: freed after the timed call
-        frees.append(time.perf_counter_ns() - b)
+        frees.append(time.perf_counter_ns() - c)
         walls.append(b - a)
         cs.append(p._last_c_ns)
+        t = p._last_timing
+        for k in parts:
+            parts[k].append(t[k])
     total = time.perf_counter_ns() - t0
     over = [w - c for w, c in zip(walls, cs)]
+    rest = [o - sum(parts[k][i] for k in parts) for i, o in enumerate(over)]
+    breakdown = {k: statistics.median(v) / 1e3 for k, v in parts.items()}
+    breakdown["python"] = statistics.median(rest) / 1e3
     # The wrapper alone: the same frames converted and handed to the C API,
     # which refuses them at its argument checks (a camera twice), so no
     # model runs; the exception carries the C message.
@@ -104,6 +134,8 @@ def run(args, cameras, frames_kind):
         "overhead_us_p99": percentile(over, 99) / 1e3,
         "refused_call_us_median": statistics.median(wrapper) / 1e3,
         "free_results_us_median": statistics.median(frees) / 1e3,
+        "overhead_breakdown_us_median": breakdown,
+        "read_faces_us_median": statistics.median(reads) / 1e3 if reads else None,
         "call_us_median": statistics.median(walls) / 1e3,
         "c_call_us_median": statistics.median(cs) / 1e3,
         "python_fps": cameras * calls / (total / 1e9),
@@ -129,6 +161,8 @@ def main():
     ap.add_argument("--min-calls", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--batched", action="store_true", help="process_batched")
+    ap.add_argument("--read-faces", action="store_true",
+                    help="after each call, read every field of every face (timed apart)")
     ap.add_argument("--testdata", default=os.environ.get("OMMA_TESTDATA", "testdata"))
     args = ap.parse_args()
     print(f"omma {omma.__version__} ({omma.build_info()['commit']}), Python "
@@ -145,6 +179,10 @@ def main():
               f"{r['refused_call_us_median']:.1f} us, freeing the results "
               f"{r['free_results_us_median']:.1f} us); {r['python_fps']:.1f} frames/s "
               f"from Python vs {r['c_fps']:.1f} in C ({100 * r['python_vs_c']:.1f}%)")
+        print("     overhead per call (median us): " + ", ".join(
+            f"{k} {v:.1f}" for k, v in r["overhead_breakdown_us_median"].items()) +
+            (f"; reading every face afterwards {r['read_faces_us_median']:.1f} us"
+             if r["read_faces_us_median"] is not None else ""))
         print("json: " + json.dumps(r))
 
 if __name__ == "__main__":

@@ -153,6 +153,9 @@ class FacePipeline(_omma.FacePipeline):
     format=None)`` takes one frame or a list (one per camera) and returns
     a list of :class:`omma.Face` (or a list of such lists);
     ``process_batched`` returns one :class:`omma.FaceBatch` of arrays.
+    Faces are read lazily: an omma.Face views its call's results (each
+    field made when read, ``landmarks`` and ``keypoints`` NumPy views), which
+    stay as they are while a face or one of its arrays is held.
 
     Arguments:
         backend: ``"gpu"`` (CUDA, on GPU ``device``) or ``"cpu"`` (the

@@ -31,13 +31,23 @@ class Box(Tuple[float, float, float, float]):
     xmax: float
     ymax: float
 
-class Face(Tuple[Any, ...]):
-    id: int
-    score: float
-    box: Box
-    keypoints: npt.NDArray[np.float32]  # (6, 2)
-    landmarks: npt.NDArray[np.float32]  # (468, 3)
-    presence: float
+class Face(Sequence[Any]):
+    """Read lazily from its call's results; also the sequence
+    (id, score, box, keypoints, landmarks, presence)."""
+    @property
+    def id(self) -> int: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def box(self) -> Box: ...
+    @property
+    def keypoints(self) -> npt.NDArray[np.float32]: ...  # (6, 2), a view of the results
+    @property
+    def landmarks(self) -> npt.NDArray[np.float32]: ...  # (468, 3), a view of the results
+    @property
+    def presence(self) -> float: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> Any: ...  # type: ignore[override]
 
 class FaceBatch(Tuple[Any, ...]):
     counts: npt.NDArray[np.int32]  # (n_frames,)

@@ -400,14 +400,7 @@ static PyObject *frame_faces(frame_obj *fr, PyObject *args, PyObject *kwds)
         free(faces);
         return pyomma_raise(st);
     }
-    PyObject *list = PyList_New(n);
-    for (int i = 0; list && i < n; i++) {
-        PyObject *f = pyomma_face_new(&faces[i]);
-        if (!f)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, i, f);
-    }
+    PyObject *list = pyomma_faces_list(faces, n);
     free(faces);
     return list;
 }

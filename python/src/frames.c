@@ -4,6 +4,14 @@
  * producer's stream has reached it; DLPack tensors on the CPU are host
  * frames).
  *
+ * PyTorch's tensors (torch.Tensor exactly) are read through the tensor's
+ * own getters (torch_api: pointer, shape, strides, dtype, device), neither
+ * exported by DLPack nor by the array interface (both run Python code and
+ * allocate: microseconds a tensor). Their producer is PyTorch's current
+ * stream on the tensor's device, read once per device and call and
+ * synchronized: what torch's own __dlpack__ orders before the consumer's
+ * stream.
+ *
  * Streams: a DLPack producer is asked for the legacy default stream
  * (stream=1): it makes that stream wait for its own work, and the legacy
  * stream is synchronized before the pipeline reads the frame. An array
@@ -12,14 +20,16 @@
  *
  * A list of device frames is taken as a batch (pyomma_convert_ctx): the
  * streams of all its frames are synchronized once each, however many frames
- * name them; PyTorch's and CuPy's tensors, whose __dlpack__ orders the
- * library's *current* stream (not the tensor's) before the stream asked
- * for, are asked for stream=1 once per library and call, the others for
+ * name them; PyTorch's tensors read by DLPack (subclasses of torch.Tensor)
+ * and CuPy's, whose __dlpack__ orders the library's *current* stream (not
+ * the tensor's) before the stream asked for, are asked for stream=1 once
+ * per library and call, the others for
  * stream=-1 (no ordering: already done); a device pointer without a device
  * ordinal (the array interface) is checked once per allocation (its range
  * from the driver) and call. Kept across calls: only which Python types
  * are PyTorch's and CuPy's tensor types (strong references: they cannot be
- * freed and their address reused); nothing about memory or streams. */
+ * freed and their address reused) and torch.Tensor's getters; nothing
+ * about memory or streams. */
 #include "pyomma.h"
 
 #include <dlfcn.h>
@@ -216,6 +226,64 @@ static int n_known_types;
 /* torch.utils.dlpack.to_dlpack (PyTorch's C exporter, no stream ordering). */
 static PyObject *torch_to_dlpack;
 
+/* PyTorch's tensors read through their own getters, looked up once on
+ * torch.Tensor (descriptors called directly: no attribute lookup, no bound
+ * method, no DLPack export, no Python code): dtype, layout, is_cuda,
+ * is_cpu, shape, stride(), get_device(), data_ptr(). A PyTorch whose
+ * Tensor lacks one of them (or overrides it in Python) goes by DLPack. */
+static struct {
+    PyTypeObject *type; /* torch.Tensor (exactly; subclasses go by DLPack) */
+    PyObject *dtype, *layout, *is_cuda, *is_cpu, *shape; /* getset descriptors */
+    PyObject *stride, *get_device, *data_ptr; /* method descriptors */
+    PyObject *uint8, *strided; /* torch.uint8, torch.strided */
+    /* The current stream of a device: torch._C._cuda_getCurrentRawStream
+     * (an int), else torch.cuda.current_stream (its cuda_stream). */
+    PyObject *raw_stream, *current_stream;
+} torch_api;
+
+static void torch_api_load(PyTypeObject *t)
+{
+    static const char *getsets[] = {"dtype", "layout", "is_cuda", "is_cpu", "shape"};
+    static const char *methods[] = {"stride", "get_device", "data_ptr"};
+    PyObject **gs[] = {&torch_api.dtype, &torch_api.layout, &torch_api.is_cuda, &torch_api.is_cpu,
+                       &torch_api.shape};
+    PyObject **ms[] = {&torch_api.stride, &torch_api.get_device, &torch_api.data_ptr};
+    PyObject *torch = PyImport_ImportModule("torch");
+    PyObject *tc = torch ? PyObject_GetAttrString(torch, "_C") : NULL;
+    int ok = tc != NULL;
+    for (int i = 0; ok && i < 5; i++) {
+        *gs[i] = PyObject_GetAttrString((PyObject *)t, getsets[i]);
+        ok = *gs[i] && Py_IS_TYPE(*gs[i], &PyGetSetDescr_Type);
+    }
+    for (int i = 0; ok && i < 3; i++) {
+        *ms[i] = PyObject_GetAttrString((PyObject *)t, methods[i]);
+        ok = *ms[i] && Py_IS_TYPE(*ms[i], &PyMethodDescr_Type);
+    }
+    if (ok) {
+        torch_api.uint8 = PyObject_GetAttrString(torch, "uint8");
+        torch_api.strided = PyObject_GetAttrString(torch, "strided");
+        ok = torch_api.uint8 && torch_api.strided;
+    }
+    if (ok) {
+        torch_api.raw_stream = PyObject_GetAttrString(tc, "_cuda_getCurrentRawStream");
+        PyErr_Clear(); /* PyTorch without CUDA, or an older one */
+    }
+    PyErr_Clear();
+    Py_XDECREF(tc);
+    Py_XDECREF(torch);
+    if (!ok) {
+        for (int i = 0; i < 5; i++)
+            Py_CLEAR(*gs[i]);
+        for (int i = 0; i < 3; i++)
+            Py_CLEAR(*ms[i]);
+        Py_CLEAR(torch_api.uint8);
+        Py_CLEAR(torch_api.strided);
+        return;
+    }
+    Py_INCREF(t);
+    torch_api.type = t;
+}
+
 static int producer_kind(PyTypeObject *t)
 {
     for (int i = 0; i < n_known_types; i++)
@@ -238,6 +306,8 @@ static int producer_kind(PyTypeObject *t)
              strcmp(name, "ndarray") == 0)
         kind = KIND_CUPY;
     Py_DECREF(mod);
+    if (kind == KIND_TORCH && !torch_api.type)
+        torch_api_load(t);
     if (kind == KIND_TORCH && !torch_to_dlpack) {
         PyObject *dl = PyImport_ImportModule("torch.utils.dlpack");
         torch_to_dlpack = dl ? PyObject_GetAttrString(dl, "to_dlpack") : NULL;
@@ -364,6 +434,177 @@ static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold,
     return 0;
 }
 
+static PyObject *torch_get(PyObject *descr, PyObject *obj)
+{
+    return Py_TYPE(descr)->tp_descr_get(descr, obj, (PyObject *)Py_TYPE(obj));
+}
+
+static PyObject *torch_call(PyObject *descr, PyObject *obj)
+{
+    PyObject *args[1] = {obj};
+    return PyObject_Vectorcall(descr, args, 1, NULL);
+}
+
+/* 1 when torch_get(descr, obj) is true, 0 when false, -1 on error. */
+static int torch_flag(PyObject *descr, PyObject *obj)
+{
+    PyObject *v = torch_get(descr, obj);
+    if (!v)
+        return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* PyTorch's current stream on a device, the stream its kernels writing the
+ * frame were queued on (PyTorch's rule: a consumer orders itself after the
+ * current stream); once per device and call. The legacy default stream is
+ * 0 in PyTorch, CU_STREAM_LEGACY to the driver. */
+static int torch_stream(pyomma_convert_ctx *ctx, int device, uintptr_t *out)
+{
+    for (int i = 0; i < ctx->n_torch; i++)
+        if (ctx->torch_device[i] == device) {
+            *out = ctx->torch_stream[i];
+            return 0;
+        }
+    PyObject *dev = PyLong_FromLong(device);
+    if (!dev)
+        return -1;
+    PyObject *s = NULL;
+    if (torch_api.raw_stream) {
+        s = PyObject_CallOneArg(torch_api.raw_stream, dev);
+    } else {
+        if (!torch_api.current_stream) {
+            PyObject *cuda = PyImport_ImportModule("torch.cuda");
+            torch_api.current_stream = cuda ? PyObject_GetAttrString(cuda, "current_stream") : NULL;
+            Py_XDECREF(cuda);
+        }
+        PyObject *cs =
+            torch_api.current_stream ? PyObject_CallOneArg(torch_api.current_stream, dev) : NULL;
+        s = cs ? PyObject_GetAttrString(cs, "cuda_stream") : NULL;
+        Py_XDECREF(cs);
+    }
+    Py_DECREF(dev);
+    if (!s)
+        return -1;
+    uintptr_t v = (uintptr_t)PyLong_AsVoidPtr(s);
+    Py_DECREF(s);
+    if (PyErr_Occurred())
+        return -1;
+    if (v == 0)
+        v = STREAM_LEGACY;
+    if (ctx->n_torch < (int)(sizeof ctx->torch_device / sizeof ctx->torch_device[0])) {
+        ctx->torch_device[ctx->n_torch] = device;
+        ctx->torch_stream[ctx->n_torch++] = v;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A torch.Tensor through its getters (torch_api). The tensor is held for
+ * the call (its memory with it); a CUDA tensor's device is known (no
+ * driver query) and its device's current stream is synchronized before
+ * the pipeline reads it. */
+static int plane_from_torch(PyObject *obj, int index, pyomma_frame_hold *hold,
+                            pyomma_convert_ctx *ctx, plane *p)
+{
+    PyObject *dtype = torch_get(torch_api.dtype, obj);
+    if (!dtype)
+        return -1;
+    Py_DECREF(dtype); /* compared by identity: torch.uint8 is kept by torch_api */
+    if (dtype != torch_api.uint8) {
+        PyObject *r = PyObject_Str(dtype);
+        const char *name = r ? PyUnicode_AsUTF8(r) : NULL;
+        PyErr_Clear();
+        invalid(index, "pixels must be uint8 (got %s)", name ? name : "another dtype");
+        Py_XDECREF(r);
+        return -1;
+    }
+    PyObject *layout = torch_get(torch_api.layout, obj);
+    if (!layout)
+        return -1;
+    Py_DECREF(layout);
+    if (layout != torch_api.strided)
+        return invalid(index, "%s",
+                       "a sparse tensor: frames are dense (strided) tensors (to_dense())");
+    int cuda = torch_flag(torch_api.is_cuda, obj);
+    if (cuda < 0)
+        return -1;
+    int ordinal = -1;
+    if (cuda) {
+        PyObject *d = torch_call(torch_api.get_device, obj);
+        if (!d)
+            return -1;
+        ordinal = (int)PyLong_AsLong(d);
+        Py_DECREF(d);
+        if (ordinal == -1 && PyErr_Occurred())
+            return -1;
+    } else {
+        int cpu = torch_flag(torch_api.is_cpu, obj);
+        if (cpu < 0)
+            return -1;
+        if (!cpu) {
+            PyObject *dev = PyObject_GetAttrString(obj, "device");
+            PyObject *r = dev ? PyObject_Str(dev) : NULL;
+            const char *name = r ? PyUnicode_AsUTF8(r) : NULL;
+            PyErr_Clear();
+            invalid(index, "a tensor on device '%s': frames are on the CPU or a CUDA GPU",
+                    name ? name : "?");
+            Py_XDECREF(r);
+            Py_XDECREF(dev);
+            return -1;
+        }
+    }
+    Py_ssize_t dims[3], st[3], nd = 0, ns = 0;
+    PyObject *shape = torch_get(torch_api.shape, obj);
+    if (!shape)
+        return -1;
+    if (!PyTuple_Check(shape) || (PyTuple_GET_SIZE(shape) != 2 && PyTuple_GET_SIZE(shape) != 3)) {
+        Py_DECREF(shape);
+        return invalid(index, "%s", "a plane must have 2 or 3 dimensions (H, W[, C])");
+    }
+    int bad = tuple_of_ssize(shape, dims, 3, &nd);
+    Py_DECREF(shape);
+    if (bad < 0)
+        return -1;
+    PyObject *strides = torch_call(torch_api.stride, obj);
+    if (!strides)
+        return -1;
+    bad = tuple_of_ssize(strides, st, 3, &ns) < 0 || ns != nd;
+    Py_DECREF(strides);
+    if (bad) {
+        if (!PyErr_Occurred())
+            invalid(index, "%s", "the tensor's stride() does not match its shape");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < ns; i++)
+        if (st[i] < 0)
+            return invalid(index, "%s", "negative strides (a flipped view): copy it first");
+    if (check_layout(index, nd, dims, st, p) < 0)
+        return -1;
+    PyObject *ptr = torch_call(torch_api.data_ptr, obj);
+    if (!ptr)
+        return -1;
+    p->ptr = (uintptr_t)PyLong_AsVoidPtr(ptr);
+    Py_DECREF(ptr);
+    if (PyErr_Occurred())
+        return -1;
+    if (!p->ptr)
+        return invalid(index, "%s", "a tensor without memory (data_ptr() is 0)");
+    p->device = cuda;
+    if (cuda) {
+        uintptr_t stream;
+        if (torch_stream(ctx, ordinal, &stream) < 0)
+            return -1;
+        hold->device_ordinal = ordinal;
+        if (hold->n_streams < 3)
+            hold->streams[hold->n_streams++] = stream;
+    }
+    Py_INCREF(obj);
+    hold->objects[hold->n_objects++] = obj;
+    return 0;
+}
+
 static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_convert_ctx *ctx,
                       plane *p)
 {
@@ -372,6 +613,8 @@ static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_
     if (PyArray_Check(obj))
         return plane_from_numpy(obj, index, hold, p);
     int kind = producer_kind(Py_TYPE(obj));
+    if (kind == KIND_TORCH && Py_TYPE(obj) == torch_api.type)
+        return plane_from_torch(obj, index, hold, ctx, p);
     if (kind != KIND_OTHER)
         return plane_from_dlpack(obj, index, hold, ctx, kind, p);
     if (PyObject_CheckBuffer(obj)) {

@@ -138,21 +138,6 @@ static PyStructSequence_Field box_fields[] = {{"xmin", "left edge, frame pixels"
 static PyStructSequence_Desc box_desc = {
     "omma.Box", "An axis-aligned box in frame pixels (continuous coordinates).", box_fields, 4};
 
-static PyStructSequence_Field face_fields[] = {
-    {"id", "track id, stable while the face is tracked (int)"},
-    {"score", "detector score of the detection that started the track (float)"},
-    {"box", "bounding box of the landmarks (omma.Box)"},
-    {"keypoints", "(6, 2) float32: right eye, left eye, nose tip, mouth centre, right and "
-                  "left ear tragion, (x, y) frame pixels"},
-    {"landmarks", "(468, 3) float32 FaceMesh points: x, y frame pixels, z relative depth"},
-    {"presence", "FaceMesh face presence, 0..1 (float)"},
-    {NULL, NULL}};
-static PyStructSequence_Desc face_desc = {
-    "omma.Face",
-    "One tracked face in one frame (a named tuple): id, score, box, keypoints (6, 2), "
-    "landmarks (468, 3) float32 NumPy arrays in frame pixels, presence.",
-    face_fields, 6};
-
 static PyStructSequence_Field batch_fields[] = {
     {"counts", "(n_frames,) int32: faces per frame"},
     {"frame", "(N,) int32: index of each face's frame in the batch"},
@@ -181,84 +166,6 @@ static PyStructSequence_Field result_fields[] = {
     {NULL, NULL}};
 static PyStructSequence_Desc result_desc = {
     "omma.StreamResult", "One frame's results from omma.stream.", result_fields, 7};
-
-static PyObject *none_ref(void)
-{
-    Py_INCREF(Py_None);
-    return Py_None;
-}
-
-PyObject *pyomma_face_shell(void)
-{
-    PyObject *face = PyStructSequence_New(pyomma_face_type);
-    PyObject *box = PyStructSequence_New(pyomma_box_type);
-    npy_intp kd[2] = {OMMA_FACE_KEYPOINTS, 2}, ld[2] = {OMMA_FACE_LANDMARKS, 3};
-    PyObject *kp = PyArray_SimpleNew(2, kd, NPY_FLOAT32);
-    PyObject *lm = PyArray_SimpleNew(2, ld, NPY_FLOAT32);
-    if (!face || !box || !kp || !lm) {
-        Py_XDECREF(face);
-        Py_XDECREF(box);
-        Py_XDECREF(kp);
-        Py_XDECREF(lm);
-        return NULL;
-    }
-    /* Placeholders until filled: never a NULL item, even for gc.get_objects(). */
-    for (int i = 0; i < 4; i++)
-        PyStructSequence_SetItem(box, i, none_ref());
-    PyStructSequence_SetItem(face, 0, none_ref());
-    PyStructSequence_SetItem(face, 1, none_ref());
-    PyStructSequence_SetItem(face, 2, box);
-    PyStructSequence_SetItem(face, 3, kp);
-    PyStructSequence_SetItem(face, 4, lm);
-    PyStructSequence_SetItem(face, 5, none_ref());
-    return face;
-}
-
-int pyomma_face_shell_usable(PyObject *shell)
-{
-    if (Py_REFCNT(shell) != 1)
-        return 0;
-    for (int i = 2; i <= 4; i++)
-        if (Py_REFCNT(PyStructSequence_GET_ITEM(shell, i)) != 1)
-            return 0;
-    return 1;
-}
-
-static int set_item(PyObject *seq, int i, PyObject *v)
-{
-    if (!v)
-        return -1;
-    PyObject *old = PyStructSequence_GET_ITEM(seq, i);
-    PyStructSequence_SetItem(seq, i, v);
-    Py_XDECREF(old);
-    return 0;
-}
-
-int pyomma_face_fill(PyObject *face, const omma_face *f)
-{
-    PyObject *box = PyStructSequence_GET_ITEM(face, 2);
-    const float b[4] = {f->box.xmin, f->box.ymin, f->box.xmax, f->box.ymax};
-    for (int i = 0; i < 4; i++)
-        if (set_item(box, i, PyFloat_FromDouble(b[i])) < 0)
-            return -1;
-    memcpy(PyArray_DATA((PyArrayObject *)PyStructSequence_GET_ITEM(face, 3)), f->keypoints,
-           sizeof f->keypoints);
-    memcpy(PyArray_DATA((PyArrayObject *)PyStructSequence_GET_ITEM(face, 4)), f->landmarks,
-           sizeof f->landmarks);
-    if (set_item(face, 0, PyLong_FromLong(f->id)) < 0 ||
-        set_item(face, 1, PyFloat_FromDouble(f->score)) < 0 ||
-        set_item(face, 5, PyFloat_FromDouble(f->presence)) < 0)
-        return -1;
-    return 0;
-}
-
-PyObject *pyomma_face_new(const omma_face *f)
-{
-    PyObject *face = pyomma_face_shell();
-    if (face && pyomma_face_fill(face, f) < 0)
-        Py_CLEAR(face);
-    return face;
-}
 
 /* ---- Module functions ---------------------------------------------------- */
 
@@ -385,7 +292,7 @@ PyMODINIT_FUNC PyInit__omma(void)
     if (!m)
         return NULL;
     if (add_errors(m) < 0 || add_struct_type(m, "Box", &box_desc, &pyomma_box_type) < 0 ||
-        add_struct_type(m, "Face", &face_desc, &pyomma_face_type) < 0 ||
+        pyomma_add_faces(m) < 0 ||
         add_struct_type(m, "FaceBatch", &batch_desc, &pyomma_batch_type) < 0 ||
         add_struct_type(m, "StreamResult", &result_desc, &pyomma_result_type) < 0 ||
         pyomma_add_pipeline(m) < 0 || pyomma_add_stream(m) < 0 || pyomma_add_bus(m) < 0) {

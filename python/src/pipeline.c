@@ -17,17 +17,27 @@ typedef struct {
     omma_backend backend;
     int max_faces, max_batch, device_ordinal;
     int in_call; /* a thread is in process (the GIL released) */
-    long long last_c_ns; /* time in the C API during the last process (bench) */
+    /* Where the last process spent its time (python/bench), ns: frames
+     * converted, device frames checked and their producers waited for, the
+     * C API, results made, frames released. */
+    long long t_ns[5];
     int capacity; /* frames the buffers below hold */
-    omma_face *faces; /* capacity * max_faces */
     int *counts, *cameras;
     omma_frame *frames;
     pyomma_frame_hold *holds;
-    /* Faces made before the C call for process to fill after it (as many as
-     * the last call returned): see pyomma_face_shell. */
-    PyObject **spares;
-    int n_spares, cap_spares, last_faces;
+    /* The results block the C API writes faces into (faces.c): reused by
+     * the next call when nothing else holds it, else replaced. */
+    PyObject *results;
 } pipeline_obj;
+
+enum { T_CONVERT, T_WAIT, T_C, T_RESULTS, T_RELEASE };
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 
 static int pipeline_init(pipeline_obj *self, PyObject *args, PyObject *kwds)
 {
@@ -105,46 +115,14 @@ static int pipeline_init(pipeline_obj *self, PyObject *args, PyObject *kwds)
 
 static void free_buffers(pipeline_obj *self)
 {
-    free(self->faces);
     free(self->counts);
     free(self->cameras);
     free(self->frames);
     free(self->holds);
-    self->faces = NULL;
     self->counts = self->cameras = NULL;
     self->frames = NULL;
     self->holds = NULL;
     self->capacity = 0;
-}
-
-static void free_spares(pipeline_obj *self)
-{
-    for (int i = 0; i < self->n_spares; i++)
-        Py_DECREF(self->spares[i]);
-    free(self->spares);
-    self->spares = NULL;
-    self->n_spares = self->cap_spares = 0;
-}
-
-/* Up to want face shells, made now while the caches are warm. */
-static int fill_spares(pipeline_obj *self, int want)
-{
-    if (want > self->cap_spares) {
-        PyObject **s = realloc(self->spares, sizeof(PyObject *) * (size_t)want);
-        if (!s) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        self->spares = s;
-        self->cap_spares = want;
-    }
-    while (self->n_spares < want) {
-        PyObject *f = pyomma_face_shell();
-        if (!f)
-            return -1;
-        self->spares[self->n_spares++] = f;
-    }
-    return 0;
 }
 
 static void pipeline_close_now(pipeline_obj *self)
@@ -159,7 +137,7 @@ static void pipeline_close_now(pipeline_obj *self)
         Py_END_ALLOW_THREADS
     }
     free_buffers(self);
-    free_spares(self);
+    Py_CLEAR(self->results);
 }
 
 static void pipeline_dealloc(pipeline_obj *self)
@@ -183,12 +161,11 @@ static int grow(pipeline_obj *self, int n)
     if (n <= self->capacity)
         return 0;
     free_buffers(self);
-    self->faces = malloc(sizeof(omma_face) * (size_t)n * (size_t)self->max_faces);
     self->counts = malloc(sizeof(int) * (size_t)n);
     self->cameras = malloc(sizeof(int) * (size_t)n);
     self->frames = malloc(sizeof(omma_frame) * (size_t)n);
     self->holds = malloc(sizeof(pyomma_frame_hold) * (size_t)n);
-    if (!self->faces || !self->counts || !self->cameras || !self->frames || !self->holds) {
+    if (!self->counts || !self->cameras || !self->frames || !self->holds) {
         free_buffers(self);
         PyErr_NoMemory();
         return -1;
@@ -202,6 +179,8 @@ static int grow(pipeline_obj *self, int n)
 static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, PyObject *format,
                      int *n_out, int *is_batch)
 {
+    long long t0 = now_ns();
+    memset(self->t_ns, 0, sizeof self->t_ns);
     *is_batch = PyList_Check(frames);
     Py_ssize_t n = *is_batch ? PyList_GET_SIZE(frames) : 1;
     if (n > OMMA_PIPELINE_MAX_CAMERAS) {
@@ -307,10 +286,23 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
         }
         any_device |= self->frames[converted].memory == OMMA_MEMORY_DEVICE;
     }
+    /* The faces go to the last call's results block when nobody else holds
+     * it (its Faces and arrays were dropped), else to a new one. */
+    Py_ssize_t need = (Py_ssize_t)n * self->max_faces;
+    if (rc == 0 && (!self->results || Py_REFCNT(self->results) != 1 ||
+                    pyomma_results_size(self->results) < need)) {
+        Py_CLEAR(self->results);
+        if (!(self->results = pyomma_results_new(need)))
+            rc = -1;
+    }
+    long long t1 = now_ns();
+    self->t_ns[T_CONVERT] = t1 - t0;
     if (rc == 0) {
         char msg[512] = "";
         omma_status st = OMMA_OK;
         int own_msg = 0;
+        omma_face *faces = pyomma_results_faces(self->results);
+        long long t2, t3;
         Py_BEGIN_ALLOW_THREADS if (any_device)
         {
             /* The whole batch at once: each allocation checked once, each
@@ -321,17 +313,17 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
                 st = pyomma_sync_streams(self->dev, self->holds, (int)n, msg, sizeof msg);
             own_msg = st != OMMA_OK;
         }
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        t2 = now_ns();
         for (int at = 0; at < n && st == OMMA_OK; at += self->max_batch) {
             int k = (int)n - at < self->max_batch ? (int)n - at : self->max_batch;
             st = omma_face_pipeline_process_batch(self->p, k, self->cameras + at, self->frames + at,
-                                                  self->faces + (size_t)at * self->max_faces,
+                                                  faces + (size_t)at * self->max_faces,
                                                   self->counts + at);
         }
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        self->last_c_ns = (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+        t3 = now_ns();
         Py_END_ALLOW_THREADS self->in_call = 0;
+        self->t_ns[T_WAIT] = t2 - t1;
+        self->t_ns[T_C] = t3 - t2;
         if (st != OMMA_OK) {
             if (own_msg)
                 pyomma_raise_msg(st, "%s", msg);
@@ -344,9 +336,11 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
      * tensor's dealloc), which must not clear the exception being raised. */
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
+    long long t4 = now_ns();
     for (int i = 0; i < converted; i++)
         pyomma_frame_release(&self->holds[i]);
     Py_XDECREF(formats);
+    self->t_ns[T_RELEASE] = now_ns() - t4;
     PyErr_Restore(et, ev, tb);
     return rc;
 }
@@ -375,6 +369,7 @@ static int run(pipeline_obj *self, PyObject *frames, PyObject *cameras, PyObject
 
 static char *process_kwlist[] = {"frames", "cameras", "format", NULL};
 
+/* Frame i's faces: omma.Face objects viewing the results block. */
 static PyObject *faces_list(pipeline_obj *self, int i)
 {
     int c = self->counts[i];
@@ -382,17 +377,7 @@ static PyObject *faces_list(pipeline_obj *self, int i)
     if (!list)
         return NULL;
     for (int j = 0; j < c; j++) {
-        const omma_face *cf = &self->faces[(size_t)i * self->max_faces + j];
-        PyObject *f = NULL;
-        while (!f && self->n_spares > 0) {
-            f = self->spares[--self->n_spares];
-            if (!pyomma_face_shell_usable(f))
-                Py_CLEAR(f);
-        }
-        if (f && pyomma_face_fill(f, cf) < 0)
-            Py_CLEAR(f);
-        else if (!f)
-            f = pyomma_face_new(cf);
+        PyObject *f = pyomma_face_view(self->results, (Py_ssize_t)i * self->max_faces + j);
         if (!f) {
             Py_DECREF(list);
             return NULL;
@@ -408,23 +393,12 @@ static PyObject *pipeline_process(pipeline_obj *self, PyObject *args, PyObject *
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO:process", process_kwlist, &frames, &cameras,
                                      &format))
         return NULL;
-    /* As many faces as the last call's made now, filled after the call. */
-    Py_ssize_t n_frames = PyList_Check(frames) ? PyList_GET_SIZE(frames) : 1;
-    Py_ssize_t want = (Py_ssize_t)self->last_faces;
-    if (want > n_frames * self->max_faces)
-        want = n_frames * self->max_faces;
-    if (self->p && fill_spares(self, (int)want) < 0)
-        return NULL;
     int n, batch;
     if (run(self, frames, cameras, format, &n, &batch) < 0)
         return NULL;
-    self->last_faces = 0;
-    for (int i = 0; i < n; i++)
-        self->last_faces += self->counts[i];
-    if (!batch)
-        return faces_list(self, 0);
-    PyObject *out = PyList_New(n);
-    for (int i = 0; out && i < n; i++) {
+    long long t0 = now_ns();
+    PyObject *out = batch ? PyList_New(n) : faces_list(self, 0);
+    for (int i = 0; batch && out && i < n; i++) {
         PyObject *l = faces_list(self, i);
         if (!l) {
             Py_CLEAR(out);
@@ -432,6 +406,7 @@ static PyObject *pipeline_process(pipeline_obj *self, PyObject *args, PyObject *
         }
         PyList_SET_ITEM(out, i, l);
     }
+    self->t_ns[T_RESULTS] = now_ns() - t0;
     return out;
 }
 
@@ -444,6 +419,8 @@ static PyObject *pipeline_process_batched(pipeline_obj *self, PyObject *args, Py
     int n, batch;
     if (run(self, frames, cameras, format, &n, &batch) < 0)
         return NULL;
+    long long t0 = now_ns();
+    const omma_face *faces = self->results ? pyomma_results_faces(self->results) : NULL;
     npy_intp total = 0;
     for (int i = 0; i < n; i++)
         total += self->counts[i];
@@ -470,7 +447,7 @@ static PyObject *pipeline_process_batched(pipeline_obj *self, PyObject *args, Py
     for (int i = 0; i < n; i++) {
         DATA(0, int32_t)[i] = self->counts[i];
         for (int j = 0; j < self->counts[i]; j++, k++) {
-            const omma_face *f = &self->faces[(size_t)i * self->max_faces + j];
+            const omma_face *f = &faces[(size_t)i * self->max_faces + j];
             DATA(1, int32_t)[k] = i;
             DATA(2, int32_t)[k] = self->cameras[i];
             DATA(3, int32_t)[k] = f->id;
@@ -484,6 +461,7 @@ static PyObject *pipeline_process_batched(pipeline_obj *self, PyObject *args, Py
 #undef DATA
     for (int i = 0; i < 9; i++)
         PyStructSequence_SetItem(out, i, a[i]);
+    self->t_ns[T_RESULTS] = now_ns() - t0;
     return out;
 }
 
@@ -551,12 +529,25 @@ static PyObject *get_device(pipeline_obj *self, void *c)
 static PyObject *get_last_c_ns(pipeline_obj *self, void *c)
 {
     (void)c;
-    return PyLong_FromLongLong(self->last_c_ns);
+    return PyLong_FromLongLong(self->t_ns[T_C]);
+}
+
+static PyObject *get_last_timing(pipeline_obj *self, void *c)
+{
+    (void)c;
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "convert", self->t_ns[T_CONVERT], "wait",
+                         self->t_ns[T_WAIT], "c", self->t_ns[T_C], "results", self->t_ns[T_RESULTS],
+                         "release", self->t_ns[T_RELEASE]);
 }
 
 static PyGetSetDef getset[] = {
     {"_last_c_ns", (getter)get_last_c_ns, NULL,
      "Nanoseconds the last process spent in the C pipeline (python/bench).", NULL},
+    {"_last_timing", (getter)get_last_timing, NULL,
+     "Where the last process spent its time, ns (python/bench): convert (arguments and\n"
+     "frames read), wait (device frames checked, producers' streams synchronized), c\n"
+     "(the C API), results (the faces made), release (the frames let go).",
+     NULL},
     {"closed", (getter)get_closed, NULL, "True once close() ran.", NULL},
     {"backend", (getter)get_backend, NULL, "'gpu' or 'cpu'.", NULL},
     {"max_faces", (getter)get_max_faces, NULL, "Faces tracked per camera.", NULL},
@@ -580,6 +571,8 @@ static PyMethodDef pipeline_methods[] = {
      "'nv12' (default for 2 planes), 'i420' (3 planes); one for every frame, or a\n"
      "list with one per frame (None: the default).\n\n"
      "Returns a list of omma.Face for one frame, a list of such lists for a list.\n"
+     "Faces are read lazily from the call's results (kept while a face or one of\n"
+     "its arrays is; the next call writes its own).\n"
      "The GIL is released while the models run.\n"
      "Raises InvalidArgumentError (bad frames, cameras), BusyError (another thread\n"
      "is in a call on this pipeline), ClosedError, and the C pipeline's errors."},

@@ -49,23 +49,27 @@ PyObject *pyomma_raise(omma_status st);
 /* Raises the exception of st with a formatted message. Returns NULL. */
 PyObject *pyomma_raise_msg(omma_status st, const char *fmt, ...);
 
-/* omma.Face, omma.Box, omma.FaceBatch, omma.StreamResult (struct sequences). */
+/* omma.Face (faces.c), omma.Box, omma.FaceBatch, omma.StreamResult (struct
+ * sequences). */
 extern PyTypeObject *pyomma_face_type;
 extern PyTypeObject *pyomma_box_type;
 extern PyTypeObject *pyomma_batch_type;
 extern PyTypeObject *pyomma_result_type;
 
-/* A Python omma.Face from a C face; NULL with an exception on failure. */
-PyObject *pyomma_face_new(const omma_face *f);
+/* A results block: n (>= 1) C faces, uninitialised, in one Python object
+ * (faces.c). The pipeline writes a call's faces into one; omma.Face objects
+ * and their arrays view it and keep it alive. NULL with an exception. */
+PyObject *pyomma_results_new(Py_ssize_t n);
+omma_face *pyomma_results_faces(PyObject *results);
+Py_ssize_t pyomma_results_size(PyObject *results);
 
-/* The same in two steps: a shell (placeholders; its box and arrays made)
- * made before a long call, while the interpreter's caches are warm, then
- * filled after it (setting a few numbers and copying the arrays is what
- * runs cold). pyomma_face_shell_usable: nobody else holds the shell or its
- * parts (gc.get_objects() could hand them out), so it may be filled. */
-PyObject *pyomma_face_shell(void);
-int pyomma_face_shell_usable(PyObject *shell);
-int pyomma_face_fill(PyObject *shell, const omma_face *f);
+/* An omma.Face viewing face i of a results block (read lazily). */
+PyObject *pyomma_face_view(PyObject *results, Py_ssize_t i);
+
+/* An omma.Face of a copy of *f; a list of n Faces of copies of faces[0..n)
+ * (one block). NULL with an exception on failure. */
+PyObject *pyomma_face_new(const omma_face *f);
+PyObject *pyomma_faces_list(const omma_face *faces, int n);
 
 /* The frame types (frames.c). A frame_hold keeps what a converted frame
  * points to alive (buffer views, DLPack tensors) until released. */
@@ -88,6 +92,10 @@ typedef struct pyomma_frame_hold {
 typedef struct pyomma_convert_ctx {
     int ordered; /* bit k: producers of kind k (PyTorch, CuPy) have ordered
                   * their current stream before the legacy stream */
+    /* PyTorch's current stream of each device met (read once per call) */
+    int n_torch;
+    int torch_device[4];
+    uintptr_t torch_stream[4];
 } pyomma_convert_ctx;
 
 /* Fills *frame from a Python frame object (an array, a tuple of planes,
@@ -120,6 +128,7 @@ omma_status pyomma_check_device_frames(omma_device *dev, const omma_frame *frame
  * naming what when out of range) and returns -1. */
 int pyomma_as_int(PyObject *obj, const char *what, int *out);
 
+int pyomma_add_faces(PyObject *m);
 int pyomma_add_pipeline(PyObject *m);
 int pyomma_add_stream(PyObject *m);
 int pyomma_add_bus(PyObject *m);

@@ -309,15 +309,9 @@ static PyObject *stream_close(stream_obj *self, PyObject *unused)
 static PyObject *result_new(entry *e)
 {
     PyObject *out = PyStructSequence_New(pyomma_result_type);
-    PyObject *faces = PyList_New(e->r.n_faces);
+    PyObject *faces = pyomma_faces_list(e->faces, e->r.n_faces);
     if (!out || !faces)
         goto fail;
-    for (int i = 0; i < e->r.n_faces; i++) {
-        PyObject *f = pyomma_face_new(&e->faces[i]);
-        if (!f)
-            goto fail;
-        PyList_SET_ITEM(faces, i, f);
-    }
     PyObject *items[7] = {PyLong_FromLong(e->r.camera),
                           PyLong_FromLong(e->r.gpu),
                           PyLong_FromUnsignedLongLong(e->r.seq),

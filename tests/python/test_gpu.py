@@ -163,3 +163,58 @@ def test_host_pointer_as_device_frame(photo):
     with omma.FacePipeline(backend="gpu") as p:
         with pytest.raises(omma.InvalidArgumentError, match="not CUDA memory"):
             p.process(Liar(photo))
+
+
+def test_torch_read_by_getters_no_export(photo, monkeypatch):
+    """CUDA tensors are read through their getters: with DLPack export and
+    the array interface made to fail, frames are still read in place, the
+    faces as the NumPy frame's (fp16 tolerance), and a dtype error is clear."""
+    torch = pytest.importorskip("torch")
+
+    def refuse(*a, **k):
+        raise AssertionError("exported")
+    monkeypatch.setattr(torch.Tensor, "__dlpack__", refuse)
+    monkeypatch.setattr(torch.Tensor, "__cuda_array_interface__", property(refuse))
+    monkeypatch.setattr(torch.utils.dlpack, "to_dlpack", refuse)
+    t = torch.from_numpy(photo).cuda()
+    with omma.FacePipeline(backend="gpu", max_batch=4) as p, \
+            omma.FacePipeline(backend="gpu") as q:
+        ref = q.process(photo)
+        got = p.process([t, t.clone(), t, t.clone()])
+        for faces in got:
+            close_faces(faces, ref)
+        assert p.stats()["h2d_bytes"] == 0
+        with pytest.raises(omma.InvalidArgumentError, match="uint8 \\(got torch.float32\\)"):
+            p.process(t.float())
+
+
+def test_torch_default_stream_ordering(photo):
+    """A frame written on PyTorch's default stream after a slow kernel (no
+    side stream): read only after it."""
+    torch = pytest.importorskip("torch")
+    src = torch.from_numpy(photo).cuda()
+    with omma.FacePipeline(backend="gpu", max_batch=4) as p:
+        for cam in range(2):
+            frames = [torch.zeros_like(src) for _ in range(4)]
+            torch.cuda.synchronize()
+            torch.cuda._sleep(200_000_000)
+            for f in frames:
+                f.copy_(src)
+            got = p.process(frames, cameras=[4 * cam + i for i in range(4)])
+            assert [len(faces) for faces in got] == [1] * 4, "read before the producer's kernel"
+
+
+def test_gpu_results_kept(photo):
+    """Faces kept across GPU calls stay as they were (each call's results
+    block is reused only once nothing holds it)."""
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(photo).cuda()
+    moved = torch.zeros_like(t)
+    moved[:, 40:] = t[:, :-40]
+    with omma.FacePipeline(backend="gpu") as p:
+        kept = p.process(t)[0]
+        lm = kept.landmarks.copy()
+        for _ in range(3):
+            now = p.process(moved)
+        assert kept.landmarks.tobytes() == lm.tobytes()
+        assert now[0].box.xmin > kept.box.xmin + 20
