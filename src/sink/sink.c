@@ -29,6 +29,8 @@ struct sink {
     char site[64], node[64];
     char *template; /* subject/topic with {site}, {node}, {camera} */
     char run[32]; /* this process's run, in message ids */
+    char id_prefix[128]; /* "node-run-": the start of every message id */
+    size_t id_prefix_len;
     int window;
 
     pthread_mutex_t lock; /* the backlog, closing, last_error */
@@ -168,6 +170,22 @@ void sink_failed(sink *s, const char *error, const char *subject, const char *ke
     pthread_mutex_unlock(&s->lock);
 }
 
+void sink_requeue(sink *s, sink_msg *m, const char *error)
+{
+    pthread_mutex_lock(&s->lock);
+    if (error)
+        snprintf(s->last_error, sizeof s->last_error, "%s", error);
+    if (!s->stop) {
+        push(s, m, 1);
+    } else {
+        sink_msg_free(m);
+        atomic_fetch_add(&s->dropped, 1);
+    }
+    atomic_fetch_add(&s->failed, 1);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void timed_wait(sink *s, uint64_t ns)
 {
     struct timespec ts;
@@ -215,11 +233,11 @@ static void *sender(void *arg)
                 atomic_fetch_add(&s->dropped, 1);
                 continue;
             }
-            st = s->backend->send(s->impl, m);
+            st = s->backend->send(s->impl, &m);
             if (st != OMMA_OK)
                 break;
             atomic_fetch_add(&s->sent, 1);
-            sink_msg_free(m);
+            sink_msg_free(m); /* NULL: the backend kept it */
             if (++since_poll >= 64) {
                 s->backend->poll(s->impl, 0);
                 since_poll = 0;
@@ -281,12 +299,36 @@ static void shown_name(const char *url, char *out, size_t cap)
         memcpy(out + cap - 4, "...", 4);
 }
 
+/* v in decimal at out (20 bytes at most, no terminator); returns its length.
+ * sink_publish runs for every message: no printf there (~0.5 us). */
+static size_t put_decimal(char *out, uint64_t v)
+{
+    char digits[20];
+    size_t n = 0;
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = digits[n - 1 - i];
+    return n;
+}
+
 /* A {camera} value for subjects and topics: what NATS and MQTT accept in
  * one token (letters, digits, '-', '_'; the rest becomes '_'). */
 static void camera_token(const sink_message *m, char *out, size_t cap)
 {
     if (!m->camera_name) {
-        snprintf(out, cap, "cam%d", m->camera);
+        if (cap < 16) { /* "cam", a sign, 10 digits */
+            snprintf(out, cap, "cam%d", m->camera);
+            return;
+        }
+        int64_t c = m->camera;
+        size_t n = 3;
+        memcpy(out, "cam", 3);
+        if (c < 0)
+            out[n++] = '-';
+        n += put_decimal(out + n, (uint64_t)(c < 0 ? -c : c));
+        out[n] = 0;
         return;
     }
     size_t n = 0;
@@ -433,6 +475,8 @@ omma_status sink_open(const char *url, const sink_options *options, sink **out)
             *c = '_';
     snprintf(s->run, sizeof s->run, "%llx",
              (unsigned long long)core_now_ns() ^ ((unsigned long long)getpid() << 40));
+    s->id_prefix_len =
+        (size_t)snprintf(s->id_prefix, sizeof s->id_prefix, "%s-%s-", s->node, s->run);
     long backlog = 0, window = 0;
     if ((o.site && (st = check_name("site", o.site, s->name)) != OMMA_OK) ||
         (st = check_name("node", s->node, s->name)) != OMMA_OK ||
@@ -490,7 +534,14 @@ omma_status sink_publish(sink *s, const sink_message *m)
                          "than %d bytes",
                          s->name, camera, SINK_SUBJECT_MAX);
     }
-    snprintf(id, sizeof id, "%s-%s-%s-%llu", s->node, s->run, camera, (unsigned long long)m->seq);
+    /* node-run-camera-seq: 63 + 1 + 16 + 1 + 127 + 1 + 20 bytes at most. */
+    size_t cn = strlen(camera), in = s->id_prefix_len;
+    memcpy(id, s->id_prefix, in);
+    memcpy(id + in, camera, cn);
+    in += cn;
+    id[in++] = '-';
+    in += put_decimal(id + in, m->seq);
+    id[in] = 0;
     sink_msg *msg = msg_new(subject, camera, id, m->data, m->len);
     if (!msg) {
         atomic_fetch_add(&s->dropped, 1);
