@@ -128,10 +128,10 @@ static void give_back(nats_sink *n, sink_msg *msg, const char *error)
     sink_requeue(n->s, msg, error);
 }
 
-/* An acknowledgement: INBOX.N's publish is stored, or refused
- * ({"error":...}, or a status message such as "no responders": no
- * stream). */
-static void on_ack(nats_sink *n, natsMsg *ack)
+/* An acknowledgement: INBOX.N's publish is stored (returns 1: the caller
+ * counts it), or refused ({"error":...}, or a status message such as "no
+ * responders": no stream). */
+static int on_ack(nats_sink *n, natsMsg *ack)
 {
     const char *subject = natsMsg_GetSubject(ack);
     const char *data = natsMsg_GetData(ack);
@@ -149,13 +149,12 @@ static void on_ack(nats_sink *n, natsMsg *ack)
         p->msg = NULL;
     }
     if (!msg) /* a duplicate answer (sent again), or one of a publish given up */
-        return;
+        return 0;
     if (!refused) {
-        atomic_fetch_add(&n->answered, 1);
-        sink_acked(n->s, 1);
         if (atomic_load_explicit(&n->pause_ns, memory_order_relaxed))
             atomic_store(&n->pause_ns, 0);
-        sink_msg_free(msg);
+        sink_msg_done(n->s, msg);
+        return 1;
     } else {
         char err[SINK_ERROR_MAX];
         const char *desc = data && len > 0 ? strstr(data, "\"description\":\"") : NULL;
@@ -174,6 +173,7 @@ static void on_ack(nats_sink *n, natsMsg *ack)
         atomic_store(&n->pause_ns, pause);
         atomic_store(&n->pause_until_ns, core_now_ns() + pause);
     }
+    return 0;
 }
 
 static omma_status nats_fail(const char *name, natsStatus s, const char *what)
@@ -205,11 +205,16 @@ static void take_acks(nats_sink *n)
     if (!n->acks || natsSubscription_GetPending(n->acks, &pending, NULL) != NATS_OK)
         return;
     natsMsg *ack = NULL;
+    uint64_t acked = 0;
     while (pending-- > 0 && natsSubscription_NextMsg(&ack, n->acks, 0) == NATS_OK) {
-        on_ack(n, ack);
+        acked += (uint64_t)on_ack(n, ack);
         n->done[n->n_done++] = ack;
         if (n->n_done == ACK_BATCH)
             destroy_acks(n);
+    }
+    if (acked) { /* counted once per batch */
+        atomic_fetch_add(&n->answered, acked);
+        sink_acked(n->s, acked);
     }
 }
 

@@ -42,10 +42,15 @@ typedef struct sink_msg {
     char *subject, *key, *id;
     size_t len;
     unsigned char *data;
+    size_t cap; /* bytes of its block after the struct (strings and data) */
+    struct sink_msg *next; /* in the sink's pool of messages to reuse */
     uint64_t lease; /* sink_message's (0: none; a copy requeued by sink_failed has none) */
 } sink_msg;
 
 void sink_msg_free(sink_msg *m);
+/* m delivered (NULL: nothing): kept for sink_publish to reuse, or freed.
+ * The sender thread only (backends: from send or poll). */
+void sink_msg_done(sink *s, sink_msg *m);
 
 typedef struct sink_backend {
     /* Connects (or prepares); *impl is the backend's. Errors name the sink. */
