@@ -238,8 +238,13 @@ static void close_nats(void *impl)
         take_acks(n);
     }
     /* libnats calls back from its own threads, even after Close returns:
-     * drain (the acks' subscription delivers what it holds), close, and
-     * wait for the closed callback, the last, before n goes. */
+     * drain (what is buffered is written), close, and wait for the closed
+     * callback, the last, before n goes. The acks' subscription goes
+     * first: a synchronous one drains only as NextMsg is called, so the
+     * drain waited its whole second and reported "Timeout" as the last
+     * error. */
+    if (n->acks)
+        natsSubscription_Unsubscribe(n->acks);
     if (n->nc) {
         if (natsConnection_DrainTimeout(n->nc, 1000) != NATS_OK)
             natsConnection_Close(n->nc);
