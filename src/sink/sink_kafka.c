@@ -138,8 +138,9 @@ fail:
     return st;
 }
 
-static omma_status send_kafka(void *impl, const sink_msg *m)
+static omma_status send_kafka(void *impl, sink_msg **mp)
 {
+    const sink_msg *m = *mp; /* copied: the core frees it */
     kafka_sink *k = impl;
     rd_kafka_resp_err_t err = rd_kafka_producev(
         k->rk, RD_KAFKA_V_TOPIC(m->subject), RD_KAFKA_V_KEY(m->key, strlen(m->key)),
@@ -174,7 +175,7 @@ static omma_status open_kafka(sink *s, sink_url *u, const sink_options *o, void 
                      sink_name(s));
 }
 
-static omma_status send_kafka(void *impl, const sink_msg *m)
+static omma_status send_kafka(void *impl, sink_msg **m)
 {
     (void)impl;
     (void)m;

@@ -188,8 +188,9 @@ fail:
     return st;
 }
 
-static omma_status send_mqtt(void *impl, const sink_msg *m)
+static omma_status send_mqtt(void *impl, sink_msg **mp)
 {
+    const sink_msg *m = *mp; /* copied: the core frees it */
     mqtt_sink *q = impl;
     if (!atomic_load(&q->connected))
         return OMMA_ERR_BUSY;
@@ -228,7 +229,7 @@ static omma_status open_mqtt(sink *s, sink_url *u, const sink_options *o, void *
                      sink_name(s));
 }
 
-static omma_status send_mqtt(void *impl, const sink_msg *m)
+static omma_status send_mqtt(void *impl, sink_msg **m)
 {
     (void)impl;
     (void)m;

@@ -15,11 +15,11 @@
  * js_PublishMsgAsync (a reply token, a hash entry and a JSON parse per
  * message: 8-14 us of CPU each): every publish's reply subject is this
  * connection's inbox and its number (INBOX.N), one subscription takes the
- * acknowledgements of all, and the message's copy waits for its own in a
- * table indexed by N (power of two slots, at least twice the sink's
- * window): an ack is a lookup and a test of its first bytes ({"error" or a
- * status message: refused). */
-#include <pthread.h>
+ * acknowledgements of all, and the message (the backlog's own, no copy)
+ * waits for its own in a table indexed by N (power of two slots, at least
+ * twice the sink's window): an ack is a lookup and a test of its first
+ * bytes ({"error" or a status message: refused). The sink's sender thread
+ * does all of it, so the table has no lock. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,18 +33,20 @@
 #if OMMA_HAVE_NATS
 #include <nats/nats.h>
 
-/* A publish's copy, kept until JetStream acknowledges it (one block). */
-typedef struct nats_out {
-    char *subject, *id; /* in data's block, after the payload */
-    size_t len;
-    unsigned char data[];
-} nats_out;
+/* Acknowledgements taken from the subscription, destroyed together once
+ * this many: each natsMsg_Destroy hands the message to libnats's garbage
+ * collector thread, woken (under its lock, which it then contends for)
+ * whenever it was idle; in bursts it wakes less often than for each few. */
+#define ACK_BATCH 1024
 
-/* A publish waiting for its acknowledgement. */
+#define IO_BUF_SIZE (256 * 1024)
+
+/* A publish waiting for its acknowledgement: the backlog's message itself,
+ * kept (sink_backend.send), freed when acknowledged. */
 typedef struct nats_pending {
-    nats_out *msg; /* NULL: a free slot */
+    sink_msg *msg; /* NULL: a free slot */
     uint64_t n; /* its number, in its reply subject */
-    uint64_t sent_ns; /* published (or sent again) */
+    uint64_t sent_ns; /* published (or sent again), to the sender's last poll */
 } nats_pending;
 
 typedef struct nats_sink {
@@ -57,10 +59,14 @@ typedef struct nats_sink {
     natsInbox *inbox; /* the acks' subjects: INBOX.N */
     size_t inbox_len;
     natsSubscription *acks;
-    pthread_mutex_t lock; /* the table */
+    /* The table is the sender thread's alone (send, poll; close once it
+     * stopped): the acks are taken there too, so no lock. */
     nats_pending *table;
     uint64_t mask; /* slots - 1 */
-    uint64_t next_n; /* the sender's */
+    uint64_t next_n;
+    uint64_t now_ns; /* at the last poll: the sends' time (no clock read per message) */
+    natsMsg *done[ACK_BATCH]; /* taken acks, to destroy */
+    int n_done;
     atomic_int connected;
     atomic_uint_fast64_t handed, answered; /* publishes, and acks or errors for them */
     atomic_uint_fast64_t pause_until_ns; /* after a refusal: wait before sending more */
@@ -116,16 +122,16 @@ static int64_t reconnect_delay(natsConnection *nc, int attempts, void *closure)
 
 /* A publish refused, or not answered and not sent again: back to the
  * backlog (the core counts it failed). */
-static void give_back(nats_sink *n, const nats_out *msg, const char *error)
+static void give_back(nats_sink *n, sink_msg *msg, const char *error)
 {
     atomic_fetch_add(&n->answered, 1);
-    sink_failed(n->s, error, msg->subject, NULL, msg->id, msg->data, msg->len, 1);
+    sink_requeue(n->s, msg, error);
 }
 
-/* An acknowledgement: INBOX.N's publish is stored, or refused
- * ({"error":...}, or a status message such as "no responders": no
- * stream). */
-static void on_ack(nats_sink *n, natsMsg *ack)
+/* An acknowledgement: INBOX.N's publish is stored (returns 1: the caller
+ * counts it), or refused ({"error":...}, or a status message such as "no
+ * responders": no stream). */
+static int on_ack(nats_sink *n, natsMsg *ack)
 {
     const char *subject = natsMsg_GetSubject(ack);
     const char *data = natsMsg_GetData(ack);
@@ -136,22 +142,19 @@ static void on_ack(nats_sink *n, natsMsg *ack)
         num = num * 10 + (uint64_t)(*c - '0');
     int refused = len <= 0 || !data || natsMsg_IsNoResponders(ack) ||
                   (len >= 8 && !memcmp(data, "{\"error\"", 8));
-    pthread_mutex_lock(&n->lock);
     nats_pending *p = &n->table[num & n->mask];
-    nats_out *msg = NULL;
+    sink_msg *msg = NULL;
     if (ok_subject && p->msg && p->n == num) {
         msg = p->msg;
         p->msg = NULL;
     }
-    pthread_mutex_unlock(&n->lock);
-    if (!msg) { /* a duplicate answer (sent again), or one of a publish given up */
-        natsMsg_Destroy(ack);
-        return;
-    }
+    if (!msg) /* a duplicate answer (sent again), or one of a publish given up */
+        return 0;
     if (!refused) {
-        atomic_fetch_add(&n->answered, 1);
-        sink_acked(n->s, 1);
-        atomic_store(&n->pause_ns, 0);
+        if (atomic_load_explicit(&n->pause_ns, memory_order_relaxed))
+            atomic_store(&n->pause_ns, 0);
+        sink_msg_done(n->s, msg);
+        return 1;
     } else {
         char err[SINK_ERROR_MAX];
         const char *desc = data && len > 0 ? strstr(data, "\"description\":\"") : NULL;
@@ -170,8 +173,7 @@ static void on_ack(nats_sink *n, natsMsg *ack)
         atomic_store(&n->pause_ns, pause);
         atomic_store(&n->pause_until_ns, core_now_ns() + pause);
     }
-    free(msg);
-    natsMsg_Destroy(ack);
+    return 0;
 }
 
 static omma_status nats_fail(const char *name, natsStatus s, const char *what)
@@ -187,12 +189,33 @@ static omma_status nats_fail(const char *name, natsStatus s, const char *what)
 
 /* The acknowledgements come to a synchronous subscription, taken here by
  * the sender thread in bulk (between sends, when idle): no thread of
- * libnats's woken per message to hand each one over. */
+ * libnats's woken per message to hand each one over. As many as are
+ * pending (NextMsg on an empty subscription formats an error), destroyed
+ * in batches. */
+static void destroy_acks(nats_sink *n)
+{
+    for (int i = 0; i < n->n_done; i++)
+        natsMsg_Destroy(n->done[i]);
+    n->n_done = 0;
+}
+
 static void take_acks(nats_sink *n)
 {
+    int pending = 0;
+    if (!n->acks || natsSubscription_GetPending(n->acks, &pending, NULL) != NATS_OK)
+        return;
     natsMsg *ack = NULL;
-    while (n->acks && natsSubscription_NextMsg(&ack, n->acks, 0) == NATS_OK)
-        on_ack(n, ack);
+    uint64_t acked = 0;
+    while (pending-- > 0 && natsSubscription_NextMsg(&ack, n->acks, 0) == NATS_OK) {
+        acked += (uint64_t)on_ack(n, ack);
+        n->done[n->n_done++] = ack;
+        if (n->n_done == ACK_BATCH)
+            destroy_acks(n);
+    }
+    if (acked) { /* counted once per batch */
+        atomic_fetch_add(&n->answered, acked);
+        sink_acked(n->s, acked);
+    }
 }
 
 static uint64_t unanswered(nats_sink *n)
@@ -215,8 +238,13 @@ static void close_nats(void *impl)
         take_acks(n);
     }
     /* libnats calls back from its own threads, even after Close returns:
-     * drain (the acks' subscription delivers what it holds), close, and
-     * wait for the closed callback, the last, before n goes. */
+     * drain (what is buffered is written), close, and wait for the closed
+     * callback, the last, before n goes. The acks' subscription goes
+     * first: a synchronous one drains only as NextMsg is called, so the
+     * drain waited its whole second and reported "Timeout" as the last
+     * error. */
+    if (n->acks)
+        natsSubscription_Unsubscribe(n->acks);
     if (n->nc) {
         if (natsConnection_DrainTimeout(n->nc, 1000) != NATS_OK)
             natsConnection_Close(n->nc);
@@ -225,15 +253,15 @@ static void close_nats(void *impl)
             nanosleep(&ts, NULL);
         }
     }
+    destroy_acks(n);
     natsSubscription_Destroy(n->acks);
     if (n->nc)
         natsConnection_Destroy(n->nc);
     natsOptions_Destroy(n->opts);
     if (n->table) {
         for (uint64_t i = 0; i <= n->mask; i++)
-            free(n->table[i].msg);
+            sink_msg_free(n->table[i].msg);
         free(n->table);
-        pthread_mutex_destroy(&n->lock);
     }
     natsInbox_Destroy(n->inbox);
     free(n);
@@ -276,7 +304,6 @@ static omma_status open_acks(nats_sink *n, int window)
     if (!n->table)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "sink %s: out of memory", n->name);
     n->mask = slots - 1;
-    pthread_mutex_init(&n->lock, NULL);
     natsStatus ns = natsInbox_Create(&n->inbox);
     char subject[256];
     if (ns == NATS_OK) {
@@ -303,7 +330,7 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "sink %s: out of memory", name);
     n->s = s;
     n->name = name;
-    n->progress_ns = core_now_ns();
+    n->progress_ns = n->now_ns = core_now_ns();
     long ack_ms = 0;
     omma_status st = sink_url_int(u, name, "ack_timeout_ms", 100, 600000, 5000, &ack_ms);
     n->ack_timeout_ns = ack_ms * 1000000;
@@ -345,6 +372,11 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
         ns = natsOptions_SetErrorHandler(n->opts, on_error, n);
     if (ns == NATS_OK)
         ns = natsOptions_SetName(n->opts, "omma");
+    /* libnats writes its buffer itself when full (32 KB by default: every
+     * ~70 messages of 400 bytes, besides its flusher's every 1 ms), and
+     * reads as much: 256 KB, fewer system calls (docs/PERFORMANCE.md). */
+    if (ns == NATS_OK)
+        ns = natsOptions_SetIOBufSize(n->opts, IO_BUF_SIZE);
     if (ns == NATS_OK && u->user)
         ns = natsOptions_SetUserInfo(n->opts, u->user, u->password ? u->password : "");
     if (ns == NATS_OK && u->tls)
@@ -389,27 +421,10 @@ fail:
     return st;
 }
 
-/* m's subject, id and payload in one block (NULL: out of memory). */
-static nats_out *out_copy(const sink_msg *m)
-{
-    size_t subject = strlen(m->subject) + 1, id = m->id ? strlen(m->id) + 1 : 0;
-    nats_out *o = malloc(sizeof *o + m->len + subject + id);
-    if (!o)
-        return NULL;
-    o->len = m->len;
-    memcpy(o->data, m->data, m->len);
-    o->subject = (char *)o->data + m->len;
-    memcpy(o->subject, m->subject, subject);
-    o->id = id ? o->subject + subject : NULL;
-    if (id)
-        memcpy(o->id, m->id, id);
-    return o;
-}
-
 /* Publishes msg with the reply subject INBOX.num: a plain PUB, or with
  * dedup=1 an HPUB carrying its Nats-Msg-Id (libnats builds a header table
  * per message: ~3.5 us of CPU more, docs/PERFORMANCE.md). */
-static natsStatus publish(nats_sink *n, const nats_out *msg, uint64_t num)
+static natsStatus publish(nats_sink *n, const sink_msg *msg, uint64_t num)
 {
     /* INBOX.N, without printf (a few hundred ns a message). */
     char reply[256], digits[24];
@@ -422,8 +437,7 @@ static natsStatus publish(nats_sink *n, const nats_out *msg, uint64_t num)
         reply[n->inbox_len + 1 + (size_t)i] = digits[nd - 1 - i];
     reply[n->inbox_len + 1 + (size_t)nd] = 0;
     if (!n->dedup || !msg->id)
-        return natsConnection_PublishRequest(n->nc, msg->subject, reply, msg->data,
-                                             (int)msg->len);
+        return natsConnection_PublishRequest(n->nc, msg->subject, reply, msg->data, (int)msg->len);
     natsMsg *m = NULL;
     natsStatus s = natsMsg_Create(&m, msg->subject, reply, (const char *)msg->data, (int)msg->len);
     if (s == NATS_OK)
@@ -434,8 +448,9 @@ static natsStatus publish(nats_sink *n, const nats_out *msg, uint64_t num)
     return s;
 }
 
-static omma_status send_nats(void *impl, const sink_msg *m)
+static omma_status send_nats(void *impl, sink_msg **mp)
 {
+    sink_msg *m = *mp;
     nats_sink *n = impl;
     if (!atomic_load_explicit(&n->connected, memory_order_relaxed))
         return OMMA_ERR_BUSY;
@@ -455,29 +470,16 @@ static omma_status send_nats(void *impl, const sink_msg *m)
     }
     uint64_t num = n->next_n;
     nats_pending *p = &n->table[num & n->mask];
-    nats_out *msg = out_copy(m);
-    if (!msg)
+    if (p->msg) /* an old publish still unanswered in its slot: wait */
         return OMMA_ERR_BUSY;
-    /* In the table before it is sent: its ack may come at once. */
-    pthread_mutex_lock(&n->lock);
-    if (p->msg) { /* an old publish still unanswered in its slot: wait */
-        pthread_mutex_unlock(&n->lock);
-        free(msg);
+    if (publish(n, m, num) != NATS_OK) /* disconnected, reconnect buffer full */
         return OMMA_ERR_BUSY;
-    }
-    p->msg = msg;
+    /* Its ack is taken by this thread too (poll): in the table after the
+     * send is soon enough. */
+    p->msg = m;
     p->n = num;
-    p->sent_ns = core_now_ns();
-    pthread_mutex_unlock(&n->lock);
-    if (publish(n, msg, num) != NATS_OK) { /* disconnected, reconnect buffer full */
-        pthread_mutex_lock(&n->lock);
-        int still = p->msg == msg;
-        p->msg = NULL;
-        pthread_mutex_unlock(&n->lock);
-        if (still)
-            free(msg);
-        return OMMA_ERR_BUSY;
-    }
+    p->sent_ns = n->now_ns;
+    *mp = NULL;
     n->next_n = num + 1;
     atomic_fetch_add(&n->handed, 1);
     return OMMA_OK;
@@ -490,7 +492,7 @@ static void poll_nats(void *impl, int timeout_ms)
 {
     nats_sink *n = impl;
     take_acks(n);
-    uint64_t now = core_now_ns(), answered = atomic_load(&n->answered);
+    uint64_t now = n->now_ns = core_now_ns(), answered = atomic_load(&n->answered);
     if (answered != n->seen_answered || atomic_load(&n->handed) == answered) {
         n->seen_answered = answered;
         n->progress_ns = now;
@@ -498,22 +500,16 @@ static void poll_nats(void *impl, int timeout_ms)
                atomic_load(&n->connected)) {
         int resent = 0, back = 0;
         for (uint64_t i = 0; i <= n->mask; i++) {
-            pthread_mutex_lock(&n->lock);
             nats_pending *p = &n->table[i];
-            nats_out *msg = p->msg;
-            int due = msg && now - p->sent_ns > (uint64_t)n->ack_timeout_ns;
-            if (due)
-                p->sent_ns = now;
-            /* Sent under the lock: its ack cannot free it meanwhile. */
-            natsStatus s = due ? publish(n, msg, p->n) : NATS_OK;
-            if (due && s != NATS_OK)
-                p->msg = NULL;
-            pthread_mutex_unlock(&n->lock);
-            if (due && s == NATS_OK)
+            sink_msg *msg = p->msg;
+            if (!msg || now - p->sent_ns <= (uint64_t)n->ack_timeout_ns)
+                continue;
+            p->sent_ns = now;
+            if (publish(n, msg, p->n) == NATS_OK) {
                 resent++;
-            if (due && s != NATS_OK) {
+            } else {
+                p->msg = NULL;
                 give_back(n, msg, NULL);
-                free(msg);
                 back++;
             }
         }
@@ -542,7 +538,7 @@ static omma_status open_nats(sink *s, sink_url *u, const sink_options *o, void *
                      sink_name(s));
 }
 
-static omma_status send_nats(void *impl, const sink_msg *m)
+static omma_status send_nats(void *impl, sink_msg **m)
 {
     (void)impl;
     (void)m;

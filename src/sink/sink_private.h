@@ -42,18 +42,25 @@ typedef struct sink_msg {
     char *subject, *key, *id;
     size_t len;
     unsigned char *data;
-    uint64_t lease; /* sink_message's (0: none; a requeued message has none) */
+    size_t cap; /* bytes of its block after the struct (strings and data) */
+    struct sink_msg *next; /* in the sink's pool of messages to reuse */
+    uint64_t lease; /* sink_message's (0: none; a copy requeued by sink_failed has none) */
 } sink_msg;
 
 void sink_msg_free(sink_msg *m);
+/* m delivered (NULL: nothing): kept for sink_publish to reuse, or freed.
+ * The sender thread only (backends: from send or poll). */
+void sink_msg_done(sink *s, sink_msg *m);
 
 typedef struct sink_backend {
     /* Connects (or prepares); *impl is the backend's. Errors name the sink. */
     omma_status (*open)(sink *s, sink_url *u, const sink_options *o, void **impl);
-    /* Hands m over (the backend copies what it needs; the caller frees m).
-     * OMMA_OK: sent; OMMA_ERR_BUSY: not now (disconnected, library queue
-     * full): the core keeps it and tries again later. */
-    omma_status (*send)(void *impl, const sink_msg *m);
+    /* Hands *m over. OMMA_OK: sent; the backend copied what it needs (the
+     * core frees *m) or kept the message itself (*m set to NULL: the
+     * backend frees it with sink_msg_free once acknowledged, or gives it
+     * back with sink_requeue). OMMA_ERR_BUSY: not now (disconnected,
+     * library queue full): *m stays the core's, which tries again later. */
+    omma_status (*send)(void *impl, sink_msg **m);
     /* Called by the sender thread between sends and when idle: serves the
      * library's callbacks, resends what timed out. */
     void (*poll)(void *impl, int timeout_ms);
@@ -70,6 +77,11 @@ void sink_acked(sink *s, uint64_t n);
  * copy of the message goes back to the head of the backlog. */
 void sink_failed(sink *s, const char *error, const char *subject, const char *key, const char *id,
                  const void *data, size_t len, int requeue);
+/* A message a backend kept (send set *m to NULL) and could not deliver:
+ * back to the head of the backlog (counted failed; dropped when the sink is
+ * stopping or the backlog is full), error (if not NULL) kept as the last
+ * error. The sender thread only. */
+void sink_requeue(sink *s, sink_msg *m, const char *error);
 void sink_set_connected(sink *s, int connected);
 void sink_set_error(sink *s, const char *fmt, ...)
 #if defined(__GNUC__)

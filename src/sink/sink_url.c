@@ -249,6 +249,12 @@ int sink_expand(const char *template, const char *site, const char *node, const 
     for (const char *t = template; *t;) {
         const char *val = NULL;
         size_t skip = 0;
+        if (*t != '{') { /* per message: no compare for each byte */
+            if (n + 1 >= cap)
+                return -1;
+            out[n++] = *t++;
+            continue;
+        }
         if (!strncmp(t, "{site}", 6))
             val = site, skip = 6;
         else if (!strncmp(t, "{node}", 6))
