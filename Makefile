@@ -63,7 +63,7 @@ install: deps $(RUN_BUILD)/CMakeCache.txt
 	cmake --install $(RUN_BUILD) --prefix $(PREFIX)
 
 # Fuzz the TFLite reader, the image decoders, the bus messages, the video
-# reader, the LSL parsers and the cluster values with libFuzzer (clang),
+# reader, the LSL parsers, the cluster values and the Annex B converter with libFuzzer (clang),
 # FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 60
 fuzz: data
@@ -77,6 +77,7 @@ fuzz: data
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) ui
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) record
 	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) cluster
+	@fuzz/run.sh $(CURDIR) $(abspath $(BUILD)) $(FUZZ_SECONDS) annexb
 
 clean:
 	rm -rf $(BUILD) $(RUN_BUILD) $(NOCUDA_BUILD)

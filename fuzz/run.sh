@@ -3,7 +3,7 @@
 # for a while from its seeds. Fails when a crash, leak, timeout or invariant
 # violation is found (the input is kept under BUILD/fuzz-TARGET/). Exit 77
 # (skipped) where clang's libFuzzer or a seed source is missing.
-#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config|ui|record|cluster|geometry]
+#   fuzz/run.sh SOURCE_DIR BUILD_DIR SECONDS [tflite|image|bus|video|lsl|config|ui|record|cluster|geometry|annexb]
 #     tflite: the TFLite reader, seeded from the face models, pose_detection
 #             (sparse constants), pose_landmark_lite, the attention mesh and
 #             the small forged models in fuzz/seeds/
@@ -24,6 +24,9 @@
 #             its URL, seeded with what omma writes
 #     geometry: the face geometry metadata reader (protobuf wire format),
 #             seeded with MediaPipe's geometry_pipeline_metadata_landmarks.binarypb
+#     annexb: MP4's H.264 / HEVC to Annex B for NVDEC (the avcC / hvcC
+#             record and the packets), seeded with a small record and
+#             packets of each
 set -eu
 src=${1:?source dir}
 build=${2:?build dir}
@@ -203,8 +206,18 @@ geometry)
     sources="$src/fuzz/fuzz_geometry.c $src/src/vision/geometry_metadata.c"
     libs="-lm"
     ;;
+annexb)
+    # fuzz/fuzz_annexb.c: a codec byte, the record after its 2-byte size,
+    # then packets after theirs.
+    printf '\000\000\015\001\144\000\037\377\341\000\001\147\001\000\001\150\000\021\000\000\000\003\145\210\200\000\000\000\000\000\000\000\002\006\005' \
+        >"$out/seeds/avcc"
+    printf '\001\000\036\001\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\015\001\040\000\001\000\002\100\001\000\007\000\003\046\001\257\000\000' \
+        >"$out/seeds/hvcc"
+    sources="$src/fuzz/fuzz_annexb.c $src/src/io/annexb.c"
+    libs=""
+    ;;
 *)
-    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl, config, ui, record, cluster or geometry)" >&2
+    echo "fuzz/run.sh: unknown target '$target' (tflite, image, bus, video, lsl, config, ui, record, cluster, geometry or annexb)" >&2
     exit 2
     ;;
 esac

@@ -10,7 +10,8 @@
 # Logs and JSON lines go to OUTDIR (bench-decode.log, bench-decode.jsonl).
 #   usage: scripts/bench-decode-peers.sh OMMA CLIPDIR OUTDIR
 #   environment: CODECS (h264 hevc), LOOPS (4), MODES (gpu cpu auto),
-#   STREAMS (max: the stream counts to run), PEERS (1: 0 skips FFmpeg)
+#   STREAMS (max: the stream counts to run), PEERS (1: 0 skips FFmpeg),
+#   BENCH_ARGS (more options for omma bench decode, e.g. --cpu-breakdown)
 set -u
 omma=${1:?usage: bench-decode-peers.sh OMMA CLIPDIR OUTDIR}
 clips=${2:?}
@@ -78,9 +79,10 @@ for codec in ${CODECS:-h264 hevc}; do
         for streams in ${STREAMS:-max}; do
             echo "== omma bench decode --decode $mode --streams $streams --input $clip" |
                 tee -a "$log"
+            # shellcheck disable=SC2086
             "$omma" bench decode --decode "$mode" --input "$clip" --streams "$streams" \
-                --warmup 2 --duration 5 --json >>"$json" 2>>"$log"
-            tail -n 1 "$log"
+                --warmup 2 --duration 5 --json ${BENCH_ARGS:-} >>"$json" 2>>"$log"
+            tail -n "$([ -n "${BENCH_ARGS:-}" ] && echo 4 || echo 1)" "$log"
         done
     done
 done

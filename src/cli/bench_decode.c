@@ -8,9 +8,16 @@
  * CPU time per frame, host-to-device bytes per frame (for GPU-decoded
  * frames: the compressed packets) and the decoders' utilization (NVML). A
  * count passes when every camera kept 97% of the file's rate with p99
- * latency under 100 ms. --streams max searches the largest passing count
- * (doubling, then halving the gap). A table on stderr, one JSON line per
- * count on stdout with --json. */
+ * latency under 100 ms. --cpu-breakdown splits the cameras' threads' CPU
+ * per frame by call (demuxing, the conversion to Annex B, NVIDIA's parser, the
+ * decode submissions, the status queries and the sleeps for them, mapping,
+ * unmapping, the ring's copy, pacing, the hand-off to the worker, with the
+ * calls per frame: queries, wake-ups), measured with the thread's CPU
+ * clock around each call (its own cost, ~20 clock reads a frame, is in
+ * the camera threads' total: compare with a run without it). --streams
+ * max searches the largest passing count (doubling, then halving the
+ * gap). A table on stderr, one JSON line per count on stdout with --json
+ * (and one more with the breakdown). */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +31,7 @@
 #include "cli/bench_window.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/cpu_parts.h"
 #include "io/video_file.h"
 #include "omma/device.h"
 #include "runtime/runtime.h"
@@ -38,7 +46,8 @@ typedef struct bench_opts {
     int gpu_streams; /* auto's budget per GPU */
     double warmup_s, duration_s, fps;
     int gpus[RT_MAX_GPUS], n_gpus, max_batch, max_faces, detect_every;
-    int json;
+    int json, cpu_breakdown;
+    double clock_read_ns; /* --cpu-breakdown: one read of the thread's CPU clock */
 } bench_opts;
 
 /* Process CPU time by kind of thread (their names: omma-cam3, omma-gpu0,
@@ -53,6 +62,8 @@ typedef struct figures {
     double decoder_pct;
     double kind_us_per_frame[T_KINDS];
     double decode_us_per_frame, decode_cpu_us_per_frame; /* in the decoders' calls */
+    /* --cpu-breakdown: per frame put into a ring, by call kind. */
+    double part_us[CORE_CPU_PARTS], part_calls[CORE_CPU_PARTS];
     int pass;
 } figures;
 
@@ -104,6 +115,7 @@ enum {
     OPT_MAX_BATCH,
     OPT_MAX_FACES,
     OPT_DETECT_EVERY,
+    OPT_CPU_BREAKDOWN,
     OPT_JSON
 };
 
@@ -119,6 +131,8 @@ static const cli_option options[] = {
     [OPT_MAX_BATCH] = {"--max-batch", "N", "frames per batch (256)"},
     [OPT_MAX_FACES] = {"--max-faces", "N", "faces per camera (1)"},
     [OPT_DETECT_EVERY] = {"--detect-every", "K", "the detector every K frames at least (10)"},
+    [OPT_CPU_BREAKDOWN] = {"--cpu-breakdown", NULL,
+                           "the camera threads' CPU per frame by call (their thread clock)"},
     [OPT_JSON] = {"--json", NULL, "one JSON line per count on stdout"},
     {NULL, NULL, NULL},
 };
@@ -129,7 +143,7 @@ static void usage(FILE *to)
             "usage: omma bench decode [--input FILE] [--streams N|max] [--decode gpu|cpu|auto]\n"
             "                         [--decode-gpu-streams N] [--warmup S] [--duration S]\n"
             "                         [--gpus LIST] [--max-batch N] [--max-faces N]\n"
-            "                         [--detect-every K] [--json]\n"
+            "                         [--detect-every K] [--cpu-breakdown] [--json]\n"
             "  N cameras playing FILE at its rate, decoded and run through the face\n"
             "  pipeline; a count passes when every camera kept 97%% of the rate with p99\n"
             "  latency under 100 ms.\n");
@@ -200,6 +214,9 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         case OPT_DETECT_EVERY:
             bad = cli_parse_int(v, 0, 1000000, &o->detect_every);
             break;
+        case OPT_CPU_BREAKDOWN:
+            o->cpu_breakdown = 1;
+            break;
         case OPT_JSON:
             o->json = 1;
             break;
@@ -241,6 +258,10 @@ static void window_figures(const bench_opts *o, const window_mark *am, const win
     f->decode_us_per_frame = (double)(b->stats.decode_ns - a->stats.decode_ns) / fin / 1e3;
     f->decode_cpu_us_per_frame =
         (double)(b->stats.decode_cpu_ns - a->stats.decode_cpu_ns) / fin / 1e3;
+    for (int k = 0; k < CORE_CPU_PARTS; k++) {
+        f->part_us[k] = (double)(b->stats.cpu.ns[k] - a->stats.cpu.ns[k]) / fin / 1e3;
+        f->part_calls[k] = (double)(b->stats.cpu.calls[k] - a->stats.cpu.calls[k]) / fin;
+    }
     f->pass = f->min_camera_fps >= 0.97 * o->fps && f->p99_ms < 100.0;
 }
 
@@ -300,6 +321,7 @@ static int run_count(const bench_opts *o, int streams, const char *data, figures
     c.source.realtime = 1;
     c.source.decode = o->decode;
     c.decode_gpu_streams = o->gpu_streams;
+    c.measure_cpu = o->cpu_breakdown;
     c.metrics = m;
     rt_runtime *rt = NULL;
     omma_status st = rt_runtime_start(&c, &rt);
@@ -330,6 +352,29 @@ static int run_count(const bench_opts *o, int streams, const char *data, figures
     return rc;
 }
 
+/* The camera thread's CPU per frame outside the measured calls (the
+ * reader's and the source's own code, the scopes, the metrics, the clock
+ * reads themselves). */
+static double rest_us(const figures *f)
+{
+    double parts = 0;
+    for (int k = 0; k < CORE_CPU_THREAD; k++)
+        parts += f->part_us[k];
+    return f->part_us[CORE_CPU_THREAD] - parts;
+}
+
+static void report_breakdown(const figures *f)
+{
+    fprintf(stderr, "        camera thread CPU us/frame by call (calls/frame):");
+    for (int k = 0; k < CORE_CPU_PARTS; k++) {
+        if (k == CORE_CPU_THREAD)
+            fprintf(stderr, "\n       ");
+        fprintf(stderr, " %s %.2f (%.2f)", core_cpu_part_name((core_cpu_part)k), f->part_us[k],
+                f->part_calls[k]);
+    }
+    fprintf(stderr, "; rest %.2f\n", rest_us(f));
+}
+
 static void report(const bench_opts *o, const figures *f)
 {
     fprintf(stderr, "%7d %9.1f %8.2f %7.2f %7.2f %8.1f %9.0f %6.0f %s\n", f->streams, f->fps_total,
@@ -338,8 +383,12 @@ static void report(const bench_opts *o, const figures *f)
     fprintf(stderr, "        CPU us/frame by thread:");
     for (int k = 0; k < T_KINDS; k++)
         fprintf(stderr, " %s %.1f", thread_kinds[k], f->kind_us_per_frame[k]);
-    fprintf(stderr, "; in the decoder's calls %.1f us/frame elapsed, %.1f CPU\n",
-            f->decode_us_per_frame, f->decode_cpu_us_per_frame);
+    fprintf(stderr, "; in the decoder's calls %.1f us/frame elapsed", f->decode_us_per_frame);
+    if (o->cpu_breakdown) /* the thread's CPU clock is read only then */
+        fprintf(stderr, ", %.1f CPU", f->decode_cpu_us_per_frame);
+    fprintf(stderr, "\n");
+    if (o->cpu_breakdown)
+        report_breakdown(f);
     if (!o->json)
         return;
     char dec[32] = "null";
@@ -354,6 +403,14 @@ static void report(const bench_opts *o, const figures *f)
            f->p50_ms, f->p99_ms, f->cpu_us_per_frame, f->h2d_per_frame, dec,
            f->kind_us_per_frame[T_CAM], f->kind_us_per_frame[T_WORKER],
            f->kind_us_per_frame[T_OTHER], f->pass ? "true" : "false");
+    if (o->cpu_breakdown) { /* a second line: the same count's breakdown */
+        printf("{\"bench\":\"decode-cpu\",\"input\":\"%s\",\"decode\":\"%s\",\"streams\":%d",
+               o->input, io_decode_name(o->decode), f->streams);
+        for (int k = 0; k < CORE_CPU_PARTS; k++)
+            printf(",\"%s\":{\"us\":%.2f,\"calls\":%.3f}", core_cpu_part_name((core_cpu_part)k),
+                   f->part_us[k], f->part_calls[k]);
+        printf(",\"rest_us\":%.2f,\"clock_read_ns\":%.0f}\n", rest_us(f), o->clock_read_ns);
+    }
     fflush(stdout);
 }
 
@@ -384,6 +441,18 @@ int cli_bench_decode(int argc, char **argv)
             o.input, io_video_width(v), io_video_height(v), o.fps, io_decode_name(o.decode),
             o.n_gpus, o.gpus[0], o.max_batch, o.max_faces, o.detect_every);
     io_video_close(v);
+    if (o.cpu_breakdown) {
+        /* What one measurement costs: each measured call adds about one read. */
+        enum { READS = 20000 };
+        uint64_t t0 = core_now_ns();
+        for (int i = 0; i < READS; i++)
+            (void)core_thread_cpu_ns();
+        o.clock_read_ns = (double)(core_now_ns() - t0) / READS;
+        fprintf(stderr,
+                "--cpu-breakdown: one read of the thread's CPU clock takes %.0f ns; each "
+                "measured call adds about one\n",
+                o.clock_read_ns);
+    }
     fprintf(stderr, "%7s %9s %8s %7s %7s %8s %9s %6s\n", "streams", "frames/s", "min fps", "p50 ms",
             "p99 ms", "CPU us/f", "h2d B/f", "NVDEC%");
     /* A fixed count, or the search: double while passing, then halve the

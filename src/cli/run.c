@@ -589,7 +589,8 @@ static int run_parsed(run_args a)
     int total_known = 1, video_camera = -1;
     /* Videos decoded on the GPU the pipeline runs on (omma's context on
      * device 0, shared), ready on the host when read. */
-    io_video_options vo = {a.backend == OMMA_BACKEND_CPU ? IO_DECODE_CPU : a.decode, NULL, 1, NULL};
+    io_video_options vo = {
+        a.backend == OMMA_BACKEND_CPU ? IO_DECODE_CPU : a.decode, NULL, 1, NULL, 0, NULL};
     if (vo.decode != IO_DECODE_CPU && omma_device_open(0, &s.decode_dev) != OMMA_OK)
         vo.decode = IO_DECODE_CPU; /* the pipeline has its GPU: not reached in practice */
     vo.device = s.decode_dev;

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/cpu_parts.h"
 #include "io/recorder.h"
 #include "omma/device.h"
 #include "omma/face.h"
@@ -43,6 +44,17 @@ typedef struct io_video_options {
     io_recorder *record; /* the demuxed packets are also recorded (remuxed):
                           * each open and reconnection taps the stream, a
                           * rewind breaks the recording (NULL: none) */
+    int decode_ahead; /* GPU (NVDEC) frames: before read returns a frame,
+                       * the packets of the next one go to NVDEC, so that
+                       * it decodes while the consumer paces and copies
+                       * this one, and the next read finds it decoded
+                       * (one wake-up a frame instead of a sleep for the
+                       * decode); for files: on a live stream it would
+                       * wait for the next frame's packets. 0: off */
+    core_cpu_parts *cpu; /* the reading thread's CPU time in the demuxer
+                          * and the decoder's calls, added here by call
+                          * kind (core/cpu_parts.h; the reading thread
+                          * writes it). NULL: not measured */
 } io_video_options;
 
 /* "cpu", "gpu", "auto"; and back (-1 for an unknown name). */
@@ -63,7 +75,8 @@ typedef struct io_video_stats {
     long corrupt_packets; /* packets the demuxer flagged (cut short, a gap), decoded anyway */
     /* Time in the decoder's calls (sending packets, receiving frames; on
      * the GPU they wait for NVDEC): elapsed, and the reading thread's CPU
-     * time (when close to elapsed, the thread spins while it waits). */
+     * time (when close to elapsed, the thread spins while it waits); the
+     * CPU time only when measured (io_video_options.cpu), else 0. */
     uint64_t decode_ns, decode_cpu_ns;
     long reused_decoders; /* network streams: reconnections that kept the decoder */
 } io_video_stats;

@@ -11,15 +11,16 @@
 #include <string.h>
 #include <time.h>
 
-#include <libavcodec/bsf.h>
 #include <libavutil/pixdesc.h>
 
 #include "core/clock.h"
+#include "core/cpu_parts.h"
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/memory.h"
 #include "gpu/nvcuvid.h"
 #include "gpu/stream_pool.h"
+#include "io/annexb.h"
 
 /* Pictures the parser may queue for display before they are received: one
  * packet gives at most a few (fields, the end of a stream's reordering). */
@@ -36,12 +37,14 @@ static const AVRational cuvid_clock = {1, 10000000}; /* the parser's timestamps:
 
 struct io_nvdec {
     omma_device *dev;
+    core_cpu_parts *cpu; /* the calls' CPU time (NULL: not measured) */
+    uint64_t submit_ns; /* CPU time in cuvidDecodePicture (measured), for parse's share */
     CUstream stream;
     cudaVideoCodec codec;
     const char *codec_name;
     AVRational time_base;
-    AVBSFContext *bsf; /* mp4toannexb for H.264 / HEVC from MP4 / Matroska */
-    AVPacket *filtered;
+    int to_annexb; /* H.264 / HEVC from MP4 / Matroska: annexb converts them */
+    io_annexb annexb;
     uint8_t *header; /* the stream's sequence header (Annex B), sent after each new parser */
     int header_size;
     CUvideoparser parser;
@@ -210,7 +213,13 @@ static int CUDAAPI on_decode(void *user, CUVIDPICPARAMS *pic)
         return 0;
     }
     d->submitted[pic->CurrPicIdx] = core_now_ns();
+    uint64_t mark = core_cpu_mark(d->cpu);
     CUresult r = gpu_cuvid.cuvidDecodePicture(d->decoder, pic);
+    if (d->cpu) {
+        uint64_t now = core_thread_cpu_ns(), ns = now > mark ? now - mark : 0;
+        d->submit_ns += ns;
+        core_cpu_add(d->cpu, CORE_CPU_SUBMIT, ns, 1);
+    }
     if (r != CUDA_SUCCESS) {
         d->bad_pictures++;
         snprintf(d->why, sizeof d->why, "NVDEC refused a picture: %s", cu_name(r));
@@ -269,7 +278,12 @@ static int parse(io_nvdec *d, const uint8_t *data, int size, int64_t pts, unsign
     }
     if (size > 0)
         gpu_count_h2d(d->dev, (size_t)size);
+    uint64_t mark = core_cpu_mark(d->cpu), submitted = d->submit_ns;
     CUresult r = gpu_cuvid.cuvidParseVideoData(d->parser, &p);
+    if (d->cpu) { /* less the submissions its callbacks made (counted apart) */
+        uint64_t now = core_thread_cpu_ns(), in = d->submit_ns - submitted;
+        core_cpu_add(d->cpu, CORE_CPU_PARSE, now > mark + in ? now - mark - in : 0, 1);
+    }
     if (d->fatal)
         return AVERROR_EXTERNAL;
     if (r != CUDA_SUCCESS) {
@@ -313,41 +327,33 @@ static omma_status check_caps(io_nvdec *d, const AVCodecParameters *par)
 }
 
 /* H.264 and HEVC as MP4 and Matroska store them (avcC / hvcC extradata,
- * length-prefixed units) go through FFmpeg's mp4toannexb filter; the
- * sequence header kept for new parsers is the filter's Annex B output. */
+ * length-prefixed units) are converted to Annex B packet by packet
+ * (annexb.h; FFmpeg's mp4toannexb filters did it before, with an
+ * allocation and several packet moves a frame); the sequence header kept
+ * for new parsers is the record's parameter sets in Annex B. Extradata
+ * already in Annex B is that header as it is. */
 static omma_status set_up_bitstream(io_nvdec *d, const AVCodecParameters *par)
 {
-    const char *filter = NULL;
-    if (par->extradata_size > 0 && par->extradata[0] == 1) {
-        if (par->codec_id == AV_CODEC_ID_H264)
-            filter = "h264_mp4toannexb";
-        else if (par->codec_id == AV_CODEC_ID_HEVC)
-            filter = "hevc_mp4toannexb";
+    const uint8_t *header = par->extradata;
+    size_t size = par->extradata_size > 0 ? (size_t)par->extradata_size : 0;
+    if (size > 0 && par->extradata[0] == 1 &&
+        (par->codec_id == AV_CODEC_ID_H264 || par->codec_id == AV_CODEC_ID_HEVC)) {
+        omma_status st =
+            io_annexb_init(&d->annexb, par->codec_id == AV_CODEC_ID_HEVC, par->extradata, size);
+        if (st != OMMA_OK)
+            return OMMA_FAIL(st, "NVDEC: the %s stream's parameters: %s", d->codec_name,
+                             omma_last_error());
+        d->to_annexb = 1;
+        header = d->annexb.header;
+        size = d->annexb.header_size;
+    } else if (size > 0 && par->extradata[0] == 1) {
+        size = 0; /* a record NVIDIA's parser does not read */
     }
-    const AVCodecParameters *out = par;
-    if (filter) {
-        const AVBitStreamFilter *f = av_bsf_get_by_name(filter);
-        if (!f)
-            return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "this FFmpeg has no %s filter", filter);
-        int err = av_bsf_alloc(f, &d->bsf);
-        if (err >= 0)
-            err = avcodec_parameters_copy(d->bsf->par_in, par);
-        if (err >= 0) {
-            d->bsf->time_base_in = d->time_base;
-            err = av_bsf_init(d->bsf);
-        }
-        if (err < 0)
-            return OMMA_FAIL(err == AVERROR(ENOMEM) ? OMMA_ERR_OUT_OF_MEMORY : OMMA_ERR_FORMAT,
-                             "NVDEC: FFmpeg's %s filter refused the stream's parameters", filter);
-        if (!(d->filtered = av_packet_alloc()))
-            return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "NVDEC: a packet");
-        out = d->bsf->par_out;
-    }
-    if (out->extradata_size > 0 && out->extradata[0] != 1) {
-        if (!(d->header = malloc((size_t)out->extradata_size)))
+    if (size > 0 && size <= INT32_MAX) {
+        if (!(d->header = malloc(size)))
             return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "NVDEC: the sequence header");
-        memcpy(d->header, out->extradata, (size_t)out->extradata_size);
-        d->header_size = out->extradata_size;
+        memcpy(d->header, header, size);
+        d->header_size = (int)size;
     }
     return OMMA_OK;
 }
@@ -385,14 +391,13 @@ void io_nvdec_close(io_nvdec *d)
         release(d);
         (void)omma_device_leave(&scope);
     }
-    av_bsf_free(&d->bsf);
-    av_packet_free(&d->filtered);
+    io_annexb_free(&d->annexb);
     free(d->header);
     free(d);
 }
 
 omma_status io_nvdec_open(omma_device *dev, const AVCodecParameters *par, AVRational time_base,
-                          io_nvdec **out)
+                          core_cpu_parts *cpu, io_nvdec **out)
 {
     *out = NULL;
     if (!dev)
@@ -412,6 +417,7 @@ omma_status io_nvdec_open(omma_device *dev, const AVCodecParameters *par, AVRati
     if (!d)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "NVDEC: decoder state");
     d->dev = dev;
+    d->cpu = cpu;
     d->codec = codec;
     d->codec_name = name;
     d->first_wait_ns = 1000000; /* 1 ms: a 1080p picture on an idle engine, about */
@@ -465,25 +471,22 @@ int io_nvdec_send(io_nvdec *d, const AVPacket *pkt)
         return AVERROR_EXTERNAL;
     }
     int err = 0;
-    if (d->bsf) {
-        AVPacket *in = d->filtered;
-        if (pkt && (err = av_packet_ref(in, pkt)) < 0) {
-            (void)omma_device_leave(&scope);
-            return err;
-        }
-        err = av_bsf_send_packet(d->bsf, pkt ? in : NULL);
-        av_packet_unref(in);
-        while (err >= 0) {
-            int got = av_bsf_receive_packet(d->bsf, d->filtered);
-            if (got < 0) {
-                if (got != AVERROR(EAGAIN) && got != AVERROR_EOF)
-                    err = got;
-                break;
-            }
-            int e = send_one(d, d->filtered);
-            av_packet_unref(d->filtered);
-            if (e < 0 && err >= 0)
-                err = e;
+    if (pkt && d->to_annexb) {
+        uint64_t mark = core_cpu_mark(d->cpu);
+        const uint8_t *data = NULL;
+        size_t size = 0;
+        omma_status st = io_annexb_convert(&d->annexb, pkt->data,
+                                           pkt->size > 0 ? (size_t)pkt->size : 0, &data, &size);
+        core_cpu_lap(d->cpu, CORE_CPU_ANNEXB, &mark);
+        if (st == OMMA_OK && size > INT32_MAX)
+            st = OMMA_FAIL(OMMA_ERR_FORMAT, "a packet of %zu bytes", size);
+        if (st == OMMA_OK) {
+            int64_t pts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+            err = size > 0 ? parse(d, data, (int)size, pts, 0) : 0;
+        } else {
+            snprintf(d->why, sizeof d->why, "the %s packet is damaged: %s", d->codec_name,
+                     omma_last_error());
+            err = st == OMMA_ERR_OUT_OF_MEMORY ? AVERROR(ENOMEM) : AVERROR_INVALIDDATA;
         }
     } else if (pkt) {
         err = send_one(d, pkt);
@@ -516,13 +519,18 @@ static cuvidDecodeStatus wait_decoded(io_nvdec *d, int index)
     uint64_t now = core_now_ns();
     if (!submitted || submitted > now)
         submitted = now;
-    if (now - submitted < d->first_wait_ns)
+    uint64_t mark = core_cpu_mark(d->cpu);
+    if (now - submitted < d->first_wait_ns) {
         sleep_ns(d->first_wait_ns - (now - submitted));
+        core_cpu_lap(d->cpu, CORE_CPU_DECODE_WAIT, &mark);
+    }
     uint64_t nap = 50000;
     for (int query = 0;; query++) {
         CUVIDGETDECODESTATUS s;
         memset(&s, 0, sizeof s);
-        if (gpu_cuvid.cuvidGetDecodeStatus(d->decoder, index, &s) != CUDA_SUCCESS)
+        CUresult r = gpu_cuvid.cuvidGetDecodeStatus(d->decoder, index, &s);
+        core_cpu_lap(d->cpu, CORE_CPU_STATUS, &mark);
+        if (r != CUDA_SUCCESS)
             return cuvidDecodeStatus_Invalid;
         if (query == 0) { /* half the first queries should find the picture decoded */
             if (s.decodeStatus != cuvidDecodeStatus_InProgress)
@@ -538,7 +546,9 @@ static cuvidDecodeStatus wait_decoded(io_nvdec *d, int index)
                  (unsigned long long)(DECODE_TIMEOUT_NS / 1000000000ull));
             return cuvidDecodeStatus_Error;
         }
+        mark = core_cpu_mark(d->cpu);
         sleep_ns(nap);
+        core_cpu_lap(d->cpu, CORE_CPU_DECODE_WAIT, &mark);
         if (nap < 1000000)
             nap *= 2;
     }
@@ -587,7 +597,9 @@ int io_nvdec_receive(io_nvdec *d, omma_frame *f, int64_t *pts, int *damaged)
         pp.output_stream = d->stream;
         unsigned long long ptr = 0;
         unsigned int pitch = 0;
+        uint64_t mark = core_cpu_mark(d->cpu);
         CUresult r = gpu_cuvid.cuvidMapVideoFrame(d->decoder, di.picture_index, &ptr, &pitch, &pp);
+        core_cpu_lap(d->cpu, CORE_CPU_MAP, &mark);
         if (r != CUDA_SUCCESS) {
             fail(d, OMMA_ERR_CUDA, "NVDEC: cannot map a decoded %s picture: %s", d->codec_name,
                  cu_name(r));
@@ -616,6 +628,8 @@ omma_status io_nvdec_give_back(io_nvdec *d)
 {
     if (!d->out)
         return OMMA_OK;
+    uint64_t mark = core_cpu_mark(d->cpu);
+    int unmapped = 0;
     omma_scope scope;
     OMMA_TRY(omma_device_enter(d->dev, &scope));
     omma_status st = OMMA_OK;
@@ -635,6 +649,7 @@ omma_status io_nvdec_give_back(io_nvdec *d)
             st = OMMA_FAIL(OMMA_ERR_CUDA, "NVDEC: cannot unmap a frame: %s", cu_name(u));
         d->head = (d->head + 1) % IO_NVDEC_PENDING;
         d->count--;
+        unmapped++;
     }
     int slot = (d->head + d->count) % IO_NVDEC_PENDING;
     if (st == OMMA_OK)
@@ -648,7 +663,14 @@ omma_status io_nvdec_give_back(io_nvdec *d)
     }
     d->out = 0;
     omma_status left = omma_device_leave(&scope);
+    if (d->cpu)
+        core_cpu_add(d->cpu, CORE_CPU_UNMAP, core_thread_cpu_ns() - mark, (uint64_t)unmapped);
     return st != OMMA_OK ? st : left;
+}
+
+int io_nvdec_ready(const io_nvdec *d)
+{
+    return d->qcount > 0;
 }
 
 omma_status io_nvdec_restart(io_nvdec *d, AVRational time_base)
@@ -663,8 +685,6 @@ omma_status io_nvdec_restart(io_nvdec *d, AVRational time_base)
     d->qhead = d->qcount = 0;
     d->ended = 0;
     d->bad_pictures = 0;
-    if (d->bsf)
-        av_bsf_flush(d->bsf);
     omma_status st = d->fatal ? OMMA_FAIL(d->fatal_status, "NVDEC: %s", d->why) : make_parser(d);
     if (st == OMMA_OK && send_header(d) == AVERROR_EXTERNAL)
         st = OMMA_FAIL(d->fatal_status, "NVDEC: %s", d->why);

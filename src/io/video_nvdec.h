@@ -3,7 +3,7 @@
  * video decoder API directly, on omma's own primary context.
  *
  * libavformat demuxes (video_file.c); the packets, in Annex B for H.264 and
- * HEVC (FFmpeg's mp4toannexb filters where the container holds avcC/hvcC),
+ * HEVC (converted by annexb.c where the container holds avcC/hvcC),
  * go to NVIDIA's parser, whose callbacks create the decoder (once: a new
  * parser after a rewind or a reconnection finds the same format and keeps
  * it), start each picture's decode and queue the pictures in display order.
@@ -16,13 +16,20 @@
  * handed out as NV12 in device memory; a frame given back is unmapped once
  * the stream has passed the point where it was given back (an event). The
  * parser is fed only while no decoded picture waits, so a picture is mapped
- * before the parser can reuse its surface. The compressed bytes are counted
- * as the device's host-to-device traffic. Nothing here creates a context. */
+ * before the parser can reuse its surface. With io_video_options'
+ * decode_ahead, video_file.c sends the next picture's packets right after
+ * a frame is mapped (the parser's display queue then holds it, so no
+ * surface of a picture not yet mapped is reused): NVDEC decodes it while
+ * the consumer paces and copies this frame, and the next receive finds it
+ * decoded at its first status query, without sleeping for it. The
+ * compressed bytes are counted as the device's host-to-device traffic.
+ * Nothing here creates a context. */
 #ifndef OMMA_IO_VIDEO_NVDEC_H
 #define OMMA_IO_VIDEO_NVDEC_H
 
 #include <libavcodec/avcodec.h>
 
+#include "core/cpu_parts.h"
 #include "io/video_file.h"
 
 typedef struct io_nvdec io_nvdec;
@@ -33,11 +40,14 @@ typedef struct io_nvdec io_nvdec;
 
 /* Opens a decoder for the stream par (time_base: its packets' timestamps)
  * on dev's GPU, after asking NVDEC whether it decodes that codec, bit depth,
- * chroma format and size. Errors: OMMA_ERR_UNSUPPORTED with the reason (no
- * NVDEC for the codec, not 8-bit 4:2:0, too large for this GPU's decoders,
- * no libnvcuvid), OMMA_ERR_OUT_OF_MEMORY, OMMA_ERR_CUDA. */
+ * chroma format and size. cpu: where the calling thread's CPU time in the
+ * filter, the parser, the submissions, the status queries, the sleeps, the
+ * maps and the unmaps is added (NULL: not measured). Errors:
+ * OMMA_ERR_UNSUPPORTED with the reason (no NVDEC for the codec, not 8-bit
+ * 4:2:0, too large for this GPU's decoders, no libnvcuvid),
+ * OMMA_ERR_OUT_OF_MEMORY, OMMA_ERR_CUDA. */
 omma_status io_nvdec_open(omma_device *dev, const AVCodecParameters *par, AVRational time_base,
-                          io_nvdec **out);
+                          core_cpu_parts *cpu, io_nvdec **out);
 
 /* Sends a demuxed packet (NULL: the end of the stream: the pictures still
  * queued come out, then io_nvdec_receive gives AVERROR_EOF). Returns 0 or
@@ -55,6 +65,10 @@ int io_nvdec_send(io_nvdec *d, const AVPacket *pkt);
  * (skipped); AVERROR_EXTERNAL as for send. The frame handed out before
  * must have been given back. */
 int io_nvdec_receive(io_nvdec *d, omma_frame *f, int64_t *pts, int *damaged);
+
+/* 1 when a picture waits for io_nvdec_receive (sending more packets is
+ * refused until it is received); 0 when it needs packets. */
+int io_nvdec_ready(const io_nvdec *d);
 
 /* Gives back the frame last handed out: unmapped once the stream has passed
  * this point (waits for the oldest only when IO_NVDEC_PENDING are

@@ -40,6 +40,8 @@ struct rt_ring {
     omma_frame ref[RT_RING_MAX_SLOTS]; /* by_ref: the frame put in the slot */
     CUevent ref_ready[RT_RING_MAX_SLOTS]; /* by_ref: its event (may be NULL) */
     CUevent ready[RT_RING_MAX_SLOTS];
+    CUstream ready_on[RT_RING_MAX_SLOTS]; /* the stream ready[i] was last recorded on
+                                           * (the producer's) */
     CUevent done[RT_RING_MAX_SLOTS];
     bus_pub *bus; /* rt_ring_create_bus: the slots' memory is the bus's,
                    * shared with its subscribers */
@@ -302,20 +304,44 @@ static int is_packed(const rt_ring *ring, const omma_frame *f)
  * device-to-device copy after `f_ready`) into WRITING slot i (frame seq)
  * on stream (context current); a bus announces the frame once the copy has
  * run. */
+/* 1 when f's planes follow one another at one pitch, each row as wide as
+ * the slot's, as the slot's do (NVDEC's NV12 surfaces: the chroma rows
+ * after the luma's): one 2D copy of *rows rows then copies the frame. */
+static int stacked_rows(const rt_ring *ring, const omma_frame *f, size_t *rows)
+{
+    size_t n = 0;
+    for (int p = 0; p < ring->planes; p++) {
+        if (ring->row_bytes[p] != ring->row_bytes[0] || f->pitch[p] != f->pitch[0] ||
+            ring->plane_offset[p] != ring->row_bytes[0] * n ||
+            f->planes[p] != f->planes[0] + (size_t)f->pitch[0] * n)
+            return 0;
+        n += ring->rows[p];
+    }
+    *rows = n;
+    return ring->planes > 1;
+}
+
 static omma_status upload(rt_ring *ring, int i, uint64_t seq, uint64_t capture_ns, int after_done,
                           const omma_frame *f, CUevent f_ready, CUstream stream)
 {
     /* The slot's previous upload may still be in flight (a frame dropped
-     * before it was taken), maybe on another stream. */
-    OMMA_TRY(OMMA_CK(gpu_cu.cuStreamWaitEvent(stream, ring->ready[i], 0)));
+     * before it was taken), maybe on another stream; on this one it is
+     * ordered already (a camera puts on its decoder's or upload stream). */
+    if (ring->ready_on[i] != stream)
+        OMMA_TRY(OMMA_CK(gpu_cu.cuStreamWaitEvent(stream, ring->ready[i], 0)));
     if (after_done)
         OMMA_TRY(OMMA_CK(gpu_cu.cuStreamWaitEvent(stream, ring->done[i], 0)));
     CUdeviceptr slot = ring->base + (CUdeviceptr)i * ring->slot_stride;
     if (f->memory == OMMA_MEMORY_DEVICE && f_ready)
         OMMA_TRY(OMMA_CK(gpu_cu.cuStreamWaitEvent(stream, f_ready, 0)));
+    size_t rows = 0;
     if (f->memory == OMMA_MEMORY_DEVICE && is_packed(ring, f)) {
         OMMA_TRY(gpu_copy_d2d_async(ring->dev, slot, (CUdeviceptr)(uintptr_t)f->planes[0],
                                     ring->frame_bytes, stream));
+    } else if (f->memory == OMMA_MEMORY_DEVICE && stacked_rows(ring, f, &rows)) {
+        OMMA_TRY(gpu_copy_d2d_2d_async(ring->dev, slot, ring->row_bytes[0],
+                                       (CUdeviceptr)(uintptr_t)f->planes[0], (size_t)f->pitch[0],
+                                       ring->row_bytes[0], rows, stream));
     } else if (f->memory == OMMA_MEMORY_DEVICE) { /* a decoder's pitched surface */
         for (int p = 0; p < ring->planes; p++)
             OMMA_TRY(gpu_copy_d2d_2d_async(ring->dev, slot + ring->plane_offset[p],
@@ -331,6 +357,7 @@ static omma_status upload(rt_ring *ring, int i, uint64_t seq, uint64_t capture_n
                                            ring->row_bytes[p], ring->rows[p], stream));
     }
     OMMA_TRY(OMMA_CK(gpu_cu.cuEventRecord(ring->ready[i], stream)));
+    ring->ready_on[i] = stream;
     if (ring->bus)
         OMMA_TRY(bus_pub_frame_ready(ring->bus, ring->bus_camera, i, seq, capture_ns, stream));
     return OMMA_OK;

@@ -323,6 +323,7 @@ static omma_status gpu_start(const rt_runtime_config *cfg, void **out)
     for (int i = 0; i < cap; i++) {
         rt->cams[i].rt = rt;
         rt->cams[i].index = i;
+        core_cpu_parts_init(&rt->cams[i].cpu);
     }
     pthread_mutex_init(&rt->lock, NULL);
     pthread_mutex_init(&rt->place_lock, NULL);
@@ -462,11 +463,13 @@ static void gpu_get_stats(void *impl, rt_runtime_stats *out)
     pthread_mutex_lock(&rt->lock); /* a remove moves a camera's counts to removed_ */
     out->decode_ns = rt->removed_decode_ns;
     out->decode_cpu_ns = rt->removed_decode_cpu_ns;
+    out->cpu = rt->removed_cpu;
     for (int i = 0; i < rt->cap; i++) {
         if (rt->cams[i].state != RT_CAM_RUNNING && rt->cams[i].state != RT_CAM_REMOVING)
             continue;
         out->decode_ns += atomic_load(&rt->cams[i].decode_ns);
         out->decode_cpu_ns += atomic_load(&rt->cams[i].decode_cpu_ns);
+        core_cpu_parts_add_to(&rt->cams[i].cpu, &out->cpu);
     }
     pthread_mutex_unlock(&rt->lock);
     for (int k = 0; k < rt->n_gpus; k++) {

@@ -157,6 +157,9 @@ typedef struct rt_runtime_config {
                                * set per camera); decode GPU or AUTO puts
                                * a video camera on the GPU whose decoders
                                * decode it (round robin) */
+    int measure_cpu; /* nonzero: each source camera's thread measures its
+                      * CPU time by call kind (rt_runtime_stats.cpu; two
+                      * thread-clock reads a call, ~20 a frame). 0 */
     int decode_gpu_streams; /* decode AUTO: 1080p30-equivalent streams
                              * (in pixels per second) each GPU's decoders
                              * take before further cameras decode on the
@@ -266,8 +269,11 @@ typedef struct rt_runtime_stats {
      * rings' uploads and the results, plus set-up copies (the pools). */
     uint64_t h2d_bytes, h2d_copies, d2h_bytes, d2h_copies;
     /* The video sources' time in their decoders' calls: elapsed and CPU
-     * (io_video_stats; GPU runtime). */
+     * (io_video_stats; GPU runtime; the CPU with measure_cpu only). */
     uint64_t decode_ns, decode_cpu_ns;
+    /* With measure_cpu: the source cameras' threads' CPU time by call kind
+     * (core/cpu_parts.h; GPU runtime), zeros otherwise. */
+    core_cpu_split cpu;
 } rt_runtime_stats;
 void rt_runtime_get_stats(rt_runtime *rt, rt_runtime_stats *out);
 

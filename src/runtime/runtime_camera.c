@@ -32,6 +32,7 @@ static omma_status open_source(rt_gpu_runtime *rt, rt_cam *cam)
     rt_link_watch_init(&cam->link, cfg, cam->index, &so);
     cam->link.camera_ctx = cam->cfg.ctx;
     so.record = cam->cfg.record;
+    so.cpu = cfg->measure_cpu ? &cam->cpu : NULL;
     rt_gpu *g = NULL;
     if (so.decode != IO_DECODE_CPU) {
         g = &rt->gpus[cam->index % rt->n_gpus];
@@ -229,7 +230,9 @@ static void count_decoding(rt_cam *cam)
 static void run_source(rt_cam *cam)
 {
     const rt_runtime_config *cfg = &cam->rt->cfg;
+    core_cpu_parts *cpu = cfg->measure_cpu ? &cam->cpu : NULL;
     rt_link_watch_sync(&cam->link, cam->src);
+    uint64_t frame_mark = core_cpu_mark(cpu);
     for (long k = 0;; k++) {
         if (cam->cfg.max_frames > 0 && k >= cam->cfg.max_frames) {
             rt_cam_report(cam, METRICS_CAMERA_ENDED, OMMA_OK, "max frames");
@@ -252,11 +255,13 @@ static void run_source(rt_cam *cam)
         count_decoding(cam);
         metrics_frame_in(cfg->metrics, cam->index);
         atomic_fetch_add_explicit(&cam->rt->frames_in, 1, memory_order_relaxed);
+        uint64_t mark = core_cpu_mark(cpu);
         if (f.memory == OMMA_MEMORY_DEVICE) /* one copy on the decoder's stream */
             st = rt_ring_put_copy(cam->ring, &f, NULL, (CUstream)rt_source_stream(cam->src),
                                   capture_ns, cam->live ? 0 : -1);
         else
             st = put_staged(cam, &f, capture_ns, (int)(k & 1));
+        core_cpu_lap(cpu, CORE_CPU_COPY, &mark);
         if (st == OMMA_ERR_CLOSED)
             return;
         if (st != OMMA_OK) {
@@ -264,6 +269,8 @@ static void run_source(rt_cam *cam)
             return;
         }
         rt_gpu_notify(cam->gpu, cam);
+        core_cpu_lap(cpu, CORE_CPU_HANDOFF, &mark);
+        core_cpu_lap(cpu, CORE_CPU_THREAD, &frame_mark);
     }
 }
 
@@ -360,10 +367,18 @@ void *rt_synthetic_driver(void *arg)
 void *rt_cam_thread(void *arg)
 {
     rt_cam *cam = arg;
-    if (cam->bus_name[0])
+    if (cam->bus_name[0]) {
         rt_bus_cam_run(cam);
-    else
+    } else {
+        /* Its GPU's context current for the thread's life: the reader's,
+         * the decoder's and the ring's calls then find it current instead
+         * of pushing and popping it for each call. */
+        omma_scope scope;
+        int entered = cam->gpu && omma_device_enter(cam->gpu->dev, &scope) == OMMA_OK;
         run_source(cam);
+        if (entered)
+            (void)omma_device_leave(&scope);
+    }
     end_camera(cam);
     rt_cam_let_go(cam);
     rt_thread_ended(cam->rt);

@@ -164,6 +164,7 @@ omma_status rt_gpu_remove_camera(void *impl, int index)
     cam->state = RT_CAM_CLOSING;
     rt->removed_decode_ns += atomic_load(&cam->decode_ns);
     rt->removed_decode_cpu_ns += atomic_load(&cam->decode_cpu_ns);
+    core_cpu_parts_add_to(&cam->cpu, &rt->removed_cpu);
     pthread_mutex_unlock(&rt->lock);
     rt_cam_close(cam);
     unplace(rt, cam, 1);
@@ -236,6 +237,7 @@ omma_status rt_gpu_add_camera(void *impl, const rt_camera_config *cfg, int *inde
     atomic_init(&cam->removing, 0);
     atomic_init(&cam->decode_ns, 0);
     atomic_init(&cam->decode_cpu_ns, 0);
+    core_cpu_parts_init(&cam->cpu);
     cam->rt = rt;
     cam->index = i;
     cam->state = RT_CAM_RESERVED;

@@ -79,6 +79,7 @@ typedef struct rt_cam {
     /* Its source's time in the decoder (io_video_stats), for the stats. */
     atomic_uint_fast64_t decode_ns, decode_cpu_ns;
     uint64_t seen_decode_ns, seen_decode_cpu_ns; /* the reader's totals last read */
+    core_cpu_parts cpu; /* its thread's CPU time by call kind (measure_cpu) */
 } rt_cam;
 
 /* A thread driving synthetic cameras (rt_runtime_config.synthetic_per_thread
@@ -188,6 +189,7 @@ struct rt_gpu_runtime {
     atomic_uint_fast64_t frames_in, frames_done, frames_dropped, faces, batches, launches;
     atomic_uint_fast64_t worker_cpu_ns, poses;
     uint64_t removed_decode_ns, removed_decode_cpu_ns; /* removed cameras' (lock) */
+    core_cpu_split removed_cpu; /* removed cameras' (lock) */
 };
 
 /* runtime.c */

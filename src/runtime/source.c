@@ -288,10 +288,15 @@ static omma_status pace(rt_source *s, double ts_ms)
     uint64_t due = s->start_ns + (uint64_t)llround(after_ms * 1e6);
     struct timespec until = {.tv_sec = (time_t)(due / 1000000000u),
                              .tv_nsec = (long)(due % 1000000000u)};
+    uint64_t mark = core_cpu_mark(s->opt.cpu), wakes = 0;
     pthread_mutex_lock(&s->lock);
-    while (!src_interrupted(s) && core_now_ns() < due)
+    while (!src_interrupted(s) && core_now_ns() < due) {
         pthread_cond_timedwait(&s->wake, &s->lock, &until);
+        wakes++;
+    }
     pthread_mutex_unlock(&s->lock);
+    if (s->opt.cpu)
+        core_cpu_add(s->opt.cpu, CORE_CPU_PACE, core_thread_cpu_ns() - mark, wakes);
     return src_interrupted(s) ? closed(s) : OMMA_OK;
 }
 

@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "core/cpu_parts.h"
 #include "io/recorder.h"
 #include "io/video_file.h"
 #include "omma/device.h"
@@ -86,6 +87,10 @@ typedef struct rt_source_options {
                           * videos and network cameras remuxed from their
                           * packets, the others' frames encoded; borrowed,
                           * it outlives the source */
+    core_cpu_parts *cpu; /* the reading thread's CPU time in the demuxer,
+                          * the decoder's calls and the pacing, by call
+                          * kind (NULL: not measured); borrowed, written
+                          * by the reading thread */
 } rt_source_options;
 
 #define RT_SOURCE_GOOD_MS 10000

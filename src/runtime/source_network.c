@@ -300,7 +300,7 @@ omma_status src_network_open(rt_source *s)
     ns->net.read_timeout_ms = s->opt.read_timeout_ms;
     ns->net.abort = &s->interrupted;
     ns->backoff_ms = s->opt.backoff_min_ms;
-    ns->decode = (io_video_options){s->opt.decode, s->opt.device, 0, s->opt.record};
+    ns->decode = (io_video_options){s->opt.decode, s->opt.device, 0, s->opt.record, 0, s->opt.cpu};
     OMMA_TRY(io_video_open_url(ns->url, &ns->net, &ns->decode, &ns->v));
     ns->linked = 1;
     s->info.width = io_video_width(ns->v);

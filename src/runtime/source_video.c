@@ -40,7 +40,9 @@ static const char *format_name(omma_pixel_format f)
 
 static omma_status open_video(rt_source *s, video_src *vs)
 {
-    io_video_options o = {s->opt.decode, s->opt.device, 0, s->opt.record};
+    /* A file's next frame is in hand: NVDEC decodes it while this one is
+     * paced and copied (one wake-up a frame). */
+    io_video_options o = {s->opt.decode, s->opt.device, 0, s->opt.record, 1, s->opt.cpu};
     return io_video_open_with(s->spec, &o, &vs->v);
 }
 

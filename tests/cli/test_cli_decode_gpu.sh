@@ -3,7 +3,8 @@
 # the clips of scripts/make-decode-clips.sh: the same records, faces and
 # landmarks (2-decimal output: equal within 0.05 px), annotated pictures
 # drawn from the GPU-decoded frames; 10-bit HEVC is refused with --decode
-# gpu (naming the file and why) and read on the CPU with --decode auto.
+# gpu (naming the file and why) and read on the CPU with --decode auto;
+# omma bench decode --cpu-breakdown reports every call kind.
 # Skipped (77) without a GPU or the clips.
 # usage: test_cli_decode_gpu.sh PATH/TO/omma TESTDATA
 omma=$1
@@ -59,4 +60,26 @@ grep -q "pan_hevc10.mkv" "$work/err.log" && grep -q "not 8-bit 4:2:0" "$work/err
 "$omma" run --decode auto --out "$work/x.jsonl" "$clips/pan_hevc10.mkv" 2>"$work/err.log" ||
     { cat "$work/err.log"; fail "--decode auto on 10-bit HEVC"; }
 [ "$(wc -l <"$work/x.jsonl")" -eq 24 ] || fail "--decode auto on 10-bit HEVC: not 24 records"
+# The camera threads' CPU breakdown: every part reported with its calls per
+# frame; a picture submitted, queried and mapped for each frame; one
+# demuxed packet a frame (the file has no other stream).
+"$omma" bench decode --input "$clips/pan_h264.mp4" --decode gpu --streams 2 --warmup 1 \
+    --duration 2 --cpu-breakdown --json >"$work/bench.jsonl" 2>"$work/bench.log" ||
+    { cat "$work/bench.log"; fail "omma bench decode --cpu-breakdown"; }
+python3 - "$work/bench.jsonl" <<'PY' || { cat "$work/bench.log"; fail "the CPU breakdown"; }
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+b = [l for l in lines if l.get("bench") == "decode-cpu"]
+assert len(b) == 1, lines
+b = b[0]
+print(json.dumps(b))
+parts = ("demux", "annexb", "parse", "submit", "status", "decode_wait", "map", "unmap", "copy",
+         "pace", "handoff", "thread")
+for p in parts:
+    assert b[p]["us"] >= 0 and b[p]["calls"] >= 0, p
+for p in ("demux", "annexb", "submit", "map", "copy", "handoff", "thread"):
+    assert 0.9 <= b[p]["calls"] <= 1.1, (p, b[p])
+assert b["status"]["calls"] >= 0.9 and b["parse"]["calls"] >= 0.9, b
+assert b["thread"]["us"] > 0 and b["clock_read_ns"] > 0, b
+PY
 echo "ok"

@@ -402,7 +402,7 @@ static void through_io_video(void)
     omma_transfer_counters t0, t1;
     REQUIRE_OK(omma_device_get_transfers(dev, &t0));
     io_video *g = NULL, *c = NULL;
-    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL};
+    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL, 0, NULL};
     REQUIRE_OK(io_video_open_with(path, &go, &g));
     REQUIRE_OK(io_video_open(path, &c));
     fprintf(stderr, "pan_mjpeg422.avi: %s vs %s\n", io_video_decoder(g), io_video_decoder(c));
@@ -510,7 +510,7 @@ static int read_damaged(const char *path, const char *original, long from)
     cpu_close(&c);
 
     io_video *v = NULL;
-    io_video_options go = {IO_DECODE_GPU, d, 0, NULL};
+    io_video_options go = {IO_DECODE_GPU, d, 0, NULL, 0, NULL};
     omma_status st = io_video_open_with(path, &go, &v);
     long frames = 0;
     int mismatch = 0;

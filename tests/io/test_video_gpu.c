@@ -2,7 +2,8 @@
  * video decoder API on omma's primary context), against the CPU decoder on the
  * same files: the clips scripts/make-decode-clips.sh makes from the real
  * photo (testdata/decode: H.264, HEVC, VP9 and MJPEG at 640x480, 10-bit
- * HEVC, 1080p H.264). Every frame decoded on the GPU is copied back and
+ * HEVC, 1080p H.264). Every frame decoded on the GPU (with and without
+ * decode_ahead, the runtime's way for files) is copied back and
  * compared with the CPU's: H.264, HEVC and VP9 must be bit-exact (both
  * decoders implement the standard's exact reconstruction); MJPEG (decoded
  * by nvJPEG where it loads, else NVDEC: test_jpeg_gpu.c tests nvJPEG
@@ -119,12 +120,14 @@ static int to_i420(const omma_frame *f, void *stream, uint8_t *out)
 
 /* Decodes name on the GPU and on the CPU; the largest difference of any
  * sample, or -1 when the frames do not line up. */
-static int compare_clip(const char *name, int *frames_out)
+static int compare_clip(const char *name, int ahead, int *frames_out)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", CLIPS, name);
     io_video *g = NULL, *c = NULL;
-    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL};
+    core_cpu_parts cpu;
+    core_cpu_parts_init(&cpu);
+    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL, ahead, &cpu};
     if (io_video_open_with(path, &go, &g) != OMMA_OK) {
         fprintf(stderr, "%s: GPU open: %s\n", name, omma_last_error());
         return -1;
@@ -182,6 +185,27 @@ static int compare_clip(const char *name, int *frames_out)
     io_video_close(g);
     io_video_close(c);
     *frames_out = frames;
+    /* The calls were measured: a map and at least one status query a
+     * frame (NVDEC only: nvJPEG decodes MJPEG where it loads). */
+    core_cpu_split split = {{0}, {0}};
+    core_cpu_parts_add_to(&cpu, &split);
+    fprintf(stderr,
+            "%s (decode ahead %d): per frame %.2f packets, %.2f pictures submitted, %.2f status "
+            "queries, %.2f sleeps for NVDEC, %.2f maps, %.2f unmaps\n",
+            name, ahead, (double)split.calls[CORE_CPU_DEMUX] / (frames ? frames : 1),
+            (double)split.calls[CORE_CPU_SUBMIT] / (frames ? frames : 1),
+            (double)split.calls[CORE_CPU_STATUS] / (frames ? frames : 1),
+            (double)split.calls[CORE_CPU_DECODE_WAIT] / (frames ? frames : 1),
+            (double)split.calls[CORE_CPU_MAP] / (frames ? frames : 1),
+            (double)split.calls[CORE_CPU_UNMAP] / (frames ? frames : 1));
+    if (worst >= 0 && strstr(name, "mjpeg") == NULL &&
+        (split.calls[CORE_CPU_MAP] != (uint64_t)frames ||
+         split.calls[CORE_CPU_STATUS] < (uint64_t)frames ||
+         split.calls[CORE_CPU_SUBMIT] < (uint64_t)frames ||
+         split.calls[CORE_CPU_DEMUX] < (uint64_t)frames || split.ns[CORE_CPU_PARSE] == 0)) {
+        fprintf(stderr, "%s: the calls' counts do not match %d frames\n", name, frames);
+        worst = -1;
+    }
     return worst;
 }
 
@@ -189,20 +213,21 @@ static void bit_exact_codecs(void)
 {
     static const char *const exact[] = {"pan_h264.mp4", "pan_hevc.mp4", "pan_vp9.webm",
                                         "pan1080_h264.mp4"};
-    for (size_t i = 0; i < sizeof exact / sizeof *exact; i++) {
-        int frames = 0;
-        int worst = compare_clip(exact[i], &frames);
-        fprintf(stderr, "%s: %d frames, largest difference GPU vs CPU %d\n", exact[i], frames,
-                worst);
-        CHECK(worst == 0);
-        CHECK(frames >= 24);
-    }
+    for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+        for (int ahead = 0; ahead < 2; ahead++) {
+            int frames = 0;
+            int worst = compare_clip(exact[i], ahead, &frames);
+            fprintf(stderr, "%s (decode ahead %d): %d frames, largest difference GPU vs CPU %d\n",
+                    exact[i], ahead, frames, worst);
+            CHECK(worst == 0);
+            CHECK(frames >= 24);
+        }
 }
 
 static void mjpeg_close(void)
 {
     int frames = 0;
-    int worst = compare_clip("pan_mjpeg.avi", &frames);
+    int worst = compare_clip("pan_mjpeg.avi", 0, &frames);
     fprintf(stderr, "pan_mjpeg.avi: %d frames, largest difference GPU vs CPU %d\n", frames, worst);
     CHECK(worst >= 0 && worst <= 8); /* IDCTs differ in rounding only */
     CHECK(frames == 24);
@@ -211,11 +236,11 @@ static void mjpeg_close(void)
 static void ten_bit_refused_or_cpu(void)
 {
     io_video *v = NULL;
-    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL};
+    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL, 0, NULL};
     CHECK_FAILS(io_video_open_with(CLIPS "/pan_hevc10.mkv", &go, &v), OMMA_ERR_UNSUPPORTED,
                 "not 8-bit 4:2:0");
     CHECK(v == NULL);
-    io_video_options ao = {IO_DECODE_AUTO, dev, 0, NULL};
+    io_video_options ao = {IO_DECODE_AUTO, dev, 0, NULL, 0, NULL};
     REQUIRE_OK(io_video_open_with(CLIPS "/pan_hevc10.mkv", &ao, &v));
     fprintf(stderr, "pan_hevc10.mkv with auto: %s\n", io_video_decoder(v));
     CHECK(strstr(io_video_decoder(v), "cpu (hevc; not on the GPU") != NULL);
@@ -227,11 +252,12 @@ static void ten_bit_refused_or_cpu(void)
     io_video_close(v);
 }
 
-/* Looping keeps the decoder: the second pass gives the same frames. */
-static void rewind_keeps_decoding(void)
+/* Looping keeps the decoder: the second pass gives the same frames (with
+ * and without the next picture decoded ahead). */
+static void rewind_keeps_decoding(int ahead)
 {
     io_video *v = NULL;
-    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL};
+    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL, ahead, NULL};
     REQUIRE_OK(io_video_open_with(CLIPS "/pan_h264.mp4", &go, &v));
     int w = io_video_width(v), h = io_video_height(v);
     size_t bytes = (size_t)w * h * 3 / 2;
@@ -261,13 +287,23 @@ static void rewind_keeps_decoding(void)
     io_video_close(v);
 }
 
+static void rewind_keeps_decoding_now(void)
+{
+    rewind_keeps_decoding(0);
+}
+
+static void rewind_keeps_decoding_ahead(void)
+{
+    rewind_keeps_decoding(1);
+}
+
 /* One more context would cost hundreds of MiB; decoding costs its
  * surfaces only. */
 static void no_context_of_its_own(void)
 {
     size_t before = free_memory();
     io_video *v = NULL;
-    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL};
+    io_video_options go = {IO_DECODE_GPU, dev, 0, NULL, 0, NULL};
     REQUIRE_OK(io_video_open_with(CLIPS "/pan_h264.mp4", &go, &v));
     omma_frame f;
     double t;
@@ -289,13 +325,13 @@ static void no_context_of_its_own(void)
 
 /* Child mode: decodes path on the GPU to its end; exit 0 when it ended
  * with OMMA_OK or an error naming the file, 2 otherwise. */
-static int read_damaged(const char *path)
+static int read_damaged(const char *path, int ahead)
 {
     omma_device *d = NULL;
     if (omma_device_open(0, &d) != OMMA_OK)
         return 3;
     io_video *v = NULL;
-    io_video_options go = {IO_DECODE_GPU, d, 0, NULL};
+    io_video_options go = {IO_DECODE_GPU, d, 0, NULL, ahead, NULL};
     omma_status st = io_video_open_with(path, &go, &v);
     long frames = 0;
     while (st == OMMA_OK) {
@@ -383,7 +419,9 @@ static void damaged_copies_on_gpu(void)
             pid_t pid = fork();
             if (pid == 0) {
                 alarm(60); /* a decode that takes longer has hung */
-                execl(self, self, "--read", dst, (char *)NULL);
+                /* Every other copy with the next picture decoded ahead, as
+                 * the runtime's file cameras read. */
+                execl(self, self, kind & 1 ? "--read-ahead" : "--read", dst, (char *)NULL);
                 _exit(127);
             }
             int ws = 0;
@@ -404,7 +442,9 @@ static void damaged_copies_on_gpu(void)
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--read") == 0)
-        return read_damaged(argv[2]);
+        return read_damaged(argv[2], 0);
+    if (argc == 3 && strcmp(argv[1], "--read-ahead") == 0)
+        return read_damaged(argv[2], 1);
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0)
         return 1;
@@ -422,7 +462,8 @@ int main(int argc, char **argv)
     RUN(bit_exact_codecs);
     RUN(mjpeg_close);
     RUN(ten_bit_refused_or_cpu);
-    RUN(rewind_keeps_decoding);
+    RUN(rewind_keeps_decoding_now);
+    RUN(rewind_keeps_decoding_ahead);
     RUN(damaged_copies_on_gpu);
     omma_device_close(dev);
     return testing_finish();

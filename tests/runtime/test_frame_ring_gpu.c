@@ -4,7 +4,8 @@
  * records which frame it saw and how many bytes were wrong. Checks ordering
  * and content, the drop and block policies with a slow consumer, that
  * neither side waits for the GPU on the host, that a released slot is not
- * overwritten while the consumer's kernels still read it, close with frames
+ * overwritten while the consumer's kernels still read it, device frames
+ * copied in one 2D copy or one per plane, close with frames
  * in flight (everything freed), and bad arguments. Label gpu: exits 77
  * without a GPU. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
@@ -463,6 +464,64 @@ static void pitched_frames_upload_per_plane(void)
     fixture_close(&fx);
 }
 
+/* Device frames (a decoder's pitched surfaces) copied into the slots on
+ * the GPU: planes stacked at one pitch as NVDEC's NV12 surfaces are (the
+ * chroma rows right after the luma's) in one 2D copy, planes apart in one
+ * per plane; the same content in the slot either way. */
+static void device_frames_copy_once_or_per_plane(void)
+{
+    static fixture fx;
+    REQUIRE(fixture_open(&fx, 2));
+    enum { PITCH = W + 64, APART = 8192 };
+    size_t dbytes = (size_t)PITCH * (H + H / 2) + APART;
+    CUdeviceptr d[2] = {0, 0};
+    omma_frame f[2];
+    for (int k = 0; k < 2; k++) {
+        REQUIRE_OK(gpu_mem_alloc(fx.dev, dbytes, &d[k]));
+        f[k] = (omma_frame){
+            .width = W, .height = H, .format = OMMA_PIXEL_NV12, .memory = OMMA_MEMORY_DEVICE};
+        f[k].planes[0] = (const uint8_t *)(uintptr_t)d[k];
+        /* Frame 1 stacked, frame 2 with its chroma further on. */
+        f[k].planes[1] = f[k].planes[0] + (size_t)PITCH * H + (k ? APART : 0);
+        f[k].pitch[0] = f[k].pitch[1] = PITCH;
+        const uint8_t *packed = host_frame(&fx, k + 1).planes[0];
+        for (int p = 0; p < 2; p++) {
+            CUDA_MEMCPY2D c;
+            memset(&c, 0, sizeof c);
+            c.srcMemoryType = CU_MEMORYTYPE_HOST;
+            c.srcHost = packed + (p ? (size_t)W * H : 0);
+            c.srcPitch = W;
+            c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+            c.dstDevice = (CUdeviceptr)(uintptr_t)f[k].planes[p];
+            c.dstPitch = PITCH;
+            c.WidthInBytes = W;
+            c.Height = p ? H / 2 : H;
+            REQUIRE(gpu_cu.cuMemcpy2DAsync(&c, fx.up) == CUDA_SUCCESS);
+        }
+    }
+    REQUIRE(gpu_cu.cuStreamSynchronize(fx.up) == CUDA_SUCCESS);
+    rt_ring *ring = NULL;
+    REQUIRE_OK(rt_ring_create(fx.dev, 2, &NV12, RT_RING_BLOCK, &ring));
+    omma_transfer_counters t0, t1, t2;
+    REQUIRE_OK(omma_device_get_transfers(fx.dev, &t0));
+    REQUIRE_OK(rt_ring_put_copy(ring, &f[0], NULL, fx.up, 1000, 0));
+    REQUIRE_OK(omma_device_get_transfers(fx.dev, &t1));
+    REQUIRE_OK(rt_ring_put_copy(ring, &f[1], NULL, fx.up, 2000, 0));
+    REQUIRE_OK(omma_device_get_transfers(fx.dev, &t2));
+    CHECK(t1.d2d_copies - t0.d2d_copies == 1 && t1.d2d_bytes - t0.d2d_bytes == fx.bytes);
+    CHECK(t2.d2d_copies - t1.d2d_copies == 2 && t2.d2d_bytes - t1.d2d_bytes == fx.bytes);
+    CHECK(t2.h2d_bytes == t0.h2d_bytes);
+    rt_ring_close(ring);
+    CHECK(consume_all(&fx, ring, 0, 0));
+    CHECK(fx.count == 2 && fx.seq[0] == 1 && fx.seq[1] == 2);
+    CHECK(seen_matches(&fx));
+    rt_ring_destroy(ring);
+    gpu_cu.cuStreamSynchronize(fx.up);
+    for (int k = 0; k < 2; k++)
+        gpu_mem_free(fx.dev, d[k]);
+    fixture_close(&fx);
+}
+
 typedef struct blocked_put {
     rt_ring *ring;
     omma_frame frame;
@@ -738,6 +797,7 @@ int main(void)
     RUN(block_never_drops_for_a_slow_consumer);
     RUN(no_host_waits_and_no_overwrite_under_the_reader);
     RUN(pitched_frames_upload_per_plane);
+    RUN(device_frames_copy_once_or_per_plane);
     RUN(close_with_frames_in_flight_frees_everything);
     RUN(take_wait_wakes_for_frames_and_close);
     RUN(bad_arguments_are_named);
