@@ -355,7 +355,6 @@ static void dwpw_rows(void *arg, int part, long r0, long r1)
     const float *df = j->df, *db = j->db, *pf = j->pf, *pb = j->pb, *alpha = j->alpha;
     int H = j->H, W = j->W, C = j->C, OH = j->OH, OW = j->OW, OC = j->OC;
     int KH = w->kh, KW = w->kw;
-    gr_act mid = j->n->p.conv.mid_act;
     /* The part's scratch: one pixel's depthwise sums (C), then the
      * depthwise vectors of DWPW_PIXELS pixels, channel-major. */
     float *a = j->scratch + (size_t)part * (size_t)C * (DWPW_PIXELS + 1);
@@ -385,8 +384,7 @@ static void dwpw_rows(void *arg, int part, long r0, long r1)
                     }
                 }
                 for (int ch = 0; ch < C; ch++)
-                    d[(size_t)ch * DWPW_PIXELS + p] =
-                        act_apply(mid, db ? a[ch] + db[ch] : a[ch], NULL, ch);
+                    d[(size_t)ch * DWPW_PIXELS + p] = db ? a[ch] + db[ch] : a[ch];
             }
             for (int oc = 0; oc < OC; oc++) {
                 const float *pfo = pf + (size_t)oc * C;
@@ -413,8 +411,7 @@ static void dwpw_rows(void *arg, int part, long r0, long r1)
 }
 
 /* GR_DWPW, computed as the two convolutions it replaces would be: per output
- * pixel the depthwise vector (run_conv's summation order, then its bias and
- * activation),
+ * pixel the depthwise vector (run_conv's summation order, then its bias),
  * then each pointwise dot product with run_conv's epilogue, so results match
  * the unfused graph bit for bit. */
 static omma_status run_dwpw(const cpu_ctx *c, const float *const *inputs, const float *residual,
@@ -453,10 +450,6 @@ static omma_status run_dwpw(const cpu_ctx *c, const float *const *inputs, const 
     if (n->in[4] >= 0)
         OMMA_TRY(const_in(c, inputs[4], n->in[4], "pointwise bias", (size_t)OC, &pb));
     OMMA_TRY(check_act(c, n->p.conv.act, n->p.conv.alpha, OC, &alpha));
-    if (n->p.conv.mid_act != GR_ACT_NONE && n->p.conv.mid_act != GR_ACT_RELU &&
-        n->p.conv.mid_act != GR_ACT_RELU6)
-        return cpu_fail(c, OMMA_ERR_FORMAT, "depthwise activation %d (expected none, RELU or "
-                        "RELU6)", (int)n->p.conv.mid_act);
     bool pool = n->p.conv.pool_residual;
     const gr_tensor *rt = NULL;
     if (n->p.conv.residual >= 0) {

@@ -177,7 +177,6 @@ void cuda_dwpw_shape(const gr_graph *g, const gr_node *n, cuda_prec prec, cuda_d
     a->kh = win->kh, a->kw = win->kw, a->sh = win->stride_h, a->sw = win->stride_w;
     a->dh = win->dil_h, a->dw = win->dil_w, a->pt = win->pad_top, a->pl = win->pad_left;
     a->act = (int)n->p.conv.act;
-    a->mid_act = (int)n->p.conv.mid_act;
     if (n->p.conv.residual >= 0) {
         const gr_tensor *r = &g->tensors[n->p.conv.residual];
         a->rc = r->dims[r->rank - 1];

@@ -306,9 +306,7 @@ cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s); /* w, bias unused */
 
-/* GR_DWPW (cuda_ops_dwpw.cu): y = act(pw(mid(dw(x) + dw_bias)) + bias + r),
- * mid the depthwise activation mid_act (NONE, RELU or RELU6; the chain,
- * pair and heads forms take only NONE), r
+/* GR_DWPW (cuda_ops_dwpw.cu): y = act(pw(dw(x) + dw_bias) + bias + r), r
  * the residual's channels [0, rc) at the output pixel, or (pool_residual)
  * the max of its 2x2 block in a [batch, 2*oh, 2*ow, rc] tensor; 0 for
  * channels rc .. cout-1 and when residual is NULL. */
@@ -326,7 +324,6 @@ typedef struct cuda_dwpw_args {
     int kh, kw, sh, sw, dh, dw, pt, pl; /* the depthwise window */
     int rc, pool_residual;
     int act;
-    int mid_act; /* on the depthwise result: GR_ACT_NONE, RELU or RELU6 */
 } cuda_dwpw_args;
 
 /* Shared memory a DWPW block may use (H100: 227 KB per block). */

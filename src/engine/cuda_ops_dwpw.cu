@@ -1,6 +1,5 @@
 /* A BlazeBlock in one kernel (GR_DWPW, made by rewrite_block.c):
- *   y = act(pw(mid(dw(x) + dw bias)) + pw bias + r),
- * mid the depthwise activation (BlazePose's ReLU6, or none),
+ *   y = act(pw(dw(x) + dw bias) + pw bias + r),
  * r the residual, read at the output pixel or max-pooled 2x2/2 from a tensor
  * of twice the output's size, with zeros for the channels it lacks.
  *
@@ -26,10 +25,9 @@
  *   128 where that still gives two blocks per SM, else 32; with 32-row
  *   tiles short of one block per SM (batch 1: the latency is what counts)
  *   the blocks also split the output channels (launch_tc).
- * - dwpw_simt (fp32, and fp16 with odd counts): the tile as float (in fp16
- *   holding values rounded to half, as the unfused depthwise stores them),
- *   64 x 64 outputs per pass of 256 threads (4 x 4 each, FFMA), the filter
- *   read through the read-only cache. */
+ * - dwpw_simt (fp32, and fp16 with odd counts): the tile as float, 64 x 64
+ *   outputs per pass of 256 threads (4 x 4 each, FFMA), the filter read
+ *   through the read-only cache. */
 #include "engine/cuda_ops_device.h"
 
 #define DP_THREADS 256
@@ -270,23 +268,8 @@ static __device__ __forceinline__ void dp_depthwise4(const cuda_dwpw_args &a, co
     }
 }
 
-/* The depthwise output as the tile keeps it: in an fp16 block rounded to
- * half after the activation, also where the tile is float (dwpw_simt), as
- * the depthwise convolution the block replaces stores it, so that the
- * pointwise products see the same values as in the unfused graph. */
-template <typename T, typename S>
-static __device__ __forceinline__ float dp_mid(const cuda_dwpw_args &a, float v)
-{
-    v = activate(v, a.mid_act, NULL, 0);
-    if constexpr (sizeof(T) == 2 && sizeof(S) == 4)
-        v = __half2float(__float2half_rn(v));
-    return v; /* a half tile: rounded where it is stored */
-}
-
 /* Step 1: the depthwise outputs of rows m0 .. m0+bm-1 into s ([bm][ld],
- * channels 0 .. kp-1, zeros past C and past the last pixel), after the
- * depthwise activation (mid_act: none, ReLU or ReLU6, which keep zeros)
- * and in fp16 rounded to half (dp_mid). Rows of four
+ * channels 0 .. kp-1, zeros past C and past the last pixel). Rows of four
  * pixels x four channels when the window is 3x3 at stride 1 or 2, the
  * output width a multiple of 4 and C of 4 (bm and m0 are multiples of 4,
  * so a group of four never leaves its output row); else one pixel x V
@@ -313,12 +296,8 @@ static __device__ __forceinline__ void dp_stage(const cuda_dwpw_args &a, const T
                         acc[q][i] = 0.0f;
             }
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    acc[q][i] = dp_mid<T, S>(a, acc[q][i]);
+            for (int q = 0; q < 4; q++)
                 dp_put<4>(s + (r + q) * ld + c0, acc[q]);
-            }
         }
         return;
     }
@@ -333,9 +312,6 @@ static __device__ __forceinline__ void dp_stage(const cuda_dwpw_args &a, const T
             for (int i = 0; i < V; i++)
                 acc[i] = 0.0f;
         }
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            acc[i] = dp_mid<T, S>(a, acc[i]);
         dp_put<V>(s + r * ld + c0, acc);
     }
 }

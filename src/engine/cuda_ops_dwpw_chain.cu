@@ -414,12 +414,11 @@ __global__ void __launch_bounds__(CH_THREADS, 1) dwpw_chain(const __grid_constan
 
 static bool ch_block_ok(const cuda_dwpw_args *b)
 {
-    return b->prec == CUDA_PREC_F16 && b->mid_act == GR_ACT_NONE && b->kh == 3 && b->kw == 3 &&
-           b->dh == 1 && b->dw == 1 && b->sh == b->sw && (b->sh == 1 || b->sh == 2) &&
-           b->c % 8 == 0 && b->cout % 8 == 0 && b->c > 0 && b->c <= CH_MAX_CHANNELS &&
-           b->cout > 0 && b->cout <= CH_MAX_CHANNELS && b->oh * b->ow <= CUDA_CHAIN_MAX_PIXELS &&
-           b->pt >= 0 && b->pt <= 2 && b->pl >= 0 && b->pl <= 2 && b->rc % 2 == 0 && b->rc >= 0 &&
-           b->rc <= b->cout;
+    return b->prec == CUDA_PREC_F16 && b->kh == 3 && b->kw == 3 && b->dh == 1 && b->dw == 1 &&
+           b->sh == b->sw && (b->sh == 1 || b->sh == 2) && b->c % 8 == 0 && b->cout % 8 == 0 &&
+           b->c > 0 && b->c <= CH_MAX_CHANNELS && b->cout > 0 && b->cout <= CH_MAX_CHANNELS &&
+           b->oh * b->ow <= CUDA_CHAIN_MAX_PIXELS && b->pt >= 0 && b->pt <= 2 && b->pl >= 0 &&
+           b->pl <= 2 && b->rc % 2 == 0 && b->rc >= 0 && b->rc <= b->cout;
 }
 
 /* A tensor made in the chain (tensor j: block j - 1's output), alive in

@@ -13,9 +13,7 @@
  * dwpw_tc. With many channels (small images) dwpw_tc in cuda_ops_dwpw.cu
  * is faster: a warp here owns its pixels for every channel, too little
  * parallelism; and so it is for widening blocks, whose epilogue stores
- * pairs of halves per lane where dwpw_tc's stores 16 bytes. A depthwise
- * activation (BlazePose's RELU6, mid_act) clamps the accumulators before
- * they are rounded (dwpw_products); the heads form takes none.
+ * pairs of halves per lane where dwpw_tc's stores 16 bytes.
  *
  * Why one file of ~830 lines: the staging, the product loop and the
  * epilogues share one tile layout and one register budget (changing one
@@ -524,8 +522,7 @@ static __device__ __forceinline__ void dt_block(const cuda_dwpw_args &a, const d
             dt_residual_early<NT, RES, HEADS>(a, rows, n0, rv);
             float acc[NT][4];
             dwpw_products<NT, W3>(ab, tap_dy, tap_dx, a.kh, a.kw, ks, bw, bstep, dbias,
-                                  pb + (unsigned)(n0 * s.ps) * 2, s.ps, n_end - n0,
-                                  HEADS ? GR_ACT_NONE : a.mid_act, acc);
+                                  pb + (unsigned)(n0 * s.ps) * 2, s.ps, n_end - n0, acc);
             /* (With more tiles or the pooled residual, a second epilogue
              * would spill registers.) */
             if (HEADS && a.act == GR_ACT_RELU)
@@ -766,8 +763,8 @@ static int dh_tiles(const cuda_heads_args *h, int *col0)
 extern "C" bool cuda_dwpw_heads_fits(const cuda_heads_args *h)
 {
     const cuda_dwpw_args *a = &h->block;
-    if (h->n_heads < 1 || h->n_heads > CUDA_HEADS_MAX || !dt_form_ok(a) || a->mid_act ||
-        a->sh != 1 || a->sw != 1 || a->kh != 3 || a->kw != 3 || a->cout > 64 || a->pool_residual)
+    if (h->n_heads < 1 || h->n_heads > CUDA_HEADS_MAX || !dt_form_ok(a) || a->sh != 1 ||
+        a->sw != 1 || a->kh != 3 || a->kw != 3 || a->cout > 64 || a->pool_residual)
         return false;
     for (int j = 0; j < h->n_heads; j++)
         if (h->head[j].n < 1)

@@ -229,9 +229,9 @@ __global__ void __launch_bounds__(PR_THREADS, 2) dwpw_pair(const __grid_constant
                 yat = -1;
             const int inside = gy >= 0 && gy < A.oh && gx >= 0 && gx < A.ow;
             float acc[NTA][4];
-            dwpw_products<NTA, true>(xs + (unsigned)win * 2 + hi_lane, (unsigned)(s.xc * s.psx) * 2,
-                                     (unsigned)s.psx * 2, 3, 3, s.cpx / 16, bw, bstep, dbias, pb,
-                                     s.psx, s.npa, GR_ACT_NONE, acc);
+            dwpw_products<NTA, true>(xs + (unsigned)win * 2 + hi_lane,
+                                     (unsigned)(s.xc * s.psx) * 2, (unsigned)s.psx * 2, 3, 3,
+                                     s.cpx / 16, bw, bstep, dbias, pb, s.psx, s.npa, acc);
             int yr[2], in[2], rr[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
@@ -293,9 +293,9 @@ __global__ void __launch_bounds__(PR_THREADS, 2) dwpw_pair(const __grid_constant
             const int rat = FORM == CUDA_PAIR_OWN ? win + (s.yc + 1) * s.psy
                                                   : ((ty + 2) * s.xc + tx + 2) * s.psx;
             float acc[NTB][4];
-            dwpw_products<NTB, true>(ys + (unsigned)win * 2 + hi_lane, (unsigned)(s.yc * s.psy) * 2,
-                                     (unsigned)s.psy * 2, 3, 3, s.cpy / 16, bw, bstep, dbias, pb,
-                                     s.psy, B.cout, GR_ACT_NONE, acc);
+            dwpw_products<NTB, true>(ys + (unsigned)win * 2 + hi_lane,
+                                     (unsigned)(s.yc * s.psy) * 2, (unsigned)s.psy * 2, 3, 3,
+                                     s.cpy / 16, bw, bstep, dbias, pb, s.psy, B.cout, acc);
             int rr[2];
 #pragma unroll
             for (int h = 0; h < 2; h++)
@@ -441,10 +441,10 @@ static bool pr_shape_ok(const cuda_pair_args *p)
     const cuda_dwpw_args &A = p->a, &B = p->b;
     const cuda_dwpw_args *both[2] = {&A, &B};
     for (const cuda_dwpw_args *a : both) {
-        if (a->prec != CUDA_PREC_F16 || a->mid_act != GR_ACT_NONE || a->kh != 3 || a->kw != 3 ||
-            a->sh != 1 || a->sw != 1 || a->dh != 1 || a->dw != 1 || a->pt != 1 || a->pl != 1 ||
-            a->oh != a->ih || a->ow != a->iw || a->c % 2 != 0 || a->cout % 2 != 0 ||
-            a->pool_residual || a->c > 128 || a->cout > 128)
+        if (a->prec != CUDA_PREC_F16 || a->kh != 3 || a->kw != 3 || a->sh != 1 || a->sw != 1 ||
+            a->dh != 1 || a->dw != 1 || a->pt != 1 || a->pl != 1 || a->oh != a->ih ||
+            a->ow != a->iw || a->c % 2 != 0 || a->cout % 2 != 0 || a->pool_residual ||
+            a->c > 128 || a->cout > 128)
             return false;
     }
     if (B.ih != A.oh || B.iw != A.ow || B.c != A.cout)

@@ -157,14 +157,13 @@ static __device__ __forceinline__ void dw3x3_mma(unsigned a, unsigned dy, unsign
  * bw, bstep: the lane's depthwise operand words and their step per 16
  * channels; dbias: the depthwise bias; pb: the lane's ldmatrix row of the
  * pointwise filter's first tile ([n][ps] halves: matrix lane / 8 is n8
- * tile lane / 16, k half (lane / 8) % 2); mid: the depthwise activation
- * (GR_ACT_NONE, RELU or RELU6), on the accumulators before the rounding.
- * mma_16816 comes from cuda_ops_device.h. */
+ * tile lane / 16, k half (lane / 8) % 2). mma_16816 comes from
+ * cuda_ops_device.h. */
 template <int NT, bool W3>
 static __device__ __forceinline__ void dwpw_products(unsigned ab, unsigned dy, unsigned dx, int kh,
                                                      int kw, int ks, unsigned bw, unsigned bstep,
                                                      const float *dbias, unsigned pb, int ps,
-                                                     int nn, int mid, float (*acc)[4])
+                                                     int nn, float (*acc)[4])
 {
     const int q = threadIdx.x % 4;
 #pragma unroll
@@ -189,14 +188,6 @@ static __device__ __forceinline__ void dwpw_products(unsigned ab, unsigned dy, u
                     mma_1688(d0, af[0], af[1], w.x);
                     mma_1688(d1, af[2], af[3], w.y);
                 }
-            }
-        }
-        if (mid != GR_ACT_NONE) {
-            const float top = mid == GR_ACT_RELU6 ? 6.0f : INFINITY;
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                d0[e] = fminf(fmaxf(d0[e], 0.0f), top);
-                d1[e] = fminf(fmaxf(d1[e], 0.0f), top);
             }
         }
         const unsigned A[4] = {pack_half2(d0[0], d0[1]), pack_half2(d0[2], d0[3]),

@@ -76,9 +76,8 @@ typedef struct gr_window {
 } gr_window;
 
 /* GR_DWPW (made by rw_fuse_block, never read from a file): a BlazeBlock in
- * one node, y = act(pw(mid(dw(x) + dw bias)) + pw bias + r). dw is a
- * depthwise convolution of x (multiplier 1, window p.conv.win), mid its
- * activation p.conv.mid_act (NONE, RELU or RELU6: BlazePose's blocks), pw a
+ * one node, y = act(pw(dw(x) + dw bias) + pw bias + r). dw is a depthwise
+ * convolution of x (multiplier 1, window p.conv.win, no activation), pw a
  * 1x1 convolution at stride 1 ([Cout, 1, 1, C] filter). The residual r is
  * taken from tensor R = p.conv.residual (or 0 when -1), which may have fewer
  * channels than y (the missing ones are 0: a channel PAD absorbed) and, when
@@ -112,7 +111,6 @@ typedef struct gr_node {
             gr_act act;
             int alpha;         /* PRELU alpha constant [C], or -1 */
             bool pool_residual; /* GR_DWPW only: see below */
-            gr_act mid_act;     /* GR_DWPW only: on the depthwise result (above) */
         } conv;
         struct {               /* GR_MAXPOOL: in = {x} */
             gr_window win;

@@ -355,9 +355,6 @@ static omma_status check_conv(const gr_graph *g, const check *c, int i)
     if (n->p.conv.pool_residual)
         return node_fail(g, i, "pool_residual is set (only %s pools its residual)",
                          gr_op_name(GR_DWPW));
-    if (n->p.conv.mid_act != GR_ACT_NONE)
-        return node_fail(g, i, "mid_act is set (only %s has a depthwise activation)",
-                         gr_op_name(GR_DWPW));
     if (n->in[2] >= 0)
         OMMA_TRY(want_per_channel(g, c, i, n->in[2], "bias", cout));
     int oh = window_out(x->dims[1], win->pad_top, win->pad_bottom, win->kh, win->stride_h,
@@ -400,9 +397,6 @@ static omma_status check_dwpw(const gr_graph *g, const check *c, int i)
     int cin = x->dims[3], cout = pw->dims[0];
     if (n->p.conv.depth_multiplier != 1)
         return node_fail(g, i, "depth multiplier %d, expected 1", n->p.conv.depth_multiplier);
-    gr_act mid = n->p.conv.mid_act;
-    if (mid != GR_ACT_NONE && mid != GR_ACT_RELU && mid != GR_ACT_RELU6)
-        return node_fail(g, i, "depthwise activation %d, expected none, RELU or RELU6", (int)mid);
     if (dw->dims[0] != 1 || dw->dims[1] != win->kh || dw->dims[2] != win->kw ||
         dw->dims[3] != cin)
         return node_fail(g, i, "depthwise filter '%s' %s does not fit input '%s' %s and the "

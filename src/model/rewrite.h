@@ -38,8 +38,7 @@ omma_status rw_fuse_residual(gr_graph *g, int *count);
  * convolution's activation. */
 omma_status rw_fuse_activation(gr_graph *g, int *count);
 
-/* A depthwise convolution (multiplier 1, bias and a RELU or RELU6 at most
- * fused, the activation kept as the node's mid_act, at most
+/* A depthwise convolution (multiplier 1, bias at most fused, at most
  * GR_DWPW_MAX_CHANNELS channels) whose only reader is a 1x1 stride-1
  * unpadded convolution, as that conv's input, becomes one GR_DWPW node in
  * the 1x1 conv's place, keeping its epilogue.

@@ -1,6 +1,5 @@
 /* Rewrite: a depthwise convolution and the 1x1 convolution that alone reads
- * it become one GR_DWPW node, BlazeFace's and FaceMesh's block (and
- * BlazePose's, with a ReLU6 on the depthwise result), so that a
+ * it become one GR_DWPW node, BlazeFace's and FaceMesh's block, so that a
  * backend can keep the depthwise result on chip instead of writing it out
  * and reading it back. The residual branch of the down-sampling blocks,
  * PAD(MAX_POOL_2D(x)) with the PAD adding zero channels at the end, is
@@ -27,15 +26,13 @@ static bool rank4(const gr_graph *g, int t)
 }
 
 /* The head of a block: a depthwise convolution with multiplier 1, nothing
- * fused into its epilogue but a bias and a ReLU or ReLU6 (the node's
- * mid_act), at most GR_DWPW_MAX_CHANNELS channels and a window of at most
- * GR_DWPW_MAX_WINDOW (graph.h). */
+ * fused into its epilogue but a bias, at most GR_DWPW_MAX_CHANNELS channels
+ * and a window of at most GR_DWPW_MAX_WINDOW (graph.h). */
 static bool depthwise_head(const gr_graph *g, const gr_node *d)
 {
     return d->op == GR_DWCONV2D && d->n_in == 3 && d->p.conv.depth_multiplier == 1 &&
-           (d->p.conv.act == GR_ACT_NONE || d->p.conv.act == GR_ACT_RELU ||
-            d->p.conv.act == GR_ACT_RELU6) &&
-           d->p.conv.residual < 0 && rank4(g, d->in[0]) && rank4(g, d->in[1]) && rank4(g, d->out) &&
+           d->p.conv.act == GR_ACT_NONE && d->p.conv.residual < 0 && rank4(g, d->in[0]) &&
+           rank4(g, d->in[1]) && rank4(g, d->out) &&
            g->tensors[d->in[0]].dims[3] <= GR_DWPW_MAX_CHANNELS &&
            d->p.conv.win.kh <= GR_DWPW_MAX_WINDOW && d->p.conv.win.kw <= GR_DWPW_MAX_WINDOW;
 }
@@ -130,7 +127,6 @@ omma_status rw_fuse_block(gr_graph *g, int *count)
         b.p.conv.win = d->p.conv.win;
         b.p.conv.depth_multiplier = 1;
         b.p.conv.pool_residual = false;
-        b.p.conv.mid_act = d->p.conv.act;
         int absorbed[2] = {-1, -1};
         if (p->p.conv.residual >= 0)
             b.p.conv.residual = absorb_residual(g, &s, p->p.conv.residual,

@@ -17,10 +17,6 @@
  *   Bounds: 1e-5 in fp32, 5e-3 in fp16 (activations, filters and the
  *   residual stored as half, accumulation in float).
  *
- * Also: BlazePose's blocks with a ReLU6 on the depthwise result, fused
- * against the two convolutions they replace (test_mid_blocks), and the
- * whole pose detector and full landmark model with and without them.
- *
  * Usage: test_cuda_ops [--quick] [--seed N] [--verbose]. --quick runs every
  * fourth case (for compute-sanitizer). Exits 77 where there is no GPU.
  *
@@ -40,12 +36,8 @@
 
 #include "engine/cpu_ops.h"
 #include "engine/cuda_ops.h"
-#include "engine/cuda_ops_host.h"
 #include "engine/cuda_weights.h"
-#include "io/image_file.h"
 #include "model/graph.h"
-#include "model/rewrite.h"
-#include "model/tflite.h"
 #include "support/test_graph.h"
 #include "testing.h"
 
@@ -97,7 +89,6 @@ typedef struct spec {
     chain chain;
     res_mode res; /* GR_DWPW */
     int rc; /* GR_DWPW: residual channels (<= cout) */
-    gr_act mid; /* GR_DWPW: the depthwise activation (mid_act) */
     int block; /* DEPTH_TO_SPACE: output channels are c / (block * block) */
     int begin[3], stride[3]; /* STRIDED_SLICE of dims 1..3; output extents oh, ow, mode */
     int left, right, n_subset; /* LANDMARKS_TO_MATRIX: [1, h, 3] landmarks */
@@ -317,41 +308,6 @@ static void make_cases(void)
         s->cout = blocks[i].cout, s->rc = blocks[i].rc, s->res = blocks[i].res;
         s->act = blocks[i].act;
     }
-    /* BlazePose's blocks: a RELU6 (or RELU) on the depthwise result, which
-     * only the single-block kernels take (dwpw_mma and dwpw_tc in fp16,
-     * dwpw_simt in fp32 and for odd counts). */
-    struct {
-        int batch, h, c, k, stride, cout, rc;
-        res_mode res;
-        gr_act act, mid;
-    } mid_blocks[] = {
-        {2, 64, 24, 3, 1, 24, 24, RES_INPUT, GR_ACT_NONE, GR_ACT_RELU6},
-        {2, 64, 24, 3, 2, 48, 24, RES_POOL, GR_ACT_RELU6, GR_ACT_RELU6},
-        {2, 32, 48, 3, 1, 48, 0, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6},
-        {2, 32, 144, 3, 1, 24, 24, RES_PIXEL, GR_ACT_NONE, GR_ACT_RELU6},
-        {2, 16, 96, 3, 2, 96, 0, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6},
-        {2, 16, 192, 3, 1, 192, 192, RES_INPUT, GR_ACT_RELU6, GR_ACT_RELU6},
-        {2, 8, 192, 3, 2, 192, 192, RES_POOL, GR_ACT_RELU, GR_ACT_RELU6},
-        {1, 8, 384, 3, 1, 64, 64, RES_PIXEL, GR_ACT_NONE, GR_ACT_RELU6},
-        {1, 96, 16, 3, 1, 16, 16, RES_INPUT, GR_ACT_PRELU, GR_ACT_RELU}, /* the mma form */
-        {2, 128, 8, 3, 1, 8, 8, RES_INPUT, GR_ACT_NONE, GR_ACT_RELU6}, /* mma: lite's decoder */
-        {1, 128, 24, 3, 1, 8, 0, RES_NONE, GR_ACT_NONE, GR_ACT_RELU6}, /* mma: narrowing */
-        {1, 64, 16, 3, 1, 32, 0, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6}, /* mma: widening */
-        {40, 32, 32, 3, 1, 36, 32, RES_PIXEL, GR_ACT_RELU, GR_ACT_RELU6}, /* 128-row tiles */
-        {1, 20, 24, 3, 1, 96, 24, RES_PIXEL, GR_ACT_RELU6, GR_ACT_RELU6}, /* cout split */
-        {2, 9, 7, 3, 1, 5, 3, RES_PIXEL, GR_ACT_RELU, GR_ACT_RELU6}, /* odd: FFMA */
-        {1, 9, 24, 5, 1, 24, 0, RES_NONE, GR_ACT_NONE, GR_ACT_RELU6}, /* any window */
-        {64, 8, 48, 3, 1, 48, 48, RES_INPUT, GR_ACT_RELU6, GR_ACT_RELU6}, /* a large batch */
-    };
-    for (size_t i = 0; i < sizeof mid_blocks / sizeof mid_blocks[0]; i++) {
-        s = add_case(GR_DWPW, mid_blocks[i].batch, mid_blocks[i].h, mid_blocks[i].h,
-                     mid_blocks[i].c);
-        window(s, mid_blocks[i].k, mid_blocks[i].stride, 1, mid_blocks[i].stride == 1 ? 1 : 2);
-        if (mid_blocks[i].stride == 2)
-            s->pt = s->pl = 0, s->pb = s->pr = 1;
-        s->cout = mid_blocks[i].cout, s->rc = mid_blocks[i].rc, s->res = mid_blocks[i].res;
-        s->act = mid_blocks[i].act, s->mid = mid_blocks[i].mid;
-    }
     for (int i = 0; i < 30; i++) {
         s = add_case(GR_DWPW, PICK(1, 3, 8), PICK(1, 3, 6, 11, 16), PICK(1, 4, 9, 16),
                      PICK(1, 2, 3, 8, 16, 24, 28, 42, 64, 96, 128));
@@ -361,7 +317,6 @@ static void make_cases(void)
         s->rc = s->res == RES_NONE ? 0 : 1 + (int)(rnd() % (unsigned)s->cout);
         s->act = any_act();
         s->no_bias = rnd() % 5 == 0;
-        s->mid = i % 3 == 0 ? GR_ACT_NONE : i % 3 == 1 ? GR_ACT_RELU6 : GR_ACT_RELU;
     }
     /* Max pooling: 2x2/2 of the models, with SAME padding, and others. */
     s = add_case(GR_MAXPOOL, 3, 64, 64, 28);
@@ -611,15 +566,13 @@ static int build_dwpw(gr_graph *g, const spec *s)
     n.p.conv.depth_multiplier = 1;
     int oh = window_out(s->h, s->pt, s->pb, s->kh, s->sh, s->dil);
     int ow = window_out(s->w, s->pl, s->pr, s->kw, s->sw, s->dil);
-    /* With a RELU6 on it, a depthwise result large enough to be clipped. */
-    float bound = (s->mid == GR_ACT_RELU6 ? 6.0f : 1.0f) / sqrtf((float)(s->kh * s->kw));
+    float bound = 1.0f / sqrtf((float)(s->kh * s->kw));
     n.in[1] = constant(g, 4, 1, s->kh, s->kw, s->c, -bound, bound);
     n.in[2] = s->no_bias ? -1 : constant(g, 1, s->c, 0, 0, 0, -0.5f, 0.5f);
     bound = 1.0f / sqrtf((float)s->c);
     n.in[3] = constant(g, 4, s->cout, 1, 1, s->c, -bound, bound);
     n.in[4] = s->no_bias ? -1 : constant(g, 1, s->cout, 0, 0, 0, -0.5f, 0.5f);
     n.p.conv.act = s->act;
-    n.p.conv.mid_act = s->mid;
     if (s->act == GR_ACT_PRELU)
         n.p.conv.alpha = constant(g, 1, s->cout, 0, 0, 0, -0.5f, 1.0f);
     if (s->res == RES_PIXEL)
@@ -1425,502 +1378,6 @@ static void test_pairs(void)
                          pair_cases[i].batch, true);
 }
 
-/* A block with a depthwise activation (mid_act) is in no chain or pair
- * (those kernels take none): the step from node 0 stops before it, and
- * the graph still matches the CPU node by node in both precisions. */
-static void test_mid_act_not_in_steps(void)
-{
-    const chain_case *cases2[2] = {&chain_cases[0], &pair_cases[0]};
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 2; k++) {
-            gr_graph *g = build_chain(cases2[i]);
-            REQUIRE(g);
-            g->nodes[k].p.conv.mid_act = GR_ACT_RELU6;
-            REQUIRE_OK(gr_validate(g));
-            int end = cuda_op_step_end(g, 0, CUDA_PREC_F16);
-            if (end != 0)
-                fprintf(stderr, "%s, block %d with a RELU6 mid: step ends at node %d\n",
-                        cases2[i]->name, k, end);
-            CHECK(end == 0);
-            int before = testing_case_failed;
-            testing_case_failed = 0;
-            run_graph(g, cases2[i]->batch, CUDA_PREC_F16, cases2[i]->name, false, false);
-            run_graph(g, cases2[i]->batch, CUDA_PREC_F32, cases2[i]->name, false, false);
-            if (testing_case_failed)
-                fprintf(stderr, "  %s with a RELU6 mid in block %d failed\n", cases2[i]->name, k);
-            testing_case_failed |= before;
-            gr_free(g);
-        }
-}
-
-/* ---- blocks with a depthwise activation against the two convolutions ------ */
-
-/* BlazePose's blocks, DWCONV2D (its activation a RELU6 or RELU) -> 1x1
- * CONV2D (+ residual, activation), as the file has them (graph U) and as
- * rw_fuse_block makes them one GR_DWPW node (graph F), on the GPU in both
- * precisions, one row per kernel form the fused block takes in fp16.
- * Two kinds of data:
- * - exact: inputs, weights and biases small integers times 1/4 or 1/8,
- *   scaled so that about a quarter of the depthwise sums are above 6 and
- *   nearly half below 0 (the test counts them): every product and sum is
- *   then exact in float and every depthwise result exact in half, so the
- *   fused block on the GPU must equal the CPU reference bitwise (fp16: the
- *   reference rounded to half once), and so must the unfused graph: a clamp
- *   missing, misplaced or applied to the wrong value, or a bias on the wrong
- *   side of it, changes outputs by far more than a rounding;
- * - random (not exact): fused and unfused on the GPU, where both round the
- *   depthwise result to half at the same point, differ only by float
- *   summation order, which flips a rounding rarely: at least 97% of the
- *   fp16 outputs bitwise equal (0.3-0.5% differ in a host simulation;
- *   about 40% differ where the depthwise result is not rounded to half),
- *   none by more than 4 half ulps of the largest output; fp32 within 1e-5. */
-typedef struct mid_case {
-    const char *form; /* the kernel the fused block takes in fp16 */
-    int batch, h, c, k, stride, dil, cout;
-    res_mode res; /* RES_NONE, RES_PIXEL, RES_INPUT or RES_POOL (a MAX_POOL_2D 2x2/2) */
-    gr_act act, mid;
-} mid_case;
-
-static const mid_case mid_cases[] = {
-    /* pose_landmark_full's fused blocks (its node index in a comment) */
-    {"mma", 1, 128, 24, 3, 1, 1, 16, RES_NONE, GR_ACT_NONE, GR_ACT_RELU6}, /* 1 */
-    {"mma", 1, 128, 16, 3, 1, 1, 8, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6}, /* 4 */
-    {"mma", 2, 128, 8, 3, 1, 1, 8, RES_INPUT, GR_ACT_RELU6, GR_ACT_RELU6}, /* 67-74 */
-    {"mma", 4, 64, 48, 3, 1, 1, 8, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6}, /* 63, batch 4 */
-    {"mma", 16, 32, 64, 3, 1, 1, 32, RES_PIXEL, GR_ACT_NONE, GR_ACT_RELU6}, /* narrowing */
-    {"mma", 2, 64, 24, 3, 1, 1, 16, RES_POOL, GR_ACT_RELU, GR_ACT_RELU6},
-    {"tc", 1, 64, 144, 3, 1, 1, 24, RES_PIXEL, GR_ACT_NONE, GR_ACT_RELU6}, /* 9: 32-row tiles */
-    {"tc", 9, 64, 144, 3, 1, 1, 24, RES_PIXEL, GR_ACT_NONE, GR_ACT_RELU6}, /* 128-row tiles */
-    {"tc", 1, 64, 64, 3, 2, 1, 24, RES_NONE, GR_ACT_NONE, GR_ACT_RELU6}, /* 6, stride 2 */
-    {"tc", 1, 16, 384, 3, 1, 1, 64, RES_PIXEL, GR_ACT_NONE, GR_ACT_RELU6}, /* 25, 28 */
-    {"tc", 1, 16, 192, 3, 1, 1, 96, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU6}, /* cout split */
-    {"tc", 2, 16, 88, 3, 1, 1, 48, RES_NONE, GR_ACT_RELU6, GR_ACT_RELU}, /* 40, C padded */
-    {"tc", 2, 14, 42, 3, 1, 1, 24, RES_NONE, GR_ACT_PRELU, GR_ACT_RELU6}, /* pairs (V = 2) */
-    {"tc", 1, 16, 32, 3, 1, 2, 48, RES_NONE, GR_ACT_NONE, GR_ACT_RELU6}, /* any window */
-    {"tc", 2, 32, 48, 3, 2, 1, 48, RES_POOL, GR_ACT_RELU6, GR_ACT_RELU6},
-    {"simt", 2, 9, 7, 3, 1, 1, 5, RES_PIXEL, GR_ACT_RELU, GR_ACT_RELU6}, /* odd counts */
-    {"simt", 1, 16, 45, 3, 1, 1, 33, RES_NONE, GR_ACT_NONE, GR_ACT_RELU6},
-};
-
-/* A constant of rank 1 or 4: exact, integers in [lo, hi] times step, or
- * else uniform in [lo * step, hi * step). */
-static int mid_const(gr_graph *g, int rank, int d0, int d1, int d2, int d3, bool exact, int lo,
-                     int hi, float step)
-{
-    if (!exact)
-        return constant(g, rank, d0, d1, d2, d3, (float)lo * step, (float)hi * step);
-    int dims[4] = {d0, d1, d2, d3}, t;
-    size_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= (size_t)dims[i];
-    float *v = malloc(n * sizeof *v);
-    if (!v)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)(lo + (int)(rnd() % (unsigned)(hi - lo + 1))) * step;
-    omma_status st = gr_add_tensor(g, "q", rank, dims, GR_F32, v, n * sizeof *v, &t);
-    free(v);
-    return st == OMMA_OK ? t : -1;
-}
-
-/* Graph U of a case: [MAX_POOL_2D of the residual input,] DWCONV2D (act
- * mid), CONV2D 1x1 (+ residual, act); *dw gets the depthwise output. */
-static gr_graph *build_mid_unfused(const mid_case *mc, bool exact, int *dw)
-{
-    gr_graph *g = NULL;
-    if (gr_create(&g) != OMMA_OK)
-        return NULL;
-    int pad = mc->dil * (mc->k - 1) / 2; /* SAME at stride 1; 1, 1, 1, 1 at 2 (BlazePose's) */
-    int oh = window_out(mc->h, pad, pad, mc->k, mc->stride, mc->dil);
-    int x = input(g, 4, mc->h, mc->h, mc->c), r = -1;
-    if (mc->res == RES_PIXEL)
-        r = input(g, 4, oh, oh, mc->cout);
-    if (mc->res == RES_INPUT)
-        r = x;
-    if (mc->res == RES_POOL) {
-        gr_node m = tg_node(GR_MAXPOOL);
-        m.n_in = 1;
-        m.in[0] = input(g, 4, 2 * oh, 2 * oh, mc->cout);
-        m.p.pool.win =
-            (gr_window){.kh = 2, .kw = 2, .stride_h = 2, .stride_w = 2, .dil_h = 1, .dil_w = 1};
-        m.out = tensor(g, 4, oh, oh, mc->cout);
-        r = add_node(g, &m);
-    }
-    gr_node d = tg_node(GR_DWCONV2D);
-    d.n_in = 3;
-    d.in[0] = x;
-    d.in[1] = mid_const(g, 4, 1, mc->k, mc->k, mc->c, exact, -16, 16, exact ? 0.25f : 0.125f);
-    d.in[2] = mid_const(g, 1, mc->c, 0, 0, 0, exact, 0, 8, 0.25f);
-    d.p.conv.win = (gr_window){.kh = mc->k,
-                               .kw = mc->k,
-                               .stride_h = mc->stride,
-                               .stride_w = mc->stride,
-                               .dil_h = mc->dil,
-                               .dil_w = mc->dil,
-                               .pad_top = pad,
-                               .pad_left = pad,
-                               .pad_bottom = pad,
-                               .pad_right = pad};
-    d.p.conv.depth_multiplier = 1;
-    d.p.conv.act = mc->mid;
-    d.out = tensor(g, 4, oh, oh, mc->c);
-    *dw = add_node(g, &d);
-    gr_node p = tg_node(GR_CONV2D);
-    p.n_in = 3;
-    p.in[0] = *dw;
-    p.in[1] = mid_const(g, 4, mc->cout, 1, 1, mc->c, exact, -4, 4,
-                        exact ? 0.125f : 0.5f / sqrtf((float)mc->c));
-    p.in[2] = mid_const(g, 1, mc->cout, 0, 0, 0, exact, -4, 4, 0.25f);
-    p.p.conv.win =
-        (gr_window){.kh = 1, .kw = 1, .stride_h = 1, .stride_w = 1, .dil_h = 1, .dil_w = 1};
-    p.p.conv.act = mc->act;
-    if (mc->act == GR_ACT_PRELU)
-        p.p.conv.alpha = mid_const(g, 1, mc->cout, 0, 0, 0, exact, -2, 4, 0.25f);
-    p.p.conv.residual = r;
-    p.out = tensor(g, 4, oh, oh, mc->cout);
-    g->outputs[g->n_outputs++] = add_node(g, &p);
-    if (*dw < 0 || g->outputs[0] < 0 || gr_validate(g) != OMMA_OK) {
-        fprintf(stderr, "mid block %s: building the graph failed: %s\n", mc->form,
-                omma_last_error());
-        gr_free(g);
-        return NULL;
-    }
-    return g;
-}
-
-/* Graph g node by node at batch `batch` on the CPU and, in precision p, on
- * the GPU (each on its own results): graph input i holds in[i] (batch
- * items); cpu_out[o] and gpu_out[o] get output o (the GPU's as float),
- * keep_cpu (unless NULL) the CPU's tensor keep. False (the case failed,
- * said why) on an error. */
-static bool run_mid_graph(const gr_graph *g, int batch, cuda_prec p, float *const *in,
-                          float *const *cpu_out, float *const *gpu_out, int keep, float *keep_cpu)
-{
-    size_t es = cuda_prec_size(p);
-    bool ok = false;
-    bufs b = {0};
-    cuda_weights *w = NULL;
-    cudaStream_t stream = NULL;
-    void *dtmp = NULL;
-    b.n = g->n_tensors;
-    b.host = calloc((size_t)b.n, sizeof *b.host);
-    b.dev = calloc((size_t)b.n, sizeof *b.dev);
-    b.elems = calloc((size_t)b.n, sizeof *b.elems);
-    GO(b.host && b.dev && b.elems);
-    CUDA_GO(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    for (int t = 0; t < g->n_tensors; t++) {
-        if (g->tensors[t].data)
-            continue;
-        b.elems[t] = item_of(&g->tensors[t]) * (size_t)batch;
-        b.host[t] = malloc(b.elems[t] * sizeof(float));
-        GO(b.host[t]);
-        CUDA_GO(cudaMalloc((void **)&b.dev[t], b.elems[t] * es));
-    }
-    for (int i = 0; i < g->n_inputs; i++) {
-        int t = g->inputs[i];
-        size_t e = b.elems[t];
-        memcpy(b.host[t], in[i], e * sizeof(float));
-        CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
-        CUDA_GO(cudaMemcpyAsync(dtmp, in[i], e * sizeof(float), cudaMemcpyHostToDevice, stream));
-        GO_OK(cuda_convert(b.dev[t], p, dtmp, CUDA_PREC_F32, e, stream));
-        CUDA_GO(cudaStreamSynchronize(stream));
-        CUDA_GO(cudaFree(dtmp));
-        dtmp = NULL;
-    }
-    GO_OK(cuda_weights_upload(g, p, &w));
-    for (int i = 0; i < g->n_nodes; i++) {
-        const gr_node *n = &g->nodes[i];
-        const float *hin[GR_MAX_INPUTS] = {0};
-        const void *din[GR_MAX_INPUTS] = {0};
-        for (int k = 0; k < n->n_in; k++) {
-            int t = n->in[k];
-            if (t >= 0) {
-                hin[k] = g->tensors[t].data ? (const float *)g->tensors[t].data : b.host[t];
-                din[k] = g->tensors[t].data ? NULL : b.dev[t];
-            }
-        }
-        bool conv = n->op == GR_CONV2D || n->op == GR_DWCONV2D || n->op == GR_DWPW;
-        int rt = conv ? n->p.conv.residual : -1;
-        GO_OK(cpu_op_run(g, n, batch, hin, rt >= 0 ? b.host[rt] : NULL, b.host[n->out]));
-        GO_OK(
-            cuda_op_launch(g, n, w, batch, din, rt >= 0 ? b.dev[rt] : NULL, b.dev[n->out], stream));
-    }
-    for (int o = 0; o < g->n_outputs; o++) {
-        int y = g->outputs[o];
-        size_t e = b.elems[y];
-        CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
-        GO_OK(cuda_convert(dtmp, CUDA_PREC_F32, b.dev[y], p, e, stream));
-        CUDA_GO(
-            cudaMemcpyAsync(gpu_out[o], dtmp, e * sizeof(float), cudaMemcpyDeviceToHost, stream));
-        CUDA_GO(cudaStreamSynchronize(stream));
-        CUDA_GO(cudaFree(dtmp));
-        dtmp = NULL;
-        memcpy(cpu_out[o], b.host[y], e * sizeof(float));
-    }
-    CUDA_GO(cudaGetLastError());
-    if (keep_cpu)
-        memcpy(keep_cpu, b.host[keep], b.elems[keep] * sizeof(float));
-    ok = true;
-done:
-    if (dtmp)
-        cudaFree(dtmp);
-    cuda_weights_free(w);
-    bufs_free(&b);
-    if (stream)
-        cudaStreamDestroy(stream);
-    return ok;
-}
-
-/* v rounded to half in place (as the GPU rounds: through cuda_convert). */
-static bool round_to_half(float *v, size_t n)
-{
-    void *d32 = NULL, *d16 = NULL;
-    bool ok = cudaMalloc(&d32, n * sizeof(float)) == cudaSuccess &&
-              cudaMalloc(&d16, n * 2) == cudaSuccess &&
-              cudaMemcpy(d32, v, n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
-              cuda_convert(d16, CUDA_PREC_F16, d32, CUDA_PREC_F32, n, NULL) == OMMA_OK &&
-              cuda_convert(d32, CUDA_PREC_F32, d16, CUDA_PREC_F16, n, NULL) == OMMA_OK &&
-              cudaMemcpy(v, d32, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
-    cudaFree(d32);
-    cudaFree(d16);
-    return ok;
-}
-
-/* The form cuda_launch_dwpw picks for the fused node in precision p. */
-static const char *mid_form(const gr_graph *f, int batch, cuda_prec p)
-{
-    cuda_dwpw_args a;
-    cuda_dwpw_shape(f, &f->nodes[f->n_nodes - 1], p, &a);
-    a.batch = batch;
-    if (cuda_dwpw_mma_ok(&a))
-        return "mma";
-    return p == CUDA_PREC_F16 && a.c % 2 == 0 && a.cout % 2 == 0 ? "tc" : "simt";
-}
-
-/* One case, one kind of data, both precisions (above). */
-static void check_mid_case(const mid_case *mc, bool exact, bool forms[3])
-{
-    int dw = -1, count = 0;
-    gr_graph *u = build_mid_unfused(mc, exact, &dw), *f = NULL;
-    float *in[GR_MAX_IO] = {0}, *out[4] = {0}, *mid = NULL;
-    char label[160];
-    snprintf(label, sizeof label, "%s b%d %dx%dx%d k%d s%d d%d -> %d %s res %d mid %s (%s)",
-             mc->form, mc->batch, mc->h, mc->h, mc->c, mc->k, mc->stride, mc->dil, mc->cout,
-             gr_act_name(mc->act), (int)mc->res, gr_act_name(mc->mid), exact ? "exact" : "random");
-    GO(u);
-    GO_OK(gr_clone(u, &f));
-    GO_OK(rw_fuse_block(f, &count));
-    GO_OK(gr_validate(f));
-    const gr_node *b = &f->nodes[f->n_nodes - 1];
-    if (count != 1 || f->n_nodes != 1 || b->op != GR_DWPW || b->p.conv.mid_act != mc->mid ||
-        b->p.conv.pool_residual != (mc->res == RES_POOL)) {
-        fprintf(stderr, "FAIL %s: fused %d blocks into %d nodes, not one %s with mid %s\n", label,
-                count, f->n_nodes, gr_op_name(GR_DWPW), gr_act_name(mc->mid));
-        testing_case_failed = 1;
-        goto done;
-    }
-    const char *form = mid_form(f, mc->batch, CUDA_PREC_F16);
-    if (strcmp(form, mc->form))
-        fprintf(stderr, "note %s: the fused block takes the %s form\n", label, form);
-    forms[!strcmp(form, "mma") ? 0 : !strcmp(form, "tc") ? 1 : 2] = true;
-    for (int i = 0; i < u->n_inputs; i++) {
-        size_t e = item_of(&u->tensors[u->inputs[i]]) * (size_t)mc->batch;
-        in[i] = malloc(e * sizeof(float));
-        GO(in[i]);
-        for (size_t j = 0; j < e; j++)
-            in[i][j] = exact ? (float)((int)(rnd() % 17u) - 8) * 0.25f
-                             : (float)(rnd() % 65536u) / 32768.0f - 1.0f;
-        if (!exact)
-            GO(round_to_half(in[i], e));
-    }
-    size_t ye = item_of(&u->tensors[u->outputs[0]]) * (size_t)mc->batch;
-    size_t de = item_of(&u->tensors[dw]) * (size_t)mc->batch;
-    for (int k = 0; k < 4; k++) {
-        out[k] = malloc(ye * sizeof(float));
-        GO(out[k]);
-    }
-    mid = malloc(de * sizeof(float));
-    GO(mid);
-    for (int pi = 0; pi < 2; pi++) {
-        cuda_prec p = pi ? CUDA_PREC_F16 : CUDA_PREC_F32;
-        /* out: 0 CPU unfused, 1 GPU unfused, 2 CPU fused, 3 GPU fused */
-        GO(run_mid_graph(u, mc->batch, p, in, &out[0], &out[1], dw, mid));
-        GO(run_mid_graph(f, mc->batch, p, in, &out[2], &out[3], -1, NULL));
-        size_t above = 0, below = 0, differ = 0, cpu_differ = 0;
-        for (size_t j = 0; j < de; j++) {
-            above += mc->mid == GR_ACT_RELU6 ? mid[j] == 6.0f : mid[j] > 6.0f;
-            below += mid[j] == 0.0f;
-        }
-        double maxd = 0, maxref = 0;
-        if (exact) {
-            if (p == CUDA_PREC_F16)
-                GO(round_to_half(out[0], ye));
-            for (size_t j = 0; j < ye; j++) {
-                cpu_differ += out[2][j] != out[0][j] && p == CUDA_PREC_F32;
-                differ += !(out[3][j] == out[0][j]) || !(out[1][j] == out[0][j]);
-                maxd = fmax(maxd, fabs((double)out[3][j] - (double)out[0][j]));
-            }
-            bool ok = !differ && !cpu_differ && above * 10 >= de && below * 10 >= de;
-            if (!ok || verbose)
-                fprintf(stderr,
-                        "%s %s %s: depthwise results %.0f%% above 6, %.0f%% clamped to 0; "
-                        "%zu of %zu outputs differ from the CPU's (fused max by %g), CPU fused "
-                        "vs unfused %zu\n",
-                        ok ? "  ok" : "FAIL", label, cuda_prec_name(p), 100.0 * above / de,
-                        100.0 * below / de, differ, ye, maxd, cpu_differ);
-            if (!ok)
-                testing_case_failed = 1;
-            continue;
-        }
-        for (size_t j = 0; j < ye; j++) {
-            differ += !(out[3][j] == out[1][j]);
-            maxd = fmax(maxd, fabs((double)out[3][j] - (double)out[1][j]));
-            maxref = fmax(maxref, fabs((double)out[1][j]));
-        }
-        /* fp16: 4 ulps of the largest output; fp32: 1e-5 of it. */
-        double bound =
-            p == CUDA_PREC_F16 ? 4.0 * ldexp(1.0, ilogb(fmax(maxref, 1e-3)) - 10) : 1e-5 * maxref;
-        bool ok = maxd <= bound && (p == CUDA_PREC_F32 || differ * 100 <= ye * 3);
-        if (!ok || verbose)
-            fprintf(stderr,
-                    "%s %s %s: fused vs unfused on the GPU: %.2f%% of %zu outputs differ, "
-                    "max by %g (bound %g, largest %g)\n",
-                    ok ? "  ok" : "FAIL", label, cuda_prec_name(p), 100.0 * differ / ye, ye, maxd,
-                    bound, maxref);
-        if (!ok)
-            testing_case_failed = 1;
-    }
-done:
-    for (int i = 0; i < GR_MAX_IO; i++)
-        free(in[i]);
-    for (int k = 0; k < 4; k++)
-        free(out[k]);
-    free(mid);
-    gr_free(u);
-    gr_free(f);
-}
-
-static void test_mid_blocks(void)
-{
-    bool forms[3] = {false, false, false};
-    for (size_t i = 0; i < sizeof mid_cases / sizeof mid_cases[0]; i++) {
-        if (quick_mode && i % 3)
-            continue;
-        int before = testing_case_failed;
-        testing_case_failed = 0;
-        check_mid_case(&mid_cases[i], true, forms);
-        check_mid_case(&mid_cases[i], false, forms);
-        if (testing_case_failed)
-            fprintf(stderr, "  mid block case %zu failed\n", i);
-        testing_case_failed |= before;
-    }
-    /* Every fp16 form was reached (fp32 is always dwpw_simt). */
-    if (!quick_mode)
-        CHECK(forms[0] && forms[1] && forms[2]);
-}
-
-/* ---- whole BlazePose models: the ReLU6 blocks fused or not ---------------- */
-
-/* pose_detection and pose_landmark_full on testdata/messi5.jpg (scaled to
- * the input, nearest pixel; in [-1, 1] for the detector, [0, 1] for the
- * landmarks, rounded to half), node by node on the CPU and on the GPU in
- * fp16 (run_mid_graph), as U: every load-time rewrite but the block fusion
- * (for the landmark model the graph the engine ran before the ReLU6 blocks
- * fused: it has no other block), and F: with it. The CPU gives the same
- * outputs for both (bitwise: GR_DWPW's reference adds in the unfused
- * order); on the GPU the fusion must not take the outputs further from the
- * CPU's: per output, F's largest difference at most 3 times U's plus 4
- * half ulps of the output's largest value (both are fp16 rounding noise of
- * one size; a clamp or bias in the wrong place costs far more). Both are
- * printed. */
-static void check_pose_model(const char *path, bool symmetric)
-{
-    tfl_model *m = NULL;
-    gr_graph *u = NULL, *f = NULL;
-    io_image img = {0};
-    float *in[GR_MAX_IO] = {0}, *out[4][GR_MAX_IO] = {{0}};
-    int count = 0;
-    omma_status st = tfl_model_read_file(path, &m);
-    if (st == OMMA_OK)
-        st = gr_build_tflite(m, &u);
-    tfl_model_free(m);
-    typedef omma_status (*rewrite)(gr_graph *, int *);
-    static const rewrite before[] = {rw_fold_dequantize, rw_fold_pad, rw_fuse_bias,
-                                     rw_fuse_residual, rw_fuse_activation};
-    for (size_t k = 0; st == OMMA_OK && k < sizeof before / sizeof before[0]; k++)
-        st = before[k](u, NULL);
-    if (st == OMMA_OK)
-        st = gr_clone(u, &f);
-    if (st == OMMA_OK)
-        st = rw_fuse_block(f, &count);
-    if (st == OMMA_OK)
-        st = io_image_load(OMMA_TESTDATA_DIR "/messi5.jpg", &img);
-    GO_OK(st);
-    GO_OK(gr_validate(u));
-    GO_OK(gr_validate(f));
-    const gr_tensor *x = &u->tensors[u->inputs[0]];
-    GO(u->n_inputs == 1 && x->rank == 4 && x->dims[3] == 3);
-    int h = x->dims[1], w = x->dims[2];
-    in[0] = malloc((size_t)h * w * 3 * sizeof(float));
-    GO(in[0]);
-    for (int y = 0; y < h; y++)
-        for (int c = 0; c < w; c++)
-            for (int k = 0; k < 3; k++) {
-                const uint8_t *px =
-                    img.rgb +
-                    ((size_t)(y * img.height / h) * img.width + (size_t)(c * img.width / w)) * 3;
-                float v = (float)px[k] / 255.0f;
-                in[0][((size_t)y * w + c) * 3 + k] = symmetric ? 2.0f * v - 1.0f : v;
-            }
-    GO(round_to_half(in[0], (size_t)h * w * 3));
-    for (int o = 0; o < u->n_outputs; o++)
-        for (int k = 0; k < 4; k++) {
-            out[k][o] = malloc(item_of(&u->tensors[u->outputs[o]]) * sizeof(float));
-            GO(out[k][o]);
-        }
-    fprintf(stderr, "%s: %d nodes, %d with the blocks fused (%d)\n", path, u->n_nodes, f->n_nodes,
-            count);
-    CHECK(count > 0);
-    GO(run_mid_graph(u, 1, CUDA_PREC_F16, in, out[0], out[1], -1, NULL));
-    GO(run_mid_graph(f, 1, CUDA_PREC_F16, in, out[2], out[3], -1, NULL));
-    for (int o = 0; o < u->n_outputs; o++) {
-        size_t e = item_of(&u->tensors[u->outputs[o]]), cpu_differ = 0;
-        double du = 0, df = 0, dfu = 0, ref = 0;
-        for (size_t j = 0; j < e; j++) {
-            cpu_differ += !(out[2][o][j] == out[0][o][j]);
-            du = fmax(du, fabs((double)out[1][o][j] - out[0][o][j]));
-            df = fmax(df, fabs((double)out[3][o][j] - out[0][o][j]));
-            dfu = fmax(dfu, fabs((double)out[3][o][j] - out[1][o][j]));
-            ref = fmax(ref, fabs((double)out[0][o][j]));
-        }
-        double bound = 3.0 * du + 4.0 * ldexp(1.0, ilogb(fmax(ref, 1e-3)) - 10);
-        bool ok = cpu_differ == 0 && df <= bound && isfinite(df);
-        fprintf(stderr,
-                "  %s output %d (%zu values, largest %g): fp16 vs CPU unfused %g, fused %g "
-                "(bound %g); fused vs unfused on the GPU %g; CPU fused vs unfused: %zu differ\n",
-                ok ? "ok" : "FAIL", o, e, ref, du, df, bound, dfu, cpu_differ);
-        if (!ok)
-            testing_case_failed = 1;
-    }
-done:
-    for (int i = 0; i < GR_MAX_IO; i++) {
-        free(in[i]);
-        for (int k = 0; k < 4; k++)
-            free(out[k][i]);
-    }
-    io_image_free(&img);
-    gr_free(u);
-    gr_free(f);
-}
-
-static void test_pose_models_fused(void)
-{
-    if (quick_mode) /* whole models: too long under compute-sanitizer */
-        return;
-    check_pose_model(OMMA_MODELS_DIR "/pose_detection.tflite", true);
-    check_pose_model(OMMA_MODELS_DIR "/pose_landmark_full.tflite", false);
-}
-
 /* ---- FPN levels: 1x1 convolution + upsampled level below, added ----------- */
 
 typedef struct up_add_case {
@@ -2174,9 +1631,6 @@ int main(int argc, char **argv)
     RUN(test_chains);
     RUN(test_up_add);
     RUN(test_pairs);
-    RUN(test_mid_act_not_in_steps);
-    RUN(test_mid_blocks);
-    RUN(test_pose_models_fused);
     RUN(test_heads);
     return testing_finish();
 }

@@ -306,14 +306,6 @@ static void test_dwpw_rejected(void)
                 "multiplier 2, expected 1");
 
     FRESH();
-    g->nodes[0].p.conv.mid_act = GR_ACT_RELU6; /* BlazePose's blocks */
-    CHECK(gr_validate(g) == OMMA_OK);
-    g->nodes[0].p.conv.mid_act = GR_ACT_PRELU;
-    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT,
-                "node 0 (DW_PW_BLOCK, model op -1): depthwise "
-                "activation 3, expected none, RELU or RELU6");
-
-    FRESH();
     g->tensors[t.dwf].dims[3] = 2;
     g->tensors[t.dwf].bytes = 9 * 2 * 4;
     CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "depthwise filter 'dw_filter' [1, 3, 3, 2] "
@@ -403,11 +395,6 @@ static void test_pool_residual_only_on_blocks(void)
     g->nodes[0].p.conv.pool_residual = true;
     CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT, "node 0 (CONV_2D, model op -1): pool_residual "
                 "is set (only DW_PW_BLOCK pools its residual)");
-    g->nodes[0].p.conv.pool_residual = false;
-    g->nodes[0].p.conv.mid_act = GR_ACT_RELU;
-    CHECK_FAILS(gr_validate(g), OMMA_ERR_FORMAT,
-                "node 0 (CONV_2D, model op -1): mid_act is set "
-                "(only DW_PW_BLOCK has a depthwise activation)");
     gr_free(g);
 }
 
