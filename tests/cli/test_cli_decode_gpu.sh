@@ -77,8 +77,13 @@ parts = ("demux", "annexb", "parse", "submit", "status", "decode_wait", "map", "
          "pace", "handoff", "thread")
 for p in parts:
     assert b[p]["us"] >= 0 and b[p]["calls"] >= 0, p
-for p in ("demux", "annexb", "submit", "map", "copy", "handoff", "thread"):
+# A frame's picture is mapped, copied and handed off once; packets and
+# submissions run ahead of or behind the frames in a 2 s window of a looped
+# clip with B-frames (0.87-0.94 a frame on the H200).
+for p in ("map", "copy", "handoff", "thread"):
     assert 0.9 <= b[p]["calls"] <= 1.1, (p, b[p])
+for p in ("demux", "annexb", "submit"):
+    assert 0.75 <= b[p]["calls"] <= 1.25, (p, b[p])
 assert b["status"]["calls"] >= 0.9 and b["parse"]["calls"] >= 0.9, b
 assert b["thread"]["us"] > 0 and b["clock_read_ns"] > 0, b
 PY
