@@ -828,6 +828,32 @@ static void give_up(io_video *v, omma_status st, const char *fmt, ...)
     decoder_send(v, NULL);
 }
 
+/* The decoder's failures that end the camera: out of memory, and the GPU
+ * decoders' own (their status and message). Sets *st and returns 1. */
+static int decoder_failed(io_video *v, int err, omma_status *st)
+{
+    char why[512];
+    if (err == AVERROR(ENOMEM)) {
+        *st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame %ld: decoding: %s", v->path, v->index,
+                        io_libav_why(err, why, sizeof why));
+        return 1;
+    }
+#ifdef OMMA_HAVE_NVJPEG
+    if (err == AVERROR_EXTERNAL && v->jg) {
+        *st = OMMA_FAIL(v->jg_status, "%s: frame %ld: %s", v->path, v->index, v->jg_why);
+        return 1;
+    }
+#endif
+#ifdef OMMA_HAVE_NVDEC
+    if (err == AVERROR_EXTERNAL && v->nv) {
+        *st = OMMA_FAIL(io_nvdec_status(v->nv), "%s: frame %ld: %s", v->path, v->index,
+                        io_nvdec_why(v->nv));
+        return 1;
+    }
+#endif
+    return 0;
+}
+
 /* Reads the next packet of the stream into the decoder, or at the
  * demuxer's end flushes it: 0 (go on), or < 0 for a failure (the message
  * set; *st its status). */
@@ -882,24 +908,8 @@ static int feed(io_video *v, omma_status *st)
     if (cpu)
         v->stats.decode_cpu_ns += core_thread_cpu_ns() - c0;
     av_packet_unref(v->pkt);
-    if (err == AVERROR(ENOMEM)) {
-        *st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame %ld: decoding: %s", path, v->index,
-                        io_libav_why(err, why, sizeof why));
+    if (decoder_failed(v, err, st))
         return -1;
-    }
-#ifdef OMMA_HAVE_NVJPEG
-    if (err == AVERROR_EXTERNAL && v->jg) {
-        *st = OMMA_FAIL(v->jg_status, "%s: frame %ld: %s", path, v->index, v->jg_why);
-        return -1;
-    }
-#endif
-#ifdef OMMA_HAVE_NVDEC
-    if (err == AVERROR_EXTERNAL && v->nv) {
-        *st = OMMA_FAIL(io_nvdec_status(v->nv), "%s: frame %ld: %s", path, v->index,
-                        io_nvdec_why(v->nv));
-        return -1;
-    }
-#endif
     if (err < 0 && err != AVERROR(EAGAIN)) { /* consumed, and refused */
         v->stats.dropped_packets++;
         if (!recoverable(v, err, "the decoder refused a packet"))
@@ -913,7 +923,6 @@ static int feed(io_video *v, omma_status *st)
  * ended (0) or a failure (< 0, the message set; *st its status). */
 static int decode_next(io_video *v, omma_status *st)
 {
-    char why[512];
     const char *path = v->path;
     for (;;) {
         io_libav_clear_log();
@@ -928,24 +937,8 @@ static int decode_next(io_video *v, omma_status *st)
             v->failures = 0;
             return 1;
         }
-        if (err == AVERROR(ENOMEM)) {
-            *st = OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "%s: frame %ld: decoding: %s", path, v->index,
-                            io_libav_why(err, why, sizeof why));
+        if (decoder_failed(v, err, st))
             return -1;
-        }
-#ifdef OMMA_HAVE_NVJPEG
-        if (err == AVERROR_EXTERNAL && v->jg) {
-            *st = OMMA_FAIL(v->jg_status, "%s: frame %ld: %s", path, v->index, v->jg_why);
-            return -1;
-        }
-#endif
-#ifdef OMMA_HAVE_NVDEC
-        if (err == AVERROR_EXTERNAL && v->nv) {
-            *st = OMMA_FAIL(io_nvdec_status(v->nv), "%s: frame %ld: %s", path, v->index,
-                            io_nvdec_why(v->nv));
-            return -1;
-        }
-#endif
         if (err == AVERROR_EOF && v->pending) {
             *st = OMMA_FAIL(v->pending, "%s: frame %ld: %s", path, v->index, v->pending_why);
             return -1;
