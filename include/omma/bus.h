@@ -8,11 +8,11 @@
  * time, and later the frame's faces. A frame is announced only once it is
  * in its slot, so a reading stream has nothing to wait for. The subscriber
  * gives each frame back with omma_bus_release on the stream that read it:
- * once those reads have run, a host function on that stream writes the
+ * once those reads have run, the subscriber's next call writes the
  * release into shared memory the publisher reads, and the publisher may
- * then overwrite the slot. Giving a frame back sends no message; nothing
- * waits on the host on either side, and no process ever waits for
- * another's GPU work.
+ * then overwrite the slot. Giving a frame back sends no message and wakes
+ * no thread; nothing waits on the host on either side, and no process
+ * ever waits for another's GPU work.
  *
  * A subscriber holds at most max_holds frames per camera; frames published
  * while it holds that many are missed (counted in omma_bus_frame.missed):
@@ -117,9 +117,11 @@ omma_status omma_bus_next(omma_bus_subscriber *sub, int timeout_ms, omma_bus_fra
 omma_status omma_bus_wait(omma_bus_subscriber *sub, const omma_bus_frame *f, void *stream);
 
 /* Gives the frame back once the reads enqueued on stream so far have run
- * (a host function enqueued there writes the release for the publisher;
- * nothing waits here); NULL stream: the frame was not read and goes back
- * now. The frame may not be read after this call. */
+ * (an event recorded there; this call and the following omma_bus_next
+ * calls write the release for the publisher once it completed: call
+ * omma_bus_next again soon, as a reading loop does; nothing waits here);
+ * NULL stream: the frame was not read and goes back now. The frame may not
+ * be read after this call. */
 omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *stream);
 
 /* The faces the publisher found in frame f: OMMA_OK with *n (up to max),

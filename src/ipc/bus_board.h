@@ -2,12 +2,12 @@
  *
  * One memfd per seat holds a 64-bit word per (camera, slot): the sequence
  * number of the last frame of that slot the subscriber gave back. The
- * subscriber writes it there once its reads of the frame have run (a
- * host function on the reading stream; at once for a frame it did not
- * read); the publisher reads the words when it wants a slot or a hold
- * back. So giving a frame back costs no message and no wake-up of the
- * publisher, and the publisher never waits for another process's GPU
- * work.
+ * subscriber writes it there once its reads of the frame have run (it
+ * records an event after them and looks at it in its next calls; at once
+ * for a frame it did not read); the publisher reads the words when it
+ * wants a slot or a hold back. So giving a frame back costs no message, no
+ * thread and no wake-up on either side, and the publisher never waits for
+ * another process's GPU work.
  *
  * The publisher creates the memfd (sealed against shrinking and growing:
  * no subscriber can make the publisher's mapping fault) and maps it

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/fault.h"
@@ -33,14 +34,18 @@ typedef struct sub_camera {
 
 enum { HOLD_FREE = 0, HOLD_HELD, HOLD_RELEASING };
 
+/* receive_frames polls frames given back this long before it waits for a
+ * millisecond at a time: an event recorded on an idle stream completes in
+ * microseconds. */
+#define SPIN_NS 20000
+
 /* A frame held, or given back on a stream whose reads have not all run. */
 typedef struct hold {
-    atomic_int state; /* HOLD_*: RELEASING until the host function ran */
+    int state; /* HOLD_* */
     int cam; /* local index */
     uint32_t slot;
     uint64_t seq;
-    volatile uint64_t *word; /* RELEASING: its board word */
-    atomic_int *pending; /* the subscriber's count of host functions to run */
+    CUevent after; /* RELEASING: recorded on the reading stream after the reads */
 } hold;
 
 struct omma_bus_subscriber {
@@ -62,9 +67,14 @@ struct omma_bus_subscriber {
     bus_frames batch; /* the last FRAMES message; next_taken of them handed out */
     uint32_t next_taken;
     /* The release board (bus_board.h): a frame given back on a stream is
-     * written there by a host function after the reads (no message). */
+     * written there by this subscriber's next call that finds its event
+     * complete (no thread, no message). */
     bus_board board;
-    atomic_int pending; /* host functions enqueued and not yet run */
+    /* The holds in HOLD_RELEASING, in the order given back (n_holds
+     * places): their events complete in that order on one stream, so the
+     * first one not complete ends a look. */
+    int *rqueue;
+    int rhead, releasing;
     atomic_int busy;
 };
 
@@ -83,15 +93,19 @@ static omma_status closed_error(omma_bus_subscriber *s, const char *why)
     return OMMA_FAIL(OMMA_ERR_CLOSED, "bus %s: %s", s->name, why);
 }
 
-/* Receives one message: of the handshake (and its fd when fd != NULL),
- * or of frames (in one system call, waiting or not). */
-static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, int *fd)
+/* Receives one message of the handshake (and its fd when fd != NULL). */
+/* How recv_msg waits: polling first (the handshake, short waits), or in
+ * the one call of the socket's receive timeout (frames, the hot path). */
+enum { WAIT_POLL, WAIT_IN_RECV };
+
+static omma_status recv_msg_how(omma_bus_subscriber *s, int timeout_ms, int how, bus_msg *m,
+                                int *fd)
 {
     unsigned char buf[BUS_MSG_MAX_BYTES];
     size_t n = 0;
     int rfd = -1;
     omma_status st = OMMA_OK;
-    if (fd || timeout_ms == 0) {
+    if (how == WAIT_POLL || fd || timeout_ms == 0) {
         st = bus_recv(s->fd, buf, sizeof buf, &n, &rfd, timeout_ms);
     } else { /* frames: one system call per message, waiting or not */
         if (s->recv_timeout_ms != timeout_ms) {
@@ -126,6 +140,11 @@ static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, 
     }
     *fd = rfd;
     return OMMA_OK;
+}
+
+static omma_status recv_msg(omma_bus_subscriber *s, int timeout_ms, bus_msg *m, int *fd)
+{
+    return recv_msg_how(s, timeout_ms, WAIT_IN_RECV, m, fd);
 }
 
 static void uuid_text(const uint8_t u[16], char out[48])
@@ -163,11 +182,16 @@ static void detach_cameras(omma_bus_subscriber *s)
         return;
     omma_scope scope;
     int entered = s->dev && omma_device_enter(s->dev, &scope) == OMMA_OK;
-    /* The reads of the frames given back, and the host functions after
-     * them (which write into the board and the holds), have run before
-     * the memory goes. */
-    while (atomic_load(&s->pending) > 0)
-        usleep(100);
+    /* The reads of the frames given back have run before the memory goes
+     * (an event outlives the stream it was recorded on). */
+    for (int i = 0; i < s->n_holds && entered; i++) {
+        hold *h = &s->holds[i];
+        if (h->after) {
+            if (h->state == HOLD_RELEASING)
+                gpu_cu.cuEventSynchronize(h->after);
+            gpu_cu.cuEventDestroy(h->after);
+        }
+    }
     for (int i = 0; i < s->n && entered; i++)
         bus_memory_destroy(&s->cams[i].mem);
     if (entered)
@@ -184,19 +208,33 @@ static void free_subscriber(omma_bus_subscriber *s)
     if (s->fd >= 0)
         close(s->fd);
     free(s->holds);
+    free(s->rqueue);
     free(s);
 }
 
-/* Gives hold h's frame back on the board (its reads have run): from the
- * subscriber's thread, or from the driver's as a host function. */
-static void board_release(void *arg)
+/* Gives hold h's frame back on the board (its reads have run). */
+static void board_release(omma_bus_subscriber *s, hold *h)
 {
-    hold *h = arg;
-    atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)h->word, h->seq, memory_order_release);
-    atomic_int *pending = atomic_load(&h->state) == HOLD_RELEASING ? h->pending : NULL;
-    atomic_store(&h->state, HOLD_FREE);
-    if (pending)
-        atomic_fetch_sub(pending, 1);
+    atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)bus_board_word(
+                              &s->board, s->cams[h->cam].info.index, (int)h->slot),
+                          h->seq, memory_order_release);
+    if (h->state == HOLD_RELEASING)
+        s->releasing--; /* the queue's head (finish_releases) */
+    h->state = HOLD_FREE;
+}
+
+/* Writes on the board the frames given back whose reads have run, oldest
+ * first, up to the first whose reads have not (the device's context is
+ * current). */
+static void finish_releases(omma_bus_subscriber *s)
+{
+    while (s->releasing) {
+        hold *h = &s->holds[s->rqueue[s->rhead]];
+        if (gpu_cu.cuEventQuery(h->after) == CUDA_ERROR_NOT_READY)
+            return;
+        s->rhead = (s->rhead + 1) % s->n_holds;
+        board_release(s, h);
+    }
 }
 
 static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
@@ -231,7 +269,8 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
     s->cams = calloc(s->n ? (size_t)s->n : 1, sizeof *s->cams);
     s->n_holds = (s->n ? s->n : 1) * s->max_holds;
     s->holds = calloc((size_t)s->n_holds, sizeof *s->holds);
-    if (!s->cams || !s->holds)
+    s->rqueue = calloc((size_t)s->n_holds, sizeof *s->rqueue);
+    if (!s->cams || !s->holds || !s->rqueue)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: camera state", s->name);
     omma_scope scope;
     int entered = 0;
@@ -408,6 +447,41 @@ static omma_status leave_call(omma_bus_subscriber *sub, omma_status st)
     return st;
 }
 
+/* The next message of frames, waiting up to timeout_ms. While frames
+ * given back wait for their reads, it looks at them meanwhile (a few
+ * microseconds at once, then every millisecond), so that they reach the
+ * board soon: an every-frame publisher waits for them. */
+static omma_status receive_frames(omma_bus_subscriber *s, int timeout_ms, bus_msg *m)
+{
+    if (!s->releasing)
+        return recv_msg(s, timeout_ms, m, NULL);
+    omma_status st = recv_msg_how(s, 0, WAIT_POLL, m, NULL); /* one waiting already */
+    if (st != OMMA_ERR_TIMEOUT || timeout_ms == 0)
+        return st;
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(s->dev, &scope));
+    uint64_t t0 = core_now_ns(), now = t0;
+    uint64_t end = timeout_ms < 0 ? UINT64_MAX : t0 + (uint64_t)timeout_ms * 1000000u;
+    for (; now < end; now = core_now_ns()) {
+        finish_releases(s);
+        if (!s->releasing)
+            break;
+        if (now - t0 < SPIN_NS)
+            continue;
+        st = recv_msg_how(s, 1, WAIT_POLL, m, NULL);
+        if (st != OMMA_ERR_TIMEOUT)
+            break;
+    }
+    omma_device_leave(&scope);
+    if (st != OMMA_ERR_TIMEOUT || now >= end)
+        return st;
+    /* Nothing waits for its reads now. Within a millisecond of the call,
+     * the caller's timeout as it was (the socket keeps it set). */
+    int left =
+        timeout_ms < 0 || now - t0 < 1000000u ? timeout_ms : (int)((end - now + 999999) / 1000000);
+    return recv_msg(s, left, m, NULL);
+}
+
 static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_frame *out)
 {
     if (s->closed)
@@ -418,7 +492,7 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
         f = &s->batch.frames[s->next_taken++];
     } else {
         bus_msg m;
-        omma_status st = recv_msg(s, timeout_ms, &m, NULL);
+        omma_status st = receive_frames(s, timeout_ms, &m);
         if (st == OMMA_ERR_TIMEOUT) {
             omma_clear_error();
             return OMMA_ERR_TIMEOUT;
@@ -444,7 +518,7 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
     int token = -1;
     if (!s->watch) {
         for (int i = 0; i < s->n_holds && token < 0; i++)
-            if (atomic_load(&s->holds[i].state) == HOLD_FREE)
+            if (s->holds[i].state == HOLD_FREE)
                 token = i;
         if (token < 0)
             return OMMA_FAIL(OMMA_ERR_FORMAT, "bus %s: the publisher gave more frames than held",
@@ -453,7 +527,7 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
         h->cam = li;
         h->slot = f->slot;
         h->seq = f->seq;
-        atomic_store(&h->state, HOLD_HELD);
+        h->state = HOLD_HELD;
     }
     memset(out, 0, sizeof *out);
     out->camera = (int)f->camera;
@@ -489,8 +563,7 @@ static hold *held(omma_bus_subscriber *s, const omma_bus_frame *f)
     if (s->watch || !f || f->token_ < 0 || f->token_ >= s->n_holds)
         return NULL;
     hold *h = &s->holds[f->token_];
-    if (atomic_load(&h->state) != HOLD_HELD || h->seq != f->seq ||
-        s->cams[h->cam].info.index != f->camera)
+    if (h->state != HOLD_HELD || h->seq != f->seq || s->cams[h->cam].info.index != f->camera)
         return NULL;
     return h;
 }
@@ -513,30 +586,30 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
     if (!h)
         return leave_call(sub, OMMA_FAIL(OMMA_ERR_INVALID_ARG,
                                          "omma_bus_release: not a frame this subscriber holds"));
-    h->word = bus_board_word(&sub->board, f->camera, (int)h->slot);
-    h->pending = &sub->pending;
     omma_status st = OMMA_OK;
     if (sub->closed) {
-        atomic_store(&h->state, HOLD_FREE); /* nobody to tell */
+        h->state = HOLD_FREE; /* nobody to tell */
     } else if (!stream) {
-        board_release(h); /* not read: given back now */
+        board_release(sub, h); /* not read: given back now */
     } else { /* on the board once the reads enqueued on stream have run */
         omma_scope scope;
         st = omma_device_enter(sub->dev, &scope);
         if (st == OMMA_OK) {
-            atomic_store(&h->state, HOLD_RELEASING);
-            atomic_fetch_add(&sub->pending, 1);
-            st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuLaunchHostFunc");
+            if (!h->after)
+                st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuEventCreate");
+            if (st == OMMA_OK && !h->after)
+                st = OMMA_CK(gpu_cu.cuEventCreate(&h->after, CU_EVENT_DISABLE_TIMING));
             if (st == OMMA_OK)
-                st = OMMA_CK(gpu_cu.cuLaunchHostFunc((CUstream)stream, board_release, h));
-            if (st != OMMA_OK) { /* still held: release again */
-                atomic_fetch_sub(&sub->pending, 1);
-                atomic_store(&h->state, HOLD_HELD);
+                st = OMMA_CK(gpu_cu.cuEventRecord(h->after, (CUstream)stream));
+            if (st == OMMA_OK) {
+                h->state = HOLD_RELEASING;
+                sub->rqueue[(sub->rhead + sub->releasing++) % sub->n_holds] = (int)(h - sub->holds);
+                finish_releases(sub);
             }
             st = gpu_leave_keep(&scope, st);
         }
     }
-    if (atomic_load(&h->state) != HOLD_HELD)
+    if (h->state != HOLD_HELD) /* else still held: release again */
         f->token_ = -1;
     return leave_call(sub, st);
 }
