@@ -104,6 +104,8 @@ def test_batched_device_frames(photo):
 def test_stream_gpu():
     import os
     from conftest import TESTDATA
+    if "ffmpeg" not in omma.build_info()["features"]:
+        pytest.skip("omma built without FFmpeg")
     pan = os.path.join(TESTDATA, "astronaut_pan.mp4")
     got = []
     omma.stream([pan, pan], realtime=False, max_frames=5, callback=got.append)
