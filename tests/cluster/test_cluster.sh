@@ -163,6 +163,13 @@ none_owned_by() { # NODE [CAMS]: none of CAMS (default all) owned by NODE, all o
     ls_owners >"$tmp/o2"
     ! grep -q " -\$" "$tmp/o2" && ! grep -q " $1\$" "$tmp/o2"
 }
+resumed_elsewhere() { # T NODE CAMS: each of CAMS has a result from another node since T
+    "$check" dump "$url1" RESULTS 2>/dev/null >"$tmp/rnow" || return 1
+    for cam in $(echo "$3" | tr ',' ' '); do
+        awk -v c="$cam" -v n="$2" -v t="$1" '$1 == c && $2 != n && $5 >= t {f = 1} END {exit !f}' \
+            "$tmp/rnow" || return 1
+    done
+}
 results_from_all() {
     "$check" dump "$url1" RESULTS 2>/dev/null | awk '{print $1}' | sort -u | grep -c cam >"$tmp/nres"
     [ "$(cat "$tmp/nres")" -ge 12 ]
@@ -204,7 +211,7 @@ t=$(now_ms)
 kill -9 "$omma1"
 echo "kill $t n1 ${lost:--}" >>"$tmp/events"
 wait_for 20 none_owned_by n1 || fail "node 1's cameras not owned again in 20 s: $(tr '\n' ' ' <"$tmp/o2")"
-sleep 4 # their results resume
+wait_for 10 resumed_elsewhere "$t" n1 "$lost" || fail "node 1 killed: results not resumed in 10 s"
 start_omma 1 "$cl"
 wait_for 60 balanced n1 n2 n3 || fail "node 1 back: no 4/4/4 split in 60 s: $(tr '\n' ' ' <"$tmp/owners")"
 
@@ -215,7 +222,9 @@ t=$(now_ms)
 echo "drain $t n2 ${moved:--}" >>"$tmp/events"
 wait_for 20 none_owned_by n2 || fail "node 2 drained: cameras not handed over in 20 s: $(tr '\n' ' ' <"$tmp/o2")"
 wait_for 10 balanced n1 n3 || fail "node 2 drained: no 6/6 split: $(tr '\n' ' ' <"$tmp/owners")"
-sleep 4
+# Their results resume on the new owners before n2 takes some back (a
+# camera's results come seconds apart: a fixed wait was sometimes too short).
+wait_for 10 resumed_elsewhere "$t" n2 "$moved" || fail "node 2 drained: results not resumed in 10 s"
 "$omma" cluster ls --cluster "$cl" >"$tmp/ls.txt" 2>&1
 grep -q "n2 .*draining" "$tmp/ls.txt" || fail "omma cluster ls does not show n2 draining: $(cat "$tmp/ls.txt")"
 "$omma" cluster drain n2 --undo --cluster "$cl" || fail "omma cluster drain n2 --undo"
@@ -228,6 +237,7 @@ kill -USR1 "$proxy"
 echo "cut $t n3 ${cut:--}" >>"$tmp/events"
 wait_for 20 none_owned_by n3 || fail "node 3 cut off: cameras not owned again in 20 s: $(tr '\n' ' ' <"$tmp/o2")"
 sleep 5 # both sides publishing, if fencing failed
+wait_for 10 resumed_elsewhere "$t" n3 "$cut" || fail "node 3 cut off: results not resumed in 10 s"
 kill -USR2 "$proxy"
 wait_for 60 balanced n1 n2 n3 || fail "node 3 back: no 4/4/4 split in 60 s: $(tr '\n' ' ' <"$tmp/owners")"
 sleep 2
