@@ -49,7 +49,8 @@ test: setup build
 
 # The suite of the build without CUDA (CPU backend only; GPU tests skip).
 # The tests labelled slow (the cluster, the two-person participants video,
-# the CPU pipeline's threads, the recorder, network cameras, NATS sinks,
+# the CPU pipeline's threads, the recorder, network cameras, NATS and MQTT
+# sinks, the fetch scripts, the browser test of the live view,
 # the Python package's suite: nothing in them differs without CUDA) run
 # once, in make test.
 test-nocuda:
