@@ -8,7 +8,7 @@
  * time, and later the frame's faces. A frame is announced only once it is
  * in its slot, so a reading stream has nothing to wait for. The subscriber
  * gives each frame back with omma_bus_release on the stream that read it:
- * once those reads have run, the subscriber's next call writes the
+ * once those reads have run, the subscriber's next calls write the
  * release into shared memory the publisher reads, and the publisher may
  * then overwrite the slot. Giving a frame back sends no message and wakes
  * no thread; nothing waits on the host on either side, and no process
@@ -116,12 +116,27 @@ omma_status omma_bus_next(omma_bus_subscriber *sub, int timeout_ms, omma_bus_fra
  * nothing is enqueued on one GPU (kept for frames that will need it). */
 omma_status omma_bus_wait(omma_bus_subscriber *sub, const omma_bus_frame *f, void *stream);
 
-/* Gives the frame back once the reads enqueued on stream so far have run
- * (an event recorded there; this call and the following omma_bus_next
- * calls write the release for the publisher once it completed: call
- * omma_bus_next again soon, as a reading loop does; nothing waits here);
- * NULL stream: the frame was not read and goes back now. The frame may not
- * be read after this call. */
+/* Gives the frame back once the reads enqueued on stream have run; NULL
+ * stream: the frame was not read and goes back now. The frame may not be
+ * read after this call. Nothing waits here.
+ *
+ * Frames given back on one stream share one event: it is recorded on
+ * stream when the last frame of the publisher's message has been handed
+ * out (by this call, or by the omma_bus_next call that has to wait for the
+ * publisher, or by a release on another stream), so it also covers the
+ * reads enqueued after this call until then. Keep stream alive until that
+ * call (omma_bus_close does not use it). This call and the following
+ * omma_bus_next calls write the releases for the publisher once the event
+ * completed: call omma_bus_next again soon, as a reading loop does. While a
+ * camera's frames held and given back leave room for its next frame
+ * (fewer than max_holds), omma_bus_next sleeps on the socket meanwhile and
+ * looks at the event every 2 ms at most; otherwise it looks until the event
+ * completed before it sleeps.
+ *
+ * Errors: OMMA_ERR_INVALID_ARG (not a frame this subscriber holds: the
+ * message says so); OMMA_ERR_CUDA when the event could not be made or
+ * recorded: the call then waited for the device on the host and the
+ * frames went back all the same. */
 omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *stream);
 
 /* The faces the publisher found in frame f: OMMA_OK with *n (up to max),

@@ -82,6 +82,11 @@ struct bus_pub {
     atomic_ulong dropped; /* announcements dropped (the queue overflowed) */
     bus_results results;
     pthread_mutex_t lock;
+    /* Held by the announcer while it sends FRAMES (taken while it holds
+     * lock, so the seats it found active keep their sockets until it is
+     * done) and by end_seat while it closes a socket: the producer, which
+     * takes lock, never waits for those sends. */
+    pthread_mutex_t send_lock;
     pub_camera *cams;
     seat seats[BUS_MAX_SEATS];
     bus_pub_stats stats; /* under lock */
@@ -119,6 +124,7 @@ omma_status bus_pub_create(const bus_pub_options *opt, bus_pub **out)
     for (int i = 0; i < BUS_MAX_SEATS; i++)
         p->seats[i].fd = p->seats[i].board.fd = -1;
     pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->send_lock, NULL);
     pthread_mutex_init(&p->qlock, NULL);
     pthread_cond_init(&p->qmore, NULL);
     omma_status st = bus_socket_path(opt->dir, opt->name, p->path, sizeof p->path);
@@ -257,38 +263,15 @@ void bus_pub_slot_unwritten(bus_pub *p, int camera, int slot, uint64_t seq)
 typedef struct batch {
     bus_msg m;
     int given[BUS_MAX_BATCH]; /* 1: a hold was given for the frame */
+    unsigned char buf[BUS_MSG_MAX_BYTES]; /* m encoded */
+    size_t bytes;
+    int fd; /* the seat's socket when encoded */
+    omma_status sent;
 } batch;
 
-/* Under the lock: sends seat si what its batch holds; a frame not
- * delivered (queue full: the subscriber is not reading; or it hung up: the
- * socket thread will notice) is a miss and its hold is given back. */
-static void flush(bus_pub *p, int si, batch *b)
-{
-    bus_frames *fs = &b->m.u.frames;
-    if (!fs->count)
-        return;
-    static _Thread_local unsigned char buf[BUS_MSG_MAX_BYTES];
-    size_t n = bus_msg_encode(&b->m, buf, sizeof buf);
-    omma_status st = n ? bus_send(p->seats[si].fd, buf, n, -1) : OMMA_ERR_INTERNAL;
-    for (uint32_t i = 0; i < fs->count; i++) {
-        const bus_frame *f = &fs->frames[i];
-        if (st == OMMA_OK) {
-            p->stats.given += b->given[i];
-            continue;
-        }
-        pub_camera *c = &p->cams[f->camera];
-        if (b->given[i])
-            bus_holds_release(&c->holds, si, (int)f->slot, f->seq);
-        c->holds.seat[si].missed++;
-        p->stats.missed++;
-    }
-    if (st != OMMA_OK)
-        omma_clear_error();
-    fs->count = 0;
-}
-
 /* Under the lock: adds frame pd to every seat that wants its camera (a
- * seat holding too much misses it). */
+ * seat holding too much misses it). A round offers at most BUS_MAX_BATCH
+ * frames, so a seat's frames fit one message. */
 static void offer(bus_pub *p, batch *batches, const pending *pd, uint64_t now)
 {
     pub_camera *c = &p->cams[pd->camera];
@@ -308,6 +291,7 @@ static void offer(bus_pub *p, batch *batches, const pending *pd, uint64_t now)
         bus_frames *fs = &b->m.u.frames;
         b->m.type = BUS_MSG_FRAMES;
         b->given[fs->count] = r == BUS_OFFER_GIVEN;
+        p->stats.given += r == BUS_OFFER_GIVEN; /* taken back if the send fails */
         fs->frames[fs->count++] = (bus_frame){(uint32_t)pd->camera,
                                               (uint32_t)pd->slot,
                                               pd->seq,
@@ -315,9 +299,65 @@ static void offer(bus_pub *p, batch *batches, const pending *pd, uint64_t now)
                                               now,
                                               c->holds.seat[si].missed,
                                               0};
-        if (fs->count == BUS_MAX_BATCH)
-            flush(p, si, b);
     }
+}
+
+/* Tells every seat about frames take[0..n) (all in their slots, n <=
+ * BUS_MAX_BATCH): one FRAMES message per seat. The holds are given under
+ * the lock; the messages are sent after it, under send_lock only, so the
+ * producer's puts never wait for 16 sends. A frame not delivered (queue
+ * full: the subscriber is not reading; or it hung up: the socket thread
+ * will notice) is a miss and its hold is given back. */
+static void announce_frames(bus_pub *p, const pending *take, int n, batch *batches)
+{
+    uint64_t now = core_now_ns();
+    int seats = p->opt.max_subscribers, failed = 0;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < n; i++) {
+        const pending *pd = &take[i];
+        if (p->cams[pd->camera].holds.slot[pd->slot].seq != pd->seq)
+            continue; /* the slot was rewritten meanwhile */
+        p->stats.announced++;
+        offer(p, batches, pd, now);
+    }
+    for (int si = 0; si < seats; si++) {
+        batch *b = &batches[si];
+        b->bytes = b->m.u.frames.count ? bus_msg_encode(&b->m, b->buf, sizeof b->buf) : 0;
+        b->fd = p->seats[si].fd;
+    }
+    pthread_mutex_lock(&p->send_lock);
+    pthread_mutex_unlock(&p->lock);
+    for (int si = 0; si < seats; si++) {
+        batch *b = &batches[si];
+        if (!b->m.u.frames.count)
+            continue;
+        b->sent = b->bytes ? bus_send(b->fd, b->buf, b->bytes, -1) : OMMA_ERR_INTERNAL;
+        failed |= b->sent != OMMA_OK;
+    }
+    pthread_mutex_unlock(&p->send_lock);
+    if (failed) {
+        omma_clear_error();
+        pthread_mutex_lock(&p->lock);
+    }
+    for (int si = 0; si < seats; si++) {
+        batch *b = &batches[si];
+        const bus_frames *fs = &b->m.u.frames;
+        for (uint32_t i = 0; i < fs->count; i++) {
+            const bus_frame *f = &fs->frames[i];
+            if (b->sent == OMMA_OK)
+                continue;
+            pub_camera *c = &p->cams[f->camera];
+            p->stats.given -= b->given[i];
+            if (b->given[i])
+                bus_holds_release(&c->holds, si, (int)f->slot, f->seq);
+            c->holds.seat[si].missed++;
+            p->stats.missed++;
+        }
+        b->m.u.frames.count = 0;
+        b->sent = OMMA_OK;
+    }
+    if (failed)
+        pthread_mutex_unlock(&p->lock);
 }
 
 /* Waits until a frame is in its slot: a write takes microseconds, so the
@@ -335,54 +375,70 @@ static void wait_written(CUevent written)
     (void)gpu_cu.cuEventSynchronize(written);
 }
 
-/* The announcing thread: waits until the frames enqueued so far are in
- * their slots, then tells each subscriber about all of them in one
- * message. */
+/* Takes up to most - n frames from the queue into take[n..]; returns the
+ * new count. wait: sleeps until there is one (or the publisher stops). */
+static int take_queued(bus_pub *p, pending *take, int n, int most, int wait)
+{
+    pthread_mutex_lock(&p->qlock);
+    while (wait && !p->qcount && !atomic_load(&p->stop))
+        pthread_cond_wait(&p->qmore, &p->qlock);
+    for (; n < most && p->qcount; n++) {
+        take[n] = p->queue[p->qhead];
+        p->qhead = (p->qhead + 1) % BUS_QUEUE;
+        p->qcount--;
+    }
+    pthread_mutex_unlock(&p->qlock);
+    return n;
+}
+
+/* Enters dev's context for the announcer (leaving the one it is in). */
+static omma_device *announcer_enter(omma_device *dev, omma_device *entered, omma_scope *scope)
+{
+    if (dev == entered)
+        return entered;
+    if (entered)
+        omma_device_leave(scope);
+    return omma_device_enter(dev, scope) == OMMA_OK ? dev : NULL;
+}
+
+/* The announcing thread: waits until the oldest frame enqueued is in its
+ * slot, then tells each subscriber in one message about it and every
+ * frame after it that is in its slot by then (in stream order: the
+ * frames enqueued meanwhile too), so a burst of cameras goes out in a few
+ * messages and no frame waits for a later one's write. */
 static void *announce(void *arg)
 {
     bus_pub *p = arg;
-    static const int most = BUS_MAX_BATCH * 4;
+    static const int most = BUS_MAX_BATCH;
     pending *take = malloc(sizeof *take * (size_t)most);
     batch *batches = calloc((size_t)p->opt.max_subscribers, sizeof *batches);
+    int n = 0;
     while (take && batches) {
-        pthread_mutex_lock(&p->qlock);
-        while (!p->qcount && !atomic_load(&p->stop))
-            pthread_cond_wait(&p->qmore, &p->qlock);
-        int n = 0;
-        for (; n < most && p->qcount; n++) {
-            take[n] = p->queue[p->qhead];
-            p->qhead = (p->qhead + 1) % BUS_QUEUE;
-            p->qcount--;
-        }
-        pthread_mutex_unlock(&p->qlock);
+        if (!n)
+            n = take_queued(p, take, 0, most, 1);
         if (!n && atomic_load(&p->stop))
             break;
+        if (!n)
+            continue;
         omma_device *entered = NULL;
         omma_scope scope;
-        for (int i = 0; i < n; i++) {
-            omma_device *dev = p->cams[take[i].camera].dev;
-            if (dev != entered) {
-                if (entered)
-                    omma_device_leave(&scope);
-                entered = omma_device_enter(dev, &scope) == OMMA_OK ? dev : NULL;
+        entered = announcer_enter(p->cams[take[0].camera].dev, entered, &scope);
+        if (entered)
+            wait_written(take[0].written);
+        int k = 1; /* take[0..k) are in their slots */
+        for (int more = 1; more;) {
+            for (; k < n; k++) {
+                entered = announcer_enter(p->cams[take[k].camera].dev, entered, &scope);
+                if (entered && gpu_cu.cuEventQuery(take[k].written) == CUDA_ERROR_NOT_READY)
+                    break;
             }
-            if (entered)
-                wait_written(take[i].written);
+            more = k == n && n < most && (n = take_queued(p, take, n, most, 0)) > k;
         }
         if (entered)
             omma_device_leave(&scope);
-        uint64_t now = core_now_ns();
-        pthread_mutex_lock(&p->lock);
-        for (int i = 0; i < n; i++) {
-            const pending *pd = &take[i];
-            if (p->cams[pd->camera].holds.slot[pd->slot].seq != pd->seq)
-                continue; /* the slot was rewritten meanwhile */
-            p->stats.announced++;
-            offer(p, batches, pd, now);
-        }
-        for (int si = 0; si < p->opt.max_subscribers; si++)
-            flush(p, si, &batches[si]);
-        pthread_mutex_unlock(&p->lock);
+        announce_frames(p, take, k, batches);
+        memmove(take, take + k, sizeof *take * (size_t)(n - k));
+        n -= k;
     }
     if (!take || !batches)
         omma_log(OMMA_LOG_ERROR, "bus %s: no memory for the announcing thread", p->name);
@@ -461,7 +517,9 @@ static void end_seat(bus_pub *p, int si, omma_status st, const char *reason)
     seat old = *s;
     *s = (seat){.fd = -1, .board.fd = -1};
     pthread_mutex_unlock(&p->lock);
+    pthread_mutex_lock(&p->send_lock); /* the announcer is not sending to it */
     close(old.fd);
+    pthread_mutex_unlock(&p->send_lock);
     free(old.wants);
     bus_board_close(&old.board);
 }
@@ -785,6 +843,7 @@ void bus_pub_destroy(bus_pub *p)
     }
     bus_results_close(&p->results);
     pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->send_lock);
     pthread_mutex_destroy(&p->qlock);
     pthread_cond_destroy(&p->qmore);
     free(p->cams);

@@ -8,8 +8,11 @@
  * after its write has completed (the thread sleeps in the wait: omma's
  * contexts block on synchronization), so it is announced only once it is
  * really in the slot: a subscriber has nothing to wait for on the GPU, and
- * never waits on work of a process that may die. The frames that became
- * ready together go to each subscriber in one FRAMES message. Subscribers give frames back once
+ * never waits on work of a process that may die. Each subscriber gets one
+ * FRAMES message with the oldest frame not announced and every frame after
+ * it already in its slot when the message is made (a burst of cameras goes
+ * out in a few messages, none waiting for a later frame's write); the
+ * messages are sent outside the lock the producers take. Subscribers give frames back once
  * their reads have run (bus_holds.h), so no interprocess event is needed either way.
  *
  * One thread serves the socket: it accepts subscribers (uid checked with

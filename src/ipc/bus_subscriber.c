@@ -30,14 +30,26 @@ typedef struct sub_camera {
     int planes;
     size_t plane_offset[3];
     int row_bytes[3];
+    int held; /* frames of the camera in HOLD_HELD */
+    int owed; /* in HOLD_PENDING or HOLD_RELEASING: given back, not yet on the board */
 } sub_camera;
 
-enum { HOLD_FREE = 0, HOLD_HELD, HOLD_RELEASING };
+/* A frame given back on a stream is first PENDING: it joins the group of
+ * frames given back on that stream since the last event, and the group
+ * gets one event (RELEASING) when the subscriber has handed out every
+ * frame of the publisher's last message, before it asks the socket for
+ * more (seal_group). */
+enum { HOLD_FREE = 0, HOLD_HELD, HOLD_PENDING, HOLD_RELEASING };
 
 /* receive_frames polls frames given back this long before it waits for a
  * millisecond at a time: an event recorded on an idle stream completes in
  * microseconds. */
 #define SPIN_NS 20000
+
+/* While every frame given back and not yet on the board leaves its camera
+ * room for the next frame (held + owed < max_holds), the subscriber sleeps
+ * on the socket up to this long before it looks at their event again. */
+#define DEFER_MS 2
 
 /* A frame held, or given back on a stream whose reads have not all run. */
 typedef struct hold {
@@ -45,7 +57,9 @@ typedef struct hold {
     int cam; /* local index */
     uint32_t slot;
     uint64_t seq;
-    CUevent after; /* RELEASING: recorded on the reading stream after the reads */
+    int seal; /* RELEASING: the hold whose event covers it (its group's last) */
+    CUevent after; /* recorded on the reading stream after a group's reads,
+                    * when this hold is the group's last */
 } hold;
 
 struct omma_bus_subscriber {
@@ -70,11 +84,14 @@ struct omma_bus_subscriber {
      * written there by this subscriber's next call that finds its event
      * complete (no thread, no message). */
     bus_board board;
-    /* The holds in HOLD_RELEASING, in the order given back (n_holds
-     * places): their events complete in that order on one stream, so the
-     * first one not complete ends a look. */
+    /* The holds given back, in that order (n_holds places): first the
+     * `releasing` ones (their groups' events complete in that order on one
+     * stream, so the first not complete ends a look), then the `pending`
+     * ones, given back on pstream since its last event. */
     int *rqueue;
-    int rhead, releasing;
+    int rhead, releasing, pending;
+    CUstream pstream;
+    int every; /* every-frame: the publisher's producer waits for releases */
     atomic_int busy;
 };
 
@@ -183,15 +200,19 @@ static void detach_cameras(omma_bus_subscriber *s)
     omma_scope scope;
     int entered = s->dev && omma_device_enter(s->dev, &scope) == OMMA_OK;
     /* The reads of the frames given back have run before the memory goes
-     * (an event outlives the stream it was recorded on). */
+     * (an event outlives the stream it was recorded on). A group without
+     * its event yet: the stream may be gone by now (omma_bus_release), so
+     * the whole context. */
+    if (entered && s->pending)
+        gpu_cu.cuCtxSynchronize();
     for (int i = 0; i < s->n_holds && entered; i++) {
         hold *h = &s->holds[i];
-        if (h->after) {
-            if (h->state == HOLD_RELEASING)
-                gpu_cu.cuEventSynchronize(h->after);
-            gpu_cu.cuEventDestroy(h->after);
-        }
+        if (h->state == HOLD_RELEASING && s->holds[h->seal].after)
+            gpu_cu.cuEventSynchronize(s->holds[h->seal].after);
     }
+    for (int i = 0; i < s->n_holds && entered; i++)
+        if (s->holds[i].after)
+            gpu_cu.cuEventDestroy(s->holds[i].after);
     for (int i = 0; i < s->n && entered; i++)
         bus_memory_destroy(&s->cams[i].mem);
     if (entered)
@@ -218,23 +239,84 @@ static void board_release(omma_bus_subscriber *s, hold *h)
     atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)bus_board_word(
                               &s->board, s->cams[h->cam].info.index, (int)h->slot),
                           h->seq, memory_order_release);
-    if (h->state == HOLD_RELEASING)
-        s->releasing--; /* the queue's head (finish_releases) */
+    if (h->state == HOLD_HELD)
+        s->cams[h->cam].held--;
+    else
+        s->cams[h->cam].owed--;
     h->state = HOLD_FREE;
 }
 
 /* Writes on the board the frames given back whose reads have run, oldest
  * first, up to the first whose reads have not (the device's context is
- * current). */
+ * current). One look at each group's event. */
 static void finish_releases(omma_bus_subscriber *s)
 {
+    int done = -1; /* the group whose event completed */
     while (s->releasing) {
         hold *h = &s->holds[s->rqueue[s->rhead]];
-        if (gpu_cu.cuEventQuery(h->after) == CUDA_ERROR_NOT_READY)
-            return;
+        if (h->seal != done) {
+            if (gpu_cu.cuEventQuery(s->holds[h->seal].after) == CUDA_ERROR_NOT_READY)
+                return;
+            done = h->seal;
+        }
         s->rhead = (s->rhead + 1) % s->n_holds;
+        s->releasing--;
         board_release(s, h);
     }
+}
+
+/* Gives the pending group its event: one record on its stream after the
+ * reads of all its frames (the device's context is current). When the
+ * record fails, waits for the context on the host (the stream's handle
+ * may be what failed) and gives the frames back at once (their reads have
+ * run), and says why. */
+static omma_status seal_group(omma_bus_subscriber *s)
+{
+    if (!s->pending)
+        return OMMA_OK;
+    int last = s->rqueue[(s->rhead + s->releasing + s->pending - 1) % s->n_holds];
+    hold *owner = &s->holds[last];
+    omma_status st = OMMA_OK;
+    if (!owner->after)
+        st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuEventCreate");
+    if (st == OMMA_OK && !owner->after)
+        st = OMMA_CK(gpu_cu.cuEventCreate(&owner->after, CU_EVENT_DISABLE_TIMING));
+    if (st == OMMA_OK)
+        st = OMMA_CK(gpu_cu.cuEventRecord(owner->after, s->pstream));
+    if (st == OMMA_OK) {
+        for (int i = 0; i < s->pending; i++) {
+            hold *h = &s->holds[s->rqueue[(s->rhead + s->releasing + i) % s->n_holds]];
+            h->state = HOLD_RELEASING;
+            h->seal = last;
+        }
+        s->releasing += s->pending;
+        s->pending = 0;
+        return OMMA_OK;
+    }
+    /* No event: the reads are waited for here. The pending frames are the
+     * queue's tail; the RELEASING ones before them stay queued. */
+    CUresult r = gpu_cu.cuCtxSynchronize();
+    for (int i = 0; i < s->pending && r == CUDA_SUCCESS; i++)
+        board_release(s, &s->holds[s->rqueue[(s->rhead + s->releasing + i) % s->n_holds]]);
+    if (r == CUDA_SUCCESS)
+        s->pending = 0;
+    return st;
+}
+
+/* 1 when a frame given back must reach the board before the subscriber
+ * sleeps: its camera has no room for the next frame without it (held +
+ * owed >= max_holds: the publisher would count the next frame missed), or
+ * the publisher's producer waits for it (every-frame). */
+static int releases_urgent(const omma_bus_subscriber *s)
+{
+    if (s->every)
+        return s->releasing + s->pending > 0;
+    for (int i = 0; i < s->releasing + s->pending; i++) {
+        const sub_camera *c = &s->cams[s->holds[s->rqueue[(s->rhead + i) % s->n_holds]].cam];
+        if (c->held + c->owed >= s->max_holds)
+            return 1;
+    }
+    return 0;
 }
 
 static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
@@ -384,6 +466,7 @@ omma_status omma_bus_subscribe(omma_device *dev, const char *name, const omma_bu
     s->recv_timeout_ms = INT_MIN;
     s->dev = o.watch ? NULL : dev;
     s->watch = o.watch;
+    s->every = o.every_frame;
     s->max_holds = o.watch ? 1 : o.max_holds;
     snprintf(s->name, sizeof s->name, "%s", name);
     for (int i = 0; i < BUS_MAX_CAMERAS; i++)
@@ -447,26 +530,64 @@ static omma_status leave_call(omma_bus_subscriber *sub, omma_status st)
     return st;
 }
 
-/* The next message of frames, waiting up to timeout_ms. While frames
- * given back wait for their reads, it looks at them meanwhile (a few
- * microseconds at once, then every millisecond), so that they reach the
- * board soon: an every-frame publisher waits for them. */
+/* The next message of frames, waiting up to timeout_ms, in one recvmsg
+ * when nothing given back is still off the board. Otherwise the pending
+ * group gets its event first (the last frame of the publisher's message is
+ * handed out), and then:
+ * - while every such frame leaves its camera room for the next one
+ *   (releases_urgent is 0), it sleeps in the socket up to DEFER_MS at a
+ *   time and looks at the events when it wakes: the publisher can give
+ *   this subscriber every frame meanwhile, and a burst of frames costs one
+ *   event;
+ * - else it looks at them meanwhile (a few microseconds at once, then
+ *   every millisecond), so that they reach the board soon: the publisher
+ *   would count this subscriber's next frame missed, or an every-frame
+ *   publisher waits for them. */
 static omma_status receive_frames(omma_bus_subscriber *s, int timeout_ms, bus_msg *m)
 {
-    if (!s->releasing)
+    if (!s->releasing && !s->pending)
         return recv_msg(s, timeout_ms, m, NULL);
-    omma_status st = recv_msg_how(s, 0, WAIT_POLL, m, NULL); /* one waiting already */
-    if (st != OMMA_ERR_TIMEOUT || timeout_ms == 0)
-        return st;
     omma_scope scope;
     OMMA_TRY(omma_device_enter(s->dev, &scope));
+    omma_status st = seal_group(s);
+    finish_releases(s);
+    omma_device_leave(&scope);
+    if (st != OMMA_OK)
+        return st;
     uint64_t t0 = core_now_ns(), now = t0;
     uint64_t end = timeout_ms < 0 ? UINT64_MAX : t0 + (uint64_t)timeout_ms * 1000000u;
-    for (; now < end; now = core_now_ns()) {
+    while (s->releasing && !releases_urgent(s)) {
+        int wait = timeout_ms >= 0 && timeout_ms < DEFER_MS ? timeout_ms : DEFER_MS;
+        uint64_t left = end - now; /* later rounds: what is left of the caller's time */
+        if (now > t0 && left < (uint64_t)DEFER_MS * 1000000u)
+            wait = (int)((left + 999999) / 1000000);
+        st = recv_msg(s, wait, m, NULL);
+        if (st != OMMA_ERR_TIMEOUT)
+            return st; /* a message (its frames come first), or an error */
+        now = core_now_ns();
+        OMMA_TRY(omma_device_enter(s->dev, &scope));
+        finish_releases(s);
+        omma_device_leave(&scope);
+        if (now >= end)
+            return OMMA_ERR_TIMEOUT;
+    }
+    if (!s->releasing) {
+        /* Nothing waits for its reads now. Within a millisecond of the
+         * call, the caller's timeout as it was (the socket keeps it set). */
+        int left = timeout_ms < 0 || now - t0 < 1000000u ? timeout_ms
+                                                         : (int)((end - now + 999999) / 1000000);
+        return recv_msg(s, left, m, NULL);
+    }
+    st = recv_msg_how(s, 0, WAIT_POLL, m, NULL); /* one waiting already */
+    if (st != OMMA_ERR_TIMEOUT || timeout_ms == 0)
+        return st;
+    OMMA_TRY(omma_device_enter(s->dev, &scope));
+    uint64_t spin0 = core_now_ns();
+    for (now = spin0; now < end; now = core_now_ns()) {
         finish_releases(s);
         if (!s->releasing)
             break;
-        if (now - t0 < SPIN_NS)
+        if (now - spin0 < SPIN_NS)
             continue;
         st = recv_msg_how(s, 1, WAIT_POLL, m, NULL);
         if (st != OMMA_ERR_TIMEOUT)
@@ -528,6 +649,7 @@ static omma_status next_frame(omma_bus_subscriber *s, int timeout_ms, omma_bus_f
         h->slot = f->slot;
         h->seq = f->seq;
         h->state = HOLD_HELD;
+        c->held++;
     }
     memset(out, 0, sizeof *out);
     out->camera = (int)f->camera;
@@ -589,25 +711,35 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
     omma_status st = OMMA_OK;
     if (sub->closed) {
         h->state = HOLD_FREE; /* nobody to tell */
+        sub->cams[h->cam].held--;
     } else if (!stream) {
         board_release(sub, h); /* not read: given back now */
     } else { /* on the board once the reads enqueued on stream have run */
+        int another = sub->pending && sub->pstream != (CUstream)stream;
+        int last = sub->next_taken >= sub->batch.count; /* of the publisher's message */
         omma_scope scope;
-        st = omma_device_enter(sub->dev, &scope);
-        if (st == OMMA_OK) {
-            if (!h->after)
-                st = GPU_FAULT_POINT(OMMA_ERR_CUDA, "cuEventCreate");
-            if (st == OMMA_OK && !h->after)
-                st = OMMA_CK(gpu_cu.cuEventCreate(&h->after, CU_EVENT_DISABLE_TIMING));
-            if (st == OMMA_OK)
-                st = OMMA_CK(gpu_cu.cuEventRecord(h->after, (CUstream)stream));
-            if (st == OMMA_OK) {
-                h->state = HOLD_RELEASING;
-                sub->rqueue[(sub->rhead + sub->releasing++) % sub->n_holds] = (int)(h - sub->holds);
-                finish_releases(sub);
+        int cuda = another || last; /* else no CUDA call at all */
+        if (cuda)
+            st = omma_device_enter(sub->dev, &scope);
+        int entered = cuda && st == OMMA_OK;
+        if (entered)
+            finish_releases(sub);
+        if (entered && another)
+            st = seal_group(sub); /* a group is one stream's (on failure, given back if it could) */
+        if (!cuda || (entered && (!another || !sub->pending))) {
+            h->state = HOLD_PENDING;
+            sub->cams[h->cam].held--;
+            sub->cams[h->cam].owed++;
+            sub->rqueue[(sub->rhead + sub->releasing + sub->pending++) % sub->n_holds] =
+                (int)(h - sub->holds);
+            sub->pstream = (CUstream)stream;
+            if (last) { /* the next call goes to the socket: one event for the group */
+                omma_status sealed = seal_group(sub);
+                st = st == OMMA_OK ? sealed : st;
             }
-            st = gpu_leave_keep(&scope, st);
         }
+        if (entered)
+            st = gpu_leave_keep(&scope, st);
     }
     if (h->state != HOLD_HELD) /* else still held: release again */
         f->token_ = -1;

@@ -20,6 +20,8 @@
  *     publishers killed at random moments (starting, handshaking,
  *     streaming; OMMA_BUS_PUBLISHER_KILLS times) leave the subscriber's
  *     fds, threads and device memory where they were;
+ *   - frames given back on two streams in turn, one held per camera at most,
+ *     read right and in order;
  *   - a subscriber asking for every frame of a publisher reading "files"
  *     (rings that block their producer) gets every frame, in order, while
  *     it is slower than the publisher; a live publisher refuses it;
@@ -338,6 +340,7 @@ static int read_and_check(omma_bus_subscriber *sub, CUstream s, uint8_t *host, i
 typedef struct reader {
     omma_bus_subscriber *sub;
     omma_device *dev;
+    CUstream stream; /* alive until the subscriber is closed (omma_bus_release) */
     uint8_t *host;
     atomic_int stop;
     int bad, results_ok, frames;
@@ -350,13 +353,10 @@ static void *read_loop(void *arg)
     omma_scope scope;
     if (omma_device_enter(r->dev, &scope) != OMMA_OK)
         return NULL;
-    CUstream s;
-    gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0);
     while (!atomic_load(&r->stop)) {
-        r->bad += read_and_check(r->sub, s, r->host, 1, &r->missed, &r->results_ok);
+        r->bad += read_and_check(r->sub, r->stream, r->host, 1, &r->missed, &r->results_ok);
         r->frames++;
     }
-    gpu_cu.cuStreamDestroy(s);
     omma_device_leave(&scope);
     return NULL;
 }
@@ -441,7 +441,7 @@ static void test_bus_across_processes(void)
         life_ms = 800;
     int warm = kills / 5; /* the publisher's counts after these are the baseline */
     uint64_t missed_before = missed;
-    reader rd = {.sub = sub, .dev = dev, .host = host, .missed = missed};
+    reader rd = {.sub = sub, .dev = dev, .stream = s, .host = host, .missed = missed};
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, read_loop, &rd) == 0);
     srand(12345);
@@ -532,6 +532,67 @@ static omma_status attach(omma_device *dev, const char *name, const omma_bus_opt
         st = omma_bus_subscribe(dev, name, o, sub);
     }
     return st;
+}
+
+/* Frames given back on two streams in turn, one frame held per camera at
+ * most: each change of stream gives the frames given back on the other
+ * one their event, and with max_holds 1 the subscriber writes each release
+ * before it sleeps (the publisher could give it nothing else). Every frame
+ * reads right, in order. */
+static void test_release_streams(void)
+{
+    char dir[] = "/tmp/omma-bus-streams-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    setenv("OMMA_BUS_DIR", dir, 1);
+    omma_device *dev = NULL;
+    REQUIRE_OK(omma_device_open(0, &dev));
+    pid_t pub = spawn("--publisher", "tstreams", "");
+    omma_bus_options o;
+    omma_bus_options_init(&o);
+    o.max_holds = 1;
+    omma_bus_subscriber *sub = NULL;
+    REQUIRE_OK(attach(dev, "tstreams", &o, &sub));
+    omma_scope scope;
+    REQUIRE_OK(omma_device_enter(dev, &scope));
+    CUstream s[2];
+    for (int i = 0; i < 2; i++)
+        REQUIRE_OK(OMMA_CK(gpu_cu.cuStreamCreateWithPriority(&s[i], CU_STREAM_NON_BLOCKING, 0)));
+    uint8_t *host = NULL;
+    REQUIRE_OK(OMMA_CK(gpu_cu.cuMemHostAlloc((void **)&host, FRAME_BYTES, 0)));
+    int bad = 0, frames = 0, released = 0;
+    uint64_t last[CAMS] = {0}, missed = 0;
+    for (int k = 0; k < 300; k++) {
+        omma_bus_frame f;
+        omma_status st = omma_bus_next(sub, 2000, &f);
+        if (st != OMMA_OK) {
+            fprintf(stderr, "next: %s: %s\n", omma_status_str(st), omma_last_error());
+            bad++;
+            break;
+        }
+        CUstream on = s[(k / 3) % 2]; /* three frames on one, then the other */
+        gpu_cu.cuMemcpyDtoHAsync(host, (CUdeviceptr)(uintptr_t)f.frame.planes[0], FRAME_BYTES, on);
+        released += omma_bus_release(sub, &f, on) == OMMA_OK;
+        gpu_cu.cuStreamSynchronize(on);
+        size_t wrong = 0;
+        for (size_t i = 0; i < FRAME_BYTES; i++)
+            wrong += host[i] != pattern(f.camera, f.seq, i);
+        bad += wrong != 0 || (last[f.camera] && f.seq <= last[f.camera]);
+        last[f.camera] = f.seq;
+        missed = f.missed;
+        frames++;
+    }
+    printf("releases on two streams in turn, max_holds 1: %d frames, %d released, %d wrong or out "
+           "of order, missed %llu\n",
+           frames, released, bad, (unsigned long long)missed);
+    CHECK(frames == 300 && released == 300 && bad == 0);
+    omma_bus_close(sub);
+    gpu_cu.cuMemFreeHost(host);
+    for (int i = 0; i < 2; i++)
+        gpu_cu.cuStreamDestroy(s[i]);
+    omma_device_leave(&scope);
+    kill(pub, SIGTERM);
+    waitpid(pub, NULL, 0);
+    omma_device_close(dev);
 }
 
 static void test_every_frame(void)
@@ -879,6 +940,7 @@ int main(int argc, char **argv)
     self_path[n] = '\0';
     RUN(test_bad_names);
     RUN(test_bus_across_processes);
+    RUN(test_release_streams);
     RUN(test_every_frame);
     RUN(test_publisher_kills);
     RUN(test_fault_walk);
