@@ -18,6 +18,11 @@
  * interface's stream (version 3) is synchronized itself. The host waits
  * (without the GIL); the C API takes no stream to chain on.
  *
+ * A stacked batch (one array (N, H, W, C): pyomma_array_read, then
+ * pyomma_frame_from_array for each frame) is read once, whatever N: one
+ * attribute walk, one producer stream, each frame a view at the batch
+ * stride; what holds it is held once for the call.
+ *
  * A list of device frames is taken as a batch (pyomma_convert_ctx): the
  * streams of all its frames are synchronized once each, however many frames
  * name them; PyTorch's tensors read by DLPack (subclasses of torch.Tensor)
@@ -72,9 +77,7 @@ static int invalid(int index, const char *fmt, const char *detail)
     return -1;
 }
 
-#define NDIM_MESSAGE                                                                               \
-    "a frame must have 2 or 3 dimensions (H, W[, C]), a stacked batch of frames 4 (N, H, W, "      \
-    "C)"
+#define NDIM_MESSAGE "a frame has 2 or 3 dimensions (H, W[, C]), a stacked batch 4 (N, H, W, C)"
 
 /* Fills a's shape and strides (C-contiguous ones when the producer gives
  * none) after the checks every array passes: 2 to 4 dimensions, no

@@ -106,7 +106,7 @@ def test_stacked_errors(cpu_pipeline, photo):
     cases = [
         (stack[:0], omma.InvalidArgumentError, "stacked batch of 0 frames"),
         (stack.astype(np.float32), omma.InvalidArgumentError, "uint8"),
-        (stack[None], omma.InvalidArgumentError, "a stacked batch of frames 4"),
+        (stack[None], omma.InvalidArgumentError, "a stacked batch 4 \\(N, H, W, C\\)"),
         (stack[::-1], omma.InvalidArgumentError, "negative strides"),
         (stack[:, :, ::-1], omma.InvalidArgumentError, "negative strides"),
         (stack[..., :2], omma.InvalidArgumentError, "contiguous within a row"),
