@@ -19,6 +19,11 @@ synchronized), results (Face objects or the batch's arrays made), release
 (frames let go), and python: the rest of the wall time (the call from
 Python, the interpreter's caches cold after the C call).
 
+Several cameras' frames go in two forms (--form): a list of N arrays
+(one per camera) and one stacked batch (N, H, W, C), one array read once
+(the form a PyTorch user holding many cameras' frames in one tensor
+passes); both are measured and printed by default.
+
     python3 python/bench/bench_python.py --backend cpu --cameras 1,4
     python3 python/bench/bench_python.py --backend gpu --cameras 1,64 \\
         --frames numpy,device  # and torch (or cupy) CUDA tensors, read in place
@@ -44,14 +49,19 @@ def percentile(xs, q):
     return s[min(len(s) - 1, int(round(q / 100.0 * (len(s) - 1))))]
 
 
-def device_frames(frames):
+def device_frames(frames, stacked):
+    """The frames on the GPU: a list of N tensors, or one (N, H, W, C)."""
     try:
         import torch
+        if stacked:
+            return torch.from_numpy(np.stack(frames)).cuda(), "torch"
         return [torch.from_numpy(f).cuda() for f in frames], "torch"
     except ImportError:
         pass
     try:
         import cupy
+        if stacked:
+            return cupy.asarray(np.stack(frames)), "cupy"
         return [cupy.asarray(f) for f in frames], "cupy"
     except ImportError:
         raise SystemExit("--frames device needs PyTorch or CuPy")
@@ -70,7 +80,7 @@ def read_faces(res, nested):
     return time.perf_counter_ns() - a
 
 
-def run(args, cameras, frames_kind):
+def run(args, cameras, frames_kind, form):
     photo_path = os.path.join(args.testdata, "astronaut.png")
     photo = omma.load_image(photo_path)
     if args.size:
@@ -80,8 +90,11 @@ def run(args, cameras, frames_kind):
         photo = canvas
     frames = [photo] * cameras
     kind = "numpy"
+    stacked = form == "stacked"
     if frames_kind == "device":
-        frames, kind = device_frames(frames)
+        frames, kind = device_frames(frames, stacked)
+    elif stacked:
+        frames = np.stack(frames)
     p = omma.FacePipeline(backend=args.backend, model=args.model, max_batch=min(cameras, 256),
                           precision=args.precision, threads=args.threads)
     cams = list(range(cameras))
@@ -128,6 +141,7 @@ def run(args, cameras, frames_kind):
     calls = len(walls)
     res = {
         "bench": "python", "backend": args.backend, "frames": kind, "cameras": cameras,
+        "form": form if cameras > 1 else "one",
         "size": f"{photo.shape[1]}x{photo.shape[0]}", "calls": calls,
         "batched": bool(args.batched),
         "overhead_us_median": statistics.median(over) / 1e3,
@@ -153,6 +167,9 @@ def main():
     ap.add_argument("--cameras", default="1,4", help="comma-separated camera counts")
     ap.add_argument("--frames", default="numpy",
                     help="numpy, device (torch or cupy CUDA tensors) or both: numpy,device")
+    ap.add_argument("--form", default="list,stacked",
+                    help="several cameras' frames as a list of arrays, one stacked (N, H, W, C) "
+                         "array, or both: list,stacked")
     ap.add_argument("--size", default="", help="WxH canvas with the photo (default 512x512)")
     ap.add_argument("--model", default="short")
     ap.add_argument("--precision", default="fp16")
@@ -171,9 +188,17 @@ def main():
     for kind in kinds:
         if kind not in ("numpy", "device"):
             raise SystemExit(f"--frames {kind}: numpy or device")
-    for kind, cameras in [(k, int(c)) for k in kinds for c in args.cameras.split(",")]:
-        r = run(args, cameras, kind)
-        print(f"{cameras:4d} camera(s) {r['frames']:6s} {r['size']}: overhead "
+    forms = args.form.split(",")
+    for form in forms:
+        if form not in ("list", "stacked"):
+            raise SystemExit(f"--form {form}: list or stacked")
+    runs = []
+    for kind in kinds:
+        for cameras in (int(c) for c in args.cameras.split(",")):
+            runs += [(kind, cameras, f) for f in (forms if cameras > 1 else ["list"])]
+    for kind, cameras, form in runs:
+        r = run(args, cameras, kind, form)
+        print(f"{cameras:4d} camera(s) {r['frames']:6s} {r['form']:7s} {r['size']}: overhead "
               f"{r['overhead_us_median']:.1f} us median ({r['overhead_us_p99']:.1f} p99) on "
               f"{r['c_call_us_median']:.0f} us in C per call (refused call "
               f"{r['refused_call_us_median']:.1f} us, freeing the results "

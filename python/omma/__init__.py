@@ -141,7 +141,9 @@ def _model_paths(model: str, models: Optional[str]) -> Dict[str, str]:
 
 
 Frame = Any
-"""A frame: a uint8 (H, W, 3|4) array, a tuple of planes, or a device array."""
+"""A frame: a uint8 (H, W, 3|4) array, a tuple of planes, or a device array.
+Several cameras' frames: a list of frames, or one stacked (N, H, W, 3|4)
+array."""
 
 
 class FacePipeline(_omma.FacePipeline):
@@ -150,9 +152,12 @@ class FacePipeline(_omma.FacePipeline):
     ``FacePipeline(backend="gpu", model="short", max_faces=4, precision="fp16",
     device=0)`` loads the models once; each camera index has its own tracker
     (face ids stable while tracked). ``process(frames, cameras=None,
-    format=None)`` takes one frame or a list (one per camera) and returns
-    a list of :class:`omma.Face` (or a list of such lists);
-    ``process_batched`` returns one :class:`omma.FaceBatch` of arrays.
+    format=None)`` takes one frame, a list (one per camera) or a stacked
+    batch (one uint8 array or tensor (N, H, W, 3|4) of N cameras' frames,
+    read once and in place: the fast form for many device frames) and
+    returns a list of :class:`omma.Face` (or a list of such lists, one per
+    camera); ``process_batched`` returns one :class:`omma.FaceBatch` of
+    arrays.
     Faces are read lazily: an omma.Face views its call's results (each
     field made when read, ``landmarks`` and ``keypoints`` NumPy views), which
     stay as they are while a face or one of its arrays is held.

@@ -6,6 +6,8 @@ import numpy as np
 import numpy.typing as npt
 
 Frame = Any  # uint8 (H, W, 3|4) array, tuple of planes, or a device array
+# One frame, a list of frames (one per camera), or a stacked batch: one
+# uint8 array (N, H, W, 3|4) holding N cameras' frames (read once, in place).
 Frames = Union[Frame, List[Frame]]
 
 class Error(Exception):

@@ -18,6 +18,11 @@
  * interface's stream (version 3) is synchronized itself. The host waits
  * (without the GIL); the C API takes no stream to chain on.
  *
+ * A stacked batch (one array (N, H, W, C): pyomma_array_read, then
+ * pyomma_frame_from_array for each frame) is read once, whatever N: one
+ * attribute walk, one producer stream, each frame a view at the batch
+ * stride; what holds it is held once for the call.
+ *
  * A list of device frames is taken as a batch (pyomma_convert_ctx): the
  * streams of all its frames are synchronized once each, however many frames
  * name them; PyTorch's tensors read by DLPack (subclasses of torch.Tensor)
@@ -72,6 +77,29 @@ static int invalid(int index, const char *fmt, const char *detail)
     return -1;
 }
 
+#define NDIM_MESSAGE "a frame has 2 or 3 dimensions (H, W[, C]), a stacked batch 4 (N, H, W, C)"
+
+/* Fills a's shape and strides (C-contiguous ones when the producer gives
+ * none) after the checks every array passes: 2 to 4 dimensions, no
+ * negative stride. */
+static int array_set(int index, int ndim, const Py_ssize_t *shape, const Py_ssize_t *strides,
+                     pyomma_array *a)
+{
+    if (ndim < 2 || ndim > 4)
+        return invalid(index, "%s", NDIM_MESSAGE);
+    a->ndim = ndim;
+    Py_ssize_t step = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        if (strides && strides[i] < 0)
+            return invalid(index, "%s", "negative strides (a flipped view): copy it first");
+        a->shape[i] = shape[i];
+        a->strides[i] = strides ? strides[i] : step;
+        if (shape[i] > 0 && __builtin_mul_overflow(step, shape[i], &step))
+            step = PY_SSIZE_T_MAX; /* the sizes are refused later */
+    }
+    return 0;
+}
+
 /* The layout checks every plane passes: uint8 rows of w pixels of c
  * contiguous channels, rows pitch bytes apart. */
 static int check_layout(int index, Py_ssize_t ndim, const Py_ssize_t *shape,
@@ -102,7 +130,7 @@ static int check_layout(int index, Py_ssize_t ndim, const Py_ssize_t *shape,
     return 0;
 }
 
-static int plane_from_buffer(PyObject *obj, int index, pyomma_frame_hold *hold, plane *p)
+static int array_from_buffer(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_array *a)
 {
     Py_buffer *v = &hold->views[hold->n_views];
     if (PyObject_GetBuffer(obj, v, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
@@ -111,19 +139,16 @@ static int plane_from_buffer(PyObject *obj, int index, pyomma_frame_hold *hold, 
     if (v->itemsize != 1 || (v->format && strcmp(v->format, "B") != 0))
         return invalid(index, "pixels must be uint8 (got format '%s')",
                        v->format ? v->format : "?");
-    for (int i = 0; v->strides && i < v->ndim; i++)
-        if (v->strides[i] < 0)
-            return invalid(index, "%s", "negative strides (a flipped view): copy it first");
-    if (check_layout(index, v->ndim, v->shape, v->strides, p) < 0)
+    if (array_set(index, v->ndim, v->shape, v->strides, a) < 0)
         return -1;
-    p->ptr = (uintptr_t)v->buf;
-    p->device = 0;
+    a->ptr = (uintptr_t)v->buf;
+    a->device = 0;
     return 0;
 }
 
 /* A NumPy array, read through its fields (no buffer export: the array
  * itself is held). */
-static int plane_from_numpy(PyObject *obj, int index, pyomma_frame_hold *hold, plane *p)
+static int array_from_numpy(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_array *out)
 {
     PyArrayObject *a = (PyArrayObject *)obj;
     if (PyArray_TYPE(a) != NPY_UBYTE) {
@@ -132,19 +157,17 @@ static int plane_from_numpy(PyObject *obj, int index, pyomma_frame_hold *hold, p
         return invalid(index, "pixels must be uint8 (got dtype '%s')", dt);
     }
     int nd = PyArray_NDIM(a);
-    if (nd != 2 && nd != 3)
-        return invalid(index, "%s", "a plane must have 2 or 3 dimensions (H, W[, C])");
-    Py_ssize_t dims[3], st[3];
+    if (nd < 2 || nd > 4)
+        return invalid(index, "%s", NDIM_MESSAGE);
+    Py_ssize_t dims[4], st[4];
     for (int i = 0; i < nd; i++) {
         dims[i] = (Py_ssize_t)PyArray_DIMS(a)[i];
         st[i] = (Py_ssize_t)PyArray_STRIDES(a)[i];
-        if (st[i] < 0)
-            return invalid(index, "%s", "negative strides (a flipped view): copy it first");
     }
-    if (check_layout(index, nd, dims, st, p) < 0)
+    if (array_set(index, nd, dims, st, out) < 0)
         return -1;
-    p->ptr = (uintptr_t)PyArray_DATA(a);
-    p->device = 0;
+    out->ptr = (uintptr_t)PyArray_DATA(a);
+    out->device = 0;
     Py_INCREF(obj);
     hold->objects[hold->n_objects++] = obj;
     return 0;
@@ -163,8 +186,8 @@ static int tuple_of_ssize(PyObject *t, Py_ssize_t *out, Py_ssize_t max, Py_ssize
     return 0;
 }
 
-static int plane_from_cai(PyObject *obj, PyObject *cai, int index, pyomma_frame_hold *hold,
-                          plane *p)
+static int array_from_cai(PyObject *obj, PyObject *cai, int index, pyomma_frame_hold *hold,
+                          pyomma_array *a)
 {
     if (!PyDict_Check(cai))
         return invalid(index, "%s", "__cuda_array_interface__ is not a dict");
@@ -181,26 +204,23 @@ static int plane_from_cai(PyObject *obj, PyObject *cai, int index, pyomma_frame_
         return invalid(index, "pixels must be uint8 (typestr '%s')", ts ? ts : "?");
     if (mask && mask != Py_None)
         return invalid(index, "%s", "masked arrays are not frames");
-    Py_ssize_t dims[3], st[3], nd = 0, ns = 0;
-    if (tuple_of_ssize(shape, dims, 3, &nd) < 0 ||
-        (strides && strides != Py_None && tuple_of_ssize(strides, st, 3, &ns) < 0) ||
+    Py_ssize_t dims[4], st[4], nd = 0, ns = 0;
+    if (PyTuple_Check(shape) && (PyTuple_GET_SIZE(shape) < 2 || PyTuple_GET_SIZE(shape) > 4))
+        return invalid(index, "%s", NDIM_MESSAGE);
+    if (tuple_of_ssize(shape, dims, 4, &nd) < 0 ||
+        (strides && strides != Py_None && tuple_of_ssize(strides, st, 4, &ns) < 0) ||
         (ns && ns != nd)) {
         PyErr_Clear();
         return invalid(index, "%s", "__cuda_array_interface__'s shape or strides are bad");
     }
-    for (Py_ssize_t i = 0; i < ns; i++)
-        if (st[i] < 0)
-            return invalid(index, "%s", "negative strides (a flipped view): copy it first");
-    if (check_layout(index, nd, dims, ns ? st : NULL, p) < 0)
+    if (array_set(index, (int)nd, dims, ns ? st : NULL, a) < 0)
         return -1;
     if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
         return invalid(index, "%s", "__cuda_array_interface__'s data is not (pointer, readonly)");
-    p->ptr = (uintptr_t)PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    a->ptr = (uintptr_t)PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
     if (PyErr_Occurred())
         return -1;
-    if (!p->ptr)
-        return invalid(index, "%s", "null device pointer");
-    p->device = 1;
+    a->device = 1;
     if (stream && stream != Py_None) {
         uintptr_t s = (uintptr_t)PyLong_AsVoidPtr(stream);
         if (PyErr_Occurred())
@@ -348,8 +368,8 @@ static PyObject *call_dlpack(PyObject *obj, int stream)
     return cap;
 }
 
-static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold,
-                             pyomma_convert_ctx *ctx, int kind, plane *p)
+static int array_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold,
+                             pyomma_convert_ctx *ctx, int kind, pyomma_array *a)
 {
     int device = -1; /* not known yet: the tensor says */
     PyObject *cap;
@@ -411,21 +431,18 @@ static int plane_from_dlpack(PyObject *obj, int index, pyomma_frame_hold *hold,
         ctx->ordered |= 1 << kind;
     if (t->dtype.code != DL_UINT || t->dtype.bits != 8 || t->dtype.lanes != 1)
         return invalid(index, "%s", "pixels must be uint8");
-    if (t->ndim != 2 && t->ndim != 3)
-        return invalid(index, "%s", "a plane must have 2 or 3 dimensions (H, W[, C])");
-    Py_ssize_t dims[3], st[3];
+    if (t->ndim < 2 || t->ndim > 4)
+        return invalid(index, "%s", NDIM_MESSAGE);
+    Py_ssize_t dims[4], st[4];
     for (int i = 0; i < t->ndim; i++) {
         dims[i] = (Py_ssize_t)t->shape[i];
-        if (t->strides) {
-            if (t->strides[i] < 0)
-                return invalid(index, "%s", "negative strides (a flipped view): copy it first");
+        if (t->strides)
             st[i] = (Py_ssize_t)t->strides[i];
-        }
     }
-    if (check_layout(index, t->ndim, dims, t->strides ? st : NULL, p) < 0)
+    if (array_set(index, t->ndim, dims, t->strides ? st : NULL, a) < 0)
         return -1;
-    p->ptr = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
-    p->device = device;
+    a->ptr = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    a->device = device;
     if (device) {
         hold->device_ordinal = t->device.device_id;
         if (hold->n_streams < 3)
@@ -505,8 +522,8 @@ static int torch_stream(pyomma_convert_ctx *ctx, int device, uintptr_t *out)
  * the call (its memory with it); a CUDA tensor's device is known (no
  * driver query) and its device's current stream is synchronized before
  * the pipeline reads it. */
-static int plane_from_torch(PyObject *obj, int index, pyomma_frame_hold *hold,
-                            pyomma_convert_ctx *ctx, plane *p)
+static int array_from_torch(PyObject *obj, int index, pyomma_frame_hold *hold,
+                            pyomma_convert_ctx *ctx, pyomma_array *a)
 {
     PyObject *dtype = torch_get(torch_api.dtype, obj);
     if (!dtype)
@@ -555,43 +572,38 @@ static int plane_from_torch(PyObject *obj, int index, pyomma_frame_hold *hold,
             return -1;
         }
     }
-    Py_ssize_t dims[3], st[3], nd = 0, ns = 0;
+    Py_ssize_t dims[4], st[4], nd = 0, ns = 0;
     PyObject *shape = torch_get(torch_api.shape, obj);
     if (!shape)
         return -1;
-    if (!PyTuple_Check(shape) || (PyTuple_GET_SIZE(shape) != 2 && PyTuple_GET_SIZE(shape) != 3)) {
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) < 2 || PyTuple_GET_SIZE(shape) > 4) {
         Py_DECREF(shape);
-        return invalid(index, "%s", "a plane must have 2 or 3 dimensions (H, W[, C])");
+        return invalid(index, "%s", NDIM_MESSAGE);
     }
-    int bad = tuple_of_ssize(shape, dims, 3, &nd);
+    int bad = tuple_of_ssize(shape, dims, 4, &nd);
     Py_DECREF(shape);
     if (bad < 0)
         return -1;
     PyObject *strides = torch_call(torch_api.stride, obj);
     if (!strides)
         return -1;
-    bad = tuple_of_ssize(strides, st, 3, &ns) < 0 || ns != nd;
+    bad = tuple_of_ssize(strides, st, 4, &ns) < 0 || ns != nd;
     Py_DECREF(strides);
     if (bad) {
         if (!PyErr_Occurred())
             invalid(index, "%s", "the tensor's stride() does not match its shape");
         return -1;
     }
-    for (Py_ssize_t i = 0; i < ns; i++)
-        if (st[i] < 0)
-            return invalid(index, "%s", "negative strides (a flipped view): copy it first");
-    if (check_layout(index, nd, dims, st, p) < 0)
+    if (array_set(index, (int)nd, dims, st, a) < 0)
         return -1;
     PyObject *ptr = torch_call(torch_api.data_ptr, obj);
     if (!ptr)
         return -1;
-    p->ptr = (uintptr_t)PyLong_AsVoidPtr(ptr);
+    a->ptr = (uintptr_t)PyLong_AsVoidPtr(ptr);
     Py_DECREF(ptr);
     if (PyErr_Occurred())
         return -1;
-    if (!p->ptr)
-        return invalid(index, "%s", "a tensor without memory (data_ptr() is 0)");
-    p->device = cuda;
+    a->device = cuda;
     if (cuda) {
         uintptr_t stream;
         if (torch_stream(ctx, ordinal, &stream) < 0)
@@ -605,21 +617,21 @@ static int plane_from_torch(PyObject *obj, int index, pyomma_frame_hold *hold,
     return 0;
 }
 
-static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_convert_ctx *ctx,
-                      plane *p)
+static int array_from(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_convert_ctx *ctx,
+                      pyomma_array *a)
 {
     /* NumPy first, then PyTorch's and CuPy's tensors (DLPack), without
      * attribute lookups; then any buffer (CUDA tensors export none). */
     if (PyArray_Check(obj))
-        return plane_from_numpy(obj, index, hold, p);
+        return array_from_numpy(obj, index, hold, a);
     int kind = producer_kind(Py_TYPE(obj));
     if (kind == KIND_TORCH && Py_TYPE(obj) == torch_api.type)
-        return plane_from_torch(obj, index, hold, ctx, p);
+        return array_from_torch(obj, index, hold, ctx, a);
     if (kind != KIND_OTHER)
-        return plane_from_dlpack(obj, index, hold, ctx, kind, p);
+        return array_from_dlpack(obj, index, hold, ctx, kind, a);
     if (PyObject_CheckBuffer(obj)) {
         int views = hold->n_views;
-        int rc = plane_from_buffer(obj, index, hold, p);
+        int rc = array_from_buffer(obj, index, hold, a);
         /* Some device arrays have the buffer protocol but refuse it for
          * device memory: they go by DLPack or the CUDA array interface. */
         if (rc == 0 || hold->n_views != views ||
@@ -632,10 +644,10 @@ static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_
      * stream before ours (PyTorch's interface names no stream). */
     if (PyObject_HasAttrString(obj, "__dlpack__") &&
         PyObject_HasAttrString(obj, "__dlpack_device__"))
-        return plane_from_dlpack(obj, index, hold, ctx, KIND_OTHER, p);
+        return array_from_dlpack(obj, index, hold, ctx, KIND_OTHER, a);
     PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
     if (cai) {
-        int rc = plane_from_cai(obj, cai, index, hold, p);
+        int rc = array_from_cai(obj, cai, index, hold, a);
         Py_DECREF(cai);
         return rc;
     }
@@ -647,6 +659,45 @@ static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_
                  "with __cuda_array_interface__ or __dlpack__) or a tuple of planes, got %.100s",
                  index, Py_TYPE(obj)->tp_name);
     return -1;
+}
+
+/* Plane p of an array: the array itself (i < 0), or frame i of a stacked
+ * batch (N, H, W, C), a view at the batch stride. */
+static int plane_from_array(int index, const pyomma_array *a, Py_ssize_t i, plane *p)
+{
+    if (a->ndim == 4 && i < 0)
+        return invalid(index, "%s",
+                       "a plane must have 2 or 3 dimensions (H, W[, C]); a stacked batch (N, H, "
+                       "W, C) is passed alone, not in a list or a tuple");
+    const Py_ssize_t *shape = a->shape, *strides = a->strides;
+    int nd = a->ndim;
+    uintptr_t ptr = a->ptr;
+    if (i >= 0) {
+        if (a->ndim != 4 || i >= a->shape[0])
+            return invalid(index, "%s", "not a frame of the stacked batch");
+        if (a->strides[0] > 0 && i > PY_SSIZE_T_MAX / a->strides[0])
+            return invalid(index, "%s", "the batch stride overflows");
+        ptr += (uintptr_t)(i * a->strides[0]);
+        shape++;
+        strides++;
+        nd--;
+    }
+    if (check_layout(index, nd, shape, strides, p) < 0)
+        return -1;
+    if (!a->ptr)
+        return invalid(index, "%s", "an array without memory (a null data pointer)");
+    p->ptr = ptr;
+    p->device = a->device;
+    return 0;
+}
+
+static int plane_from(PyObject *obj, int index, pyomma_frame_hold *hold, pyomma_convert_ctx *ctx,
+                      plane *p)
+{
+    pyomma_array a;
+    if (array_from(obj, index, hold, ctx, &a) < 0)
+        return -1;
+    return plane_from_array(index, &a, -1, p);
 }
 
 void pyomma_frame_release(pyomma_frame_hold *hold)
@@ -665,19 +716,85 @@ void pyomma_frame_release(pyomma_frame_hold *hold)
     hold->n_views = hold->n_objects = hold->n_capsules = hold->n_streams = 0;
 }
 
+static int parse_format(const char *format, int index)
+{
+    int fmt = -1;
+    if (format && (fmt = pyomma_parse_format(format)) < 0)
+        pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                         "frame %d: unknown format '%s' (rgb, bgr, rgba, bgra, nv12, i420)", index,
+                         format);
+    return fmt;
+}
+
+/* Fills *frame from its n planes read (n = 1: one array) after the checks
+ * of the format fmt (-1: the default) against them. */
+static int frame_fill(const plane *pl, int n, int fmt, const char *format, int index,
+                      omma_frame *frame)
+{
+    if (n == 1) {
+        if (fmt < 0)
+            fmt = pl[0].c == 3 ? OMMA_PIXEL_RGB : OMMA_PIXEL_RGBA;
+        if (fmt >= OMMA_PIXEL_NV12) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                             "frame %d: %s frames are a tuple of planes (Y, UV) or (Y, U, V)",
+                             index, format);
+            return -1;
+        }
+        int want = fmt == OMMA_PIXEL_RGB || fmt == OMMA_PIXEL_BGR ? 3 : 4;
+        if (pl[0].c != want) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                             "frame %d: an %s frame is (H, W, %d) uint8, got %zd channel(s)", index,
+                             format ? format : (want == 3 ? "RGB" : "RGBA"), want, pl[0].c);
+            return -1;
+        }
+    }
+    Py_ssize_t ch = (pl[0].h + 1) / 2, cw = (pl[0].w + 1) / 2;
+    if (fmt == OMMA_PIXEL_NV12 || fmt == OMMA_PIXEL_I420) {
+        if (pl[0].c != 1) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG, "frame %d: the Y plane is (H, W) uint8", index);
+            return -1;
+        }
+        for (int i = 1; i < n; i++) {
+            int good = fmt == OMMA_PIXEL_NV12 ? pl[i].h == ch && pl[i].w * pl[i].c == 2 * cw &&
+                                                    (pl[i].c == 2 || pl[i].c == 1)
+                                              : pl[i].h == ch && pl[i].w == cw && pl[i].c == 1;
+            if (!good) {
+                pyomma_raise_msg(
+                    OMMA_ERR_INVALID_ARG,
+                    "frame %d: plane %d of a %zdx%zd %s frame must be %s (%zd, %zd%s)", index, i,
+                    pl[0].w, pl[0].h, fmt == OMMA_PIXEL_NV12 ? "NV12" : "I420",
+                    fmt == OMMA_PIXEL_NV12 ? "interleaved UV" : "half size", ch,
+                    fmt == OMMA_PIXEL_NV12 ? cw : cw, fmt == OMMA_PIXEL_NV12 ? ", 2" : "");
+                return -1;
+            }
+        }
+    }
+    for (int i = 1; i < n; i++)
+        if (pl[i].device != pl[0].device) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                             "frame %d: planes both in host and device memory", index);
+            return -1;
+        }
+    frame->width = (int)pl[0].w;
+    frame->height = (int)pl[0].h;
+    frame->format = (omma_pixel_format)fmt;
+    frame->memory = pl[0].device ? OMMA_MEMORY_DEVICE : OMMA_MEMORY_HOST;
+    for (int i = 0; i < n; i++) {
+        frame->planes[i] = (const uint8_t *)pl[i].ptr;
+        frame->pitch[i] = (int)pl[i].pitch;
+    }
+    return 0;
+}
+
 int pyomma_frame_convert(PyObject *obj, const char *format, int index, pyomma_convert_ctx *ctx,
                          omma_frame *frame, pyomma_frame_hold *hold)
 {
     memset(hold, 0, sizeof *hold);
     hold->device_ordinal = -1;
     memset(frame, 0, sizeof *frame);
-    int fmt = -1;
-    if (format && (fmt = pyomma_parse_format(format)) < 0) {
-        pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
-                         "frame %d: unknown format '%s' (rgb, bgr, rgba, bgra, nv12, i420)", index,
-                         format);
+    int fmt = parse_format(format, index);
+    if (format && fmt < 0)
         return -1;
-    }
     plane pl[3];
     memset(pl, 0, sizeof pl); /* gcc -O2 cannot see every path fill pl[0] */
     int n = 1;
@@ -702,64 +819,41 @@ int pyomma_frame_convert(PyObject *obj, const char *format, int index, pyomma_co
         for (int i = 0; i < n; i++)
             if (plane_from(PyTuple_GET_ITEM(obj, i), index, hold, ctx, &pl[i]) < 0)
                 goto fail;
-    } else {
-        if (plane_from(obj, index, hold, ctx, &pl[0]) < 0)
-            goto fail;
-        if (fmt < 0)
-            fmt = pl[0].c == 3 ? OMMA_PIXEL_RGB : OMMA_PIXEL_RGBA;
-        if (fmt >= OMMA_PIXEL_NV12) {
-            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
-                             "frame %d: %s frames are a tuple of planes (Y, UV) or (Y, U, V)",
-                             index, format);
-            goto fail;
-        }
-        int want = fmt == OMMA_PIXEL_RGB || fmt == OMMA_PIXEL_BGR ? 3 : 4;
-        if (pl[0].c != want) {
-            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
-                             "frame %d: an %s frame is (H, W, %d) uint8, got %zd channel(s)", index,
-                             format ? format : (want == 3 ? "RGB" : "RGBA"), want, pl[0].c);
-            goto fail;
-        }
+    } else if (plane_from(obj, index, hold, ctx, &pl[0]) < 0) {
+        goto fail;
     }
-    Py_ssize_t ch = (pl[0].h + 1) / 2, cw = (pl[0].w + 1) / 2;
-    if (fmt == OMMA_PIXEL_NV12 || fmt == OMMA_PIXEL_I420) {
-        if (pl[0].c != 1) {
-            pyomma_raise_msg(OMMA_ERR_INVALID_ARG, "frame %d: the Y plane is (H, W) uint8", index);
-            goto fail;
-        }
-        for (int i = 1; i < n; i++) {
-            int good = fmt == OMMA_PIXEL_NV12 ? pl[i].h == ch && pl[i].w * pl[i].c == 2 * cw &&
-                                                    (pl[i].c == 2 || pl[i].c == 1)
-                                              : pl[i].h == ch && pl[i].w == cw && pl[i].c == 1;
-            if (!good) {
-                pyomma_raise_msg(
-                    OMMA_ERR_INVALID_ARG,
-                    "frame %d: plane %d of a %zdx%zd %s frame must be %s (%zd, %zd%s)", index, i,
-                    pl[0].w, pl[0].h, fmt == OMMA_PIXEL_NV12 ? "NV12" : "I420",
-                    fmt == OMMA_PIXEL_NV12 ? "interleaved UV" : "half size", ch,
-                    fmt == OMMA_PIXEL_NV12 ? cw : cw, fmt == OMMA_PIXEL_NV12 ? ", 2" : "");
-                goto fail;
-            }
-        }
-    }
-    for (int i = 1; i < n; i++)
-        if (pl[i].device != pl[0].device) {
-            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
-                             "frame %d: planes both in host and device memory", index);
-            goto fail;
-        }
-    frame->width = (int)pl[0].w;
-    frame->height = (int)pl[0].h;
-    frame->format = (omma_pixel_format)fmt;
-    frame->memory = pl[0].device ? OMMA_MEMORY_DEVICE : OMMA_MEMORY_HOST;
-    for (int i = 0; i < n; i++) {
-        frame->planes[i] = (const uint8_t *)pl[i].ptr;
-        frame->pitch[i] = (int)pl[i].pitch;
-    }
+    if (frame_fill(pl, n, fmt, format, index, frame) < 0)
+        goto fail;
     return 0;
 fail:
     pyomma_frame_release(hold);
     return -1;
+}
+
+int pyomma_array_read(PyObject *obj, pyomma_convert_ctx *ctx, pyomma_frame_hold *hold,
+                      pyomma_array *a)
+{
+    memset(hold, 0, sizeof *hold);
+    hold->device_ordinal = -1;
+    memset(a, 0, sizeof *a);
+    if (array_from(obj, 0, hold, ctx, a) < 0) {
+        pyomma_frame_release(hold);
+        return -1;
+    }
+    return 0;
+}
+
+int pyomma_frame_from_array(const pyomma_array *a, Py_ssize_t i, const char *format, int index,
+                            omma_frame *frame)
+{
+    memset(frame, 0, sizeof *frame);
+    int fmt = parse_format(format, index);
+    if (format && fmt < 0)
+        return -1;
+    plane p;
+    if (plane_from_array(index, a, i, &p) < 0)
+        return -1;
+    return frame_fill(&p, 1, fmt, format, index, frame);
 }
 
 /* ---- The CUDA driver, for device frames ---------------------------------- */

@@ -174,46 +174,77 @@ static int grow(pipeline_obj *self, int n)
     return 0;
 }
 
-/* Runs frames (a list, or one frame) through the pipeline into self's
- * buffers; *n_out frames. Returns 0, or -1 with an exception. */
+/* Runs frames (a list, one frame, or a stacked batch (N, H, W, C): one
+ * array read once, each camera's frame a view at its batch stride) through
+ * the pipeline into self's buffers; *n_out frames. Returns 0, or -1 with an
+ * exception. */
 static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, PyObject *format,
                      int *n_out, int *is_batch)
 {
     long long t0 = now_ns();
     memset(self->t_ns, 0, sizeof self->t_ns);
-    *is_batch = PyList_Check(frames);
-    Py_ssize_t n = *is_batch ? PyList_GET_SIZE(frames) : 1;
+    pyomma_convert_ctx ctx = {0};
+    /* One array (a frame or a stacked batch): what it holds, for the call. */
+    pyomma_frame_hold whole;
+    pyomma_array arr;
+    int have_array = 0, stacked = 0, converted = 0, rc = -1, any_device = 0;
+    PyObject *formats = NULL;
+    int list = PyList_Check(frames);
+    Py_ssize_t n = list ? PyList_GET_SIZE(frames) : 1;
+    if (!list && !PyTuple_Check(frames)) {
+        if (pyomma_array_read(frames, &ctx, &whole, &arr) < 0)
+            return -1;
+        have_array = 1;
+        stacked = arr.ndim == 4;
+        if (stacked && (n = arr.shape[0]) < 1) {
+            pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
+                             "process: a stacked batch of %zd frames (N, H, W, C): N must be at "
+                             "least 1",
+                             n);
+            goto done;
+        }
+    }
+    *is_batch = list || stacked;
     if (n > OMMA_PIPELINE_MAX_CAMERAS) {
         pyomma_raise_msg(OMMA_ERR_INVALID_ARG, "process: %zd frames, at most %d cameras", n,
                          OMMA_PIPELINE_MAX_CAMERAS);
-        return -1;
+        goto done;
     }
     *n_out = (int)n;
-    if (n == 0)
-        return 0;
+    if (n == 0) {
+        rc = 0;
+        goto done;
+    }
     if (grow(self, (int)n) < 0)
-        return -1;
+        goto done;
     /* Cameras: default 0..n-1; one int for one frame; else one per frame. */
     if (cameras == NULL || cameras == Py_None) {
         for (int i = 0; i < n; i++)
             self->cameras[i] = i;
     } else if (!*is_batch) {
         if (pyomma_as_int(cameras, "camera", &self->cameras[0]) < 0)
-            return -1;
+            goto done;
     } else {
+        if (stacked && PyLong_Check(cameras)) {
+            PyErr_Format(PyExc_TypeError,
+                         "process: a stacked batch of %zd frames takes a sequence of %zd "
+                         "cameras (or None: 0..%zd), not an int",
+                         n, n, n - 1);
+            goto done;
+        }
         PyObject *seq = PySequence_Fast(cameras, "cameras must be a sequence of ints");
         if (!seq)
-            return -1;
+            goto done;
         if (PySequence_Fast_GET_SIZE(seq) != n) {
-            Py_DECREF(seq);
             pyomma_raise_msg(OMMA_ERR_INVALID_ARG, "process: %zd frames but %zd cameras", n,
-                             PySequence_Fast_GET_SIZE(cameras));
-            return -1;
+                             PySequence_Fast_GET_SIZE(seq));
+            Py_DECREF(seq);
+            goto done;
         }
         for (int i = 0; i < n; i++)
             if (pyomma_as_int(PySequence_Fast_GET_ITEM(seq, i), "camera", &self->cameras[i]) < 0) {
                 Py_DECREF(seq);
-                return -1;
+                goto done;
             }
         Py_DECREF(seq);
     }
@@ -226,38 +257,35 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
             if (c < 0 || c >= OMMA_PIPELINE_MAX_CAMERAS) {
                 pyomma_raise_msg(OMMA_ERR_INVALID_ARG, "process: camera %d out of range (0..%d)", c,
                                  OMMA_PIPELINE_MAX_CAMERAS - 1);
-                return -1;
+                goto done;
             }
             if (seen[c]++) {
                 pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
                                  "process: camera %d twice (one frame per camera per call)", c);
-                return -1;
+                goto done;
             }
         }
     }
     /* Formats: None, one name for every frame, or one per frame. */
-    PyObject *formats = NULL;
     const char *one_format = NULL;
     if (format && format != Py_None) {
         if (PyUnicode_Check(format)) {
             if (!(one_format = PyUnicode_AsUTF8(format)))
-                return -1;
+                goto done;
         } else {
             formats = PySequence_Fast(format, "format must be a str or a list of str");
             if (!formats)
-                return -1;
+                goto done;
             if (!*is_batch || PySequence_Fast_GET_SIZE(formats) != n) {
-                Py_DECREF(formats);
                 pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
-                                 "process: a list of formats needs a list of as many frames");
-                return -1;
+                                 "process: a list of formats needs a list (or a stacked batch) of "
+                                 "as many frames");
+                goto done;
             }
         }
     }
-    int converted = 0, rc = 0, any_device = 0;
-    pyomma_convert_ctx ctx = {0};
+    rc = 0;
     for (; converted < n; converted++) {
-        PyObject *f = *is_batch ? PyList_GET_ITEM(frames, converted) : frames;
         const char *fmt = one_format;
         if (formats) {
             PyObject *o = PySequence_Fast_GET_ITEM(formats, converted);
@@ -269,22 +297,36 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
                 break;
             }
         }
-        if (pyomma_frame_convert(f, fmt, converted, &ctx, &self->frames[converted],
-                                 &self->holds[converted]) < 0) {
+        omma_frame *fr = &self->frames[converted];
+        pyomma_frame_hold *h = &self->holds[converted];
+        if (have_array) {
+            /* A frame of the array: whole holds it; the frame's hold says
+             * its device (and the first its producers' streams). */
+            if (pyomma_frame_from_array(&arr, stacked ? converted : -1, fmt, converted, fr) < 0) {
+                rc = -1;
+                break;
+            }
+            memset(h, 0, sizeof *h);
+            h->device_ordinal = whole.device_ordinal;
+            if (converted == 0) {
+                h->n_streams = whole.n_streams;
+                memcpy(h->streams, whole.streams, sizeof h->streams);
+            }
+        } else if (pyomma_frame_convert(list ? PyList_GET_ITEM(frames, converted) : frames, fmt,
+                                        converted, &ctx, fr, h) < 0) {
             rc = -1;
             break;
         }
-        if (self->frames[converted].memory == OMMA_MEMORY_DEVICE &&
-            self->backend != OMMA_BACKEND_CUDA) {
+        if (fr->memory == OMMA_MEMORY_DEVICE && self->backend != OMMA_BACKEND_CUDA) {
             pyomma_raise_msg(OMMA_ERR_INVALID_ARG,
                              "frame %d: in device memory: device frames need the GPU backend "
                              "(backend='gpu')",
                              converted);
-            pyomma_frame_release(&self->holds[converted]);
+            pyomma_frame_release(h);
             rc = -1;
             break;
         }
-        any_device |= self->frames[converted].memory == OMMA_MEMORY_DEVICE;
+        any_device |= fr->memory == OMMA_MEMORY_DEVICE;
     }
     /* The faces go to the last call's results block when nobody else holds
      * it (its Faces and arrays were dropped), else to a new one. */
@@ -332,6 +374,7 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
             rc = -1;
         }
     }
+done:;
     /* Releasing a frame may run its producer's code (a DLPack deleter, a
      * tensor's dealloc), which must not clear the exception being raised. */
     PyObject *et, *ev, *tb;
@@ -339,6 +382,8 @@ static int run_inner(pipeline_obj *self, PyObject *frames, PyObject *cameras, Py
     long long t4 = now_ns();
     for (int i = 0; i < converted; i++)
         pyomma_frame_release(&self->holds[i]);
+    if (have_array)
+        pyomma_frame_release(&whole);
     Py_XDECREF(formats);
     self->t_ns[T_RELEASE] = now_ns() - t4;
     PyErr_Restore(et, ev, tb);
@@ -560,22 +605,32 @@ static PyMethodDef pipeline_methods[] = {
     {"process", (PyCFunction)(void (*)(void))pipeline_process, METH_VARARGS | METH_KEYWORDS,
      "process(frames, cameras=None, format=None)\n--\n\n"
      "Runs frames through the pipeline and returns their faces.\n\n"
-     "frames: one frame, or a list of frames (one per camera). A frame is a uint8\n"
-     "array (H, W, 3) or (H, W, 4) (NumPy or any buffer; rows may be padded), a tuple\n"
-     "of planes (Y, UV) for NV12 or (Y, U, V) for I420, or a device array on the\n"
-     "pipeline's GPU (__cuda_array_interface__ or __dlpack__: read in place after\n"
-     "the producer's stream).\n"
-     "cameras: the camera of each frame (default 0..n-1; an int for one frame);\n"
-     "each camera has its own tracker, so its frames must come in order.\n"
+     "frames: one frame, a list of frames (one per camera), or a stacked batch. A\n"
+     "frame is a uint8 array (H, W, 3) or (H, W, 4) (NumPy or any buffer; rows may be\n"
+     "padded), a tuple of planes (Y, UV) for NV12 or (Y, U, V) for I420, or a device\n"
+     "array on the pipeline's GPU (__cuda_array_interface__ or __dlpack__: read in\n"
+     "place after the producer's stream). A stacked batch is one uint8 array\n"
+     "(N, H, W, 3|4) (a torch tensor, CuPy or NumPy array, ...) holding the frames of\n"
+     "N cameras: read once, each frame a view at its batch stride, no copy (any\n"
+     "batch stride >= 0; each frame's rows as a frame's: channels then pixels\n"
+     "contiguous, rows at a stride >= a row's bytes). It is the fast form for many\n"
+     "device frames (one tensor read instead of N).\n"
+     "cameras: the camera of each frame (default 0..n-1; an int for one frame, a\n"
+     "sequence of N for a list or a stacked batch); each camera has its own\n"
+     "tracker, so its frames must come in order.\n"
      "format: 'rgb' (default for 3 channels), 'bgr', 'rgba' (default for 4), 'bgra',\n"
      "'nv12' (default for 2 planes), 'i420' (3 planes); one for every frame, or a\n"
      "list with one per frame (None: the default).\n\n"
-     "Returns a list of omma.Face for one frame, a list of such lists for a list.\n"
+     "Returns a list of omma.Face for one frame, a list of such lists for a list or\n"
+     "a stacked batch.\n"
      "Faces are read lazily from the call's results (kept while a face or one of\n"
      "its arrays is; the next call writes its own).\n"
      "The GIL is released while the models run.\n"
-     "Raises InvalidArgumentError (bad frames, cameras), BusyError (another thread\n"
-     "is in a call on this pipeline), ClosedError, and the C pipeline's errors."},
+     "Raises InvalidArgumentError (a ValueError: bad frames (dtype, shape, strides,\n"
+     "device), cameras (a stacked batch of N = 0, N not len(cameras))), TypeError\n"
+     "(not a frame; an int as the cameras of a stacked batch), BusyError (another\n"
+     "thread is in a call on this pipeline), ClosedError, and the C pipeline's\n"
+     "errors."},
     {"process_batched", (PyCFunction)(void (*)(void))pipeline_process_batched,
      METH_VARARGS | METH_KEYWORDS,
      "process_batched(frames, cameras=None, format=None)\n--\n\n"

@@ -104,6 +104,30 @@ typedef struct pyomma_convert_ctx {
  * messages. On failure raises and releases what it took. */
 int pyomma_frame_convert(PyObject *obj, const char *format, int index, pyomma_convert_ctx *ctx,
                          omma_frame *frame, pyomma_frame_hold *hold);
+
+/* One array as read (any kind: NumPy, a buffer, a PyTorch tensor, DLPack,
+ * the CUDA array interface): uint8, 2 to 4 dimensions, byte strides (all
+ * filled, none negative). 4 dimensions: a stacked batch (N, H, W, C). */
+typedef struct pyomma_array {
+    uintptr_t ptr;
+    int ndim;
+    Py_ssize_t shape[4], strides[4];
+    int device; /* 0 host, 1 device */
+} pyomma_array;
+
+/* Reads obj (an array, not a tuple of planes) into *a; hold keeps what it
+ * points to alive (its device ordinal and producer streams with it) until
+ * released. One attribute walk whatever the array's size: a stacked batch
+ * of N frames is read once. On failure raises and releases what it took. */
+int pyomma_array_read(PyObject *obj, pyomma_convert_ctx *ctx, pyomma_frame_hold *hold,
+                      pyomma_array *a);
+
+/* Fills *frame from an array read by pyomma_array_read: the array itself
+ * (i < 0; 2 or 3 dimensions) or frame i of a stacked batch (a view at the
+ * batch stride). format as pyomma_frame_convert's (rgb, bgr, rgba, bgra);
+ * index names the frame in messages. Takes nothing; raises on failure. */
+int pyomma_frame_from_array(const pyomma_array *a, Py_ssize_t i, const char *format, int index,
+                            omma_frame *frame);
 void pyomma_frame_release(pyomma_frame_hold *hold);
 
 /* Synchronizes the CUDA streams the holds name, each once, in dev's

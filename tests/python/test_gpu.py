@@ -220,3 +220,93 @@ def test_gpu_results_kept(photo):
             now = p.process(moved)
         assert kept.landmarks.tobytes() == lm.tobytes()
         assert now[0].box.xmin > kept.box.xmin + 20
+
+
+def batch_fields(b):
+    return [getattr(b, k).tobytes() for k in ("counts", "id", "score", "box", "keypoints",
+                                              "landmarks", "presence")]
+
+
+def stacked_frames(photo):
+    moved = np.zeros_like(photo)
+    moved[:, 40:] = photo[:, :-40]
+    return np.stack([photo, moved] * 4)  # (8, 512, 512, 3), two different frames
+
+
+def test_torch_stacked_in_place(photo):
+    """A stacked CUDA tensor (N, H, W, C): read once, in place (no host
+    copy), the faces of the list of its N frames bit for bit (process and
+    process_batched), also with a strided batch dimension."""
+    torch = pytest.importorskip("torch")
+    stack = torch.from_numpy(stacked_frames(photo)).cuda()
+    frames = [stack[i].clone() for i in range(8)]
+    with omma.FacePipeline(backend="gpu", max_batch=8) as lists, \
+            omma.FacePipeline(backend="gpu", max_batch=8) as stacks:
+        want = lists.process(frames)
+        got = stacks.process(stack)
+        assert [len(g) for g in got] == [1] * 8
+        assert iou(tuple(got[0][0].box), EXPECTED_BOX) > 0.7
+        for g, w in zip(got, want):
+            assert g[0].landmarks.tobytes() == w[0].landmarks.tobytes()
+            assert (g[0].id, g[0].score, tuple(g[0].box)) == (w[0].id, w[0].score, tuple(w[0].box))
+        wide = torch.zeros((16, 512, 600, 3), dtype=torch.uint8, device="cuda")
+        wide[::2, :, :512] = stack
+        assert batch_fields(stacks.process_batched(wide[::2, :, :512])) == \
+            batch_fields(lists.process_batched(frames))
+        s = stacks.stats()
+        assert s["h2d_bytes"] == 0 and s["h2d_copies"] == 0 and s["batches"] == 2
+
+
+def test_cupy_stacked_in_place(photo):
+    """A stacked CuPy array and the same through the CUDA array interface
+    alone: in place, the list form's faces bit for bit."""
+    cp = pytest.importorskip("cupy")
+
+    class CAIOnly:
+        def __init__(self, arr):
+            self.__cuda_array_interface__ = arr.__cuda_array_interface__
+
+    stack = cp.asarray(stacked_frames(photo))
+    frames = [stack[i].copy() for i in range(8)]
+    with omma.FacePipeline(backend="gpu", max_batch=8) as lists, \
+            omma.FacePipeline(backend="gpu", max_batch=8) as stacks, \
+            omma.FacePipeline(backend="gpu", max_batch=8) as cai:
+        want = batch_fields(lists.process_batched(frames))
+        assert batch_fields(stacks.process_batched(stack)) == want
+        assert batch_fields(cai.process_batched(CAIOnly(stack))) == want
+        for p in (stacks, cai):
+            assert p.stats()["h2d_bytes"] == 0 and p.stats()["batches"] == 1
+
+
+def test_torch_stacked_stream_ordering(photo):
+    """A stacked batch written after a slow kernel, on a side stream and
+    on the default stream: every frame read after the write."""
+    import contextlib
+    torch = pytest.importorskip("torch")
+    src = torch.from_numpy(photo).cuda()
+    with omma.FacePipeline(backend="gpu", max_batch=8) as p:
+        for cam, side in ((0, torch.cuda.Stream()), (8, None)):
+            stack = torch.zeros((8,) + tuple(src.shape), dtype=torch.uint8, device="cuda")
+            torch.cuda.synchronize()
+            with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
+                torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU cycles
+                stack.copy_(src.expand(8, -1, -1, -1))
+                got = p.process(stack, cameras=list(range(cam, cam + 8)))
+            assert [len(f) for f in got] == [1] * 8, "read before the producer's kernel"
+
+
+def test_cupy_stacked_stream_ordering(photo):
+    """CuPy: a stacked array written on a non-default stream after a slow
+    copy chain: read after it (CuPy's current stream ordered)."""
+    cp = pytest.importorskip("cupy")
+    src = cp.asarray(photo)
+    with omma.FacePipeline(backend="gpu", max_batch=8) as p:
+        stack = cp.zeros((8,) + photo.shape, cp.uint8)
+        cp.cuda.Device().synchronize()
+        with cp.cuda.Stream(non_blocking=True):
+            junk = cp.zeros((64, 1024, 1024), cp.float32)
+            for _ in range(100):  # slow work (~20 ms) queued before the write
+                junk = cp.sqrt(junk + 1.0)
+            stack[...] = src
+            got = p.process(stack)
+        assert [len(f) for f in got] == [1] * 8, "read before the producer's kernels"

@@ -6,8 +6,8 @@ The models cost 0.15 s a call on the CPU under AddressSanitizer, so of the
 return faces (process and process_batched, a face tracked); the others go
 through the whole wrapper (frame conversion, the C call, the exception
 with its message) and are refused, by the C library (camera out of range,
-a camera twice) or by the extension (float pixels, a device frame on the
-CPU)."""
+a camera twice; a stacked batch too) or by the extension (float pixels,
+a device frame on the CPU, a stacked batch with too few cameras)."""
 import gc
 import os
 import tracemalloc
@@ -43,6 +43,8 @@ def test_no_leaks_10000_calls(cpu_pipeline, photo):
         ([small, small], [7, 7], omma.InvalidArgumentError),  # C: camera twice
         (small.astype(np.float32), 0, omma.InvalidArgumentError),
         (FakeDeviceArray(), 0, omma.InvalidArgumentError),
+        (np.stack([small, small]), [7, 7], omma.InvalidArgumentError),  # stacked: C
+        (np.stack([small, small]), [0], omma.InvalidArgumentError),  # stacked: cameras
     ]
     full_every = CALLS // FULL
 

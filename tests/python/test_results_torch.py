@@ -108,7 +108,7 @@ def test_torch_errors_and_refcounts(cpu_pipeline, photo, torch):
     t = torch.from_numpy(photo.copy())
     cases = [
         (t.float(), "uint8 \\(got torch.float32\\)"),
-        (t.unsqueeze(0), "2 or 3 dimensions"),
+        (t[None, None], "2 or 3 dimensions"),  # (1, 1, H, W, C); (1, H, W, C) is a batch
         (t[:, :, 0:1].expand(512, 512, 3), "contiguous within a row"),
         (t.permute(2, 0, 1).contiguous().permute(1, 2, 0), "contiguous within a row"),
         (t[:0], "empty"),
