@@ -303,6 +303,12 @@ cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream_t s);
 #define CUDA_DOT_MAX_N 4
 bool cuda_conv_dot_fits(int n, int k);
 cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s);
+/* GEMM-form convolutions that cuda_launch_conv_pointwise would give
+ * gemm_simt's 64x64 tiles in fewer blocks than a GPU has SMs (BlazePose's
+ * dense heads: M = items, K = 1152, N = 195): warps' dot products over K
+ * (cuda_ops_dot.cu), where the X rows of a block fit in shared memory. */
+bool cuda_gemm_wdot_pays(int M, int K, int N);
+cudaError_t cuda_launch_gemm_wdot(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s); /* w, bias unused */
 

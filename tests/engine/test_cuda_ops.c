@@ -201,6 +201,23 @@ static void make_cases(void)
     s = add_case(GR_CONV2D, 3, 2, 2, 5);
     window(s, 2, 1, 1, 0);
     s->cout = 7, s->act = GR_ACT_PRELU;
+    /* BlazePose's dense heads (odd N, a few tiles: gemm_wdot), one with
+     * fewer items than a block's rows, and K too long for its shared
+     * memory and a grid of many tiles (gemm_simt). */
+    s = add_case(GR_CONV2D, 9, 2, 2, 288);
+    window(s, 2, 1, 1, 0);
+    s->cout = 195;
+    s = add_case(GR_CONV2D, 2, 2, 2, 288);
+    window(s, 2, 1, 1, 0);
+    s->cout = 117, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 5, 3, 3, 35);
+    window(s, 3, 3, 1, 0);
+    s->cout = 65, s->act = GR_ACT_RELU6, s->no_bias = true;
+    s = add_case(GR_CONV2D, 3, 8, 8, 65);
+    window(s, 8, 1, 1, 0);
+    s->cout = 9;
+    s = add_case(GR_CONV2D, 4, 64, 66, 24);
+    s->cout = 33, s->act = GR_ACT_RELU, s->residual = true;
     /* Direct convolutions: the stems and a sweep. */
     s = add_case(GR_CONV2D, 2, 128, 128, 3);
     window(s, 5, 2, 1, 1);
