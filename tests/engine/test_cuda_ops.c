@@ -249,6 +249,21 @@ static void make_cases(void)
     s = add_case(GR_CONV2D, 1, 5, 5, 3); /* one output pixel */
     window(s, 5, 2, 1, 0);
     s->cout = 8;
+    /* Few output channels from 16-byte channel vectors (conv_direct_few):
+     * BlazePose's segmentation output (3x3 SAME, 8 -> 1), and 2, 3 and 8
+     * outputs from 16 and 8 channels, strided and padded. */
+    s = add_case(GR_CONV2D, 3, 37, 29, 8);
+    window(s, 3, 1, 1, 1);
+    s->cout = 1;
+    s = add_case(GR_CONV2D, 2, 17, 19, 16);
+    window(s, 3, 2, 1, 3);
+    s->cout = 3, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 2, 12, 9, 8);
+    window(s, 5, 1, 2, 1);
+    s->cout = 8, s->act = GR_ACT_RELU6;
+    s = add_case(GR_CONV2D, 1, 9, 9, 16);
+    window(s, 3, 1, 1, 2);
+    s->cout = 2, s->act = GR_ACT_RELU, s->no_bias = true;
     for (int i = 0; i < 30; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 4, 7, 12), PICK(1, 5, 9, 12),
                      PICK(1, 2, 3, 4, 5, 16, 32));
