@@ -283,6 +283,21 @@ static void make_cases(void)
     s = add_case(GR_DWCONV2D, 8, 8, 8, 96);
     window(s, 5, 1, 1, 1);
     s->act = GR_ACT_PRELU, s->residual = true;
+    /* Rows of outputs per thread (dwconv_rows, grids of 65536 threads and
+     * more): 3x3 and 5x5 at strides 1 and 2, widths not a multiple of 4,
+     * SAME and asymmetric padding. */
+    s = add_case(GR_DWCONV2D, 4, 45, 47, 256);
+    window(s, 3, 1, 1, 1);
+    s->act = GR_ACT_RELU6, s->residual = true;
+    s = add_case(GR_DWCONV2D, 2, 64, 61, 256);
+    window(s, 5, 1, 1, 1);
+    s->act = GR_ACT_PRELU;
+    s = add_case(GR_DWCONV2D, 4, 91, 93, 256);
+    window(s, 3, 2, 1, 1);
+    s->act = GR_ACT_RELU, s->no_bias = true;
+    s = add_case(GR_DWCONV2D, 4, 91, 93, 256);
+    window(s, 5, 2, 1, 2);
+    s->residual = true;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_DWCONV2D, PICK(1, 3, 8), PICK(1, 3, 6, 11, 16), PICK(1, 4, 9, 16),
                      PICK(1, 3, 4, 8, 16, 24, 28, 42, 64, 127, 128));
