@@ -183,6 +183,17 @@ static void make_cases(void)
     s->cout = 96, s->act = GR_ACT_RELU;
     s = add_case(GR_CONV2D, 3, 5, 7, 160);
     s->cout = 16, s->act = GR_ACT_PRELU;
+    /* A few channels in and out (conv_px): BlazePose's segmentation path
+     * (8 -> 8 with the block's input added), its 24 -> 16, and the other
+     * K and N it takes. */
+    s = add_case(GR_CONV2D, 3, 37, 41, 8);
+    s->cout = 8, s->residual = true, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 2, 33, 31, 24);
+    s->cout = 16;
+    s = add_case(GR_CONV2D, 2, 9, 13, 32);
+    s->cout = 8, s->residual = true, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 1, 16, 17, 16);
+    s->cout = 16, s->residual = true, s->act = GR_ACT_RELU6, s->no_bias = true;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 2, 5, 9, 16), PICK(1, 3, 7, 16),
                      PICK(1, 2, 3, 8, 16, 24, 28, 31, 42, 64, 96, 128));
