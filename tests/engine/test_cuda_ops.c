@@ -194,6 +194,15 @@ static void make_cases(void)
     s->cout = 8, s->residual = true, s->act = GR_ACT_PRELU;
     s = add_case(GR_CONV2D, 1, 16, 17, 16);
     s->cout = 16, s->residual = true, s->act = GR_ACT_RELU6, s->no_bias = true;
+    /* Thin GEMMs of 65536 pixels and more (gemm_thin): BlazePose's 24 ->
+     * 144 in a partial pass of 64 columns (N = 40), K of 16 and 32 with
+     * residuals, a partial last tile. */
+    s = add_case(GR_CONV2D, 1, 256, 256, 24);
+    s->cout = 40, s->act = GR_ACT_RELU6;
+    s = add_case(GR_CONV2D, 2, 181, 183, 32);
+    s->cout = 24, s->residual = true, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 1, 257, 257, 16);
+    s->cout = 72, s->residual = true, s->no_bias = true;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 2, 5, 9, 16), PICK(1, 3, 7, 16),
                      PICK(1, 2, 3, 8, 16, 24, 28, 31, 42, 64, 96, 128));
