@@ -1,25 +1,31 @@
 /* Thin pointwise convolutions in fp16 (cuda_conv_thin_ok: K a multiple of 8
- * up to 32, N a multiple of 8 up to THIN_MAX_N, hundreds of thousands of
- * pixels): BlazePose's expansions 24 -> 144 at 64x64 and 32 -> 192 at 32x32.
- * Their bytes are nearly all output; gemm_tc16's short-lived 64x64x32
- * blocks (three quarters of the K tile zeros, a 64-column tile of 16
- * useful ones for N = 144) kept few bytes in flight (1 TB/s).
+ * up to 64, N from 8 to THIN_MAX_N, hundreds of thousands of pixels):
+ * BlazePose's expansions 24 -> 144 at 64x64 and 32 -> 192 at 32x32, and its
+ * heatmap 48 -> 39. Their bytes are nearly all output; gemm_tc16's
+ * short-lived 64x64x32 blocks (three quarters of the K tile zeros, a
+ * 64-column tile of 16 useful ones for N = 144) kept few bytes in flight
+ * (1 TB/s), and gemm_simt (odd N) was bound by its FFMAs.
  *
  * gemm_thin: blocks of 8 warps walk 16-row tiles of x, each warp its own,
  * with no block-wide barrier after the filter is staged ([N][THIN_LD]
- * halves in shared memory, K zero-padded to 32). A warp loads its tile's A
+ * halves in shared memory, K zero-padded to 16 * KS, N to a multiple of
+ * 8). A warp loads its tile's A
  * fragments straight from global memory (the next tile's while it works
  * on this one), then for each 64 columns multiplies (m16n8k16, fp32
  * accumulators, k16 steps in order) and stores from the accumulator
  * fragments (+ bias, residual, activation, one rounding to half): the
- * arithmetic of gemm_tc16, so the results are its own. */
+ * arithmetic of gemm_tc16, so the results are its own (odd N, which
+ * gemm_tc16 does not take: element stores, the tensor cores' sums in place
+ * of gemm_simt's FFMAs). */
 #include "engine/cuda_ops_device.h"
 
 #define THIN_THREADS 256
 #define THIN_WARPS (THIN_THREADS / 32)
-#define THIN_MAX_K 32
+#define THIN_MAX_K 64
 #define THIN_MAX_N 512
-#define THIN_LD 40       /* halves per staged filter row: 80 bytes, conflict-free */
+/* Halves per staged filter row, 16 * KS + 8: 80 or 144 bytes, so the 8 rows
+ * of a fragment load fall in different banks. */
+#define THIN_LD(ks) ((ks) <= 2 ? 40 : 72)
 #define THIN_NT 8        /* n8 tiles per pass: 64 columns */
 #define THIN_MIN_M 65536 /* fewer rows: too few tiles for the warps of a GPU */
 
@@ -43,16 +49,17 @@ static __device__ __forceinline__ void thin_load_a(unsigned (*a)[4], const __hal
 }
 
 template <int KS>
-__global__ void __launch_bounds__(THIN_THREADS)
+__global__ void __launch_bounds__(THIN_THREADS, 2)
 gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
           const float *__restrict__ bias, const __half *__restrict__ res,
           const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act)
 {
     extern __shared__ uint4 thin_smem[];
-    __half *bs = reinterpret_cast<__half *>(thin_smem); /* [N][THIN_LD] */
-    for (int i = threadIdx.x; i < N * THIN_LD; i += blockDim.x) {
-        int n = i / THIN_LD, k = i % THIN_LD;
-        bs[i] = k < K ? w[(size_t)n * K + k] : __float2half(0.0f);
+    const int LD = THIN_LD(KS), np = (N + 7) / 8 * 8;
+    __half *bs = reinterpret_cast<__half *>(thin_smem); /* [np][LD] */
+    for (int i = threadIdx.x; i < np * LD; i += blockDim.x) {
+        int n = i / LD, k = i % LD;
+        bs[i] = n < N && k < K ? w[(size_t)n * K + k] : __float2half(0.0f);
     }
     pdl_begin(); /* the filter above is a constant */
     __syncthreads();
@@ -74,9 +81,9 @@ gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     acc[j][e] = 0.0f;
-                if (nc + 8 * j >= N) /* N % 8 == 0: whole n8 tiles */
+                if (nc + 8 * j >= N) /* n8 tiles past N: zero filter rows */
                     continue;
-                const __half *p = bs + (nc + 8 * j + g) * THIN_LD + 2 * t;
+                const __half *p = bs + (nc + 8 * j + g) * LD + 2 * t;
 #pragma unroll
                 for (int ks = 0; ks < KS; ks++) {
                     unsigned b[2];
@@ -89,9 +96,11 @@ gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
 #pragma unroll
             for (int j = 0; j < THIN_NT; j++) {
                 const int n = nc + 8 * j + 2 * t;
-                if (nc + 8 * j >= N)
+                if (n >= N)
                     continue;
-                float b0 = bias ? __ldg(bias + n) : 0.0f, b1 = bias ? __ldg(bias + n + 1) : 0.0f;
+                const bool two = n + 1 < N;
+                float b0 = bias ? __ldg(bias + n) : 0.0f;
+                float b1 = bias && two ? __ldg(bias + n + 1) : 0.0f;
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int m = m0 + g + 8 * h;
@@ -99,14 +108,25 @@ gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
                         continue;
                     size_t o = (size_t)m * N + n;
                     float v0 = acc[j][2 * h] + b0, v1 = acc[j][2 * h + 1] + b1;
-                    if (res) {
-                        float2 r = __half22float2(*reinterpret_cast<const __half2 *>(res + o));
-                        v0 += r.x;
-                        v1 += r.y;
+                    if (N % 2 == 0) {
+                        if (res) {
+                            float2 r = __half22float2(*reinterpret_cast<const __half2 *>(res + o));
+                            v0 += r.x;
+                            v1 += r.y;
+                        }
+                        v0 = activate(v0, act, alpha, n);
+                        v1 = activate(v1, act, alpha, n + 1);
+                        *reinterpret_cast<__half2 *>(y + o) = __floats2half2_rn(v0, v1);
+                    } else { /* rows of odd length: elements */
+                        if (res)
+                            v0 += __half2float(res[o]);
+                        y[o] = __float2half_rn(activate(v0, act, alpha, n));
+                        if (two) {
+                            if (res)
+                                v1 += __half2float(res[o + 1]);
+                            y[o + 1] = __float2half_rn(activate(v1, act, alpha, n + 1));
+                        }
                     }
-                    v0 = activate(v0, act, alpha, n);
-                    v1 = activate(v1, act, alpha, n + 1);
-                    *reinterpret_cast<__half2 *>(y + o) = __floats2half2_rn(v0, v1);
                 }
             }
         }
@@ -122,9 +142,31 @@ extern "C" bool cuda_conv_thin_ok(const cuda_conv_args *a)
 {
     const int K = a->kh * a->kw * a->cin, N = a->cout;
     const long long M = (long long)a->batch * a->oh * a->ow;
-    const size_t align = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual;
+    const size_t align = (size_t)a->x | (size_t)a->w;
+    const size_t out = (size_t)a->y | (size_t)a->residual;
     return a->prec == CUDA_PREC_F16 && !a->up && K % 8 == 0 && K >= 8 && K <= THIN_MAX_K &&
-           N % 8 == 0 && N >= 8 && N <= THIN_MAX_N && M >= THIN_MIN_M && (align & 15) == 0;
+           N >= 8 && N <= THIN_MAX_N && M >= THIN_MIN_M && (align & 15) == 0 &&
+           (out & (N % 2 == 0 ? 3 : 1)) == 0;
+}
+
+/* One wave of blocks, as many as the SMs hold; each warp walks its tiles. */
+template <int KS>
+static cudaError_t thin_start(int M, int K, int N, const __half *x, const __half *w,
+                              const float *bias, const __half *r, const float *alpha, __half *y,
+                              int act, cudaStream_t s)
+{
+    int sms = 0, per = 0;
+    size_t smem = (size_t)(N + 7) / 8 * 8 * THIN_LD(KS) * sizeof(__half);
+    cudaError_t e = cuda_ops_sm_count(&sms);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, gemm_thin<KS>, THIN_THREADS, smem);
+    if (e != cudaSuccess)
+        return e;
+    long long tiles = (M + 15) / 16, need = (tiles + THIN_WARPS - 1) / THIN_WARPS;
+    long long cap = (long long)sms * (per > 0 ? per : 1);
+    unsigned blocks = (unsigned)(need < cap ? need : cap);
+    return cuda_ops_start(gemm_thin<KS>, blocks, THIN_THREADS, smem, s, x, w, bias, r, alpha, y, M,
+                          K, N, act);
 }
 
 extern "C" cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream_t s)
@@ -132,22 +174,17 @@ extern "C" cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream
     if (!cuda_conv_thin_ok(a))
         return cudaErrorInvalidValue;
     const int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
-    int sms = 0;
-    cudaError_t e = cuda_ops_sm_count(&sms);
-    if (e != cudaSuccess)
-        return e;
-    /* One wave of blocks (3 a SM: 72 registers a thread); each warp walks
-     * its tiles. */
-    long long tiles = (M + 15) / 16, need = (tiles + THIN_WARPS - 1) / THIN_WARPS;
-    long long cap = (long long)sms * 3;
-    unsigned blocks = (unsigned)(need < cap ? need : cap);
-    size_t smem = (size_t)N * THIN_LD * sizeof(__half);
     const __half *x = (const __half *)a->x, *w = (const __half *)a->w;
     const __half *r = (const __half *)a->residual;
     __half *y = (__half *)a->y;
-    if (K <= 16)
-        return cuda_ops_start(gemm_thin<1>, blocks, THIN_THREADS, smem, s, x, w, a->bias, r,
-                              a->alpha, y, M, K, N, a->act);
-    return cuda_ops_start(gemm_thin<2>, blocks, THIN_THREADS, smem, s, x, w, a->bias, r, a->alpha,
-                          y, M, K, N, a->act);
+    switch ((K + 15) / 16) {
+    case 1:
+        return thin_start<1>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
+    case 2:
+        return thin_start<2>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
+    case 3:
+        return thin_start<3>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
+    default:
+        return thin_start<4>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
+    }
 }

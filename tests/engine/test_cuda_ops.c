@@ -195,14 +195,21 @@ static void make_cases(void)
     s = add_case(GR_CONV2D, 1, 16, 17, 16);
     s->cout = 16, s->residual = true, s->act = GR_ACT_RELU6, s->no_bias = true;
     /* Thin GEMMs of 65536 pixels and more (gemm_thin): BlazePose's 24 ->
-     * 144 in a partial pass of 64 columns (N = 40), K of 16 and 32 with
-     * residuals, a partial last tile. */
+     * 144 in a partial pass of 64 columns (N = 40), K of 16 to 64 with and
+     * without residuals, partial last tiles, odd N and N not a multiple
+     * of 8. */
     s = add_case(GR_CONV2D, 1, 256, 256, 24);
     s->cout = 40, s->act = GR_ACT_RELU6;
     s = add_case(GR_CONV2D, 2, 181, 183, 32);
     s->cout = 24, s->residual = true, s->act = GR_ACT_PRELU;
     s = add_case(GR_CONV2D, 1, 257, 257, 16);
     s->cout = 72, s->residual = true, s->no_bias = true;
+    s = add_case(GR_CONV2D, 1, 257, 256, 48); /* BlazePose's heatmap, odd N */
+    s->cout = 39;
+    s = add_case(GR_CONV2D, 1, 257, 257, 64);
+    s->cout = 11, s->residual = true, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 1, 256, 257, 40);
+    s->cout = 10, s->act = GR_ACT_RELU;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 2, 5, 9, 16), PICK(1, 3, 7, 16),
                      PICK(1, 2, 3, 8, 16, 24, 28, 31, 42, 64, 96, 128));
