@@ -144,9 +144,12 @@ extern "C" bool cuda_conv_thin_ok(const cuda_conv_args *a)
     const long long M = (long long)a->batch * a->oh * a->ow;
     const size_t align = (size_t)a->x | (size_t)a->w;
     const size_t out = (size_t)a->y | (size_t)a->residual;
+    /* The staged filter within the default 48 KB (and the occupancy
+     * query's view of it). */
+    const size_t smem = (size_t)(N + 7) / 8 * 8 * THIN_LD((K + 15) / 16) * sizeof(__half);
     return a->prec == CUDA_PREC_F16 && !a->up && K % 8 == 0 && K >= 8 && K <= THIN_MAX_K &&
-           N >= 8 && N <= THIN_MAX_N && M >= THIN_MIN_M && (align & 15) == 0 &&
-           (out & (N % 2 == 0 ? 3 : 1)) == 0;
+           N >= 8 && N <= THIN_MAX_N && smem <= 48 * 1024 && M >= THIN_MIN_M &&
+           (align & 15) == 0 && (out & (N % 2 == 0 ? 3 : 1)) == 0;
 }
 
 /* One wave of blocks, as many as the SMs hold; each warp walks its tiles. */
