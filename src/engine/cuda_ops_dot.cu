@@ -65,11 +65,19 @@ extern "C" bool cuda_conv_dot_fits(int n, int k)
     return n >= 1 && n <= CUDA_DOT_MAX_N && (size_t)n * k * sizeof(float) <= 48 * 1024;
 }
 
+/* Below this many rows, a long dot product (K from DOT_WDOT_MIN_K) goes to
+ * gemm_wdot's warps: one thread a row would leave the GPU nearly idle
+ * (BlazePose's pose flag: 128 items, K = 1152, one block). */
+#define DOT_WDOT_MAX_ROWS (16 * CUDA_OPS_THREADS)
+#define DOT_WDOT_MIN_K 256
+
 extern "C" cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s)
 {
     int rows = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin;
     if (rows == 0)
         return cudaSuccess;
+    if (rows < DOT_WDOT_MAX_ROWS && K >= DOT_WDOT_MIN_K && cuda_gemm_wdot_pays(rows, K, a->cout))
+        return cuda_launch_gemm_wdot(a, s);
     int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
     int V = cuda_ops_vec(es, K, (size_t)a->x);
     if (a->prec == CUDA_PREC_F16) {

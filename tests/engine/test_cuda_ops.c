@@ -243,6 +243,14 @@ static void make_cases(void)
     s = add_case(GR_CONV2D, 3, 8, 8, 65);
     window(s, 8, 1, 1, 0);
     s->cout = 9;
+    /* One and three outputs of a long dot product for a few items
+     * (gemm_wdot in place of conv_dot): BlazePose's pose flag. */
+    s = add_case(GR_CONV2D, 5, 2, 2, 288);
+    window(s, 2, 1, 1, 0);
+    s->cout = 1;
+    s = add_case(GR_CONV2D, 2, 3, 3, 40);
+    window(s, 3, 1, 1, 0);
+    s->cout = 3, s->act = GR_ACT_PRELU, s->residual = true;
     s = add_case(GR_CONV2D, 4, 64, 66, 24);
     s->cout = 33, s->act = GR_ACT_RELU, s->residual = true;
     /* Direct convolutions: the stems and a sweep. */
