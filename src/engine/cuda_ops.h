@@ -318,8 +318,9 @@ bool cuda_conv_px_ok(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_px(const cuda_conv_args *a, cudaStream_t s);
 /* Thin 1x1 convolutions that cuda_launch_conv_pointwise hands on where
  * cuda_conv_thin_ok holds (and neither of the above): fp16, K a multiple of
- * 8 up to 64, N from 8 to 512 (odd too), 65536 pixels or more, with or
- * without a residual, x and w 16-byte aligned (cuda_ops_gemm_thin.cu). */
+ * 8 up to 128, N from 8 to 1024 (odd too), 4096 16-row tiles x 128-column
+ * blocks or more, with or without a residual, x and w 16-byte aligned
+ * (cuda_ops_gemm_thin.cu). */
 bool cuda_conv_thin_ok(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);

@@ -1,15 +1,17 @@
 /* Thin pointwise convolutions in fp16 (cuda_conv_thin_ok: K a multiple of 8
- * up to 64, N from 8 to THIN_MAX_N, hundreds of thousands of pixels):
- * BlazePose's expansions 24 -> 144 at 64x64 and 32 -> 192 at 32x32, and its
- * heatmap 48 -> 39. Their bytes are nearly all output; gemm_tc16's
- * short-lived 64x64x32 blocks (three quarters of the K tile zeros, a
- * 64-column tile of 16 useful ones for N = 144) kept few bytes in flight
- * (1 TB/s), and gemm_simt (odd N) was bound by its FFMAs.
+ * up to 128, N from 8 to THIN_MAX_N, thousands of 16-row tiles):
+ * BlazePose's expansions 24 -> 144 at 64x64 and 32 -> 192 at 32x32, its
+ * heatmap 48 -> 39, and 64 -> 384, 88 -> 528 at 16x16 (batch 128). Their
+ * bytes are nearly all output; gemm_tc16's short-lived 64x64x32 blocks
+ * (three quarters of the K tile zeros, a 64-column tile of 16 useful ones
+ * for N = 144, a load, two barriers and a multiply per 32 of K) kept few
+ * bytes in flight (1 TB/s), and gemm_simt (odd N) was bound by its FFMAs.
  *
  * gemm_thin: blocks of 8 warps walk 16-row tiles of x, each warp its own,
- * with no block-wide barrier after the filter is staged ([N][THIN_LD]
- * halves in shared memory, K zero-padded to 16 * KS, N to a multiple of
- * 8). A warp loads its tile's A
+ * with no block-wide barrier after the filter is staged (a block's
+ * THIN_NCH columns, blockIdx.y; [columns][THIN_LD] halves in shared
+ * memory, K zero-padded to 16 * KS, the columns to a multiple of 8). A
+ * warp loads its tile's A
  * fragments straight from global memory (the next tile's while it works
  * on this one), then for each 64 columns multiplies (m16n8k16, fp32
  * accumulators, k16 steps in order) and stores from the accumulator
@@ -21,13 +23,17 @@
 
 #define THIN_THREADS 256
 #define THIN_WARPS (THIN_THREADS / 32)
-#define THIN_MAX_K 64
-#define THIN_MAX_N 512
-/* Halves per staged filter row, 16 * KS + 8: 80 or 144 bytes, so the 8 rows
- * of a fragment load fall in different banks. */
-#define THIN_LD(ks) ((ks) <= 2 ? 40 : 72)
-#define THIN_NT 8        /* n8 tiles per pass: 64 columns */
-#define THIN_MIN_M 65536 /* fewer rows: too few tiles for the warps of a GPU */
+#define THIN_MAX_K 128
+#define THIN_MAX_N 1024
+#define THIN_NCH 128 /* columns of a block (blockIdx.y) */
+/* Halves per staged filter row, 16 * KS + 8 (40 at least): the 8 rows of a
+ * fragment load fall in different banks. At most 136: 34 KB for 128
+ * columns. */
+#define THIN_LD(ks) ((ks) <= 2 ? 40 : 16 * (ks) + 8)
+#define THIN_NT 8 /* n8 tiles per pass: 64 columns */
+/* Fewer 16-row tiles x column blocks: too little work for the warps of a
+ * GPU (gemm_tc16's 64x64 blocks). */
+#define THIN_MIN_TASKS 4096
 
 /* The A fragments of rows r0 = m0 + g and r0 + 8 for KS k16 steps. */
 template <int KS>
@@ -49,17 +55,19 @@ static __device__ __forceinline__ void thin_load_a(unsigned (*a)[4], const __hal
 }
 
 template <int KS>
-__global__ void __launch_bounds__(THIN_THREADS, 2)
+__global__ void __launch_bounds__(THIN_THREADS, KS <= 2 ? 3 : 2)
 gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
           const float *__restrict__ bias, const __half *__restrict__ res,
           const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act)
 {
     extern __shared__ uint4 thin_smem[];
-    const int LD = THIN_LD(KS), np = (N + 7) / 8 * 8;
+    /* This block's columns n0 .. n0 + nn - 1. */
+    const int n0 = blockIdx.y * THIN_NCH, nn = min(N - n0, THIN_NCH);
+    const int LD = THIN_LD(KS), np = (nn + 7) / 8 * 8;
     __half *bs = reinterpret_cast<__half *>(thin_smem); /* [np][LD] */
     for (int i = threadIdx.x; i < np * LD; i += blockDim.x) {
         int n = i / LD, k = i % LD;
-        bs[i] = n < N && k < K ? w[(size_t)n * K + k] : __float2half(0.0f);
+        bs[i] = n < nn && k < K ? w[(size_t)(n0 + n) * K + k] : __float2half(0.0f);
     }
     pdl_begin(); /* the filter above is a constant */
     __syncthreads();
@@ -74,14 +82,14 @@ gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
         unsigned an[KS][4];
         if (tile + stride < tiles)
             thin_load_a<KS>(an, x, M, K, (tile + stride) * 16);
-        for (int nc = 0; nc < N; nc += 8 * THIN_NT) {
+        for (int nc = 0; nc < nn; nc += 8 * THIN_NT) {
             float acc[THIN_NT][4];
 #pragma unroll
             for (int j = 0; j < THIN_NT; j++) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     acc[j][e] = 0.0f;
-                if (nc + 8 * j >= N) /* n8 tiles past N: zero filter rows */
+                if (nc + 8 * j >= nn) /* n8 tiles past the columns: zero filter rows */
                     continue;
                 const __half *p = bs + (nc + 8 * j + g) * LD + 2 * t;
 #pragma unroll
@@ -92,10 +100,10 @@ gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
                     mma_16816(acc[j], a[ks], b);
                 }
             }
-            /* Accumulator j: rows m0 + g (+ 8), columns nc + 8j + 2t, + 1. */
+            /* Accumulator j: rows m0 + g (+ 8), columns n0 + nc + 8j + 2t, + 1. */
 #pragma unroll
             for (int j = 0; j < THIN_NT; j++) {
-                const int n = nc + 8 * j + 2 * t;
+                const int n = n0 + nc + 8 * j + 2 * t;
                 if (n >= N)
                     continue;
                 const bool two = n + 1 < N;
@@ -144,32 +152,33 @@ extern "C" bool cuda_conv_thin_ok(const cuda_conv_args *a)
     const long long M = (long long)a->batch * a->oh * a->ow;
     const size_t align = (size_t)a->x | (size_t)a->w;
     const size_t out = (size_t)a->y | (size_t)a->residual;
-    /* The staged filter within the default 48 KB (and the occupancy
-     * query's view of it). */
-    const size_t smem = (size_t)(N + 7) / 8 * 8 * THIN_LD((K + 15) / 16) * sizeof(__half);
+    const long long tasks = (M + 15) / 16 * ((N + THIN_NCH - 1) / THIN_NCH);
     return a->prec == CUDA_PREC_F16 && !a->up && K % 8 == 0 && K >= 8 && K <= THIN_MAX_K &&
-           N >= 8 && N <= THIN_MAX_N && smem <= 48 * 1024 && M >= THIN_MIN_M &&
+           N >= 8 && N <= THIN_MAX_N && tasks >= THIN_MIN_TASKS && M < (1LL << 31) &&
            (align & 15) == 0 && (out & (N % 2 == 0 ? 3 : 1)) == 0;
 }
 
-/* One wave of blocks, as many as the SMs hold; each warp walks its tiles. */
+/* One wave of blocks, as many as the SMs hold (THIN_NCH columns each);
+ * each warp walks its tiles. The staged filter is 34 KB at most, within
+ * the default dynamic shared memory. */
 template <int KS>
 static cudaError_t thin_start(int M, int K, int N, const __half *x, const __half *w,
                               const float *bias, const __half *r, const float *alpha, __half *y,
                               int act, cudaStream_t s)
 {
     int sms = 0, per = 0;
-    size_t smem = (size_t)(N + 7) / 8 * 8 * THIN_LD(KS) * sizeof(__half);
+    const int cols = N < THIN_NCH ? N : THIN_NCH, chunks = (N + THIN_NCH - 1) / THIN_NCH;
+    size_t smem = (size_t)(cols + 7) / 8 * 8 * THIN_LD(KS) * sizeof(__half);
     cudaError_t e = cuda_ops_sm_count(&sms);
     if (e == cudaSuccess)
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, gemm_thin<KS>, THIN_THREADS, smem);
     if (e != cudaSuccess)
         return e;
     long long tiles = (M + 15) / 16, need = (tiles + THIN_WARPS - 1) / THIN_WARPS;
-    long long cap = (long long)sms * (per > 0 ? per : 1);
-    unsigned blocks = (unsigned)(need < cap ? need : cap);
-    return cuda_ops_start(gemm_thin<KS>, blocks, THIN_THREADS, smem, s, x, w, bias, r, alpha, y, M,
-                          K, N, act);
+    long long cap = ((long long)sms * (per > 0 ? per : 1) + chunks - 1) / chunks;
+    dim3 grid((unsigned)(need < cap ? need : cap), (unsigned)chunks);
+    return cuda_ops_start(gemm_thin<KS>, grid, THIN_THREADS, smem, s, x, w, bias, r, alpha, y, M, K,
+                          N, act);
 }
 
 extern "C" cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream_t s)
@@ -187,7 +196,15 @@ extern "C" cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream
         return thin_start<2>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
     case 3:
         return thin_start<3>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
-    default:
+    case 4:
         return thin_start<4>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
+    case 5:
+        return thin_start<5>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
+    case 6:
+        return thin_start<6>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
+    case 7:
+        return thin_start<7>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
+    default:
+        return thin_start<8>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
     }
 }

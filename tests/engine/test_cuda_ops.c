@@ -194,12 +194,15 @@ static void make_cases(void)
     s->cout = 8, s->residual = true, s->act = GR_ACT_PRELU;
     s = add_case(GR_CONV2D, 1, 16, 17, 16);
     s->cout = 16, s->residual = true, s->act = GR_ACT_RELU6, s->no_bias = true;
-    /* Thin GEMMs of 65536 pixels and more (gemm_thin): BlazePose's 24 ->
-     * 144 in a partial pass of 64 columns (N = 40), K of 16 to 64 with and
-     * without residuals, partial last tiles, odd N and N not a multiple
-     * of 8. */
+    /* Thin GEMMs of 4096 16-row tiles x 128-column blocks and more
+     * (gemm_thin): BlazePose's 24 -> 144 (a second column block of 16),
+     * K of 16 to 64 with and without residuals, partial last tiles, odd N
+     * and N not a multiple of 8; K = 72 (a partial k16 step) into 8 column
+     * blocks, the last partial. */
     s = add_case(GR_CONV2D, 1, 256, 256, 24);
-    s->cout = 40, s->act = GR_ACT_RELU6;
+    s->cout = 144, s->act = GR_ACT_RELU6;
+    s = add_case(GR_CONV2D, 2, 64, 64, 72);
+    s->cout = 1000, s->act = GR_ACT_RELU, s->residual = true;
     s = add_case(GR_CONV2D, 2, 181, 183, 32);
     s->cout = 24, s->residual = true, s->act = GR_ACT_PRELU;
     s = add_case(GR_CONV2D, 1, 257, 257, 16);
