@@ -31,6 +31,9 @@
  * columns. */
 #define THIN_LD(ks) ((ks) <= 2 ? 40 : 16 * (ks) + 8)
 #define THIN_NT 8 /* n8 tiles per pass: 64 columns */
+/* Blocks a SM holds: __launch_bounds__'s minimum, which the registers set
+ * (the staged filter, 34 KB at most, leaves room for them). */
+#define THIN_PER_SM(ks) ((ks) <= 2 ? 3 : 2)
 /* Fewer 16-row tiles x column blocks: too little work for the warps of a
  * GPU (gemm_tc16's 64x64 blocks). */
 #define THIN_MIN_TASKS 4096
@@ -55,7 +58,7 @@ static __device__ __forceinline__ void thin_load_a(unsigned (*a)[4], const __hal
 }
 
 template <int KS>
-__global__ void __launch_bounds__(THIN_THREADS, KS <= 2 ? 3 : 2)
+__global__ void __launch_bounds__(THIN_THREADS, THIN_PER_SM(KS))
 gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
           const float *__restrict__ bias, const __half *__restrict__ res,
           const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act)
@@ -158,24 +161,20 @@ extern "C" bool cuda_conv_thin_ok(const cuda_conv_args *a)
            (align & 15) == 0 && (out & (N % 2 == 0 ? 3 : 1)) == 0;
 }
 
-/* One wave of blocks, as many as the SMs hold (THIN_NCH columns each);
- * each warp walks its tiles. The staged filter is 34 KB at most, within
- * the default dynamic shared memory. */
+/* One wave of blocks (THIN_NCH columns each); each warp walks its tiles. */
 template <int KS>
 static cudaError_t thin_start(int M, int K, int N, const __half *x, const __half *w,
                               const float *bias, const __half *r, const float *alpha, __half *y,
                               int act, cudaStream_t s)
 {
-    int sms = 0, per = 0;
-    const int cols = N < THIN_NCH ? N : THIN_NCH, chunks = (N + THIN_NCH - 1) / THIN_NCH;
-    size_t smem = (size_t)(cols + 7) / 8 * 8 * THIN_LD(KS) * sizeof(__half);
+    int sms = 0;
     cudaError_t e = cuda_ops_sm_count(&sms);
-    if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, gemm_thin<KS>, THIN_THREADS, smem);
     if (e != cudaSuccess)
         return e;
+    const int cols = N < THIN_NCH ? N : THIN_NCH, chunks = (N + THIN_NCH - 1) / THIN_NCH;
+    size_t smem = (size_t)(cols + 7) / 8 * 8 * THIN_LD(KS) * sizeof(__half);
     long long tiles = (M + 15) / 16, need = (tiles + THIN_WARPS - 1) / THIN_WARPS;
-    long long cap = ((long long)sms * (per > 0 ? per : 1) + chunks - 1) / chunks;
+    long long cap = ((long long)sms * THIN_PER_SM(KS) + chunks - 1) / chunks;
     dim3 grid((unsigned)(need < cap ? need : cap), (unsigned)chunks);
     return cuda_ops_start(gemm_thin<KS>, grid, THIN_THREADS, smem, s, x, w, bias, r, alpha, y, M, K,
                           N, act);
