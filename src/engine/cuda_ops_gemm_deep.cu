@@ -1,8 +1,9 @@
 /* Pointwise convolutions with a long K in fp16 (cuda_conv_deep_ok: K a
- * multiple of 8 from DEEP_MIN_K, even N over 32; BlazePose's 864 -> 144 at 8x8 and
- * 288 -> 288 at 4x4 and 2x2). gemm_tc16 walks K in 32-wide steps with one
- * step's tiles prefetched into registers; with a few blocks a SM and tens
- * of steps, each step waits out most of a global load's latency.
+ * multiple of 8 from DEEP_MIN_K, even N over 32; BlazePose's 864 -> 144
+ * and 144 -> 864 at 8x8, 288 -> 288 at 4x4 and 2x2). gemm_tc16 walks K in
+ * 32-wide steps with one step's tiles prefetched into registers; with a
+ * few blocks a SM and many steps, each step waits out most of a global
+ * load's latency.
  *
  * gemm_deep: gemm_tc16's 64x64 block tile, 2x2 warps of 32x32 and
  * m16n8k16 fragments, with the 64x32 tiles of A and B in a ring of
@@ -17,7 +18,7 @@
 #define DEEP_BK 32
 #define DEEP_LD (DEEP_BK + 8) /* halves per shared row: 80 bytes, fragment loads conflict-free */
 #define DEEP_STAGES 4         /* 4 x 10 KB of tiles */
-#define DEEP_MIN_K 256        /* 8 steps and more */
+#define DEEP_MIN_K 128        /* 4 steps and more */
 
 static __device__ __forceinline__ void deep_commit()
 {

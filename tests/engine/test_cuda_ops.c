@@ -205,7 +205,7 @@ static void make_cases(void)
     s->cout = 1000, s->act = GR_ACT_RELU, s->residual = true;
     /* Long K (gemm_deep's ring of cp.async stages): BlazePose's 864 ->
      * 144 at 8x8 and 288 -> 288 at 4x4, a partial last K step and N tile,
-     * K = 256 (8 steps). */
+     * K = 256 (8 steps), 144 -> 864. */
     s = add_case(GR_CONV2D, 3, 8, 8, 864);
     s->cout = 144, s->act = GR_ACT_RELU, s->residual = true;
     s = add_case(GR_CONV2D, 2, 4, 4, 288);
@@ -214,6 +214,8 @@ static void make_cases(void)
     s->cout = 66, s->act = GR_ACT_PRELU;
     s = add_case(GR_CONV2D, 1, 9, 11, 256);
     s->cout = 48, s->no_bias = true, s->residual = true;
+    s = add_case(GR_CONV2D, 2, 8, 8, 144); /* 144 -> 864: 5 steps */
+    s->cout = 864, s->act = GR_ACT_RELU6;
     s = add_case(GR_CONV2D, 2, 181, 183, 32);
     s->cout = 24, s->residual = true, s->act = GR_ACT_PRELU;
     s = add_case(GR_CONV2D, 1, 257, 257, 16);
