@@ -3,8 +3,9 @@
  * Two passes over the nodes with the same walker: the first only measures
  * (offsets and total size), the second converts and re-lays every constant
  * into a host staging buffer at those offsets; then one cudaMalloc and one
- * cudaMemcpy. Device memory is obtained and released only in dev_alloc() and
- * dev_free(), the place to switch to the gpu layer's pools. */
+ * copy, landed before the upload returns (upload()). Device memory is
+ * obtained and released only in dev_alloc() and dev_free(), the place to
+ * switch to the gpu layer's pools. */
 #include "engine/cuda_weights.h"
 
 #include <stdbool.h>
@@ -30,6 +31,27 @@ static void dev_free(void *p)
 {
     if (p)
         cudaFree(p);
+}
+
+/* Copies bytes from pageable host memory to dev and returns once they have
+ * landed. Not a plain cudaMemcpy: from pageable memory it may return once
+ * the data is staged, before the DMA to dev is done, and it is ordered on
+ * the legacy default stream, which the non-blocking streams that run the
+ * kernels (exec streams, the stream pool's) do not wait for; a kernel
+ * launched right after could read the weights before they land (seen with
+ * several processes sharing the GPU: partly stale filters, garbage outputs).
+ * A private stream, synchronized, waits for exactly this copy. */
+static omma_status upload(void *dev, const void *host, size_t bytes)
+{
+    cudaStream_t s = NULL;
+    omma_status st = OMMA_CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (st != OMMA_OK)
+        return st;
+    st = OMMA_CK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s));
+    if (st == OMMA_OK)
+        st = OMMA_CK(cudaStreamSynchronize(s));
+    cudaStreamDestroy(s);
+    return st;
 }
 
 /* float to IEEE half, round to nearest even; overflow to inf, NaN kept. */
@@ -307,7 +329,7 @@ omma_status cuda_weights_upload(const gr_graph *g, cuda_prec prec, cuda_weights 
     if ((st = dev_alloc(&w->dev, bytes)) != OMMA_OK)
         goto fail;
     w->bytes = bytes;
-    if ((st = OMMA_CK(cudaMemcpy(w->dev, s.host, bytes, cudaMemcpyHostToDevice))) != OMMA_OK)
+    if ((st = upload(w->dev, s.host, bytes)) != OMMA_OK)
         goto fail;
     unsigned char *base = w->dev;
     for (int i = 0; i < g->n_nodes; i++) {
