@@ -219,3 +219,110 @@ extern "C" cudaError_t cuda_launch_gemm_wdot(const cuda_conv_args *a, cudaStream
         return wdot_start<float, 2>(a, M, K, N, s);
     return wdot_start<float, 1>(a, M, K, N, s);
 }
+
+/* ---- 1x1 convolutions of a few channels in and out --------------------
+ * fp16, K a multiple of 8 up to PX_MAX_K, N a multiple of 8 up to PX_MAX_N,
+ * with or without a residual: BlazePose's segmentation path (8 -> 8
+ * channels at 256x256 with the block's input added). gemm_tc16_narrow's
+ * 128x32x32 tiles were three quarters zeros there and its short-lived
+ * blocks kept too few bytes in flight (1 TB/s). Here one thread computes
+ * the N outputs of one pixel at a time, reading its K inputs, residual and
+ * output in 16-byte vectors, the filter ([K][N] as float) broadcast from
+ * shared memory; blocks walk the pixels. The sums are the GEMM's (over k
+ * in order, then bias, residual, activation, one rounding to half). */
+#define PX_MAX_K 32
+#define PX_MAX_N 16
+#define PX_BLOCKS 4096
+
+template <int K, int N>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+conv_px(const __half *__restrict__ x, const __half *__restrict__ w,
+        const float *__restrict__ bias, const __half *__restrict__ res,
+        const float *__restrict__ alpha, __half *__restrict__ y, int M, int act)
+{
+    __shared__ __align__(16) float px_w[K][N];
+    __shared__ float px_b[N];
+    for (int i = threadIdx.x; i < K * N; i += blockDim.x)
+        px_w[i % K][i / K] = __half2float(w[i]); /* w is [N][K] */
+    for (int i = threadIdx.x; i < N; i += blockDim.x)
+        px_b[i] = bias ? bias[i] : 0.0f;
+    pdl_begin(); /* the filter above is a constant */
+    __syncthreads();
+    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m < M; m += gridDim.x * blockDim.x) {
+        float xv[K], acc[N];
+#pragma unroll
+        for (int k = 0; k < K; k += 8)
+            ld16(x + (size_t)m * K + k, xv + k);
+#pragma unroll
+        for (int n = 0; n < N; n++)
+            acc[n] = 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; k++)
+#pragma unroll
+            for (int n = 0; n < N; n += 4) {
+                float4 wv = *reinterpret_cast<const float4 *>(&px_w[k][n]);
+                acc[n] = fmaf(xv[k], wv.x, acc[n]);
+                acc[n + 1] = fmaf(xv[k], wv.y, acc[n + 1]);
+                acc[n + 2] = fmaf(xv[k], wv.z, acc[n + 2]);
+                acc[n + 3] = fmaf(xv[k], wv.w, acc[n + 3]);
+            }
+#pragma unroll
+        for (int n = 0; n < N; n += 8) {
+            float v[8];
+            if (res)
+                ld16(res + (size_t)m * N + n, v);
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float t = acc[n + i];
+                if (bias)
+                    t += px_b[n + i];
+                if (res)
+                    t += v[i];
+                v[i] = activate(t, act, alpha, n + i);
+            }
+            st16(y + (size_t)m * N + n, v);
+        }
+    }
+}
+
+extern "C" bool cuda_conv_px_ok(const cuda_conv_args *a)
+{
+    const int K = a->kh * a->kw * a->cin, N = a->cout;
+    const size_t align = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual;
+    return a->prec == CUDA_PREC_F16 && !a->up && K % 8 == 0 && K >= 8 && K <= PX_MAX_K &&
+           N % 8 == 0 && N >= 8 && N <= PX_MAX_N && (align & 15) == 0;
+}
+
+template <int K>
+static cudaError_t px_k(const cuda_conv_args *a, int M, cudaStream_t s)
+{
+    unsigned blocks = cuda_ops_blocks(M, CUDA_OPS_THREADS);
+    blocks = blocks < PX_BLOCKS ? blocks : PX_BLOCKS;
+    const __half *x = (const __half *)a->x, *w = (const __half *)a->w;
+    const __half *r = (const __half *)a->residual;
+    __half *y = (__half *)a->y;
+    if (a->cout == 8)
+        return cuda_ops_start(conv_px<K, 8>, blocks, CUDA_OPS_THREADS, 0, s, x, w, a->bias, r,
+                              a->alpha, y, M, a->act);
+    return cuda_ops_start(conv_px<K, 16>, blocks, CUDA_OPS_THREADS, 0, s, x, w, a->bias, r,
+                          a->alpha, y, M, a->act);
+}
+
+extern "C" cudaError_t cuda_launch_conv_px(const cuda_conv_args *a, cudaStream_t s)
+{
+    if (!cuda_conv_px_ok(a))
+        return cudaErrorInvalidValue;
+    int M = a->batch * a->oh * a->ow;
+    if (M == 0)
+        return cudaSuccess;
+    switch (a->kh * a->kw * a->cin) {
+    case 8:
+        return px_k<8>(a, M, s);
+    case 16:
+        return px_k<16>(a, M, s);
+    case 24:
+        return px_k<24>(a, M, s);
+    default:
+        return px_k<32>(a, M, s);
+    }
+}
