@@ -303,6 +303,33 @@ cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream_t s);
 #define CUDA_DOT_MAX_N 4
 bool cuda_conv_dot_fits(int n, int k);
 cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s);
+/* GEMM-form convolutions that cuda_launch_conv_pointwise would give
+ * gemm_simt's 64x64 tiles in fewer blocks than a GPU has SMs (BlazePose's
+ * dense heads: M = items, K = 1152, N = 195): warps' dot products over K
+ * (cuda_ops_dot.cu), where the X rows of a block fit in shared memory. */
+bool cuda_gemm_wdot_pays(int M, int K, int N);
+cudaError_t cuda_launch_gemm_wdot(const cuda_conv_args *a, cudaStream_t s);
+/* 1x1 convolutions of a few channels that cuda_launch_conv_pointwise hands
+ * on where cuda_conv_px_ok holds (and cuda_conv_rows_ok does not): fp16, K
+ * and N multiples of 8, K up to 32, N up to 16, with or without a
+ * residual, 16-byte aligned buffers (cuda_ops_dot.cu: one thread per
+ * pixel). */
+bool cuda_conv_px_ok(const cuda_conv_args *a);
+cudaError_t cuda_launch_conv_px(const cuda_conv_args *a, cudaStream_t s);
+/* Thin 1x1 convolutions that cuda_launch_conv_pointwise hands on where
+ * cuda_conv_thin_ok holds (and neither of the above): fp16, K a multiple of
+ * 8 up to 128, N from 8 to 1024 (odd too), 4096 16-row tiles x 128-column
+ * blocks or more, with or without a residual, x and w 16-byte aligned
+ * (cuda_ops_gemm_thin.cu). */
+bool cuda_conv_thin_ok(const cuda_conv_args *a);
+cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream_t s);
+/* 1x1 convolutions with a long K that cuda_launch_conv_pointwise hands on
+ * where cuda_conv_deep_ok holds (and none of the above): fp16, K a multiple
+ * of 8 from 128, even N over 32, x and w 16-byte aligned, y and the
+ * residual 4-byte (cuda_ops_gemm_deep.cu: gemm_tc16 with a 4-stage cp.async
+ * ring). */
+bool cuda_conv_deep_ok(const cuda_conv_args *a);
+cudaError_t cuda_launch_conv_deep(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s); /* w, bias unused */
 

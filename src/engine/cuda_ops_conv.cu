@@ -15,13 +15,17 @@
  *   after the activation (an FPN level: 1x1 convolution, RESIZE_BILINEAR
  *   of the level below, ADD, in one kernel).
  * - gemm_simt (fp32, or fp16 with odd sizes): 64x64x16 tiles, 256 threads of
- *   4x4 outputs each (strided by 16 so that stores coalesce), FFMA.
+ *   4x4 outputs each (strided by 16 so that stores coalesce), FFMA; where
+ *   those tiles would be too few blocks for the GPU, gemm_wdot
+ *   (cuda_ops_dot.cu) instead.
  * The stems (square 5x5 or 3x3 window, stride 2, 3 input channels, Cout <=
  * 32) have kernels of their own (cuda_ops_stem.cu). Direct form: one thread
  * = one output pixel x 8 output channels (the group index varies fastest so
  * neighbours share the input pixel), filter as
  * [kh][kw][cin][cout rounded to 8], staged in shared memory as float when it
- * fits in 48 KB, read through the read-only cache otherwise. */
+ * fits in 48 KB, read through the read-only cache otherwise; with at most 8
+ * output channels and the input channels in 16-byte vectors,
+ * conv_direct_few (one thread = one pixel x its few channels). */
 #include "engine/cuda_ops_device.h"
 
 /* ---- GEMM, FFMA --------------------------------------------------------- */
@@ -333,6 +337,12 @@ extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaS
      * aligned buffers. */
     if (cuda_conv_rows_ok(a))
         return cuda_launch_conv_rows(a, s);
+    if (cuda_conv_px_ok(a)) /* a few channels in and out, cuda_ops_dot.cu */
+        return cuda_launch_conv_px(a, s);
+    if (cuda_conv_thin_ok(a)) /* K up to 128, many pixels: cuda_ops_gemm_thin.cu */
+        return cuda_launch_conv_thin(a, s);
+    if (cuda_conv_deep_ok(a)) /* K from 256: cuda_ops_gemm_deep.cu */
+        return cuda_launch_conv_deep(a, s);
     if (tc_ok(a, K, N)) {
         int vec16 = tc_vec16(a, K);
         int narrow = N <= 32 && vec16 && !a->up; /* gemm_tc16_up has 64x64 tiles */
@@ -354,6 +364,8 @@ extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaS
             return cuda_ops_start(gemm_tc, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y, M, K, N,
                                   a->act, u);
     } else {
+        if (cuda_gemm_wdot_pays(M, K, N)) /* a few tiles: warps' dot products */
+            return cuda_launch_gemm_wdot(a, s);
         dim3 grid((M + SIMT_BM - 1) / SIMT_BM, (N + SIMT_BN - 1) / SIMT_BN);
         if (a->prec == CUDA_PREC_F16)
             return cuda_ops_start(gemm_simt<__half>, grid, 256, 0, s, (const __half *)a->x,
@@ -450,6 +462,98 @@ conv_direct(cuda_conv_args a, int use_smem)
     }
 }
 
+/* Few output channels (cout <= 8, one group) from input channels in 16-byte
+ * vectors (cin a multiple of vec16<T>::n): one thread = one output pixel x
+ * NC channels (NC the power of two >= cout; the filter's zero columns up to
+ * the group of 8 fill the rest), the pixel's channels read with one vector
+ * load per tap. conv_direct would spend 7 of its 8 accumulators on the zero
+ * columns of BlazePose's segmentation output (3x3, 8 -> 1 channels at
+ * 256x256) and read the input one channel at a time. The sums run in
+ * conv_direct's order (ky, kx, ci), so the results are its own. */
+/* One output pixel p of conv_direct_few; sw the filter as float. */
+template <typename T, int NC>
+static __device__ __forceinline__ void direct_few_pixel(const cuda_conv_args &a, const float *sw,
+                                                        int p)
+{
+    const int V = vec16<T>::n;
+    int ox = p % a.ow, q = p / a.ow;
+    int oy = q % a.oh, b = q / a.oh;
+    float acc[NC];
+#pragma unroll
+    for (int j = 0; j < NC; j++)
+        acc[j] = 0.0f;
+    const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.cin;
+    for (int ky = 0; ky < a.kh; ky++) {
+        int iy = oy * a.sh - a.pt + ky * a.dh;
+        if (iy < 0 || iy >= a.ih)
+            continue;
+        for (int kx = 0; kx < a.kw; kx++) {
+            int ix = ox * a.sw - a.pl + kx * a.dw;
+            if (ix < 0 || ix >= a.iw)
+                continue;
+            const T *xp = x + ((size_t)iy * a.iw + ix) * a.cin;
+            const float *wp = sw + (size_t)(ky * a.kw + kx) * a.cin * COG;
+            for (int c0 = 0; c0 < a.cin; c0 += V) {
+                float xv[V];
+                ld16(xp + c0, xv);
+#pragma unroll
+                for (int i = 0; i < V; i++)
+#pragma unroll
+                    for (int j = 0; j < NC; j++)
+                        acc[j] = fmaf(xv[i], wp[(c0 + i) * COG + j], acc[j]);
+            }
+        }
+    }
+    T *y = static_cast<T *>(a.y) + (size_t)p * a.cout;
+    const T *res = static_cast<const T *>(a.residual);
+#pragma unroll
+    for (int j = 0; j < NC; j++) {
+        if (j >= a.cout)
+            break;
+        float v = acc[j];
+        if (a.bias)
+            v += __ldg(a.bias + j);
+        if (res)
+            v += ld(res + (size_t)p * a.cout + j);
+        st(y + j, activate(v, a.act, a.alpha, j));
+    }
+}
+
+/* Blocks walk the pixels (grid-stride), so that each loads the filter into
+ * shared memory for many of them. */
+template <typename T, int NC>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+conv_direct_few(cuda_conv_args a)
+{
+    extern __shared__ float4 smem4[];
+    float *sw = reinterpret_cast<float *>(smem4);
+    const int nw = a.kh * a.kw * a.cin * COG;
+    const T *w = static_cast<const T *>(a.w);
+    for (int i = threadIdx.x; i < nw; i += blockDim.x)
+        sw[i] = ld(w + i);
+    pdl_begin(); /* the filter above is a constant */
+    __syncthreads();
+    const int pixels = a.batch * a.oh * a.ow;
+    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < pixels; p += gridDim.x * blockDim.x)
+        direct_few_pixel<T, NC>(a, sw, p);
+}
+
+#define DIRECT_FEW_BLOCKS 4096
+
+template <typename T>
+static cudaError_t direct_few(const cuda_conv_args *a, size_t smem, cudaStream_t s)
+{
+    unsigned blocks = cuda_ops_blocks((long long)a->batch * a->oh * a->ow, CUDA_OPS_THREADS);
+    blocks = blocks < DIRECT_FEW_BLOCKS ? blocks : DIRECT_FEW_BLOCKS;
+    if (a->cout == 1)
+        return cuda_ops_start(conv_direct_few<T, 1>, blocks, CUDA_OPS_THREADS, smem, s, *a);
+    if (a->cout == 2)
+        return cuda_ops_start(conv_direct_few<T, 2>, blocks, CUDA_OPS_THREADS, smem, s, *a);
+    if (a->cout <= 4)
+        return cuda_ops_start(conv_direct_few<T, 4>, blocks, CUDA_OPS_THREADS, smem, s, *a);
+    return cuda_ops_start(conv_direct_few<T, 8>, blocks, CUDA_OPS_THREADS, smem, s, *a);
+}
+
 extern "C" cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStream_t s)
 {
     int coutp = (a->cout + COG - 1) / COG * COG;
@@ -457,6 +561,10 @@ extern "C" cudaError_t cuda_launch_conv_direct(const cuda_conv_args *a, cudaStre
         return cuda_launch_conv_stem(a, s);
     size_t smem = (size_t)a->kh * a->kw * a->cin * coutp * sizeof(float);
     int use_smem = smem <= DIRECT_SMEM_MAX;
+    int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
+    if (use_smem && a->cout <= COG && a->cin % (16 / es) == 0 && ((size_t)a->x & 15) == 0)
+        return a->prec == CUDA_PREC_F16 ? direct_few<__half>(a, smem, s)
+                                        : direct_few<float>(a, smem, s);
     if (!use_smem)
         smem = 0;
     long long total = (long long)a->batch * a->oh * a->ow * (coutp / COG);

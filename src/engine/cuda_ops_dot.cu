@@ -65,11 +65,19 @@ extern "C" bool cuda_conv_dot_fits(int n, int k)
     return n >= 1 && n <= CUDA_DOT_MAX_N && (size_t)n * k * sizeof(float) <= 48 * 1024;
 }
 
+/* Below this many rows, a long dot product (K from DOT_WDOT_MIN_K) goes to
+ * gemm_wdot's warps: one thread a row would leave the GPU nearly idle
+ * (BlazePose's pose flag: 128 items, K = 1152, one block). */
+#define DOT_WDOT_MAX_ROWS (16 * CUDA_OPS_THREADS)
+#define DOT_WDOT_MIN_K 256
+
 extern "C" cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s)
 {
     int rows = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin;
     if (rows == 0)
         return cudaSuccess;
+    if (rows < DOT_WDOT_MAX_ROWS && K >= DOT_WDOT_MIN_K && cuda_gemm_wdot_pays(rows, K, a->cout))
+        return cuda_launch_gemm_wdot(a, s);
     int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
     int V = cuda_ops_vec(es, K, (size_t)a->x);
     if (a->prec == CUDA_PREC_F16) {
@@ -86,4 +94,235 @@ extern "C" cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_
     if (V == 2)
         return dot_n<float, 2>(a, rows, K, s);
     return dot_n<float, 1>(a, rows, K, s);
+}
+
+/* ---- GEMMs too small for the tiles: dot products by warps ----------------
+ * Y[M][N] = act(X[M][K] * W[N][K]^T + bias + R) where the 64x64 tiles of
+ * gemm_simt would make a few blocks on a GPU of a hundred SMs (the dense
+ * heads of BlazePose: M = items, K = 2*2*288, N = 195 or 117, odd). A block
+ * takes WDOT_MB rows of X into shared memory (as float) and WDOT_NB columns
+ * of W; each warp computes the WDOT_MB outputs of one column at a time, its
+ * lanes striding over K with vector loads of W and adding their partial sums
+ * with shuffles (fp32 throughout: the sum is gemm_simt's, reordered). */
+#define WDOT_MB 4
+#define WDOT_NB 32
+#define WDOT_SMEM_MAX (48 * 1024)
+
+/* v elements (1, 2 or 4, aligned to that) of a row in shared memory. */
+static __device__ __forceinline__ void wdot_row(const float *p, float *v, const int n)
+{
+    if (n == 4) {
+        float4 q = *reinterpret_cast<const float4 *>(p);
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else if (n == 2) {
+        float2 q = *reinterpret_cast<const float2 *>(p);
+        v[0] = q.x, v[1] = q.y;
+    } else {
+        v[0] = *p;
+    }
+}
+
+/* V: elements of W per lane and load, 8 bytes of them at most, so that the
+ * lanes' shared-memory reads of X (V floats each) do not conflict. */
+template <typename T, int V>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+gemm_wdot(const T *__restrict__ x, const T *__restrict__ w, const float *__restrict__ bias,
+          const T *__restrict__ res, const float *__restrict__ alpha, T *__restrict__ y, int M,
+          int K, int N, int act)
+{
+    extern __shared__ float wdot_x[]; /* [WDOT_MB][K] */
+    pdl_begin();
+    const int m0 = blockIdx.x * WDOT_MB, n0 = blockIdx.y * WDOT_NB;
+    for (int i = threadIdx.x; i < WDOT_MB * K; i += blockDim.x) {
+        int m = m0 + i / K;
+        wdot_x[i] = m < M ? ld(x + (size_t)m0 * K + i) : 0.0f;
+    }
+    __syncthreads();
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int n = n0 + warp; n < n0 + WDOT_NB && n < N; n += warps) {
+        const T *wr = w + (size_t)n * K;
+        float acc[WDOT_MB];
+#pragma unroll
+        for (int r = 0; r < WDOT_MB; r++)
+            acc[r] = 0.0f;
+        for (int k = lane * V; k < K; k += 32 * V) {
+            float wv[V];
+            ldv(wr + k, wv, V);
+#pragma unroll
+            for (int r = 0; r < WDOT_MB; r++) {
+                float xv[V];
+                wdot_row(wdot_x + r * K + k, xv, V);
+#pragma unroll
+                for (int i = 0; i < V; i++)
+                    acc[r] = fmaf(xv[i], wv[i], acc[r]);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < WDOT_MB; r++)
+#pragma unroll
+            for (int o = 16; o > 0; o /= 2)
+                acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+        if (lane < WDOT_MB) {
+            /* Lane r stores row m0 + r (acc indexed by constants only). */
+            float v = acc[0];
+#pragma unroll
+            for (int r = 1; r < WDOT_MB; r++)
+                v = lane == r ? acc[r] : v;
+            int m = m0 + lane;
+            if (m < M) {
+                size_t o = (size_t)m * N + n;
+                if (bias)
+                    v += __ldg(bias + n);
+                if (res)
+                    v += ld(res + o);
+                st(y + o, activate(v, act, alpha, n));
+            }
+        }
+    }
+}
+
+extern "C" bool cuda_gemm_wdot_pays(int M, int K, int N)
+{
+    /* gemm_simt's grid of 64x64 tiles against a hundred SMs. */
+    long long tiles = (long long)((M + 63) / 64) * ((N + 63) / 64);
+    return M > 0 && N > 0 && tiles < 128 && (size_t)WDOT_MB * K * sizeof(float) <= WDOT_SMEM_MAX;
+}
+
+template <typename T, int V>
+static cudaError_t wdot_start(const cuda_conv_args *a, int M, int K, int N, cudaStream_t s)
+{
+    dim3 grid((M + WDOT_MB - 1) / WDOT_MB, (N + WDOT_NB - 1) / WDOT_NB);
+    size_t smem = (size_t)WDOT_MB * K * sizeof(float);
+    return cuda_ops_start(gemm_wdot<T, V>, grid, CUDA_OPS_THREADS, smem, s, (const T *)a->x,
+                          (const T *)a->w, a->bias, (const T *)a->residual, a->alpha, (T *)a->y, M,
+                          K, N, a->act);
+}
+
+extern "C" cudaError_t cuda_launch_gemm_wdot(const cuda_conv_args *a, cudaStream_t s)
+{
+    int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
+    if (!cuda_gemm_wdot_pays(M, K, N))
+        return cudaErrorInvalidValue;
+    int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
+    /* Rows of W start at n * K: K and the base decide the vector width,
+     * 8 bytes at most. */
+    int V = cuda_ops_vec(es, K, (size_t)a->w);
+    V = V * es > 8 ? 8 / es : V;
+    if (a->prec == CUDA_PREC_F16) {
+        if (V == 4)
+            return wdot_start<__half, 4>(a, M, K, N, s);
+        if (V == 2)
+            return wdot_start<__half, 2>(a, M, K, N, s);
+        return wdot_start<__half, 1>(a, M, K, N, s);
+    }
+    if (V == 2)
+        return wdot_start<float, 2>(a, M, K, N, s);
+    return wdot_start<float, 1>(a, M, K, N, s);
+}
+
+/* ---- 1x1 convolutions of a few channels in and out --------------------
+ * fp16, K a multiple of 8 up to PX_MAX_K, N a multiple of 8 up to PX_MAX_N,
+ * with or without a residual: BlazePose's segmentation path (8 -> 8
+ * channels at 256x256 with the block's input added). gemm_tc16_narrow's
+ * 128x32x32 tiles were three quarters zeros there and its short-lived
+ * blocks kept too few bytes in flight (1 TB/s). Here one thread computes
+ * the N outputs of one pixel at a time, reading its K inputs, residual and
+ * output in 16-byte vectors, the filter ([K][N] as float) broadcast from
+ * shared memory; blocks walk the pixels. The sums are the GEMM's (over k
+ * in order, then bias, residual, activation, one rounding to half). */
+#define PX_MAX_K 32
+#define PX_MAX_N 16
+#define PX_BLOCKS 4096
+
+template <int K, int N>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+conv_px(const __half *__restrict__ x, const __half *__restrict__ w,
+        const float *__restrict__ bias, const __half *__restrict__ res,
+        const float *__restrict__ alpha, __half *__restrict__ y, int M, int act)
+{
+    __shared__ __align__(16) float px_w[K][N];
+    __shared__ float px_b[N];
+    for (int i = threadIdx.x; i < K * N; i += blockDim.x)
+        px_w[i % K][i / K] = __half2float(w[i]); /* w is [N][K] */
+    for (int i = threadIdx.x; i < N; i += blockDim.x)
+        px_b[i] = bias ? bias[i] : 0.0f;
+    pdl_begin(); /* the filter above is a constant */
+    __syncthreads();
+    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m < M; m += gridDim.x * blockDim.x) {
+        float xv[K], acc[N];
+#pragma unroll
+        for (int k = 0; k < K; k += 8)
+            ld16(x + (size_t)m * K + k, xv + k);
+#pragma unroll
+        for (int n = 0; n < N; n++)
+            acc[n] = 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; k++)
+#pragma unroll
+            for (int n = 0; n < N; n += 4) {
+                float4 wv = *reinterpret_cast<const float4 *>(&px_w[k][n]);
+                acc[n] = fmaf(xv[k], wv.x, acc[n]);
+                acc[n + 1] = fmaf(xv[k], wv.y, acc[n + 1]);
+                acc[n + 2] = fmaf(xv[k], wv.z, acc[n + 2]);
+                acc[n + 3] = fmaf(xv[k], wv.w, acc[n + 3]);
+            }
+#pragma unroll
+        for (int n = 0; n < N; n += 8) {
+            float v[8];
+            if (res)
+                ld16(res + (size_t)m * N + n, v);
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float t = acc[n + i];
+                if (bias)
+                    t += px_b[n + i];
+                if (res)
+                    t += v[i];
+                v[i] = activate(t, act, alpha, n + i);
+            }
+            st16(y + (size_t)m * N + n, v);
+        }
+    }
+}
+
+extern "C" bool cuda_conv_px_ok(const cuda_conv_args *a)
+{
+    const int K = a->kh * a->kw * a->cin, N = a->cout;
+    const size_t align = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual;
+    return a->prec == CUDA_PREC_F16 && !a->up && K % 8 == 0 && K >= 8 && K <= PX_MAX_K &&
+           N % 8 == 0 && N >= 8 && N <= PX_MAX_N && (align & 15) == 0;
+}
+
+template <int K>
+static cudaError_t px_k(const cuda_conv_args *a, int M, cudaStream_t s)
+{
+    unsigned blocks = cuda_ops_blocks(M, CUDA_OPS_THREADS);
+    blocks = blocks < PX_BLOCKS ? blocks : PX_BLOCKS;
+    const __half *x = (const __half *)a->x, *w = (const __half *)a->w;
+    const __half *r = (const __half *)a->residual;
+    __half *y = (__half *)a->y;
+    if (a->cout == 8)
+        return cuda_ops_start(conv_px<K, 8>, blocks, CUDA_OPS_THREADS, 0, s, x, w, a->bias, r,
+                              a->alpha, y, M, a->act);
+    return cuda_ops_start(conv_px<K, 16>, blocks, CUDA_OPS_THREADS, 0, s, x, w, a->bias, r,
+                          a->alpha, y, M, a->act);
+}
+
+extern "C" cudaError_t cuda_launch_conv_px(const cuda_conv_args *a, cudaStream_t s)
+{
+    if (!cuda_conv_px_ok(a))
+        return cudaErrorInvalidValue;
+    int M = a->batch * a->oh * a->ow;
+    if (M == 0)
+        return cudaSuccess;
+    switch (a->kh * a->kw * a->cin) {
+    case 8:
+        return px_k<8>(a, M, s);
+    case 16:
+        return px_k<16>(a, M, s);
+    case 24:
+        return px_k<24>(a, M, s);
+    default:
+        return px_k<32>(a, M, s);
+    }
 }

@@ -105,11 +105,129 @@ dwconv_scalar(cuda_conv_args a)
     st(static_cast<T *>(a.y) + idx, activate(acc, a.act, a.alpha, c));
 }
 
+/* Rows of outputs: one thread computes DW_ROW_R outputs along W of one
+ * 16-byte channel vector, a K x K window at stride S (dilation 1). Per
+ * window row it loads the K filter vectors once (not once per output) and
+ * each input pixel of the row's span once, adding it to every output whose
+ * window holds it; dwconv_vec's index arithmetic, filter loads and
+ * conversions per output made it instruction-bound. Each output's sum runs
+ * in dwconv_vec's order (ky, then kx, skipping taps outside the input), so
+ * the results are its own. */
+#define DW_ROW_R 4
+
+template <typename T, int K, int S>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+dwconv_rows(cuda_conv_args a)
+{
+    pdl_begin();
+    const int V = vec16<T>::n, R = DW_ROW_R, NX = (R - 1) * S + K;
+    const int groups = a.cout / V, xblocks = (a.ow + R - 1) / R;
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= a.batch * a.oh * xblocks * groups)
+        return;
+    int c0 = (idx % groups) * V, p = idx / groups;
+    int xb = p % xblocks, q = p / xblocks;
+    int oy = q % a.oh, b = q / a.oh;
+    const int ox0 = xb * R, ix0 = ox0 * S - a.pl;
+    const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.cin + c0;
+    const T *w = static_cast<const T *>(a.w) + c0;
+    float acc[R][V];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            acc[r][i] = 0.0f;
+    for (int ky = 0; ky < K; ky++) {
+        int iy = oy * S - a.pt + ky;
+        if (iy < 0 || iy >= a.ih)
+            continue;
+        float wv[K][V];
+#pragma unroll
+        for (int kx = 0; kx < K; kx++)
+            ld16(w + (size_t)(ky * K + kx) * a.cout, wv[kx]);
+        const T *xr = x + (size_t)iy * a.iw * a.cin;
+#pragma unroll
+        for (int j = 0; j < NX; j++) {
+            int ix = ix0 + j;
+            if (ix < 0 || ix >= a.iw)
+                continue;
+            float xv[V];
+            ld16(xr + (size_t)ix * a.cin, xv);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const int kx = j - r * S; /* a constant after unrolling */
+                if (kx < 0 || kx >= K)
+                    continue;
+#pragma unroll
+                for (int i = 0; i < V; i++)
+                    acc[r][i] = fmaf(xv[i], wv[kx][i], acc[r][i]);
+            }
+        }
+    }
+    float bv[V];
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        bv[i] = a.bias ? __ldg(a.bias + c0 + i) : 0.0f;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        int ox = ox0 + r;
+        if (ox >= a.ow)
+            break;
+        size_t o = (((size_t)b * a.oh + oy) * a.ow + ox) * a.cout + c0;
+        if (a.bias)
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                acc[r][i] += bv[i];
+        if (a.residual) {
+            float rv[V];
+            ld16(static_cast<const T *>(a.residual) + o, rv);
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                acc[r][i] += rv[i];
+        }
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            acc[r][i] = activate(acc[r][i], a.act, a.alpha, c0 + i);
+        st16(static_cast<T *>(a.y) + o, acc[r]);
+    }
+}
+
+/* dwconv_rows' threads, or 0 where it does not take the convolution: a
+ * square 3x3 or 5x5 window at stride 1 or 2 without dilation, whole 16-byte
+ * vectors (V elements), and enough threads to fill a large GPU (a small
+ * grid keeps dwconv_vec's four times as many threads). */
+#define DW_ROW_MIN_THREADS (128 * CUDA_OPS_THREADS * 2)
+
+static long long dw_rows_threads(const cuda_conv_args *a, int V, int es)
+{
+    if (V * es != 16 || a->kh != a->kw || (a->kh != 3 && a->kh != 5) || a->sh != a->sw ||
+        (a->sh != 1 && a->sh != 2) || a->dh != 1 || a->dw != 1 || a->ow < DW_ROW_R)
+        return 0;
+    long long n = (long long)a->batch * a->oh * ((a->ow + DW_ROW_R - 1) / DW_ROW_R) * (a->cout / V);
+    return n >= DW_ROW_MIN_THREADS ? n : 0;
+}
+
+template <typename T>
+static cudaError_t dw_rows_start(const cuda_conv_args *a, long long n, cudaStream_t s)
+{
+    unsigned blocks = cuda_ops_blocks(n, CUDA_OPS_THREADS);
+    if (a->kh == 3)
+        return a->sh == 1
+                   ? cuda_ops_start(dwconv_rows<T, 3, 1>, blocks, CUDA_OPS_THREADS, 0, s, *a)
+                   : cuda_ops_start(dwconv_rows<T, 3, 2>, blocks, CUDA_OPS_THREADS, 0, s, *a);
+    return a->sh == 1 ? cuda_ops_start(dwconv_rows<T, 5, 1>, blocks, CUDA_OPS_THREADS, 0, s, *a)
+                      : cuda_ops_start(dwconv_rows<T, 5, 2>, blocks, CUDA_OPS_THREADS, 0, s, *a);
+}
+
 extern "C" cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s)
 {
     int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
     size_t addr = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual;
     int V = a->mult == 1 ? cuda_ops_vec(es, a->cout, addr) : 0;
+    long long rows = V ? dw_rows_threads(a, V, es) : 0;
+    if (rows)
+        return a->prec == CUDA_PREC_F16 ? dw_rows_start<__half>(a, rows, s)
+                                        : dw_rows_start<float>(a, rows, s);
     long long total = (long long)a->batch * a->oh * a->ow * (V ? a->cout / V : a->cout);
     unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
     if (a->prec == CUDA_PREC_F16) {

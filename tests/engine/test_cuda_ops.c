@@ -185,6 +185,49 @@ static void make_cases(void)
     s->cout = 96, s->act = GR_ACT_RELU;
     s = add_case(GR_CONV2D, 3, 5, 7, 160);
     s->cout = 16, s->act = GR_ACT_PRELU;
+    /* A few channels in and out (conv_px): BlazePose's segmentation path
+     * (8 -> 8 with the block's input added), its 24 -> 16, and the other
+     * K and N it takes. */
+    s = add_case(GR_CONV2D, 3, 37, 41, 8);
+    s->cout = 8, s->residual = true, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 2, 33, 31, 24);
+    s->cout = 16;
+    s = add_case(GR_CONV2D, 2, 9, 13, 32);
+    s->cout = 8, s->residual = true, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 1, 16, 17, 16);
+    s->cout = 16, s->residual = true, s->act = GR_ACT_RELU6, s->no_bias = true;
+    /* Thin GEMMs of 4096 16-row tiles x 128-column blocks and more
+     * (gemm_thin): BlazePose's 24 -> 144 (a second column block of 16),
+     * K of 16 to 64 with and without residuals, partial last tiles, odd N
+     * and N not a multiple of 8; K = 72 (a partial k16 step) into 8 column
+     * blocks, the last partial. */
+    s = add_case(GR_CONV2D, 1, 256, 256, 24);
+    s->cout = 144, s->act = GR_ACT_RELU6;
+    s = add_case(GR_CONV2D, 2, 64, 64, 72);
+    s->cout = 1000, s->act = GR_ACT_RELU, s->residual = true;
+    /* Long K (gemm_deep's ring of cp.async stages): BlazePose's 864 ->
+     * 144 at 8x8 and 288 -> 288 at 4x4, a partial last K step and N tile,
+     * K = 256 (8 steps), 144 -> 864. */
+    s = add_case(GR_CONV2D, 3, 8, 8, 864);
+    s->cout = 144, s->act = GR_ACT_RELU, s->residual = true;
+    s = add_case(GR_CONV2D, 2, 4, 4, 288);
+    s->cout = 288, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 2, 5, 7, 264);
+    s->cout = 66, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 1, 9, 11, 256);
+    s->cout = 48, s->no_bias = true, s->residual = true;
+    s = add_case(GR_CONV2D, 2, 8, 8, 144); /* 144 -> 864: 5 steps */
+    s->cout = 864, s->act = GR_ACT_RELU6;
+    s = add_case(GR_CONV2D, 2, 181, 183, 32);
+    s->cout = 24, s->residual = true, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 1, 257, 257, 16);
+    s->cout = 72, s->residual = true, s->no_bias = true;
+    s = add_case(GR_CONV2D, 1, 257, 256, 48); /* BlazePose's heatmap, odd N */
+    s->cout = 39;
+    s = add_case(GR_CONV2D, 1, 257, 257, 64);
+    s->cout = 11, s->residual = true, s->act = GR_ACT_PRELU;
+    s = add_case(GR_CONV2D, 1, 256, 257, 40);
+    s->cout = 10, s->act = GR_ACT_RELU;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 2, 5, 9, 16), PICK(1, 3, 7, 16),
                      PICK(1, 2, 3, 8, 16, 24, 28, 31, 42, 64, 96, 128));
@@ -203,6 +246,31 @@ static void make_cases(void)
     s = add_case(GR_CONV2D, 3, 2, 2, 5);
     window(s, 2, 1, 1, 0);
     s->cout = 7, s->act = GR_ACT_PRELU;
+    /* BlazePose's dense heads (odd N, a few tiles: gemm_wdot), one with
+     * fewer items than a block's rows, and K too long for its shared
+     * memory and a grid of many tiles (gemm_simt). */
+    s = add_case(GR_CONV2D, 9, 2, 2, 288);
+    window(s, 2, 1, 1, 0);
+    s->cout = 195;
+    s = add_case(GR_CONV2D, 2, 2, 2, 288);
+    window(s, 2, 1, 1, 0);
+    s->cout = 117, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 5, 3, 3, 35);
+    window(s, 3, 3, 1, 0);
+    s->cout = 65, s->act = GR_ACT_RELU6, s->no_bias = true;
+    s = add_case(GR_CONV2D, 3, 8, 8, 65);
+    window(s, 8, 1, 1, 0);
+    s->cout = 9;
+    /* One and three outputs of a long dot product for a few items
+     * (gemm_wdot in place of conv_dot): BlazePose's pose flag. */
+    s = add_case(GR_CONV2D, 5, 2, 2, 288);
+    window(s, 2, 1, 1, 0);
+    s->cout = 1;
+    s = add_case(GR_CONV2D, 2, 3, 3, 40);
+    window(s, 3, 1, 1, 0);
+    s->cout = 3, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 4, 64, 66, 24);
+    s->cout = 33, s->act = GR_ACT_RELU, s->residual = true;
     /* Direct convolutions: the stems and a sweep. */
     s = add_case(GR_CONV2D, 2, 128, 128, 3);
     window(s, 5, 2, 1, 1);
@@ -234,6 +302,21 @@ static void make_cases(void)
     s = add_case(GR_CONV2D, 1, 5, 5, 3); /* one output pixel */
     window(s, 5, 2, 1, 0);
     s->cout = 8;
+    /* Few output channels from 16-byte channel vectors (conv_direct_few):
+     * BlazePose's segmentation output (3x3 SAME, 8 -> 1), and 2, 3 and 8
+     * outputs from 16 and 8 channels, strided and padded. */
+    s = add_case(GR_CONV2D, 3, 37, 29, 8);
+    window(s, 3, 1, 1, 1);
+    s->cout = 1;
+    s = add_case(GR_CONV2D, 2, 17, 19, 16);
+    window(s, 3, 2, 1, 3);
+    s->cout = 3, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 2, 12, 9, 8);
+    window(s, 5, 1, 2, 1);
+    s->cout = 8, s->act = GR_ACT_RELU6;
+    s = add_case(GR_CONV2D, 1, 9, 9, 16);
+    window(s, 3, 1, 1, 2);
+    s->cout = 2, s->act = GR_ACT_RELU, s->no_bias = true;
     for (int i = 0; i < 30; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 4, 7, 12), PICK(1, 5, 9, 12),
                      PICK(1, 2, 3, 4, 5, 16, 32));
@@ -253,6 +336,21 @@ static void make_cases(void)
     s = add_case(GR_DWCONV2D, 8, 8, 8, 96);
     window(s, 5, 1, 1, 1);
     s->act = GR_ACT_PRELU, s->residual = true;
+    /* Rows of outputs per thread (dwconv_rows, grids of 65536 threads and
+     * more): 3x3 and 5x5 at strides 1 and 2, widths not a multiple of 4,
+     * SAME and asymmetric padding. */
+    s = add_case(GR_DWCONV2D, 4, 45, 47, 256);
+    window(s, 3, 1, 1, 1);
+    s->act = GR_ACT_RELU6, s->residual = true;
+    s = add_case(GR_DWCONV2D, 2, 64, 61, 256);
+    window(s, 5, 1, 1, 1);
+    s->act = GR_ACT_PRELU;
+    s = add_case(GR_DWCONV2D, 4, 91, 93, 256);
+    window(s, 3, 2, 1, 1);
+    s->act = GR_ACT_RELU, s->no_bias = true;
+    s = add_case(GR_DWCONV2D, 4, 91, 93, 256);
+    window(s, 5, 2, 1, 2);
+    s->residual = true;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_DWCONV2D, PICK(1, 3, 8), PICK(1, 3, 6, 11, 16), PICK(1, 4, 9, 16),
                      PICK(1, 3, 4, 8, 16, 24, 28, 42, 64, 127, 128));
