@@ -309,15 +309,8 @@ cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s);
  * (cuda_ops_dot.cu), where the X rows of a block fit in shared memory. */
 bool cuda_gemm_wdot_pays(int M, int K, int N);
 cudaError_t cuda_launch_gemm_wdot(const cuda_conv_args *a, cudaStream_t s);
-/* 1x1 convolutions of a few channels that cuda_launch_conv_pointwise hands
- * on where cuda_conv_px_ok holds (and cuda_conv_rows_ok does not): fp16, K
- * and N multiples of 8, K up to 32, N up to 16, with or without a
- * residual, 16-byte aligned buffers (cuda_ops_dot.cu: one thread per
- * pixel). */
-bool cuda_conv_px_ok(const cuda_conv_args *a);
-cudaError_t cuda_launch_conv_px(const cuda_conv_args *a, cudaStream_t s);
 /* Thin 1x1 convolutions that cuda_launch_conv_pointwise hands on where
- * cuda_conv_thin_ok holds (and neither of the above): fp16, K a multiple of
+ * cuda_conv_thin_ok holds (and cuda_conv_rows_ok does not): fp16, K a multiple of
  * 8 up to 128, N from 8 to 1024 (odd too), 4096 16-row tiles x 128-column
  * blocks or more, with or without a residual, x and w 16-byte aligned
  * (cuda_ops_gemm_thin.cu). */

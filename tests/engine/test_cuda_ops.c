@@ -185,9 +185,8 @@ static void make_cases(void)
     s->cout = 96, s->act = GR_ACT_RELU;
     s = add_case(GR_CONV2D, 3, 5, 7, 160);
     s->cout = 16, s->act = GR_ACT_PRELU;
-    /* A few channels in and out (conv_px): BlazePose's segmentation path
-     * (8 -> 8 with the block's input added), its 24 -> 16, and the other
-     * K and N it takes. */
+    /* A few channels in and out: BlazePose's segmentation path (8 -> 8
+     * with the block's input added), its 24 -> 16, and other small K, N. */
     s = add_case(GR_CONV2D, 3, 37, 41, 8);
     s->cout = 8, s->residual = true, s->act = GR_ACT_RELU;
     s = add_case(GR_CONV2D, 2, 33, 31, 24);
