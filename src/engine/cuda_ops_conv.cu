@@ -224,28 +224,8 @@ gemm_tc_body(const __half *__restrict__ x, const __half *__restrict__ w,
         }
         __syncthreads();
 #pragma unroll
-        for (int kb = 0; kb < TC_BK; kb += 16) {
-            unsigned a[2][4], b[4][2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const __half *p = as + (wm + 16 * i + g) * TC_LD + kb + 2 * t;
-                a[i][0] = *reinterpret_cast<const unsigned *>(p);
-                a[i][1] = *reinterpret_cast<const unsigned *>(p + 8 * TC_LD);
-                a[i][2] = *reinterpret_cast<const unsigned *>(p + 8);
-                a[i][3] = *reinterpret_cast<const unsigned *>(p + 8 * TC_LD + 8);
-            }
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const __half *p = bs + (wn + 8 * j + g) * TC_LD + kb + 2 * t;
-                b[j][0] = *reinterpret_cast<const unsigned *>(p);
-                b[j][1] = *reinterpret_cast<const unsigned *>(p + 8);
-            }
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    mma_16816(acc[i][j], a[i], b[j]);
-        }
+        for (int kb = 0; kb < TC_BK; kb += 16)
+            warp_tile_mma(acc, as, bs, TC_LD, wm, wn, g, t, kb);
         __syncthreads();
     }
 

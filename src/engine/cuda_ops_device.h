@@ -190,6 +190,54 @@ static __device__ __forceinline__ void mma_16816(float *c, const unsigned *a, co
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/* One 16-deep step of a warp's 32x32 part of a 64x64 tile (gemm_tc16,
+ * gemm_deep): the A rows wm..wm+31 and the B rows (output columns)
+ * wn..wn+31 at column kb of shared-memory tiles of row stride ld, into
+ * acc[2][4] m16n8 accumulators; g and t are the lane's group and thread
+ * in group (lane / 4, lane % 4). */
+static __device__ __forceinline__ void warp_tile_mma(float (*acc)[4][4], const __half *sa,
+                                                     const __half *sb, int ld, int wm, int wn,
+                                                     int g, int t, int kb)
+{
+    unsigned a[2][4], b[4][2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const __half *p = sa + (wm + 16 * i + g) * ld + kb + 2 * t;
+        a[i][0] = *reinterpret_cast<const unsigned *>(p);
+        a[i][1] = *reinterpret_cast<const unsigned *>(p + 8 * ld);
+        a[i][2] = *reinterpret_cast<const unsigned *>(p + 8);
+        a[i][3] = *reinterpret_cast<const unsigned *>(p + 8 * ld + 8);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const __half *p = sb + (wn + 8 * j + g) * ld + kb + 2 * t;
+        b[j][0] = *reinterpret_cast<const unsigned *>(p);
+        b[j][1] = *reinterpret_cast<const unsigned *>(p + 8);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            mma_16816(acc[i][j], a[i], b[j]);
+}
+
+/* The epilogue of two adjacent fp16 outputs o, o + 1 (channels n, n + 1)
+ * of a 1x1 convolution: the sums with their bias v0, v1, plus the
+ * residual's pair, activated, stored as one half2. */
+static __device__ __forceinline__ void store_pair_f16(__half *y, const __half *res, size_t o,
+                                                      float v0, float v1, int act,
+                                                      const float *alpha, int n)
+{
+    if (res) {
+        float2 r = __half22float2(*reinterpret_cast<const __half2 *>(res + o));
+        v0 += r.x;
+        v1 += r.y;
+    }
+    v0 = activate(v0, act, alpha, n);
+    v1 = activate(v1, act, alpha, n + 1);
+    *reinterpret_cast<__half2 *>(y + o) = __floats2half2_rn(v0, v1);
+}
+
 /* TFLite's bilinear source coordinate (reference_ops::ResizeBilinear) of
  * output row or column o: (o + 0.5) * scale - 0.5 with half_pixel_centers,
  * o * scale otherwise; *lo = max(floor, 0), *hi = min(ceil, in - 1), and

@@ -96,28 +96,8 @@ gemm_deep(const __half *__restrict__ x, const __half *__restrict__ w,
         deep_commit();
         const __half *sa = as[kt % DEEP_STAGES], *sb = bs[kt % DEEP_STAGES];
 #pragma unroll
-        for (int kb = 0; kb < DEEP_BK; kb += 16) {
-            unsigned a[2][4], b[4][2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const __half *p = sa + (wm + 16 * i + g) * DEEP_LD + kb + 2 * t;
-                a[i][0] = *reinterpret_cast<const unsigned *>(p);
-                a[i][1] = *reinterpret_cast<const unsigned *>(p + 8 * DEEP_LD);
-                a[i][2] = *reinterpret_cast<const unsigned *>(p + 8);
-                a[i][3] = *reinterpret_cast<const unsigned *>(p + 8 * DEEP_LD + 8);
-            }
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const __half *p = sb + (wn + 8 * j + g) * DEEP_LD + kb + 2 * t;
-                b[j][0] = *reinterpret_cast<const unsigned *>(p);
-                b[j][1] = *reinterpret_cast<const unsigned *>(p + 8);
-            }
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    mma_16816(acc[i][j], a[i], b[j]);
-        }
+        for (int kb = 0; kb < DEEP_BK; kb += 16)
+            warp_tile_mma(acc, sa, sb, DEEP_LD, wm, wn, g, t, kb);
     }
     deep_wait<0>();
 
@@ -136,15 +116,8 @@ gemm_deep(const __half *__restrict__ x, const __half *__restrict__ w,
                 if (m >= M)
                     continue;
                 size_t o = (size_t)m * N + n;
-                float v0 = acc[i][j][2 * h] + b0, v1 = acc[i][j][2 * h + 1] + b1;
-                if (res) {
-                    float2 r = __half22float2(*reinterpret_cast<const __half2 *>(res + o));
-                    v0 += r.x;
-                    v1 += r.y;
-                }
-                v0 = activate(v0, act, alpha, n);
-                v1 = activate(v1, act, alpha, n + 1);
-                *reinterpret_cast<__half2 *>(y + o) = __floats2half2_rn(v0, v1);
+                store_pair_f16(y, res, o, acc[i][j][2 * h] + b0, acc[i][j][2 * h + 1] + b1, act,
+                               alpha, n);
             }
     }
 }

@@ -120,14 +120,7 @@ gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
                     size_t o = (size_t)m * N + n;
                     float v0 = acc[j][2 * h] + b0, v1 = acc[j][2 * h + 1] + b1;
                     if (N % 2 == 0) {
-                        if (res) {
-                            float2 r = __half22float2(*reinterpret_cast<const __half2 *>(res + o));
-                            v0 += r.x;
-                            v1 += r.y;
-                        }
-                        v0 = activate(v0, act, alpha, n);
-                        v1 = activate(v1, act, alpha, n + 1);
-                        *reinterpret_cast<__half2 *>(y + o) = __floats2half2_rn(v0, v1);
+                        store_pair_f16(y, res, o, v0, v1, act, alpha, n);
                     } else { /* rows of odd length: elements */
                         if (res)
                             v0 += __half2float(res[o]);
