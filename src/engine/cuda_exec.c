@@ -509,7 +509,7 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
-        if (e->step_end && e->step_end[i] > i && cuda_op_step_pays(g, i, batch)) {
+        if (e->step_end && e->step_end[i] > i && cuda_op_step_pays(g, i)) {
             OMMA_TRY(cuda_op_launch_step(g, i, e->step_end[i], w, batch, c->acts, c->out_f32, s));
             ++*launches;
             i = e->step_end[i];

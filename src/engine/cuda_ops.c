@@ -527,7 +527,7 @@ static omma_status launch_node(const gr_graph *g, const gr_node *n, const struct
         return fail_node(&l, OMMA_ERR_INVALID_ARG, "batch below 1");
     if (n->op == GR_RESHAPE && inputs && inputs[0] == out)
         return OMMA_OK;
-    /* Split the batch so that no launch spans 2^30 elements of a tensor. */
+    /* Split the batch so that no launch spans LAUNCH_ELEMS_MAX elements of a tensor. */
     size_t item = cuda_item_elems(&g->tensors[n->out]);
     int r[GR_MAX_INPUTS + 2];
     int k = gr_node_reads(n, r);
@@ -535,7 +535,7 @@ static omma_status launch_node(const gr_graph *g, const gr_node *n, const struct
         if (!g->tensors[r[i]].data && !w->consts[r[i]] && cuda_item_elems(&g->tensors[r[i]]) > item)
             item = cuda_item_elems(&g->tensors[r[i]]);
     if (item == 0 || item >= LAUNCH_ELEMS_MAX)
-        return fail_node(&l, OMMA_ERR_UNSUPPORTED, "a tensor item of 2^30 elements or more");
+        return fail_node(&l, OMMA_ERR_UNSUPPORTED, "a tensor item of 2^28 elements or more");
     int per = (int)(LAUNCH_ELEMS_MAX / item);
     for (int b0 = 0; b0 < batch; b0 += per) {
         l.b0 = b0;

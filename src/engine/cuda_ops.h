@@ -163,7 +163,7 @@ struct cuda_weights;
  * during execution surface at the caller's next synchronization.
  * Errors: OMMA_ERR_INVALID_ARG (NULL, n not in g, batch < 1, w of another
  * graph), OMMA_ERR_UNSUPPORTED (a shape the kernels cannot index, e.g. one
- * item over 2^30 elements), OMMA_ERR_CUDA. Thread safety: any thread, the
+ * item of 2^28 elements or more), OMMA_ERR_CUDA. Thread safety: any thread, the
  * graph and weights are only read. */
 omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
                            int batch, const void *const *inputs, const void *residual, void *out,
@@ -213,11 +213,15 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
  * with the step as one (plan_build's step_end): its nodes run at once, so
  * every tensor they read stays alive until its last node.
  * cuda_op_step_pays: whether the step is faster than its nodes one by one
- * at this batch on the current device. A chain's thread block takes whole
- * images: with fewer images than half the SMs most of the GPU would idle
- * (H100: a chain at batch 1 is 30-50% slower than its nodes, at batch 128
- * 5-15% faster); a pair pays where cuda_dwpw_pair_pays says; the
- * convolution + upsample + add and a block with heads always pay.
+ * on the current device, at CUDA_CHOICE_BATCH items whatever the batch: a
+ * step's sums are not its nodes' (the chain's depthwise convolution on the
+ * tensor cores, for one), so running it at some batch sizes and not at
+ * others would make an item's results depend on its batch. A chain's
+ * thread block takes whole images (H100: a chain at batch 1 is 30-50%
+ * slower than its nodes, at batch 128 5-15% faster; the batch 1 loss is
+ * the price of the invariance); a pair pays where cuda_dwpw_pair_pays
+ * says; the convolution + upsample + add and a block with heads always
+ * pay.
  * cuda_op_launch_step: runs nodes first..last (a step from
  * cuda_op_step_end) as one launch; acts[t] is the device pointer of
  * activation tensor t (batch items in w's precision). It writes the last
@@ -228,7 +232,7 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
  * cuda_op_step_writes_f32: whether the step at first (found in fp16)
  * writes tensor t and can write it as float32: a head's output. */
 int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p);
-bool cuda_op_step_pays(const gr_graph *g, int first, int batch);
+bool cuda_op_step_pays(const gr_graph *g, int first);
 omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
                                 const struct cuda_weights *w, int batch, void *const *acts,
                                 void *const *f32, cudaStream_t stream);
@@ -256,7 +260,17 @@ bool cuda_conv_is_pointwise(const gr_graph *g, const gr_node *n);
  * line that names the launcher. Pointers are device pointers; element
  * pointers are in `prec`, bias and alpha are float. Kernels index with int:
  * every launch covers fewer than 2^31 elements per tensor (cuda_op_launch
- * splits large batches). */
+ * splits large batches).
+ *
+ * Batch invariance: an item's outputs are bitwise the same whatever the
+ * batch it runs in and its row there (the runtime's batches depend on
+ * timing). So which kernel, and which arithmetic, computes an output
+ * depends on the item's shapes, the pointers' alignment and the device
+ * only, never on the batch: where a kernel's choice weighs the work against
+ * the GPU, it is made as at CUDA_CHOICE_BATCH items. What may follow the
+ * batch (grids, tiles, images per thread block, channels split over
+ * blocks) never changes the sequence of fp32 operations of one output. */
+#define CUDA_CHOICE_BATCH 128
 
 typedef struct cuda_conv_args {
     cuda_prec prec;
@@ -304,16 +318,20 @@ cudaError_t cuda_launch_conv_stem(const cuda_conv_args *a, cudaStream_t s);
 bool cuda_conv_dot_fits(int n, int k);
 cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s);
 /* GEMM-form convolutions that cuda_launch_conv_pointwise would give
- * gemm_simt's 64x64 tiles in fewer blocks than a GPU has SMs (BlazePose's
- * dense heads: M = items, K = 1152, N = 195): warps' dot products over K
- * (cuda_ops_dot.cu), where the X rows of a block fit in shared memory. */
-bool cuda_gemm_wdot_pays(int M, int K, int N);
+ * gemm_simt's 64x64 tiles in fewer blocks than a GPU has SMs at
+ * CUDA_CHOICE_BATCH items of `item_rows` rows each (BlazePose's dense
+ * heads: a row per item, K = 1152, N = 195): warps' dot products over K
+ * (cuda_ops_dot.cu), where the X rows of a block fit in shared memory. By
+ * the item's shape only: its sums are ordered differently from gemm_simt's
+ * and conv_dot's. */
+bool cuda_gemm_wdot_pays(int item_rows, int K, int N);
 cudaError_t cuda_launch_gemm_wdot(const cuda_conv_args *a, cudaStream_t s);
 /* Thin 1x1 convolutions that cuda_launch_conv_pointwise hands on where
  * cuda_conv_thin_ok holds (and cuda_conv_rows_ok does not): fp16, K a multiple of
  * 8 up to 128, N from 8 to 1024 (odd too), 4096 16-row tiles x 128-column
- * blocks or more, with or without a residual, x and w 16-byte aligned
- * (cuda_ops_gemm_thin.cu). */
+ * blocks or more at CUDA_CHOICE_BATCH items (whatever the batch: with odd
+ * N the alternative is gemm_simt's FFMAs), with or without a residual, x
+ * and w 16-byte aligned (cuda_ops_gemm_thin.cu). */
 bool cuda_conv_thin_ok(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream_t s);
 /* 1x1 convolutions with a long K that cuda_launch_conv_pointwise hands on
@@ -413,8 +431,10 @@ typedef struct cuda_chain_args {
 /* True when the blocks' shapes fit the kernel (pointers are not looked at). */
 bool cuda_dwpw_chain_fits(const cuda_chain_args *a);
 cudaError_t cuda_launch_dwpw_chain(const cuda_chain_args *a, cudaStream_t s);
-/* True when `batch` images give at least half the SMs a thread block. */
-bool cuda_dwpw_chain_pays(int batch);
+/* True when CUDA_CHOICE_BATCH images give at least half the SMs a thread
+ * block (the chain's arithmetic is not its blocks' one by one, so whether
+ * it runs may not follow the batch). */
+bool cuda_dwpw_chain_pays(void);
 
 /* Two GR_DWPW blocks on large images in one kernel (cuda_ops_dwpw_pair.cu):
  * z = B(A(x)), A's output never written to memory (b.x is not read).
@@ -435,9 +455,9 @@ bool cuda_dwpw_pair_fits(const cuda_pair_args *p);
 /* True where the pair measured faster than its blocks one by one: on
  * images of at least 32x32, where a block would not run on the tensor
  * cores throughout, narrow-then-wide pairs with at most 16 channels
- * between the blocks, and a.batch giving the current device's SMs two
- * tiles each (with fewer, the blocks one by one, which also split
- * channels, are faster). */
+ * between the blocks, and CUDA_CHOICE_BATCH items giving the current
+ * device's SMs two tiles each (not a.batch: the pair's sums are not its
+ * blocks'). */
 bool cuda_dwpw_pair_pays(const cuda_pair_args *p);
 cudaError_t cuda_launch_dwpw_pair(const cuda_pair_args *p, cudaStream_t s);
 

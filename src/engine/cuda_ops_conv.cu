@@ -16,7 +16,8 @@
  *   of the level below, ADD, in one kernel).
  * - gemm_simt (fp32, or fp16 with odd sizes): 64x64x16 tiles, 256 threads of
  *   4x4 outputs each (strided by 16 so that stores coalesce), FFMA; where
- *   those tiles would be too few blocks for the GPU, gemm_wdot
+ *   those tiles would be too few blocks for the GPU at CUDA_CHOICE_BATCH
+ *   items (by the item's shape, not the batch: the sums differ), gemm_wdot
  *   (cuda_ops_dot.cu) instead.
  * The stems (square 5x5 or 3x3 window, stride 2, 3 input channels, Cout <=
  * 32) have kernels of their own (cuda_ops_stem.cu). Direct form: one thread
@@ -342,7 +343,8 @@ extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaS
             return cuda_ops_start(gemm_tc, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y, M, K, N,
                                   a->act, u);
     } else {
-        if (cuda_gemm_wdot_pays(M, K, N)) /* a few tiles: warps' dot products */
+        /* A few tiles at CUDA_CHOICE_BATCH items: warps' dot products. */
+        if (cuda_gemm_wdot_pays(a->oh * a->ow, K, N))
             return cuda_launch_gemm_wdot(a, s);
         dim3 grid((M + SIMT_BM - 1) / SIMT_BM, (N + SIMT_BN - 1) / SIMT_BN);
         if (a->prec == CUDA_PREC_F16)

@@ -65,18 +65,27 @@ extern "C" bool cuda_conv_dot_fits(int n, int k)
     return n >= 1 && n <= CUDA_DOT_MAX_N && (size_t)n * k * sizeof(float) <= 48 * 1024;
 }
 
-/* Below this many rows, a long dot product (K from DOT_WDOT_MIN_K) goes to
- * gemm_wdot's warps: one thread a row would leave the GPU nearly idle
- * (BlazePose's pose flag: 128 items, K = 1152, one block). */
+/* Below this many rows at CUDA_CHOICE_BATCH items, a long dot product (K
+ * from DOT_WDOT_MIN_K) goes to gemm_wdot's warps: one thread a row would
+ * leave the GPU nearly idle (BlazePose's pose flag: 128 items, K = 1152,
+ * one block). By the item's shape, whatever the batch: gemm_wdot's sums are
+ * ordered differently from conv_dot's. */
 #define DOT_WDOT_MAX_ROWS (16 * CUDA_OPS_THREADS)
 #define DOT_WDOT_MIN_K 256
+
+static bool dot_goes_wdot(const cuda_conv_args *a, int K)
+{
+    const long long item = (long long)a->oh * a->ow;
+    return item * CUDA_CHOICE_BATCH < DOT_WDOT_MAX_ROWS && K >= DOT_WDOT_MIN_K &&
+           cuda_gemm_wdot_pays((int)item, K, a->cout);
+}
 
 extern "C" cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s)
 {
     int rows = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin;
     if (rows == 0)
         return cudaSuccess;
-    if (rows < DOT_WDOT_MAX_ROWS && K >= DOT_WDOT_MIN_K && cuda_gemm_wdot_pays(rows, K, a->cout))
+    if (dot_goes_wdot(a, K))
         return cuda_launch_gemm_wdot(a, s);
     int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
     int V = cuda_ops_vec(es, K, (size_t)a->x);
@@ -181,11 +190,18 @@ gemm_wdot(const T *__restrict__ x, const T *__restrict__ w, const float *__restr
     }
 }
 
-extern "C" bool cuda_gemm_wdot_pays(int M, int K, int N)
+static bool wdot_fits(int K)
 {
-    /* gemm_simt's grid of 64x64 tiles against a hundred SMs. */
-    long long tiles = (long long)((M + 63) / 64) * ((N + 63) / 64);
-    return M > 0 && N > 0 && tiles < 128 && (size_t)WDOT_MB * K * sizeof(float) <= WDOT_SMEM_MAX;
+    return K > 0 && (size_t)WDOT_MB * K * sizeof(float) <= WDOT_SMEM_MAX;
+}
+
+extern "C" bool cuda_gemm_wdot_pays(int item_rows, int K, int N)
+{
+    /* gemm_simt's grid of 64x64 tiles against a hundred SMs, at
+     * CUDA_CHOICE_BATCH items whatever the batch. */
+    const long long M = (long long)item_rows * CUDA_CHOICE_BATCH;
+    const long long tiles = (M + 63) / 64 * ((N + 63) / 64);
+    return item_rows > 0 && N > 0 && tiles < 128 && wdot_fits(K);
 }
 
 template <typename T, int V>
@@ -201,8 +217,10 @@ static cudaError_t wdot_start(const cuda_conv_args *a, int M, int K, int N, cuda
 extern "C" cudaError_t cuda_launch_gemm_wdot(const cuda_conv_args *a, cudaStream_t s)
 {
     int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
-    if (!cuda_gemm_wdot_pays(M, K, N))
+    if (!wdot_fits(K) || N <= 0)
         return cudaErrorInvalidValue;
+    if (M == 0)
+        return cudaSuccess;
     int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
     /* Rows of W start at n * K: K and the base decide the vector width,
      * 8 bytes at most. */

@@ -563,10 +563,10 @@ static bool ch_pointers_ok(const cuda_chain_args *a)
     return true;
 }
 
-extern "C" bool cuda_dwpw_chain_pays(int batch)
+extern "C" bool cuda_dwpw_chain_pays(void)
 {
     int sms = 0;
-    return cuda_ops_sm_count(&sms) == cudaSuccess && 2 * batch >= sms;
+    return cuda_ops_sm_count(&sms) == cudaSuccess && 2 * CUDA_CHOICE_BATCH >= sms;
 }
 
 extern "C" cudaError_t cuda_launch_dwpw_chain(const cuda_chain_args *a, cudaStream_t s)
@@ -582,7 +582,8 @@ extern "C" cudaError_t cuda_launch_dwpw_chain(const cuda_chain_args *a, cudaStre
         return e;
     /* Several images per thread block while that still leaves one for every
      * SM: the filters are staged once for all of them and the products have
-     * more rows. */
+     * more rows. An image's sums are the same whatever its neighbours: each
+     * output pixel is one row of the mma tiles, the rows never mix. */
     ch_params p;
     size_t smem = 0;
     for (int ipc = 4; ipc >= 1; ipc /= 2) {

@@ -288,9 +288,12 @@ static __device__ __forceinline__ void dt_residual_early(const cuda_dwpw_args &a
  * accumulators acc[j] of a lane: + bias + residual, activation. w: the
  * rows' output and residual offsets, rv the residual where it was loaded
  * early (DT_RES_PIXEL), res: the residual of the row at channel n. The
- * activation is max(v, 0) where RELU, else v >= 0 ? v : v * slope, then at
- * most hi (slope: 0 for RELU6, 1 for none, the PRELU slope; hi 6 for
- * RELU6). */
+ * activation is v > 0 ? v : 0 where RELU, else v > 0 ? v : v * slope + 0,
+ * then at most hi (slope: 0 for RELU and RELU6, 1 for none, the PRELU
+ * slope; hi 6 for RELU6). Both forms give the same bits for RELU (+0 for
+ * every v <= 0, never -0): which one runs follows NT, and NT the channel
+ * split, which follows the batch (cuda_launch_dwpw_mma); so does dt_early
+ * (a +0 residual added or not: +0 either way). */
 template <int NT, int RES, bool HEADS, bool RELU>
 static __device__ __forceinline__ float2 dt_value(const cuda_dwpw_args &a, float2 bias, float2 sl,
                                                   float hi, const float *acc, const dt_rows &w,
@@ -318,9 +321,9 @@ static __device__ __forceinline__ float2 dt_value(const cuda_dwpw_args &a, float
         v1 += fmaxf(fmaxf(v0r.y, v1r.y), fmaxf(v2.y, v3.y));
     }
     if (RELU)
-        return make_float2(fmaxf(v0, 0.0f), fmaxf(v1, 0.0f));
-    return make_float2(fminf(v0 >= 0.0f ? v0 : v0 * sl.x, hi),
-                       fminf(v1 >= 0.0f ? v1 : v1 * sl.y, hi));
+        return make_float2(v0 > 0.0f ? v0 : 0.0f, v1 > 0.0f ? v1 : 0.0f);
+    return make_float2(fminf(v0 > 0.0f ? v0 : fmaf(v0, sl.x, 0.0f), hi),
+                       fminf(v1 > 0.0f ? v1 : fmaf(v1, sl.y, 0.0f), hi));
 }
 
 /* The residual rows of a lane at channel n0 + 2q (tiles are immediate
@@ -689,7 +692,10 @@ static cudaError_t dt_launch_nt(const cuda_dwpw_args *a, const dt_shape *s, dim3
  *   24x24 64 -> 64 31 -> 27 us. Widening blocks stay with dwpw_tc (full
  *   range 48x48 16 -> 64 54 -> 66 us), and so do 12x12 images (96 -> 48
  *   13 -> 21 us: their tiles of a few rows leave warps idle).
- * With 128 output channels dwpw_tc is up to 1.6x faster. */
+ * With 128 output channels dwpw_tc is up to 1.6x faster. The pixels are
+ * counted at CUDA_CHOICE_BATCH items, whatever the batch: this form's
+ * depthwise sums (tensor cores) are not dwpw_tc's (FFMA), so the choice
+ * may follow the item's shape only. */
 #define DT_MAX_CHANNELS 32
 #define DT_NARROW_MAX_IN 128
 #define DT_NARROW_MAX_OUT 64
@@ -704,14 +710,24 @@ static bool dt_faster(const cuda_dwpw_args *a)
         return true;
     const long long image = (long long)a->oh * a->ow;
     return a->cout <= a->c && a->c <= DT_NARROW_MAX_IN && a->cout <= DT_NARROW_MAX_OUT &&
-           image >= DT_NARROW_MIN_IMAGE && image * a->batch >= DT_NARROW_MIN_PIXELS;
+           image >= DT_NARROW_MIN_IMAGE && image * CUDA_CHOICE_BATCH >= DT_NARROW_MIN_PIXELS;
+}
+
+/* The plan with the largest tiles dt_plan makes for a's shapes at any batch
+ * and device (one SM, enough items for DT_TILE_PIXELS), so that whether the
+ * form fits does not follow the batch. */
+static dt_shape dt_plan_largest(const cuda_dwpw_args *a, bool heads)
+{
+    cuda_dwpw_args big = *a;
+    big.batch = 2 * DT_TILE_PIXELS;
+    return dt_plan(&big, 1, heads);
 }
 
 extern "C" bool cuda_dwpw_mma_ok(const cuda_dwpw_args *a)
 {
     if (!dt_form_ok(a) || !dt_faster(a))
         return false;
-    dt_shape s = dt_plan(a, 1, false);
+    dt_shape s = dt_plan_largest(a, false);
     return dt_smem(s, a->kh * a->kw).total <= CUDA_DWPW_SMEM_MAX;
 }
 
@@ -771,7 +787,7 @@ extern "C" bool cuda_dwpw_heads_fits(const cuda_heads_args *h)
             return false;
     if (dh_tiles(h, NULL) > DT_HEAD_TILES)
         return false;
-    dt_shape s = dt_plan(a, 1, true);
+    dt_shape s = dt_plan_largest(a, true);
     return dt_smem(s, 9).total <= CUDA_DWPW_SMEM_MAX;
 }
 

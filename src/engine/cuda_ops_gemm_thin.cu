@@ -34,8 +34,11 @@
 /* Blocks a SM holds: __launch_bounds__'s minimum, which the registers set
  * (the staged filter, 34 KB at most, leaves room for them). */
 #define THIN_PER_SM(ks) ((ks) <= 2 ? 3 : 2)
-/* Fewer 16-row tiles x column blocks: too little work for the warps of a
- * GPU (gemm_tc16's 64x64 blocks). */
+/* Fewer 16-row tiles x column blocks at CUDA_CHOICE_BATCH items: too
+ * little work for the warps of a GPU (gemm_tc16's 64x64 blocks). Counted
+ * at that batch whatever the batch, so that the choice follows the item's
+ * shape only: with odd N the alternative is gemm_simt, whose FFMA sums
+ * differ from the tensor cores' (with even N gemm_tc16's are the same). */
 #define THIN_MIN_TASKS 4096
 
 /* The A fragments of rows r0 = m0 + g and r0 + 8 for KS k16 steps. */
@@ -146,9 +149,10 @@ extern "C" bool cuda_conv_thin_ok(const cuda_conv_args *a)
 {
     const int K = a->kh * a->kw * a->cin, N = a->cout;
     const long long M = (long long)a->batch * a->oh * a->ow;
+    const long long M_choice = (long long)CUDA_CHOICE_BATCH * a->oh * a->ow;
     const size_t align = (size_t)a->x | (size_t)a->w;
     const size_t out = (size_t)a->y | (size_t)a->residual;
-    const long long tasks = (M + 15) / 16 * ((N + THIN_NCH - 1) / THIN_NCH);
+    const long long tasks = (M_choice + 15) / 16 * ((N + THIN_NCH - 1) / THIN_NCH);
     return a->prec == CUDA_PREC_F16 && !a->up && K % 8 == 0 && K >= 8 && K <= THIN_MAX_K &&
            N >= 8 && N <= THIN_MAX_N && tasks >= THIN_MIN_TASKS && M < (1LL << 31) &&
            (align & 15) == 0 && (out & (N % 2 == 0 ? 3 : 1)) == 0;
@@ -178,6 +182,8 @@ extern "C" cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream
     if (!cuda_conv_thin_ok(a))
         return cudaErrorInvalidValue;
     const int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
+    if (M <= 0)
+        return cudaSuccess;
     const __half *x = (const __half *)a->x, *w = (const __half *)a->w;
     const __half *r = (const __half *)a->residual;
     __half *y = (__half *)a->y;

@@ -10,8 +10,12 @@
 #include "engine/cuda_ops.h"
 #include "engine/cuda_weights.h"
 
-/* Elements of one tensor per launch at most: kernels index with int. */
-#define LAUNCH_ELEMS_MAX ((size_t)1 << 30)
+/* Elements of one tensor per launch at most: kernels index with int, some
+ * with four times a tensor's elements (a pooled residual), so that every
+ * kernel's guard against overflow holds at any batch (a guard that failed
+ * at some batch sizes only would change the kernel, and the sums, with the
+ * batch: cuda_ops.h, "Batch invariance"). */
+#define LAUNCH_ELEMS_MAX ((size_t)1 << 28)
 
 /* Elements per batch item (dims after the first). */
 size_t cuda_item_elems(const gr_tensor *t);

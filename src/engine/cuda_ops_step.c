@@ -105,7 +105,7 @@ static omma_status launch_chain(const gr_graph *g, int first, int last,
         item = xi > item ? xi : item;
         item = yi > item ? yi : item;
     }
-    /* Split the batch so that no launch spans 2^30 elements of a tensor. */
+    /* Split the batch so that no launch spans LAUNCH_ELEMS_MAX elements of a tensor. */
     int per = (int)(LAUNCH_ELEMS_MAX / item);
     size_t es = cuda_prec_size(w->prec);
     for (int b0 = 0; b0 < batch; b0 += per) {
@@ -379,7 +379,7 @@ bool cuda_op_step_writes_f32(const gr_graph *g, int first, int t)
     return false;
 }
 
-bool cuda_op_step_pays(const gr_graph *g, int first, int batch)
+bool cuda_op_step_pays(const gr_graph *g, int first)
 {
     /* A block with heads (the step's second node a convolution, not a
      * block) always pays. */
@@ -390,10 +390,9 @@ bool cuda_op_step_pays(const gr_graph *g, int first, int batch)
     cuda_pair_args pair;
     if (!chain_shape(g, first, first + 1, CUDA_PREC_F16, &chain) &&
         pair_shape(g, first, CUDA_PREC_F16, &pair)) {
-        pair.a.batch = pair.b.batch = batch;
         return cuda_dwpw_pair_pays(&pair);
     }
-    return cuda_dwpw_chain_pays(batch);
+    return cuda_dwpw_chain_pays();
 }
 
 omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
