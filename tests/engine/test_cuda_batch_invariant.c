@@ -13,6 +13,8 @@
  * which hold X, and every output of those rows must equal the reference
  * (memcmp). The first difference found per model, precision and graph mode
  * is printed (output, batch, row, index, values and their bits).
+ * OMMA_TEST_QUICK=1 (and under compute-sanitizer): batches 1, 3 and 70 of
+ * three models.
  *
  * Exits 77 where there is no GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -32,8 +34,13 @@
 #define MAX_BATCH 131
 #define MAX_IO 8
 
-static const int batches[] = {1, 2, 3, 5, 8, 13, 32, 64, 128, MAX_BATCH};
-#define N_BATCHES ((int)(sizeof batches / sizeof batches[0]))
+static const int all_batches[] = {1, 2, 3, 5, 8, 13, 32, 64, 128, MAX_BATCH};
+/* OMMA_TEST_QUICK=1 or under compute-sanitizer (OMMA_TEST_SANITIZER): a
+ * few batches of three models (the face detector and mesh, pose lite). */
+static const int quick_batches[] = {1, 3, 70};
+static const int *batches = all_batches;
+static int n_batches = (int)(sizeof all_batches / sizeof all_batches[0]);
+static bool quick;
 
 static const char *const models[] = {
     "face_detection_short_range",
@@ -251,7 +258,7 @@ static void check_model(const char *name, const char *path, omma_precision p)
     int bad[2] = {0, 0}, runs = 0;
     for (int g = 0; st == OMMA_OK && g < 2; g++) {
         bool printed = false;
-        for (int b = 0; st == OMMA_OK && b < N_BATCHES; b++) {
+        for (int b = 0; st == OMMA_OK && b < n_batches; b++) {
             st = run_batch(x[g], &m, batches[b]);
             if (st == OMMA_OK) {
                 bad[g] += compare(name, p, g == 1, &m, batches[b], &printed);
@@ -277,11 +284,19 @@ static void check_model(const char *name, const char *path, omma_precision p)
 
 static int models_checked;
 
+static bool in_quick_set(const char *model)
+{
+    return strcmp(model, "face_detection_short_range") == 0 ||
+           strcmp(model, "face_landmark") == 0 || strcmp(model, "pose_landmark_lite") == 0;
+}
+
 static void test_models_batch_invariant(void)
 {
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s.tflite", OMMA_MODELS_DIR, models[i]);
+        if (quick && !in_quick_set(models[i]))
+            continue;
         if (access(path, R_OK) != 0) {
             fprintf(stderr, "%s: absent, skipped\n", path);
             continue;
@@ -297,6 +312,12 @@ int main(void)
     int n = 0;
     if (omma_device_count(&n) != OMMA_OK || n < 1)
         SKIP_TEST("no GPU");
+    const char *q = getenv("OMMA_TEST_QUICK");
+    quick = (q && *q && strcmp(q, "0") != 0) || getenv("OMMA_TEST_SANITIZER") != NULL;
+    if (quick) {
+        batches = quick_batches;
+        n_batches = (int)(sizeof quick_batches / sizeof quick_batches[0]);
+    }
     if (omma_device_open(0, &dev) != OMMA_OK) {
         fprintf(stderr, "omma_device_open: %s\n", omma_last_error());
         return 1;
