@@ -275,7 +275,7 @@ static void check_model(const char *name, const char *path, omma_precision p)
     fprintf(stderr,
             "%s %s: %d runs at batch 1..%d, probe rows vs batch 1: %d differing outputs "
             "(graphs off), %d (graphs on), of %d outputs\n",
-            name, prec_name(p), runs, MAX_BATCH, bad[0], bad[1], m.n_out);
+            name, prec_name(p), runs, batches[n_batches - 1], bad[0], bad[1], m.n_out);
     omma_exec_destroy(x[0]);
     omma_exec_destroy(x[1]);
     io_free(&m);
