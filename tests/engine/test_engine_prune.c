@@ -6,8 +6,8 @@
  *   flag, world landmarks, heatmap): those outputs bitwise the unpruned
  *   engine's, the segmentation mask absent, fewer nodes and weights, a
  *   smaller arena;
- * - the outputs in the order given (a subset in another order), all outputs
- *   named: nothing pruned;
+ * - the outputs in the order given (a subset in another order: fewer nodes
+ *   still), all outputs named: nothing pruned;
  * - every bad argument: OMMA_ERR_INVALID_ARG naming the bad output and
  *   listing the model's outputs, no engine. */
 #include <stdbool.h>
@@ -164,11 +164,12 @@ static void test_lite_pruned_bitwise(void)
     check_model(POSE_LITE);
 }
 
-/* Outputs come in the order given; naming all of them prunes nothing. */
+/* Outputs come in the order given (the four above are not in the model's
+ * order either: Identity_4 before Identity_3); naming all of them prunes
+ * nothing. */
 static void test_order_and_all(void)
 {
     omma_engine *all = NULL, *e = NULL;
-    omma_exec *xa = NULL, *xe = NULL;
     pose_outputs p;
     REQUIRE_OK(load(POSE_LITE, NULL, 0, &all));
     if (!find_outputs(all, &p)) {
@@ -176,18 +177,20 @@ static void test_order_and_all(void)
         omma_engine_release(all);
         return;
     }
+    omma_engine_stats sa, s;
+    CHECK(omma_engine_get_stats(all, &sa) == OMMA_OK);
     const char *two[] = {p.used[3], p.used[1]}; /* heatmap, then the flag */
-    if (load(POSE_LITE, two, 2, &e) == OMMA_OK && run(all, &xa) == 0 && run(e, &xe) == 0) {
+    if (load(POSE_LITE, two, 2, &e) == OMMA_OK) {
         CHECK(omma_engine_output_count(e) == 2);
-        check_same_output(xa, xe, 0, two[0]);
-        check_same_output(xa, xe, 1, two[1]);
-        omma_engine_stats s;
-        CHECK(omma_engine_get_stats(e, &s) == OMMA_OK && s.nodes_pruned > 0);
+        CHECK(omma_engine_find_output(e, two[0]) == 0 && omma_engine_find_output(e, two[1]) == 1);
+        /* Without the landmarks and world landmarks, their heads go too. */
+        CHECK(omma_engine_get_stats(e, &s) == OMMA_OK && s.nodes_pruned > 16 &&
+              s.nodes + s.nodes_pruned == sa.nodes);
+        fprintf(stderr, "  heatmap and flag only: %d nodes (%d pruned)\n", s.nodes, s.nodes_pruned);
     } else {
         fprintf(stderr, "two outputs: %s\n", omma_last_error());
         CHECK(!"two outputs");
     }
-    omma_exec_destroy(xe);
     omma_engine_release(e);
     e = NULL;
 
@@ -198,9 +201,7 @@ static void test_order_and_all(void)
         five[i] = t.name;
     }
     if (load(POSE_LITE, five, 5, &e) == OMMA_OK) {
-        omma_engine_stats sa, s;
-        CHECK(omma_engine_get_stats(all, &sa) == OMMA_OK &&
-              omma_engine_get_stats(e, &s) == OMMA_OK);
+        CHECK(omma_engine_get_stats(e, &s) == OMMA_OK);
         CHECK(s.nodes_pruned == 0 && s.nodes == sa.nodes && s.params == sa.params &&
               s.arena_bytes_batch1 == sa.arena_bytes_batch1);
         for (int i = 0; i < 5; i++)
@@ -209,7 +210,6 @@ static void test_order_and_all(void)
         fprintf(stderr, "five outputs: %s\n", omma_last_error());
         CHECK(!"five outputs");
     }
-    omma_exec_destroy(xa);
     omma_engine_release(e);
     omma_engine_release(all);
 }
