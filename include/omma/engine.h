@@ -27,7 +27,8 @@
  * The CUDA backend:
  * - Loading uploads the weights once, into one device allocation. Engines
  *   are cached per device: loading the same file (same inode, size and
- *   modification time) with the same precision and rewrites on the same
+ *   modification time) with the same precision, rewrites and outputs
+ *   (omma_engine_options.outputs: all, or the same names in the same order) on the same
  *   device returns the engine already loaded, retained, never a second copy
  *   of the weights. The cache is the one other piece of per-process state
  *   (guarded by a lock); an engine leaves it when its last reference goes.
@@ -95,10 +96,21 @@ typedef struct omma_engine_options {
                    * count. Execs running at once each use their own
                    * threads: with several, set fewer per exec. Ignored by
                    * the CUDA backend. */
+    /* The model outputs to compute, by name (output_count entries, 1..the
+     * model's output count), or NULL and 0 (default): all of them. The
+     * engine then has exactly these outputs, in this order (output i is
+     * outputs[i]), and computes only what they depend on: after the
+     * load-time rewrites, every node and weight no kept output needs is
+     * removed (fewer nodes and weights, a smaller arena: omma_engine_stats).
+     * Kept outputs are bitwise those of the engine with all outputs, on
+     * either backend and precision. The names are read during
+     * omma_engine_load only (not kept). */
+    const char *const *outputs;
+    int output_count;
 } omma_engine_options;
 
 /* Fills *opt with the defaults: CPU backend, fp32, rewrites on, threads 0
- * (all cores). */
+ * (all cores), all outputs. */
 void omma_engine_options_init(omma_engine_options *opt);
 
 /* The threads a CPU exec runs on for omma_engine_options.threads =
@@ -119,8 +131,11 @@ typedef struct omma_tensor_info {
 /* What loading did, for reports (omma models inspect, benchmarks). */
 typedef struct omma_engine_stats {
     int nodes_loaded;           /* graph nodes as read from the file */
-    int nodes;                  /* after the load-time rewrites */
-    size_t params;              /* weight values (constants the nodes read) */
+    int nodes;                  /* after the load-time rewrites and pruning */
+    int nodes_pruned;           /* removed because no kept output needs them
+                                 * (omma_engine_options.outputs; else 0) */
+    size_t params;              /* weight values (constants the nodes read;
+                                 * after pruning when outputs are chosen) */
     size_t arena_bytes_batch1;  /* activation arena of an exec with max batch 1 */
     size_t arena_bytes_per_item;/* added per extra batch item */
 } omma_engine_stats;
@@ -129,13 +144,17 @@ typedef struct omma_engine_stats {
  * dev: the device for OMMA_BACKEND_CUDA; must be NULL for the CPU backend.
  * opt: NULL for the defaults (omma_engine_options_init).
  * Errors: OMMA_ERR_INVALID_ARG (NULL path/out, a device given to the CPU
- * backend or none to CUDA, unknown option values, threads out of 0..256),
+ * backend or none to CUDA, unknown option values, threads out of 0..256;
+ * outputs: a count out of 1..the model's outputs, a NULL list or name, a
+ * name that is not an output of the model or one given twice, the message
+ * naming it and listing the model's outputs),
  * OMMA_ERR_IO (cannot read
  * the file), OMMA_ERR_FORMAT (malformed model, the message says what and
  * where), OMMA_ERR_UNSUPPORTED (an op, option or precision the backend cannot
  * run; fp16 on the CPU), OMMA_ERR_OUT_OF_MEMORY, OMMA_ERR_CUDA and
  * OMMA_ERR_DEVICE_LOST (uploading the weights).
- * CUDA: a cached engine may be returned (see top); release it like any other.
+ * CUDA: a cached engine may be returned (see top; the cache tells engines
+ * of different outputs apart); release it like any other.
  * On failure *out is NULL. Thread safety: any thread. */
 omma_status omma_engine_load(omma_device *dev, const char *path,
                              const omma_engine_options *opt, omma_engine **out);

@@ -251,6 +251,30 @@ int cli_arg_long(const char *opt, const char *s, long lo, long hi, long *v)
     return 1;
 }
 
+int cli_arg_names(const char *opt, const char *s, char *buf, size_t size, const char **names,
+                  int max, int *n)
+{
+    *n = 0;
+    if (strlen(s) >= size) {
+        cli_error("%s %s: expected a shorter list (at most %zu characters)", opt, s, size - 1);
+        return 0;
+    }
+    strcpy(buf, s);
+    for (char *p = buf;;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (!*p || *n == max) {
+            cli_error("%s %s: expected 1..%d names separated by commas, none empty", opt, s, max);
+            return 0;
+        }
+        names[(*n)++] = p;
+        if (!comma)
+            return 1;
+        p = comma + 1;
+    }
+}
+
 int cli_arg_double(const char *opt, const char *s, double lo, double hi, double *v)
 {
     char *end;

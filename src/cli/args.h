@@ -98,6 +98,13 @@ int cli_arg_double(const char *opt, const char *s, double lo, double hi, double 
  * "omma: error: OPT S: expected A, B or C". */
 int cli_arg_choice(const char *opt, const char *s, const char *const *choices, size_t n, int *v);
 
+/* Splits s, a comma-separated list of names, into names[0..*n) (at most
+ * max), pointing into buf (size bytes, the list copied there). Returns 1, or
+ * 0 after the message "omma: error: OPT S: expected ..." (an empty name,
+ * too many, too long). */
+int cli_arg_names(const char *opt, const char *s, char *buf, size_t size, const char **names,
+                  int max, int *n);
+
 /* Prints "see 'omma COMMAND --help'" on stderr; returns CLI_EXIT_USAGE.
  * Ends every usage error whose line was printed by a cli_arg_* call. */
 int cli_see_help(const char *command);

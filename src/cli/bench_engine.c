@@ -46,6 +46,7 @@ enum {
     OPT_PRECISION,
     OPT_GRAPHS,
     OPT_DEVICE,
+    OPT_OUTPUTS,
     OPT_JSON
 };
 
@@ -58,6 +59,8 @@ static const cli_option options[] = {
     [OPT_PRECISION] = {"--precision", "fp32|fp16", "GPU engine's precision (default fp32)"},
     [OPT_GRAPHS] = {"--graphs", "on|off", "GPU: runs as CUDA graphs (default on)"},
     [OPT_DEVICE] = {"--device", "N", "the GPU (default 0)"},
+    [OPT_OUTPUTS] = {"--outputs", "NAME,NAME",
+                     "compute only these model outputs, pruning the rest (default all)"},
     [OPT_JSON] = {"--json", NULL, "the table on stderr, one JSON line on stdout"},
     {NULL, NULL, NULL},
 };
@@ -67,7 +70,7 @@ static void usage(FILE *to)
     fprintf(to,
             "usage: omma bench engine --backend cpu|gpu --model FILE [--batch 1,8] [--iters N]\n"
             "                         [--warmup N] [--precision fp32|fp16] [--graphs on|off]\n"
-            "                         [--device N] [--json]\n"
+            "                         [--device N] [--outputs NAME,NAME] [--json]\n"
             "  times omma_exec_run per batch size: median and p99 latency, images/s;\n"
             "  gpu: CUDA-event time per run, launches per run, exec device bytes.\n");
     cli_print_options(to, options);
@@ -259,6 +262,9 @@ int cli_bench_engine(int argc, char **argv)
     const char *backend = NULL, *model = NULL, *precision = "fp32", *graphs = "on";
     int batches[MAX_BATCHES] = {1, 8}, n_batches = 2, iters = 20, warmup = 3, ordinal = 0;
     bool json = false;
+    char names_buf[1024];
+    const char *names[8];
+    int n_names = 0;
     cli_args args;
     cli_args_init(&args, "bench engine", options, argc, argv);
     const cli_option *o;
@@ -307,6 +313,10 @@ int cli_bench_engine(int argc, char **argv)
             bad = !cli_arg_long(o->name, v, 0, 1000000, &n);
             warmup = (int)n;
             break;
+        case OPT_OUTPUTS:
+            bad = !cli_arg_names(o->name, v, names_buf, sizeof names_buf, names,
+                                 (int)(sizeof names / sizeof names[0]), &n_names);
+            break;
         }
         if (bad)
             return cli_see_help("bench engine");
@@ -323,6 +333,10 @@ int cli_bench_engine(int argc, char **argv)
     if (strcmp(graphs, "on") != 0 && strcmp(graphs, "off") != 0)
         return cli_usage_error("bench engine", "--graphs %s: expected on or off", graphs);
     opt.precision = strcmp(precision, "fp16") == 0 ? OMMA_PRECISION_FP16 : OMMA_PRECISION_FP32;
+    if (n_names > 0) {
+        opt.outputs = names;
+        opt.output_count = n_names;
+    }
     omma_exec_options xo;
     omma_exec_options_init(&xo);
     xo.graphs = strcmp(graphs, "on") == 0;
@@ -347,6 +361,14 @@ int cli_bench_engine(int argc, char **argv)
         fprintf(table, " (GPU %d, %s, graphs %s, CUDA-event time per run)", ordinal, precision,
                 graphs);
     fprintf(table, ", %d warm-up + %d timed runs per batch\n", warmup, iters);
+    omma_engine_stats es;
+    if (n_names > 0 && omma_engine_get_stats(e, &es) == OMMA_OK) {
+        fprintf(table, "outputs");
+        for (int i = 0; i < n_names; i++)
+            fprintf(table, "%s %s", i ? "," : "", names[i]);
+        fprintf(table, " only: %d nodes (%d pruned), %zu weights\n", es.nodes, es.nodes_pruned,
+                es.params);
+    }
     fprintf(table, "%6s %12s %12s %12s %12s", "batch", "median ms", "p99 ms", "min ms", "images/s");
     if (gpu)
         fprintf(table, " %9s %14s", "launches", "device bytes");
@@ -374,6 +396,14 @@ int cli_bench_engine(int argc, char **argv)
             printf(",\"precision\":");
             cli_json_string(precision);
             printf(",\"graphs\":%s,\"device\":%d", xo.graphs ? "true" : "false", ordinal);
+        }
+        if (n_names > 0) {
+            printf(",\"outputs\":[");
+            for (int i = 0; i < n_names; i++) {
+                printf("%s", i ? "," : "");
+                cli_json_string(names[i]);
+            }
+            printf("]");
         }
         printf(",\"warmup\":%d,\"iters\":%d,\"results\":[", warmup, iters);
         for (int b = 0; b < n_batches; b++) {

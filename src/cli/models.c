@@ -1,6 +1,7 @@
-/* omma models inspect FILE [--json]: what a model file declares (inputs,
- * outputs, operators, parameters) and what loading makes of it (nodes
- * after the load-time rewrites, activation arena). */
+/* omma models inspect FILE [--outputs NAME,NAME] [--json]: what a model file
+ * declares (inputs, outputs, operators, parameters) and what loading makes
+ * of it (nodes after the load-time rewrites and, with --outputs, after
+ * pruning to those outputs; activation arena). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "cli/json.h"
 #include "model/graph.h"
 #include "model/plan.h"
+#include "model/prune.h"
 #include "model/rewrite.h"
 #include "model/tflite.h"
 
@@ -21,6 +23,10 @@ typedef struct report {
     rw_stats stats;
     int ops[GR_OP_COUNT];
     size_t params;
+    const char *const *outputs; /* --outputs, or NULL */
+    int n_outputs;
+    int nodes_pruned;
+    size_t params_kept; /* after pruning */
 } report;
 
 static void json_tensors(const gr_graph *g, const int *list, int n)
@@ -57,6 +63,15 @@ static void print_json(const report *r)
            "\"residual_fused\":%d,\"activation_fused\":%d,\"blocks_fused\":%d},",
            r->stats.dequantize_folded, r->stats.pads_folded, r->stats.bias_fused,
            r->stats.residual_fused, r->stats.activation_fused, r->stats.blocks_fused);
+    if (r->outputs) {
+        printf("\"outputs_kept\":[");
+        for (int i = 0; i < r->n_outputs; i++) {
+            printf("%s", i ? "," : "");
+            cli_json_string(r->outputs[i]);
+        }
+        printf("],\"nodes_pruned\":%d,\"nodes_kept\":%d,\"params_kept\":%zu,", r->nodes_pruned,
+               r->rw->n_nodes, r->params_kept);
+    }
     printf("\"arena_bytes_batch1\":%zu,\"arena_bytes_per_item\":%zu}\n",
            plan_arena_bytes(r->plan, 1), r->plan->item_bytes);
 }
@@ -86,13 +101,20 @@ static void print_text(const report *r)
            "activations fused %d, depthwise+pointwise blocks fused %d\n",
            r->stats.dequantize_folded, r->stats.pads_folded, r->stats.bias_fused,
            r->stats.residual_fused, r->stats.activation_fused, r->stats.blocks_fused);
+    if (r->outputs) {
+        printf("pruned to outputs");
+        for (int i = 0; i < r->n_outputs; i++)
+            printf("%s %s", i ? "," : "", r->outputs[i]);
+        printf(": %d nodes (%d removed), %zu parameters\n", r->rw->n_nodes, r->nodes_pruned,
+               r->params_kept);
+    }
     printf("activation arena: %zu bytes at batch 1, + %zu bytes per extra batch item\n",
            plan_arena_bytes(r->plan, 1), r->plan->item_bytes);
 }
 
-static int inspect(const char *path, bool json)
+static int inspect(const char *path, const char *const *outputs, int n_outputs, bool json)
 {
-    report r = {.path = path};
+    report r = {.path = path, .outputs = outputs, .n_outputs = n_outputs};
     tfl_model *m = NULL;
     int rc = CLI_EXIT_OK;
     omma_status st = tfl_model_read_file(path, &m);
@@ -106,6 +128,13 @@ static int inspect(const char *path, bool json)
     }
     if (st == OMMA_OK)
         st = rw_apply_all(r.rw, &r.stats);
+    if (st == OMMA_OK && outputs) {
+        gr_prune_result pr;
+        st = gr_prune(r.rw, outputs, n_outputs, NULL, &pr);
+        r.nodes_pruned = pr.nodes_removed;
+        r.params_kept = gr_param_count(r.rw);
+        gr_prune_result_free(&pr);
+    }
     if (st == OMMA_OK)
         st = plan_build(r.rw, NULL, &r.plan);
     if (st != OMMA_OK)
@@ -120,17 +149,22 @@ static int inspect(const char *path, bool json)
     return rc;
 }
 
+enum { OPT_JSON, OPT_OUTPUTS };
+
 static const cli_option options[] = {
-    {"--json", NULL, "one JSON object instead of the text report"},
+    [OPT_JSON] = {"--json", NULL, "one JSON object instead of the text report"},
+    [OPT_OUTPUTS] = {"--outputs", "NAME,NAME",
+                     "also: the nodes, parameters and arena when only these outputs are kept"},
     {NULL, NULL, NULL},
 };
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: omma models inspect FILE [--json]\n"
+    fprintf(to, "usage: omma models inspect FILE [--outputs NAME,NAME] [--json]\n"
                 "  Prints a model's inputs, outputs, operator counts, parameter count,\n"
-                "  node count before and after the load-time rewrites and the\n"
-                "  activation arena size (batch 1 and per extra item).\n");
+                "  node count before and after the load-time rewrites (and after pruning\n"
+                "  to --outputs) and the activation arena size (batch 1 and per extra\n"
+                "  item).\n");
     cli_print_options(to, options);
 }
 
@@ -138,6 +172,9 @@ static int inspect_command(int argc, char **argv)
 {
     const char *path = NULL;
     bool json = false;
+    char names_buf[1024];
+    const char *names[GR_MAX_IO];
+    int n_names = 0;
     cli_args args;
     cli_args_init(&args, "models inspect", options, argc, argv);
     const cli_option *opt;
@@ -149,16 +186,20 @@ static int inspect_command(int argc, char **argv)
         }
         if (k == CLI_ARG_ERROR)
             return CLI_EXIT_USAGE;
-        if (k == CLI_ARG_OPTION)
-            json = true; /* --json, the only option */
-        else if (path)
+        if (k == CLI_ARG_OPTION && opt - options == OPT_JSON)
+            json = true;
+        else if (k == CLI_ARG_OPTION) {
+            if (!cli_arg_names(opt->name, v, names_buf, sizeof names_buf, names, GR_MAX_IO,
+                               &n_names))
+                return cli_see_help("models inspect");
+        } else if (path)
             return cli_usage_error("models inspect", "one FILE at a time ('%s' and '%s')", path, v);
         else
             path = v;
     }
     if (!path)
         return cli_usage_error("models inspect", "no model FILE given");
-    return inspect(path, json);
+    return inspect(path, n_names ? names : NULL, n_names, json);
 }
 
 int cli_models(int argc, char **argv)

@@ -35,7 +35,8 @@
 typedef struct cuda_engine {
     cuda_weights *w;
     bool cached;            /* linked in the cache list */
-    /* cache key: device, file identity, precision, rewrites */
+    /* cache key: device, file identity, precision, rewrites, outputs (all,
+     * or when pruned the engine's own: the names in order) */
     omma_device *dev;
     dev_t st_dev;
     ino_t st_ino;
@@ -43,6 +44,7 @@ typedef struct cuda_engine {
     struct timespec st_mtim;
     omma_precision precision;
     int rewrites;
+    bool pruned;
     omma_engine *engine;
     struct cuda_engine *next;
 } cuda_engine;
@@ -79,9 +81,13 @@ static omma_status check_alive(omma_device *dev, const char *what)
     return OMMA_OK;
 }
 
+static bool read_as_f32(const gr_graph *g, int t, cuda_prec p);
+
 omma_status eng_cuda_steps(omma_engine *e)
 {
     const gr_graph *g = e->graph;
+    for (int i = 0; i < g->n_inputs; i++)
+        e->input_f32[i] = read_as_f32(g, g->inputs[i], prec_of(e));
     if (prec_of(e) != CUDA_PREC_F16 || g->n_nodes == 0)
         return OMMA_OK;
     e->step_end = malloc((size_t)g->n_nodes * sizeof *e->step_end);
@@ -141,6 +147,20 @@ static bool retain_if_alive(omma_engine *e)
     return false;
 }
 
+/* Whether cached engine c has the outputs opt asks for. */
+static bool same_outputs(const cuda_engine *c, const omma_engine_options *opt)
+{
+    if (!opt->outputs)
+        return !c->pruned;
+    const gr_graph *g = c->engine->graph;
+    if (!c->pruned || g->n_outputs != opt->output_count)
+        return false;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (!opt->outputs[i] || strcmp(opt->outputs[i], g->tensors[g->outputs[i]].name) != 0)
+            return false;
+    return true;
+}
+
 omma_status eng_cuda_engine_load(omma_device *dev, const char *path,
                                  const omma_engine_options *opt, omma_engine **out)
 {
@@ -155,7 +175,8 @@ omma_status eng_cuda_engine_load(omma_device *dev, const char *path,
         if (c->dev == dev && c->st_dev == sb.st_dev && c->st_ino == sb.st_ino &&
             c->st_size == sb.st_size && c->st_mtim.tv_sec == sb.st_mtim.tv_sec &&
             c->st_mtim.tv_nsec == sb.st_mtim.tv_nsec && c->precision == opt->precision &&
-            c->rewrites == (opt->rewrites != 0) && retain_if_alive(c->engine)) {
+            c->rewrites == (opt->rewrites != 0) && same_outputs(c, opt) &&
+            retain_if_alive(c->engine)) {
             *out = c->engine;
             pthread_mutex_unlock(&cache_lock);
             return OMMA_OK;
@@ -173,6 +194,7 @@ omma_status eng_cuda_engine_load(omma_device *dev, const char *path,
         c->st_mtim = sb.st_mtim;
         c->precision = opt->precision;
         c->rewrites = opt->rewrites != 0;
+        c->pruned = opt->outputs != NULL;
         c->cached = true;
         c->next = cache_head;
         cache_head = c;
@@ -295,10 +317,13 @@ static bool read_as_f32(const gr_graph *g, int t, cuda_prec p)
     return read;
 }
 
-/* Reads of tensor t, counting its being a graph input or output as one. */
-static int tensor_uses(const gr_graph *g, int t)
+/* Reads of tensor t, counting its being a graph input or output as one,
+ * and the uses pruning removed (e->lost_uses): what the graph with all
+ * outputs has. */
+static int tensor_uses(const omma_engine *e, int t)
 {
-    int uses = 0;
+    const gr_graph *g = e->graph;
+    int uses = e->lost_uses ? e->lost_uses[t] : 0;
     for (int i = 0; i < g->n_outputs; i++)
         uses += g->outputs[i] == t;
     for (int i = 0; i < g->n_inputs; i++)
@@ -335,11 +360,11 @@ static int written_as_f32(const omma_engine *e, int t, cuda_prec p, int *u, int 
     int pn = g->tensors[t].producer;
     *u = t;
     *reshape = -1;
-    if (pn < 0 || tensor_uses(g, t) != 1)
+    if (pn < 0 || tensor_uses(e, t) != 1)
         return -1;
     if (g->nodes[pn].op == GR_RESHAPE) {
         int v = g->nodes[pn].in[0];
-        if (gr_is_const(g, v) || g->tensors[v].producer < 0 || tensor_uses(g, v) != 1)
+        if (gr_is_const(g, v) || g->tensors[v].producer < 0 || tensor_uses(e, v) != 1)
             return -1;
         *u = v;
         *reshape = pn;
@@ -359,7 +384,7 @@ static omma_status exec_init_in_scope(omma_exec *x, cuda_exec *c)
     if (!c->in_direct)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");
     for (int i = 0; i < g->n_inputs; i++)
-        c->in_direct[i] = read_as_f32(g, g->inputs[i], prec_of(e));
+        c->in_direct[i] = e->input_f32[i];
     c->out_node = calloc((size_t)g->n_outputs + 1, sizeof *c->out_node);
     if (!c->out_node)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "cuda exec: allocating");

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "engine/cpu_pool.h"
 #include "engine/engine_private.h"
+#include "model/prune.h"
 #include "model/tflite.h"
 
 void omma_engine_options_init(omma_engine_options *opt)
@@ -33,6 +34,14 @@ static omma_status check_options(omma_device *dev, const omma_engine_options *o)
     if (o->threads < 0 || o->threads > CPU_POOL_MAX_THREADS)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "engine: threads %d not in 0..%d (0: all cores)",
                          o->threads, CPU_POOL_MAX_THREADS);
+    if (o->output_count < 0 || (o->output_count > 0 && !o->outputs))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "engine: outputs: %d named but the list is %s (NULL and 0: all outputs)",
+                         o->output_count, o->outputs ? "not NULL" : "NULL");
+    if (o->outputs && o->output_count == 0)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
+                         "engine: outputs: an empty list (name at least one, or pass NULL and 0 "
+                         "for all outputs)");
     if (o->backend == OMMA_BACKEND_CUDA) {
         if (!dev)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "engine: the CUDA backend needs a device");
@@ -54,6 +63,7 @@ static void engine_free(omma_engine *e)
         e->backend->engine_fini(e);
     plan_free(e->plan);
     free(e->step_end);
+    free(e->lost_uses);
     gr_free(e->graph);
     free(e);
 }
@@ -62,6 +72,35 @@ omma_status eng_engine_from_graph(gr_graph *g, const omma_engine_options *opt,
                                   omma_engine **out)
 {
     return eng_engine_create(NULL, g, opt, out);
+}
+
+/* Keeps only the outputs opt.outputs names (model/prune.h): after the
+ * rewrites and the CUDA steps, so that every kept node, fusion and step is
+ * the one of the engine with all outputs; steps are kept whole and
+ * renumbered. */
+static omma_status prune_outputs(omma_engine *e, const omma_engine_options *opt)
+{
+    gr_graph *g = e->graph;
+    gr_prune_result r;
+    OMMA_TRY(gr_prune(g, opt->outputs, opt->output_count, e->step_end, &r));
+    if (e->step_end) {
+        int *steps = malloc((g->n_nodes ? (size_t)g->n_nodes : 1) * sizeof *steps);
+        if (!steps) {
+            gr_prune_result_free(&r);
+            return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "engine: allocating");
+        }
+        for (int i = 0; i < r.n_nodes_before; i++)
+            if (r.node_map[i] >= 0)
+                steps[r.node_map[i]] = r.node_map[e->step_end[i]];
+        free(e->step_end);
+        e->step_end = steps;
+    }
+    e->lost_uses = r.lost_uses;
+    r.lost_uses = NULL;
+    e->stats.nodes_pruned = r.nodes_removed;
+    e->stats.params = gr_param_count(g);
+    gr_prune_result_free(&r);
+    return OMMA_OK;
 }
 
 omma_status eng_engine_create(omma_device *dev, gr_graph *g, const omma_engine_options *opt,
@@ -81,6 +120,8 @@ omma_status eng_engine_create(omma_device *dev, gr_graph *g, const omma_engine_o
     }
     e->graph = g;
     e->opt = *opt;
+    e->opt.outputs = NULL; /* the caller's: read during the load only */
+    e->opt.output_count = 0;
     e->dev = dev;
     e->backend = opt->backend == OMMA_BACKEND_CUDA ? &eng_cuda_backend : &eng_cpu_backend;
     atomic_init(&e->refs, 1);
@@ -90,9 +131,11 @@ omma_status eng_engine_create(omma_device *dev, gr_graph *g, const omma_engine_o
     e->stats.params = gr_param_count(g);
     if (opt->rewrites && (st = rw_apply_all(g, &e->rewrites)) != OMMA_OK)
         goto fail;
-    e->stats.nodes = g->n_nodes;
     if (opt->backend == OMMA_BACKEND_CUDA && (st = eng_cuda_steps(e)) != OMMA_OK)
         goto fail;
+    if (opt->outputs && (st = prune_outputs(e, opt)) != OMMA_OK)
+        goto fail;
+    e->stats.nodes = g->n_nodes;
     if ((st = plan_build(g, e->step_end, &e->plan)) != OMMA_OK)
         goto fail;
     e->stats.arena_bytes_batch1 = plan_arena_bytes(e->plan, 1);

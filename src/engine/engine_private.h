@@ -40,6 +40,14 @@ struct omma_engine {
     gr_graph *graph;    /* validated, rewritten if opt.rewrites */
     plan_layout *plan;
     int *step_end; /* plan_build's steps: the CUDA backend's fused runs, or NULL */
+    /* Pruned to omma_engine_options.outputs (prune_outputs): per tensor, the
+     * uses pruning removed (gr_prune_result.lost_uses), else NULL. Whatever
+     * a backend decides from a tensor's uses counts these too, so that the
+     * kept nodes run as in the engine with all outputs. */
+    int *lost_uses;
+    /* CUDA: input i is handed to its readers as float32 (an fp16 exec's
+     * stems read the API's buffer), decided on the graph before pruning. */
+    bool input_f32[GR_MAX_IO];
     omma_engine_stats stats;
     rw_stats rewrites;  /* zero when rewrites are off */
     const eng_backend *backend;
@@ -81,7 +89,9 @@ omma_status eng_engine_create(omma_device *dev, gr_graph *g, const omma_engine_o
 omma_status eng_read_graph(const char *path, gr_graph **out);
 
 /* The CUDA backend's steps for plan_build (cuda_exec.c): e->step_end, the
- * runs of nodes one kernel computes (cuda_op_step_end); NULL for fp32. */
+ * runs of nodes one kernel computes (cuda_op_step_end); NULL for fp32. Also
+ * e->input_f32. Made on the graph before pruning (which keeps steps whole
+ * and carries them over). */
 omma_status eng_cuda_steps(omma_engine *e);
 
 /* Uploads e's weights on e->dev (cuda_exec.c); engine_fini frees them. */

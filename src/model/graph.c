@@ -214,10 +214,17 @@ void gr_count_uses(const gr_graph *g, int *counts)
 
 omma_status gr_compact(gr_graph *g, const bool *drop)
 {
-    int nt = g->n_tensors;
-    int *map = malloc((nt ? (size_t)nt : 1) * sizeof *map);
+    int *map = malloc((g->n_tensors ? (size_t)g->n_tensors : 1) * sizeof *map);
     if (!map)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "graph: compacting");
+    gr_compact_map(g, drop, map);
+    free(map);
+    return OMMA_OK;
+}
+
+void gr_compact_map(gr_graph *g, const bool *drop, int *map)
+{
+    int nt = g->n_tensors;
     int kept = 0;
     for (int i = 0; i < g->n_nodes; i++)
         if (!drop || !drop[i])
@@ -262,9 +269,7 @@ omma_status gr_compact(gr_graph *g, const bool *drop)
     for (int i = 0; i < g->n_outputs; i++)
         if (g->outputs[i] >= 0 && g->outputs[i] < nt)
             g->outputs[i] = map[g->outputs[i]];
-    free(map);
     gr_relink(g);
-    return OMMA_OK;
 }
 
 size_t gr_dtype_size(gr_dtype dt)

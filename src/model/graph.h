@@ -204,6 +204,10 @@ omma_status gr_add_node(gr_graph *g, const gr_node *n, int *index);
  * for memory. */
 omma_status gr_compact(gr_graph *g, const bool *drop);
 
+/* gr_compact with the caller's scratch: map has g->n_tensors entries and
+ * receives each tensor's index after (-1: removed). Cannot fail. */
+void gr_compact_map(gr_graph *g, const bool *drop, int *map);
+
 /* Recomputes every tensor's producer from the nodes. */
 void gr_relink(gr_graph *g);
 

@@ -4,22 +4,70 @@
 #include <stdbool.h>
 
 #include "core/error.h"
+#include "model/tflite.h"
+
+/* Whether a tensor of the given rank and dims is [1, want...] (rank given). */
+static bool shaped(int rank, const int *dims, int want_rank, int d1, int d2, int d3)
+{
+    int want[4] = {1, d1, d2, d3};
+    if (rank != want_rank)
+        return false;
+    for (int d = 0; d < rank; d++)
+        if (dims[d] != want[d])
+            return false;
+    return true;
+}
 
 /* The output of e whose shape is [1, dims...] (rank given), or -1. */
 static int output_shaped(const omma_engine *e, int rank, int d1, int d2, int d3)
 {
-    int want[4] = {1, d1, d2, d3};
     for (int o = 0; o < omma_engine_output_count(e); o++) {
         omma_tensor_info info;
-        if (omma_engine_output_info(e, o, &info) != OMMA_OK || info.rank != rank)
-            continue;
-        bool same = true;
-        for (int d = 0; d < rank; d++)
-            same = same && info.dims[d] == want[d];
-        if (same)
+        if (omma_engine_output_info(e, o, &info) == OMMA_OK &&
+            shaped(info.rank, info.dims, rank, d1, d2, d3))
             return o;
     }
     return -1;
+}
+
+/* The name of the output of model m shaped [1, dims...], or NULL. */
+static const char *file_output_shaped(const tfl_model *m, int rank, int d1, int d2, int d3)
+{
+    for (int o = 0; o < m->n_outputs; o++) {
+        const tfl_tensor *t = &m->tensors[m->outputs[o]];
+        if (shaped(t->rank, t->shape, rank, d1, d2, d3))
+            return t->name;
+    }
+    return NULL;
+}
+
+/* Loads the landmark model computing only the outputs the pipeline reads
+ * (landmarks, pose flag, world landmarks, heatmap; not the segmentation
+ * mask, a third of the model's work): their names are found by shape in
+ * the file first, so that the engine is loaded (its weights uploaded) once.
+ * A file without them loads whole, for inspect() to say what is missing. */
+static omma_status load_landmarks(omma_device *dev, const omma_engine_options *eo, const char *path,
+                                  omma_engine **out)
+{
+    tfl_model *m = NULL;
+    OMMA_TRY(tfl_model_read_file(path, &m));
+    const char *names[] = {
+        file_output_shaped(m, 2, VIS_POSE_RAW_LANDMARKS * 5, 0, 0),
+        file_output_shaped(m, 2, 1, 0, 0),
+        file_output_shaped(m, 2, VIS_POSE_RAW_LANDMARKS * 3, 0, 0),
+        file_output_shaped(m, 4, VIS_POSE_HEATMAP, VIS_POSE_HEATMAP, VIS_POSE_RAW_LANDMARKS),
+    };
+    omma_engine_options o = *eo;
+    bool all = true;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        all = all && names[i];
+    if (all) {
+        o.outputs = names;
+        o.output_count = (int)(sizeof names / sizeof names[0]);
+    }
+    omma_status st = omma_engine_load(dev, path, &o, out);
+    tfl_model_free(m);
+    return st;
 }
 
 static bool input_is(const omma_engine *e, int size)
@@ -67,7 +115,7 @@ omma_status pp_models_load(omma_device *dev, const omma_engine_options *eo, cons
                            const char *lm_path, pp_models *m)
 {
     OMMA_TRY(omma_engine_load(dev, det_path, eo, &m->det));
-    OMMA_TRY(omma_engine_load(dev, lm_path, eo, &m->lm));
+    OMMA_TRY(load_landmarks(dev, eo, lm_path, &m->lm));
     return inspect(m, det_path, lm_path);
 }
 

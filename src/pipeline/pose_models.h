@@ -17,7 +17,9 @@ typedef struct pp_models {
 } pp_models;
 
 /* Loads the two models on dev (NULL: the CPU) with eo and checks that they
- * are BlazePose's. Errors: the engine's load errors, OMMA_ERR_UNSUPPORTED
+ * are BlazePose's. The landmark model computes only the four outputs the
+ * pipelines read (omma_engine_options.outputs: its segmentation mask is
+ * pruned away). Errors: the engine's load errors, OMMA_ERR_UNSUPPORTED
  * (a model whose inputs or outputs are not BlazePose's, naming the file).
  * On failure the engines loaded are left in *m: pp_models_release frees
  * them. Any thread. */

@@ -28,6 +28,27 @@ grep -q '"nodes_loaded":210,"nodes_rewritten":25' "$work/json" || fail "inspect 
 grep -q '"activation_fused":23,"blocks_fused":20}' "$work/json" || fail "inspect --json rewrites: $(cat "$work/json")"
 grep -q '"PRELU":23' "$work/json" || fail "inspect --json op counts"
 
+# --outputs: the node count, parameters and arena with only those outputs
+# (BlazePose full without its segmentation mask: the mask's 16 nodes go).
+"$omma" models inspect "$models/pose_landmark_full.tflite" --outputs Identity,Identity_1,Identity_4,Identity_3 \
+    >"$work/out" 2>"$work/err" || fail "inspect --outputs exited $?: $(cat "$work/err")"
+grep -q "nodes: 332 as read, 111 after load-time rewrites" "$work/out" || fail "inspect --outputs: node counts"
+grep -q "pruned to outputs Identity, Identity_1, Identity_4, Identity_3: 95 nodes (16 removed), 3167640 parameters" \
+    "$work/out" || fail "inspect --outputs: pruned counts: $(cat "$work/out")"
+grep -q "activation arena: 6029312 bytes at batch 1" "$work/out" || fail "inspect --outputs: arena: $(cat "$work/out")"
+"$omma" models inspect "$models/face_landmark.tflite" --outputs conv2d_31 --json >"$work/json" ||
+    fail "inspect --outputs --json exited $?"
+grep -q '"outputs_kept":\["conv2d_31"\],"nodes_pruned":6,"nodes_kept":19,' "$work/json" ||
+    fail "inspect --outputs --json: $(cat "$work/json")"
+"$omma" models inspect "$models/face_landmark.tflite" --outputs conv2d_31,nope >/dev/null 2>"$work/err"
+rc=$?
+[ $rc -eq 2 ] || fail "inspect --outputs nope: exit $rc"
+grep -q "'nope' is not an output of the model (its outputs: 'conv2d_21', 'conv2d_31')" "$work/err" ||
+    fail "inspect --outputs nope: $(cat "$work/err")"
+"$omma" models inspect "$models/face_landmark.tflite" --outputs conv2d_31, >/dev/null 2>"$work/err"
+[ $? -eq 2 ] || fail "inspect --outputs with an empty name: exit code"
+grep -q "none empty" "$work/err" || fail "inspect --outputs empty name: $(cat "$work/err")"
+
 # A file that is no model: exit 1 and a message naming the file and the reason.
 printf 'not a model at all' >"$work/bad.tflite"
 "$omma" models inspect "$work/bad.tflite" >"$work/out" 2>"$work/err"
@@ -55,4 +76,13 @@ if [ $rc -ne 0 ]; then
 fi
 "$omma" bench engine --backend cpu --model "$models/face_detection_short_range.tflite" --batch 0 2>/dev/null
 [ $? -eq 2 ] || fail "bench --batch 0: exit code"
+# bench engine --outputs: only FaceMesh's face flag computed.
+"$omma" bench engine --backend cpu --model "$models/face_landmark.tflite" --batch 1 --iters 1 --warmup 0 \
+    --outputs conv2d_31 --json >"$work/bench" 2>"$work/table" || fail "bench --outputs exited $?: $(cat "$work/table")"
+grep -q '"outputs":\["conv2d_31"\],' "$work/bench" || fail "bench --outputs JSON: $(cat "$work/bench")"
+grep -q "outputs conv2d_31 only: 19 nodes (6 pruned)" "$work/table" || fail "bench --outputs table: $(cat "$work/table")"
+"$omma" bench engine --backend cpu --model "$models/face_landmark.tflite" --batch 1 --iters 1 \
+    --outputs conv2d_31,conv2d_31 >/dev/null 2>"$work/err"
+[ $? -eq 2 ] || fail "bench --outputs twice: exit code"
+grep -q "'conv2d_31' named twice" "$work/err" || fail "bench --outputs twice: $(cat "$work/err")"
 echo "ok"
