@@ -51,6 +51,7 @@ enum {
     OPT_DURATION,
     OPT_PHASE,
     OPT_BASELINE,
+    OPT_RELEASE_DELAY,
     OPT_JSON,
     OPT_CHILD, /* internal: a subscriber process */
     OPT_COUNT
@@ -68,6 +69,9 @@ static const cli_option options[] = {
     [OPT_BASELINE] = {"--baseline", "on|off",
                       "also the seeds' way: frames through host memory and\n"
                       "pipes, as fast as it goes (on)"},
+    [OPT_RELEASE_DELAY] = {"--release-delay", "US",
+                           "the subscribers' omma_bus_options.release_delay_us:\n"
+                           "0..1000000 (2000; 0: one release event per message)"},
     [OPT_JSON] = {"--json", NULL, "one JSON line per mode on stdout"},
     [OPT_CHILD] = {"--child", "SPEC", NULL},
     [OPT_COUNT] = {NULL, NULL, NULL},
@@ -84,7 +88,7 @@ static void usage(FILE *to)
 }
 
 typedef struct bench_opts {
-    int cameras, subscribers, width, height, baseline, json, aligned;
+    int cameras, subscribers, width, height, baseline, json, aligned, release_delay_us;
     double fps, duration_s;
 } bench_opts;
 
@@ -142,16 +146,34 @@ static void read_task_times(task_times *t)
         closedir(d);
 }
 
-/* --child bus:NAME:SECONDS:VERBOSE:OUTFILE or pipe:FD:BYTES:OUTFILE */
-static int child_bus(const char *name, double seconds, int verbose, const char *out_path)
+/* Prints each thread's CPU between t0 and t1 per frame (frames > 0), by
+ * name: who's threads. */
+static void print_task_times(const char *who, const task_times *t0, const task_times *t1,
+                             double frames)
+{
+    for (int i = 0; i < t1->n; i++) {
+        uint64_t before = 0;
+        for (int j = 0; j < t0->n; j++)
+            before = t0->tid[j] == t1->tid[i] ? t0->ns[j] : before;
+        fprintf(stderr, "         %s thread %-16s %8.2f us/frame\n", who, t1->name[i],
+                (double)(t1->ns[i] - before) / 1e3 / frames);
+    }
+}
+
+/* --child bus:NAME:SECONDS:VERBOSE:RELEASE_DELAY_US:OUTFILE or pipe:FD:BYTES:OUTFILE */
+static int child_bus(const char *name, double seconds, int verbose, int release_delay_us,
+                     const char *out_path)
 {
     omma_device *dev = NULL;
     if (omma_device_open(0, &dev) != OMMA_OK)
         return 3;
     omma_bus_subscriber *sub = NULL;
     omma_status st = OMMA_ERR_CLOSED;
+    omma_bus_options opt;
+    omma_bus_options_init(&opt);
+    opt.release_delay_us = release_delay_us;
     for (int i = 0; i < 200 && st != OMMA_OK; i++) {
-        st = omma_bus_subscribe(dev, name, NULL, &sub);
+        st = omma_bus_subscribe(dev, name, &opt, &sub);
         if (st != OMMA_OK)
             usleep(20000);
     }
@@ -201,13 +223,7 @@ static int child_bus(const char *name, double seconds, int verbose, const char *
     uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns(), thread1 = core_thread_cpu_ns();
     read_task_times(&tasks1);
     if (verbose && frames)
-        for (int i = 0; i < tasks1.n; i++) {
-            uint64_t before = 0;
-            for (int j = 0; j < tasks0.n; j++)
-                before = tasks0.tid[j] == tasks1.tid[i] ? tasks0.ns[j] : before;
-            fprintf(stderr, "         subscriber thread %-16s %8.2f us/frame\n", tasks1.name[i],
-                    (double)(tasks1.ns[i] - before) / 1e3 / (double)frames);
-        }
+        print_task_times("subscriber", &tasks0, &tasks1, (double)frames);
     FILE *o = fopen(out_path, "w");
     if (o) {
         double per = frames ? 1e3 * (double)frames : 1;
@@ -315,9 +331,9 @@ static int run_child(const char *spec)
     char kind[16], a[256], out[1024];
     double seconds = 0;
     size_t bytes = 0;
-    int verbose = 0;
-    if (sscanf(spec, "bus:%255[^:]:%lf:%d:%1023s", a, &seconds, &verbose, out) == 4)
-        return child_bus(a, seconds, verbose, out);
+    int verbose = 0, delay = 0;
+    if (sscanf(spec, "bus:%255[^:]:%lf:%d:%d:%1023s", a, &seconds, &verbose, &delay, out) == 5)
+        return child_bus(a, seconds, verbose, delay, out);
     if (sscanf(spec, "pipe:%15[^:]:%zu:%1023s", kind, &bytes, out) == 3)
         return child_pipe(atoi(kind), out, bytes);
     fprintf(stderr, "omma bench bus: bad --child %s\n", spec);
@@ -424,7 +440,8 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
     for (int i = 0; i < o->subscribers && st == OMMA_OK; i++) {
         char spec[512];
         snprintf(outs[i], sizeof outs[i], "%s/sub%d.txt", dir, i);
-        snprintf(spec, sizeof spec, "bus:%s:%.3f:%d:%s", name, o->duration_s, i == 0, outs[i]);
+        snprintf(spec, sizeof spec, "bus:%s:%.3f:%d:%d:%s", name, o->duration_s, i == 0,
+                 o->release_delay_us, outs[i]);
         kids[i] = spawn_child(self, spec, -1);
     }
     /* Every subscriber attached before the cameras start. */
@@ -440,6 +457,8 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
                        o->subscribers);
     omma_transfer_counters x0, x1;
     omma_device_get_transfers(dev, &x0);
+    static task_times tasks0, tasks1; /* the publisher's threads */
+    read_task_times(&tasks0);
     uint64_t t0 = core_now_ns(), cpu0 = core_process_cpu_ns(), put = 0;
     uint64_t end = t0 + (uint64_t)((o->duration_s + 0.5) * 1e9);
     omma_frame f = {.width = o->width,
@@ -472,8 +491,11 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
         }
     }
     uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns();
+    read_task_times(&tasks1);
     omma_device_get_transfers(dev, &x1);
     bus_pub_get_stats(pub, &ps);
+    if (put) /* the producer (this thread), the announcer, the driver's threads */
+        print_task_times("publisher", &tasks0, &tasks1, (double)put);
     sub_figures figs[MAX_SUBS] = {{0}};
     for (int i = 0; i < o->subscribers; i++) {
         if (kids[i] > 0) {
@@ -599,14 +621,15 @@ static void report(const bench_opts *o, const mode_result *r)
                 r->sub_cpu_us - r->sub_thread_us);
     if (o->json)
         printf("{\"bench\":\"bus\",\"mode\":\"%s\",\"cameras\":%d,\"subscribers\":%d,"
-               "\"width\":%d,\"height\":%d,\"phase\":\"%s\",\"fps\":%s%.3f,\"published_fps\":%.2f,"
+               "\"width\":%d,\"height\":%d,\"phase\":\"%s\",\"fps\":%s%.3f,\"release_delay_us\":%d,"
+               "\"published_fps\":%.2f,"
                "\"delivered_fps_mean\":%.2f,\"delivered_fps_min\":%.2f,\"missed_per_subscriber\":"
                "%.1f,\"latency_ms_p50\":%.4f,\"latency_ms_p99\":%.4f,\"subscriber_cpu_us_per_"
                "frame\":%.3f,\"publisher_cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":%.1f,"
                "\"d2h_bytes_per_frame\":%.1f,\"subscriber_thread_us\":%.3f,\"subscriber_next_us\":"
                "%.3f,\"subscriber_release_us\":%.3f,\"subscribers_measured\":%d}\n",
                r->mode, o->cameras, o->subscribers, o->width, o->height,
-               o->aligned ? "aligned" : "spread", "", o->fps, r->published_fps,
+               o->aligned ? "aligned" : "spread", "", o->fps, o->release_delay_us, r->published_fps,
                r->delivered_fps_mean, r->delivered_fps_min, r->missed_per_sub, r->p50_ms, r->p99_ms,
                r->sub_cpu_us, r->pub_cpu_us, r->h2d_per_frame, r->d2h_per_frame, r->sub_thread_us,
                r->sub_next_us, r->sub_release_us, r->ok_subs);
@@ -614,7 +637,7 @@ static void report(const bench_opts *o, const mode_result *r)
 
 int cli_bench_bus(int argc, char **argv)
 {
-    bench_opts o = {64, 16, 1920, 1080, 1, 0, 0, 30.0, 10.0};
+    bench_opts o = {64, 16, 1920, 1080, 1, 0, 0, 2000, 30.0, 10.0};
     const char *child = NULL;
     cli_args args;
     cli_args_init(&args, "bench bus", options, argc, argv);
@@ -658,6 +681,8 @@ int cli_bench_bus(int argc, char **argv)
             static const char *const onoff[] = {"on", "off"};
             int c = 0;
             ok = cli_arg_choice(opt->name, v, onoff, 2, &c) && (o.baseline = c == 0, 1);
+        } else if (id == OPT_RELEASE_DELAY) {
+            ok = cli_arg_long(opt->name, v, 0, 1000000, &n) && (o.release_delay_us = (int)n, 1);
         } else if (id == OPT_JSON)
             o.json = 1;
         else if (id == OPT_CHILD)
