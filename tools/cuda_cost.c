@@ -15,7 +15,8 @@
  * then waits on that event in the P processes), "copy" also copies a
  * frame (--copy-bytes, 1080p NV12) on the GPU before it and waits for it
  * as the bus's announcer does (polls up to 50 us, then a blocking-sync
- * event). It prints the mean of the P processes (and the largest process
+ * event; "copyblock" sleeps in that event at once, "copyspin" only
+ * polls). It prints the mean of the P processes (and the largest process
  * figure) and the publisher's own figures: whether a process's
  * cuda-EvtHandlr wakes for its own calls or for the other processes' GPU
  * work. --every N does the case's calls only every Nth tick (the figures
@@ -27,7 +28,7 @@
  *      -L/usr/local/cuda/lib64/stubs -lcuda -o build/cuda_cost
  * Run: build/cuda_cost [--seconds 0.5] [--period-us 520] [--every N]
  *                      [--sched blocking,spin] [--cases a,b,...] [--json]
- *                      [--procs P [--publisher none|ipc|copy]
+ *                      [--procs P [--publisher none|ipc|copy|copyblock|copyspin]
  *                       [--copy-bytes B] [--stagger]]
  * Cases: idle, record_query, record_query_next, record, query_done,
  * ipc_record_query, ipc_wait, write_value, write_value_host, kernel,
@@ -150,8 +151,8 @@ typedef struct opts {
     int stagger;
 } opts;
 
-enum { PUB_NONE = 0, PUB_IPC, PUB_COPY };
-static const char *const pub_names[] = {"none", "ipc", "copy"};
+enum { PUB_NONE = 0, PUB_IPC, PUB_COPY, PUB_COPY_BLOCK, PUB_COPY_SPIN, PUB_KINDS };
+static const char *const pub_names[PUB_KINDS] = {"none", "ipc", "copy", "copyblock", "copyspin"};
 
 /* What one process measured, per tick (us). */
 #define MAX_NAMES 24
@@ -427,10 +428,11 @@ static int run_case(int k, unsigned sched, const opts *o, const party *pt, resul
 }
 
 /* The publisher of --procs: records its interprocess event every tick,
- * after a frame copy that it waits for (PUB_COPY: polls up to 50 us, then
- * sleeps in a blocking-sync event, as the frame bus's announcer does),
- * from the start until the stop pipe closes; measured over the same ticks
- * as the other processes. */
+ * after a frame copy that it waits for (copy: polls up to 50 us, then
+ * sleeps in a blocking-sync event, as the frame bus's announcer does;
+ * copyblock: sleeps at once; copyspin: only polls), from the start until
+ * the stop pipe closes; measured over the same ticks as the other
+ * processes. */
 static int run_publisher(unsigned sched, const opts *o, const party *pt, result *out)
 {
     memset(out, 0, sizeof *out);
@@ -448,7 +450,10 @@ static int run_publisher(unsigned sched, const opts *o, const party *pt, result 
     CK(cuEventCreate(&done, CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING));
     CK(cuIpcGetEventHandle(&pt->sh->handle, ipc));
     CUdeviceptr src = 0, dst = 0;
-    int copy = o->publisher == PUB_COPY;
+    int copy = o->publisher >= PUB_COPY;
+    uint64_t spin_ns = o->publisher == PUB_COPY_BLOCK  ? 0
+                       : o->publisher == PUB_COPY_SPIN ? UINT64_MAX / 2
+                                                       : 50000;
     if (copy) {
         CK(cuMemAlloc(&src, o->copy_bytes));
         CK(cuMemAlloc(&dst, o->copy_bytes));
@@ -500,9 +505,9 @@ static int run_publisher(unsigned sched, const opts *o, const party *pt, result 
         CK(cuEventRecord(ipc, s));
         uint64_t c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
         if (copy) {
-            uint64_t until = now_ns(CLOCK_MONOTONIC) + 50000;
-            CUresult r;
-            while ((r = cuEventQuery(done)) == CUDA_ERROR_NOT_READY &&
+            uint64_t until = now_ns(CLOCK_MONOTONIC) + spin_ns;
+            CUresult r = CUDA_ERROR_NOT_READY;
+            while (spin_ns && (r = cuEventQuery(done)) == CUDA_ERROR_NOT_READY &&
                    now_ns(CLOCK_MONOTONIC) < until)
                 polls++;
             if (r == CUDA_ERROR_NOT_READY)
@@ -764,7 +769,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--publisher") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
             o.publisher = -1;
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < PUB_KINDS; k++)
                 if (strcmp(v, pub_names[k]) == 0)
                     o.publisher = k;
             usage |= o.publisher < 0;
@@ -777,7 +782,8 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: %s [--seconds S] [--period-us US] [--every N] [--sched blocking,spin,"
                 "yield,auto] [--cases NAME,...] [--json]\n"
-                "          [--procs P [--publisher none|ipc|copy] [--copy-bytes B] [--stagger]]\n"
+                "          [--procs P [--publisher none|ipc|copy|copyblock|copyspin] "
+                "[--copy-bytes B] [--stagger]]\n"
                 "cases:\n",
                 argv[0]);
         for (int k = 0; k < N_CASES; k++)
