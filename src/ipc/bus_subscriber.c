@@ -19,6 +19,7 @@
 #include "ipc/bus_memory.h"
 #include "ipc/bus_proto.h"
 #include "ipc/bus_results.h"
+#include "ipc/bus_seal.h"
 #include "ipc/bus_socket.h"
 #include "omma/log.h"
 #include "vision/frame.h"
@@ -38,12 +39,12 @@ typedef struct sub_camera {
 
 /* A frame given back on a stream is first PENDING: it joins the group of
  * frames given back on that stream since the last event, and the group
- * gets one event (RELEASING, seal_group) once seal_due says so: when a
- * camera of the group has no room for its next frame without it, when
- * its oldest frame was given back release_delay_us ago, or when a frame
- * is given back on another stream. A burst of cameras, or cameras each
- * at its own moment, then costs one event per release_delay_us instead
- * of one per publisher message. */
+ * gets one event (RELEASING, seal_group) when bus_seal.h says so: a camera
+ * of the group has no room for its next frame without it, or its oldest
+ * frame was given back release_delay_us ago, or a frame is given back on
+ * another stream. A burst of cameras, or cameras each at its own moment,
+ * then cost one event per release_delay_us instead of one per publisher
+ * message. */
 enum { HOLD_FREE = 0, HOLD_HELD, HOLD_PENDING, HOLD_RELEASING };
 
 /* receive_frames polls frames given back this long before it waits for a
@@ -110,7 +111,7 @@ void omma_bus_options_init(omma_bus_options *opt)
     memset(opt, 0, sizeof *opt);
     opt->max_holds = 2;
     opt->timeout_ms = 2000;
-    opt->release_delay_us = 2000;
+    opt->release_delay_us = BUS_SEAL_DELAY_US;
 }
 
 static omma_status closed_error(omma_bus_subscriber *s, const char *why)
@@ -328,25 +329,20 @@ static int releases_urgent(const omma_bus_subscriber *s)
     return 0;
 }
 
-/* 1 when frames of camera c given back may not wait for a later event:
- * the camera has no room for its next frame without them, or its ring has
- * no slot to spare (the publisher's producer would drop frames for
- * everyone while they wait), or the publisher waits for them
- * (every-frame). */
+/* 1 when frames of camera c given back may not wait for a later event
+ * (bus_seal_camera_waits). */
 static int camera_needs_seal(const omma_bus_subscriber *s, const sub_camera *c)
 {
-    return s->every || c->tight || c->held + c->owed >= s->max_holds;
+    return !bus_seal_camera_waits(s->every, c->tight, c->held, c->owed, s->max_holds);
 }
 
-/* 1 when the pending group gets its event now (seal_group): it is
- * seal_after_ns old (at the publisher's rate of 30 frames a second, a few
- * milliseconds keep a slot no later than its camera's next frame needs
- * it), or one of its cameras may not wait (camera_needs_seal). */
+/* 1 when the pending group gets its event now (seal_group, bus_seal.h):
+ * it is seal_after_ns old, or one of its cameras may not wait. */
 static int seal_due(const omma_bus_subscriber *s, uint64_t now)
 {
     if (!s->pending)
         return 0;
-    if (now - s->pending_since >= s->seal_after_ns)
+    if (bus_seal_old(now, s->pending_since, s->seal_after_ns))
         return 1;
     for (int i = 0; i < s->pending; i++) {
         int k = s->rqueue[(s->rhead + s->releasing + i) % s->n_holds];
@@ -445,7 +441,7 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
             ci->height = (int)c->desc.height;
             ci->format = (omma_pixel_format)c->desc.format;
             ci->slots = (int)c->desc.slots;
-            c->tight = ci->slots <= s->subscribers * s->max_holds + 1;
+            c->tight = bus_seal_ring_tight(ci->slots, s->subscribers, s->max_holds);
             ci->gpu = c->desc.gpu;
             uuid_text(c->desc.gpu_uuid, ci->gpu_uuid);
             omma_frame shape = {.width = ci->width, .height = ci->height, .format = ci->format};
