@@ -52,6 +52,7 @@ enum {
     OPT_PHASE,
     OPT_BASELINE,
     OPT_RELEASE_DELAY,
+    OPT_ANNOUNCE_SPIN,
     OPT_JSON,
     OPT_CHILD, /* internal: a subscriber process */
     OPT_COUNT
@@ -72,6 +73,9 @@ static const cli_option options[] = {
     [OPT_RELEASE_DELAY] = {"--release-delay", "US",
                            "the subscribers' omma_bus_options.release_delay_us:\n"
                            "0..1000000 (2000; 0: one release event per message)"},
+    [OPT_ANNOUNCE_SPIN] = {"--announce-spin", "US",
+                           "the publisher's announcer polls a frame's write this\n"
+                           "long before it sleeps: 0..1000000 (50)"},
     [OPT_JSON] = {"--json", NULL, "one JSON line per mode on stdout"},
     [OPT_CHILD] = {"--child", "SPEC", NULL},
     [OPT_COUNT] = {NULL, NULL, NULL},
@@ -89,6 +93,7 @@ static void usage(FILE *to)
 
 typedef struct bench_opts {
     int cameras, subscribers, width, height, baseline, json, aligned, release_delay_us;
+    int announce_spin_us;
     double fps, duration_s;
 } bench_opts;
 
@@ -411,7 +416,13 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
         return OMMA_ERR_IO;
     snprintf(name, sizeof name, "bench-%d", (int)getpid());
     setenv("OMMA_BUS_DIR", dir, 1);
-    bus_pub_options bo = {name, NULL, o->cameras, 4, o->subscribers, -1};
+    bus_pub_options bo = {name,
+                          NULL,
+                          o->cameras,
+                          4,
+                          o->subscribers,
+                          -1,
+                          o->announce_spin_us ? o->announce_spin_us : -1};
     bus_pub *pub = NULL;
     OMMA_TRY(bus_pub_create(&bo, &pub));
     rt_ring_format fmt = {o->width, o->height, OMMA_PIXEL_NV12};
@@ -622,6 +633,7 @@ static void report(const bench_opts *o, const mode_result *r)
     if (o->json)
         printf("{\"bench\":\"bus\",\"mode\":\"%s\",\"cameras\":%d,\"subscribers\":%d,"
                "\"width\":%d,\"height\":%d,\"phase\":\"%s\",\"fps\":%s%.3f,\"release_delay_us\":%d,"
+               "\"announce_spin_us\":%d,"
                "\"published_fps\":%.2f,"
                "\"delivered_fps_mean\":%.2f,\"delivered_fps_min\":%.2f,\"missed_per_subscriber\":"
                "%.1f,\"latency_ms_p50\":%.4f,\"latency_ms_p99\":%.4f,\"subscriber_cpu_us_per_"
@@ -629,15 +641,16 @@ static void report(const bench_opts *o, const mode_result *r)
                "\"d2h_bytes_per_frame\":%.1f,\"subscriber_thread_us\":%.3f,\"subscriber_next_us\":"
                "%.3f,\"subscriber_release_us\":%.3f,\"subscribers_measured\":%d}\n",
                r->mode, o->cameras, o->subscribers, o->width, o->height,
-               o->aligned ? "aligned" : "spread", "", o->fps, o->release_delay_us, r->published_fps,
-               r->delivered_fps_mean, r->delivered_fps_min, r->missed_per_sub, r->p50_ms, r->p99_ms,
-               r->sub_cpu_us, r->pub_cpu_us, r->h2d_per_frame, r->d2h_per_frame, r->sub_thread_us,
-               r->sub_next_us, r->sub_release_us, r->ok_subs);
+               o->aligned ? "aligned" : "spread", "", o->fps, o->release_delay_us,
+               o->announce_spin_us, r->published_fps, r->delivered_fps_mean, r->delivered_fps_min,
+               r->missed_per_sub, r->p50_ms, r->p99_ms, r->sub_cpu_us, r->pub_cpu_us,
+               r->h2d_per_frame, r->d2h_per_frame, r->sub_thread_us, r->sub_next_us,
+               r->sub_release_us, r->ok_subs);
 }
 
 int cli_bench_bus(int argc, char **argv)
 {
-    bench_opts o = {64, 16, 1920, 1080, 1, 0, 0, 2000, 30.0, 10.0};
+    bench_opts o = {64, 16, 1920, 1080, 1, 0, 0, 2000, 50, 30.0, 10.0};
     const char *child = NULL;
     cli_args args;
     cli_args_init(&args, "bench bus", options, argc, argv);
@@ -681,6 +694,8 @@ int cli_bench_bus(int argc, char **argv)
             static const char *const onoff[] = {"on", "off"};
             int c = 0;
             ok = cli_arg_choice(opt->name, v, onoff, 2, &c) && (o.baseline = c == 0, 1);
+        } else if (id == OPT_ANNOUNCE_SPIN) {
+            ok = cli_arg_long(opt->name, v, 0, 1000000, &n) && (o.announce_spin_us = (int)n, 1);
         } else if (id == OPT_RELEASE_DELAY) {
             ok = cli_arg_long(opt->name, v, 0, 1000000, &n) && (o.release_delay_us = (int)n, 1);
         } else if (id == OPT_JSON)
