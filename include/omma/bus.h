@@ -54,11 +54,6 @@ typedef struct omma_bus_options {
                       * subscriber holds max_holds frames of a camera. Only
                       * for cameras whose publisher reads files; a live
                       * camera refuses it (OMMA_ERR_UNSUPPORTED naming it) */
-    int release_delay_us; /* frames given back on a stream share one event,
-                           * recorded at most this long after the first of
-                           * them was given back (0..1000000; 2000): see
-                           * omma_bus_release. 0: one event per publisher
-                           * message, as soon as its frames are handed out */
 } omma_bus_options;
 
 void omma_bus_options_init(omma_bus_options *opt);
@@ -125,30 +120,18 @@ omma_status omma_bus_wait(omma_bus_subscriber *sub, const omma_bus_frame *f, voi
  * stream: the frame was not read and goes back now. The frame may not be
  * read after this call. Nothing waits here.
  *
- * Frames given back on one stream share one event, recorded on stream by
- * a later call (this one, an omma_bus_next, or a release on another
- * stream), so it also covers the reads enqueued after this call until
- * then. It is recorded when the frames of the publisher's last message
- * are all handed out and one of these holds: a camera among them has no
- * room for its next frame without them (held and given back reach
- * max_holds), its ring has no slot to spare for late releases, the
- * subscriber asked for every frame, or opt.release_delay_us passed since
- * the first of them was given back (omma_bus_next wakes for that while
- * it waits). So cameras at 30 frames a second, each at its own moment or
- * all at once, cost one event per release_delay_us, not one per frame or
- * message, and a frame goes back at most a few milliseconds later than
- * its reads (under 10 ms), well before its camera's next frame needs the
- * room. Keep stream alive until those frames have their event: at the
- * latest, until omma_bus_next waits for the publisher's next message
- * release_delay_us or more after this call, until a release on another
- * stream, or until omma_bus_close (which does not use it).
- *
- * This call and the following omma_bus_next calls write the releases for
- * the publisher once the event completed: call omma_bus_next again soon,
- * as a reading loop does. While a camera's frames held and given back
- * leave room for its next frame (fewer than max_holds), omma_bus_next
- * sleeps on the socket meanwhile and looks at the frames every 2 ms at
- * most; otherwise it looks until the event completed before it sleeps.
+ * Frames given back on one stream share one event: it is recorded on
+ * stream when the last frame of the publisher's message has been handed
+ * out (by this call, or by the omma_bus_next call that has to wait for the
+ * publisher, or by a release on another stream), so it also covers the
+ * reads enqueued after this call until then. Keep stream alive until that
+ * call (omma_bus_close does not use it). This call and the following
+ * omma_bus_next calls write the releases for the publisher once the event
+ * completed: call omma_bus_next again soon, as a reading loop does. While a
+ * camera's frames held and given back leave room for its next frame
+ * (fewer than max_holds), omma_bus_next sleeps on the socket meanwhile and
+ * looks at the event every 2 ms at most; otherwise it looks until the event
+ * completed before it sleeps.
  *
  * Errors: OMMA_ERR_INVALID_ARG (not a frame this subscriber holds: the
  * message says so); OMMA_ERR_CUDA when the event could not be made or

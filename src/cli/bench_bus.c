@@ -51,7 +51,6 @@ enum {
     OPT_DURATION,
     OPT_PHASE,
     OPT_BASELINE,
-    OPT_RELEASE_DELAY,
     OPT_ANNOUNCE_SPIN,
     OPT_JSON,
     OPT_CHILD, /* internal: a subscriber process */
@@ -70,9 +69,6 @@ static const cli_option options[] = {
     [OPT_BASELINE] = {"--baseline", "on|off",
                       "also the seeds' way: frames through host memory and\n"
                       "pipes, as fast as it goes (on)"},
-    [OPT_RELEASE_DELAY] = {"--release-delay", "US",
-                           "the subscribers' omma_bus_options.release_delay_us:\n"
-                           "0..1000000 (2000; 0: one release event per message)"},
     [OPT_ANNOUNCE_SPIN] = {"--announce-spin", "US",
                            "the publisher's announcer polls a frame's write this\n"
                            "long before it sleeps: 0..1000000 (50)"},
@@ -92,8 +88,7 @@ static void usage(FILE *to)
 }
 
 typedef struct bench_opts {
-    int cameras, subscribers, width, height, baseline, json, aligned, release_delay_us;
-    int announce_spin_us;
+    int cameras, subscribers, width, height, baseline, json, aligned, announce_spin_us;
     double fps, duration_s;
 } bench_opts;
 
@@ -165,20 +160,16 @@ static void print_task_times(const char *who, const task_times *t0, const task_t
     }
 }
 
-/* --child bus:NAME:SECONDS:VERBOSE:RELEASE_DELAY_US:OUTFILE or pipe:FD:BYTES:OUTFILE */
-static int child_bus(const char *name, double seconds, int verbose, int release_delay_us,
-                     const char *out_path)
+/* --child bus:NAME:SECONDS:VERBOSE:OUTFILE or pipe:FD:BYTES:OUTFILE */
+static int child_bus(const char *name, double seconds, int verbose, const char *out_path)
 {
     omma_device *dev = NULL;
     if (omma_device_open(0, &dev) != OMMA_OK)
         return 3;
     omma_bus_subscriber *sub = NULL;
     omma_status st = OMMA_ERR_CLOSED;
-    omma_bus_options opt;
-    omma_bus_options_init(&opt);
-    opt.release_delay_us = release_delay_us;
     for (int i = 0; i < 200 && st != OMMA_OK; i++) {
-        st = omma_bus_subscribe(dev, name, &opt, &sub);
+        st = omma_bus_subscribe(dev, name, NULL, &sub);
         if (st != OMMA_OK)
             usleep(20000);
     }
@@ -336,9 +327,9 @@ static int run_child(const char *spec)
     char kind[16], a[256], out[1024];
     double seconds = 0;
     size_t bytes = 0;
-    int verbose = 0, delay = 0;
-    if (sscanf(spec, "bus:%255[^:]:%lf:%d:%d:%1023s", a, &seconds, &verbose, &delay, out) == 5)
-        return child_bus(a, seconds, verbose, delay, out);
+    int verbose = 0;
+    if (sscanf(spec, "bus:%255[^:]:%lf:%d:%1023s", a, &seconds, &verbose, out) == 4)
+        return child_bus(a, seconds, verbose, out);
     if (sscanf(spec, "pipe:%15[^:]:%zu:%1023s", kind, &bytes, out) == 3)
         return child_pipe(atoi(kind), out, bytes);
     fprintf(stderr, "omma bench bus: bad --child %s\n", spec);
@@ -451,8 +442,7 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
     for (int i = 0; i < o->subscribers && st == OMMA_OK; i++) {
         char spec[512];
         snprintf(outs[i], sizeof outs[i], "%s/sub%d.txt", dir, i);
-        snprintf(spec, sizeof spec, "bus:%s:%.3f:%d:%d:%s", name, o->duration_s, i == 0,
-                 o->release_delay_us, outs[i]);
+        snprintf(spec, sizeof spec, "bus:%s:%.3f:%d:%s", name, o->duration_s, i == 0, outs[i]);
         kids[i] = spawn_child(self, spec, -1);
     }
     /* Every subscriber attached before the cameras start. */
@@ -632,8 +622,7 @@ static void report(const bench_opts *o, const mode_result *r)
                 r->sub_cpu_us - r->sub_thread_us);
     if (o->json)
         printf("{\"bench\":\"bus\",\"mode\":\"%s\",\"cameras\":%d,\"subscribers\":%d,"
-               "\"width\":%d,\"height\":%d,\"phase\":\"%s\",\"fps\":%s%.3f,\"release_delay_us\":%d,"
-               "\"announce_spin_us\":%d,"
+               "\"width\":%d,\"height\":%d,\"phase\":\"%s\",\"fps\":%s%.3f,\"announce_spin_us\":%d,"
                "\"published_fps\":%.2f,"
                "\"delivered_fps_mean\":%.2f,\"delivered_fps_min\":%.2f,\"missed_per_subscriber\":"
                "%.1f,\"latency_ms_p50\":%.4f,\"latency_ms_p99\":%.4f,\"subscriber_cpu_us_per_"
@@ -641,16 +630,15 @@ static void report(const bench_opts *o, const mode_result *r)
                "\"d2h_bytes_per_frame\":%.1f,\"subscriber_thread_us\":%.3f,\"subscriber_next_us\":"
                "%.3f,\"subscriber_release_us\":%.3f,\"subscribers_measured\":%d}\n",
                r->mode, o->cameras, o->subscribers, o->width, o->height,
-               o->aligned ? "aligned" : "spread", "", o->fps, o->release_delay_us,
-               o->announce_spin_us, r->published_fps, r->delivered_fps_mean, r->delivered_fps_min,
-               r->missed_per_sub, r->p50_ms, r->p99_ms, r->sub_cpu_us, r->pub_cpu_us,
-               r->h2d_per_frame, r->d2h_per_frame, r->sub_thread_us, r->sub_next_us,
-               r->sub_release_us, r->ok_subs);
+               o->aligned ? "aligned" : "spread", "", o->fps, o->announce_spin_us, r->published_fps,
+               r->delivered_fps_mean, r->delivered_fps_min, r->missed_per_sub, r->p50_ms, r->p99_ms,
+               r->sub_cpu_us, r->pub_cpu_us, r->h2d_per_frame, r->d2h_per_frame, r->sub_thread_us,
+               r->sub_next_us, r->sub_release_us, r->ok_subs);
 }
 
 int cli_bench_bus(int argc, char **argv)
 {
-    bench_opts o = {64, 16, 1920, 1080, 1, 0, 0, 2000, 50, 30.0, 10.0};
+    bench_opts o = {64, 16, 1920, 1080, 1, 0, 0, 50, 30.0, 10.0};
     const char *child = NULL;
     cli_args args;
     cli_args_init(&args, "bench bus", options, argc, argv);
@@ -696,8 +684,6 @@ int cli_bench_bus(int argc, char **argv)
             ok = cli_arg_choice(opt->name, v, onoff, 2, &c) && (o.baseline = c == 0, 1);
         } else if (id == OPT_ANNOUNCE_SPIN) {
             ok = cli_arg_long(opt->name, v, 0, 1000000, &n) && (o.announce_spin_us = (int)n, 1);
-        } else if (id == OPT_RELEASE_DELAY) {
-            ok = cli_arg_long(opt->name, v, 0, 1000000, &n) && (o.release_delay_us = (int)n, 1);
         } else if (id == OPT_JSON)
             o.json = 1;
         else if (id == OPT_CHILD)

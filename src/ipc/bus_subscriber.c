@@ -19,7 +19,6 @@
 #include "ipc/bus_memory.h"
 #include "ipc/bus_proto.h"
 #include "ipc/bus_results.h"
-#include "ipc/bus_seal.h"
 #include "ipc/bus_socket.h"
 #include "omma/log.h"
 #include "vision/frame.h"
@@ -33,18 +32,13 @@ typedef struct sub_camera {
     int row_bytes[3];
     int held; /* frames of the camera in HOLD_HELD */
     int owed; /* in HOLD_PENDING or HOLD_RELEASING: given back, not yet on the board */
-    int tight; /* the ring has no slot to spare for this subscriber's late releases
-                * (seal_due): its releases get their event at once */
 } sub_camera;
 
 /* A frame given back on a stream is first PENDING: it joins the group of
  * frames given back on that stream since the last event, and the group
- * gets one event (RELEASING, seal_group) when bus_seal.h says so: a camera
- * of the group has no room for its next frame without it, or its oldest
- * frame was given back release_delay_us ago, or a frame is given back on
- * another stream. A burst of cameras, or cameras each at its own moment,
- * then cost one event per release_delay_us instead of one per publisher
- * message. */
+ * gets one event (RELEASING) when the subscriber has handed out every
+ * frame of the publisher's last message, before it asks the socket for
+ * more (seal_group). */
 enum { HOLD_FREE = 0, HOLD_HELD, HOLD_PENDING, HOLD_RELEASING };
 
 /* receive_frames polls frames given back this long before it waits for a
@@ -54,8 +48,7 @@ enum { HOLD_FREE = 0, HOLD_HELD, HOLD_PENDING, HOLD_RELEASING };
 
 /* While every frame given back and not yet on the board leaves its camera
  * room for the next frame (held + owed < max_holds), the subscriber sleeps
- * on the socket up to this long before it looks at their group (its age,
- * its event) again. */
+ * on the socket up to this long before it looks at their event again. */
 #define DEFER_MS 2
 
 /* A frame held, or given back on a stream whose reads have not all run. */
@@ -98,8 +91,6 @@ struct omma_bus_subscriber {
     int *rqueue;
     int rhead, releasing, pending;
     CUstream pstream;
-    uint64_t pending_since; /* when the oldest pending frame was given back */
-    uint64_t seal_after_ns; /* omma_bus_options.release_delay_us */
     int every; /* every-frame: the publisher's producer waits for releases */
     atomic_int busy;
 };
@@ -111,7 +102,6 @@ void omma_bus_options_init(omma_bus_options *opt)
     memset(opt, 0, sizeof *opt);
     opt->max_holds = 2;
     opt->timeout_ms = 2000;
-    opt->release_delay_us = BUS_SEAL_DELAY_US;
 }
 
 static omma_status closed_error(omma_bus_subscriber *s, const char *why)
@@ -329,43 +319,6 @@ static int releases_urgent(const omma_bus_subscriber *s)
     return 0;
 }
 
-/* 1 when frames of camera c given back may not wait for a later event
- * (bus_seal_camera_waits). */
-static int camera_needs_seal(const omma_bus_subscriber *s, const sub_camera *c)
-{
-    return !bus_seal_camera_waits(s->every, c->tight, c->held, c->owed, s->max_holds);
-}
-
-/* 1 when the pending group gets its event now (seal_group, bus_seal.h):
- * it is seal_after_ns old, or one of its cameras may not wait. */
-static int seal_due(const omma_bus_subscriber *s, uint64_t now)
-{
-    if (!s->pending)
-        return 0;
-    if (bus_seal_old(now, s->pending_since, s->seal_after_ns))
-        return 1;
-    for (int i = 0; i < s->pending; i++) {
-        int k = s->rqueue[(s->rhead + s->releasing + i) % s->n_holds];
-        if (camera_needs_seal(s, &s->cams[s->holds[k].cam]))
-            return 1;
-    }
-    return 0;
-}
-
-/* Writes on the board what completed and seals the pending group when it
- * is due (the next call looks at its event). */
-static omma_status look_at_releases(omma_bus_subscriber *s, uint64_t now)
-{
-    if (!s->releasing && !seal_due(s, now))
-        return OMMA_OK; /* no CUDA call */
-    omma_scope scope;
-    OMMA_TRY(omma_device_enter(s->dev, &scope));
-    finish_releases(s); /* first: fewer frames owed may leave more room */
-    omma_status st = seal_due(s, now) ? seal_group(s) : OMMA_OK;
-    omma_device_leave(&scope);
-    return st;
-}
-
 static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
 {
     bus_msg m = {.type = BUS_MSG_HELLO};
@@ -441,7 +394,6 @@ static omma_status handshake(omma_bus_subscriber *s, const omma_bus_options *o)
             ci->height = (int)c->desc.height;
             ci->format = (omma_pixel_format)c->desc.format;
             ci->slots = (int)c->desc.slots;
-            c->tight = bus_seal_ring_tight(ci->slots, s->subscribers, s->max_holds);
             ci->gpu = c->desc.gpu;
             uuid_text(c->desc.gpu_uuid, ci->gpu_uuid);
             omma_frame shape = {.width = ci->width, .height = ci->height, .format = ci->format};
@@ -501,10 +453,6 @@ omma_status omma_bus_subscribe(omma_device *dev, const char *name, const omma_bu
         if (o.cameras[i] < 0 || o.cameras[i] >= BUS_MAX_CAMERAS)
             return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "omma_bus_subscribe: camera %d out of range",
                              o.cameras[i]);
-    if (o.release_delay_us < 0 || o.release_delay_us > 1000000)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
-                         "omma_bus_subscribe: release_delay_us %d is not in 0..1000000",
-                         o.release_delay_us);
     if (o.timeout_ms <= 0)
         o.timeout_ms = 2000;
     char path[256];
@@ -520,7 +468,6 @@ omma_status omma_bus_subscribe(omma_device *dev, const char *name, const omma_bu
     s->watch = o.watch;
     s->every = o.every_frame;
     s->max_holds = o.watch ? 1 : o.max_holds;
-    s->seal_after_ns = (uint64_t)o.release_delay_us * 1000u;
     snprintf(s->name, sizeof s->name, "%s", name);
     for (int i = 0; i < BUS_MAX_CAMERAS; i++)
         s->local_of[i] = -1;
@@ -584,29 +531,32 @@ static omma_status leave_call(omma_bus_subscriber *sub, omma_status st)
 }
 
 /* The next message of frames, waiting up to timeout_ms, in one recvmsg
- * when nothing given back is still off the board. Otherwise it first
- * writes on the board what completed and seals the pending group if it is
- * due (look_at_releases), and then:
- * - while every frame given back leaves its camera room for the next one
+ * when nothing given back is still off the board. Otherwise the pending
+ * group gets its event first (the last frame of the publisher's message is
+ * handed out), and then:
+ * - while every such frame leaves its camera room for the next one
  *   (releases_urgent is 0), it sleeps in the socket up to DEFER_MS at a
- *   time and looks again when it wakes: the publisher can give this
- *   subscriber every frame meanwhile, and a burst of frames, or cameras
- *   each at its own moment, cost one event per release_delay_us;
- * - else (the group is sealed by then) it looks at the event meanwhile (a
- *   few microseconds at once, then every millisecond), so that the frames
- *   reach the board soon: the publisher would count this subscriber's next
- *   frame missed, or an every-frame publisher waits for them. */
+ *   time and looks at the events when it wakes: the publisher can give
+ *   this subscriber every frame meanwhile, and a burst of frames costs one
+ *   event;
+ * - else it looks at them meanwhile (a few microseconds at once, then
+ *   every millisecond), so that they reach the board soon: the publisher
+ *   would count this subscriber's next frame missed, or an every-frame
+ *   publisher waits for them. */
 static omma_status receive_frames(omma_bus_subscriber *s, int timeout_ms, bus_msg *m)
 {
     if (!s->releasing && !s->pending)
         return recv_msg(s, timeout_ms, m, NULL);
+    omma_scope scope;
+    OMMA_TRY(omma_device_enter(s->dev, &scope));
+    omma_status st = seal_group(s);
+    finish_releases(s);
+    omma_device_leave(&scope);
+    if (st != OMMA_OK)
+        return st;
     uint64_t t0 = core_now_ns(), now = t0;
     uint64_t end = timeout_ms < 0 ? UINT64_MAX : t0 + (uint64_t)timeout_ms * 1000000u;
-    omma_status st = OMMA_OK;
-    for (;;) {
-        OMMA_TRY(look_at_releases(s, now));
-        if ((!s->releasing && !s->pending) || (s->releasing && releases_urgent(s)))
-            break;
+    while (s->releasing && !releases_urgent(s)) {
         int wait = timeout_ms >= 0 && timeout_ms < DEFER_MS ? timeout_ms : DEFER_MS;
         uint64_t left = end - now; /* later rounds: what is left of the caller's time */
         if (now > t0 && left < (uint64_t)DEFER_MS * 1000000u)
@@ -615,6 +565,9 @@ static omma_status receive_frames(omma_bus_subscriber *s, int timeout_ms, bus_ms
         if (st != OMMA_ERR_TIMEOUT)
             return st; /* a message (its frames come first), or an error */
         now = core_now_ns();
+        OMMA_TRY(omma_device_enter(s->dev, &scope));
+        finish_releases(s);
+        omma_device_leave(&scope);
         if (now >= end)
             return OMMA_ERR_TIMEOUT;
     }
@@ -628,7 +581,6 @@ static omma_status receive_frames(omma_bus_subscriber *s, int timeout_ms, bus_ms
     st = recv_msg_how(s, 0, WAIT_POLL, m, NULL); /* one waiting already */
     if (st != OMMA_ERR_TIMEOUT || timeout_ms == 0)
         return st;
-    omma_scope scope;
     OMMA_TRY(omma_device_enter(s->dev, &scope));
     uint64_t spin0 = core_now_ns();
     for (now = spin0; now < end; now = core_now_ns()) {
@@ -644,11 +596,8 @@ static omma_status receive_frames(omma_bus_subscriber *s, int timeout_ms, bus_ms
     omma_device_leave(&scope);
     if (st != OMMA_ERR_TIMEOUT || now >= end)
         return st;
-    /* Nothing waits for its reads now (the pending group, if any, is not
-     * urgent: the next call looks at it). Within a millisecond of the
-     * call, the caller's timeout as it was (the socket keeps it set). */
-    if (s->pending)
-        return receive_frames(s, timeout_ms < 0 ? -1 : (int)((end - now + 999999) / 1000000), m);
+    /* Nothing waits for its reads now. Within a millisecond of the call,
+     * the caller's timeout as it was (the socket keeps it set). */
     int left =
         timeout_ms < 0 || now - t0 < 1000000u ? timeout_ms : (int)((end - now + 999999) / 1000000);
     return recv_msg(s, left, m, NULL);
@@ -767,15 +716,9 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
         board_release(sub, h); /* not read: given back now */
     } else { /* on the board once the reads enqueued on stream have run */
         int another = sub->pending && sub->pstream != (CUstream)stream;
-        /* The group gets its event here when the next call goes to the
-         * socket (the publisher's message is all handed out) and it is
-         * due, this frame counted (its camera's held + owed stays). */
-        uint64_t now = core_now_ns();
-        int seal = sub->next_taken >= sub->batch.count &&
-                   (sub->seal_after_ns == 0 || camera_needs_seal(sub, &sub->cams[h->cam]) ||
-                    (!another && seal_due(sub, now)));
+        int last = sub->next_taken >= sub->batch.count; /* of the publisher's message */
         omma_scope scope;
-        int cuda = another || seal; /* else no CUDA call at all */
+        int cuda = another || last; /* else no CUDA call at all */
         if (cuda)
             st = omma_device_enter(sub->dev, &scope);
         int entered = cuda && st == OMMA_OK;
@@ -787,12 +730,10 @@ omma_status omma_bus_release(omma_bus_subscriber *sub, omma_bus_frame *f, void *
             h->state = HOLD_PENDING;
             sub->cams[h->cam].held--;
             sub->cams[h->cam].owed++;
-            if (!sub->pending)
-                sub->pending_since = now;
             sub->rqueue[(sub->rhead + sub->releasing + sub->pending++) % sub->n_holds] =
                 (int)(h - sub->holds);
             sub->pstream = (CUstream)stream;
-            if (seal) { /* the next call goes to the socket: one event for the group */
+            if (last) { /* the next call goes to the socket: one event for the group */
                 omma_status sealed = seal_group(sub);
                 st = st == OMMA_OK ? sealed : st;
             }

@@ -22,8 +22,6 @@
  *     fds, threads and device memory where they were;
  *   - frames given back on two streams in turn, one held per camera at most,
  *     read right and in order;
- *   - releases whose event waits up to a second (release_delay_us) miss no
- *     frame: a camera's group gets its event once it has no room;
  *   - a subscriber asking for every frame of a publisher reading "files"
  *     (rings that block their producer) gets every frame, in order, while
  *     it is slower than the publisher; a live publisher refuses it;
@@ -597,84 +595,6 @@ static void test_release_streams(void)
     omma_device_close(dev);
 }
 
-/* Releases whose event waits (omma_bus_options.release_delay_us): with a
- * delay of a whole second, a hundred of the publisher's frame periods, a
- * camera's frames still go back before its next frame needs the room
- * (held + given back reach max_holds 2: the group gets its event at once),
- * so nothing is missed, and every frame reads right; the same with the
- * default delay and with 0 (an event per message). */
-static void test_release_delay(void)
-{
-    char dir[] = "/tmp/omma-bus-delay-XXXXXX";
-    REQUIRE(mkdtemp(dir));
-    setenv("OMMA_BUS_DIR", dir, 1);
-    omma_device *dev = NULL;
-    REQUIRE_OK(omma_device_open(0, &dev));
-    pid_t pub = spawn("--publisher", "tdelay", "");
-    omma_scope scope;
-    REQUIRE_OK(omma_device_enter(dev, &scope));
-    CUstream s;
-    REQUIRE_OK(OMMA_CK(gpu_cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0)));
-    uint8_t *host = NULL;
-    REQUIRE_OK(OMMA_CK(gpu_cu.cuMemHostAlloc((void **)&host, FRAME_BYTES, 0)));
-    static const int delays[] = {1000000, -1, 0}; /* -1: the default */
-    for (int d = 0; d < 3; d++) {
-        omma_bus_options o;
-        omma_bus_options_init(&o);
-        if (delays[d] >= 0)
-            o.release_delay_us = delays[d];
-        omma_bus_subscriber *sub = NULL;
-        REQUIRE_OK(attach(dev, "tdelay", &o, &sub));
-        int bad = 0, frames = 0, released = 0;
-        uint64_t last[CAMS] = {0}, first_missed[CAMS] = {0}, missed[CAMS] = {0};
-        for (int k = 0; k < 200; k++) {
-            omma_bus_frame f;
-            omma_status st = omma_bus_next(sub, 2000, &f);
-            if (st != OMMA_OK) {
-                fprintf(stderr, "next: %s: %s\n", omma_status_str(st), omma_last_error());
-                bad++;
-                break;
-            }
-            gpu_cu.cuMemcpyDtoHAsync(host, (CUdeviceptr)(uintptr_t)f.frame.planes[0], FRAME_BYTES,
-                                     s);
-            released += omma_bus_release(sub, &f, s) == OMMA_OK;
-            gpu_cu.cuStreamSynchronize(s);
-            size_t wrong = 0;
-            for (size_t i = 0; i < FRAME_BYTES; i++)
-                wrong += host[i] != pattern(f.camera, f.seq, i);
-            bad += wrong != 0 || (last[f.camera] && f.seq <= last[f.camera]);
-            if (!last[f.camera])
-                first_missed[f.camera] = f.missed;
-            last[f.camera] = f.seq;
-            missed[f.camera] = f.missed - first_missed[f.camera];
-            frames++;
-        }
-        uint64_t all = 0;
-        for (int c = 0; c < CAMS; c++)
-            all += missed[c];
-        printf("release delay %d us: %d frames, %d released, %d wrong or out of order, missed "
-               "%llu\n",
-               o.release_delay_us, frames, released, bad, (unsigned long long)all);
-        CHECK(frames == 200 && released == 200 && bad == 0);
-        CHECK(all <= 3); /* a late release would miss every third frame or so */
-        omma_bus_close(sub);
-    }
-    omma_bus_options o;
-    omma_bus_options_init(&o);
-    omma_bus_subscriber *sub = NULL;
-    for (int d = 0; d < 2; d++) {
-        o.release_delay_us = d ? 1000001 : -1;
-        CHECK(omma_bus_subscribe(dev, "tdelay", &o, &sub) == OMMA_ERR_INVALID_ARG);
-        CHECK(strstr(omma_last_error(), "release_delay_us") != NULL && sub == NULL);
-    }
-    gpu_cu.cuMemFreeHost(host);
-    gpu_cu.cuStreamDestroy(s);
-    omma_device_leave(&scope);
-    kill(pub, SIGTERM);
-    waitpid(pub, NULL, 0);
-    omma_device_close(dev);
-}
-
 static void test_every_frame(void)
 {
     char dir[] = "/tmp/omma-bus-every-XXXXXX";
@@ -1021,7 +941,6 @@ int main(int argc, char **argv)
     RUN(test_bad_names);
     RUN(test_bus_across_processes);
     RUN(test_release_streams);
-    RUN(test_release_delay);
     RUN(test_every_frame);
     RUN(test_publisher_kills);
     RUN(test_fault_walk);
