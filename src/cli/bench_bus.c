@@ -51,6 +51,7 @@ enum {
     OPT_DURATION,
     OPT_PHASE,
     OPT_BASELINE,
+    OPT_ANNOUNCE_SPIN,
     OPT_JSON,
     OPT_CHILD, /* internal: a subscriber process */
     OPT_COUNT
@@ -68,6 +69,9 @@ static const cli_option options[] = {
     [OPT_BASELINE] = {"--baseline", "on|off",
                       "also the seeds' way: frames through host memory and\n"
                       "pipes, as fast as it goes (on)"},
+    [OPT_ANNOUNCE_SPIN] = {"--announce-spin", "US",
+                           "the publisher's announcer polls a frame's write this\n"
+                           "long before it sleeps: 0..1000000 (50)"},
     [OPT_JSON] = {"--json", NULL, "one JSON line per mode on stdout"},
     [OPT_CHILD] = {"--child", "SPEC", NULL},
     [OPT_COUNT] = {NULL, NULL, NULL},
@@ -84,7 +88,7 @@ static void usage(FILE *to)
 }
 
 typedef struct bench_opts {
-    int cameras, subscribers, width, height, baseline, json, aligned;
+    int cameras, subscribers, width, height, baseline, json, aligned, announce_spin_us;
     double fps, duration_s;
 } bench_opts;
 
@@ -140,6 +144,20 @@ static void read_task_times(task_times *t)
     }
     if (d)
         closedir(d);
+}
+
+/* Prints each thread's CPU between t0 and t1 per frame (frames > 0), by
+ * name: who's threads. */
+static void print_task_times(const char *who, const task_times *t0, const task_times *t1,
+                             double frames)
+{
+    for (int i = 0; i < t1->n; i++) {
+        uint64_t before = 0;
+        for (int j = 0; j < t0->n; j++)
+            before = t0->tid[j] == t1->tid[i] ? t0->ns[j] : before;
+        fprintf(stderr, "         %s thread %-16s %8.2f us/frame\n", who, t1->name[i],
+                (double)(t1->ns[i] - before) / 1e3 / frames);
+    }
 }
 
 /* --child bus:NAME:SECONDS:VERBOSE:OUTFILE or pipe:FD:BYTES:OUTFILE */
@@ -201,13 +219,7 @@ static int child_bus(const char *name, double seconds, int verbose, const char *
     uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns(), thread1 = core_thread_cpu_ns();
     read_task_times(&tasks1);
     if (verbose && frames)
-        for (int i = 0; i < tasks1.n; i++) {
-            uint64_t before = 0;
-            for (int j = 0; j < tasks0.n; j++)
-                before = tasks0.tid[j] == tasks1.tid[i] ? tasks0.ns[j] : before;
-            fprintf(stderr, "         subscriber thread %-16s %8.2f us/frame\n", tasks1.name[i],
-                    (double)(tasks1.ns[i] - before) / 1e3 / (double)frames);
-        }
+        print_task_times("subscriber", &tasks0, &tasks1, (double)frames);
     FILE *o = fopen(out_path, "w");
     if (o) {
         double per = frames ? 1e3 * (double)frames : 1;
@@ -395,7 +407,13 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
         return OMMA_ERR_IO;
     snprintf(name, sizeof name, "bench-%d", (int)getpid());
     setenv("OMMA_BUS_DIR", dir, 1);
-    bus_pub_options bo = {name, NULL, o->cameras, 4, o->subscribers, -1};
+    bus_pub_options bo = {name,
+                          NULL,
+                          o->cameras,
+                          4,
+                          o->subscribers,
+                          -1,
+                          o->announce_spin_us ? o->announce_spin_us : -1};
     bus_pub *pub = NULL;
     OMMA_TRY(bus_pub_create(&bo, &pub));
     rt_ring_format fmt = {o->width, o->height, OMMA_PIXEL_NV12};
@@ -440,6 +458,8 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
                        o->subscribers);
     omma_transfer_counters x0, x1;
     omma_device_get_transfers(dev, &x0);
+    static task_times tasks0, tasks1; /* the publisher's threads */
+    read_task_times(&tasks0);
     uint64_t t0 = core_now_ns(), cpu0 = core_process_cpu_ns(), put = 0;
     uint64_t end = t0 + (uint64_t)((o->duration_s + 0.5) * 1e9);
     omma_frame f = {.width = o->width,
@@ -472,8 +492,11 @@ static omma_status bench_bus_mode(const bench_opts *o, omma_device *dev, const c
         }
     }
     uint64_t t1 = core_now_ns(), cpu1 = core_process_cpu_ns();
+    read_task_times(&tasks1);
     omma_device_get_transfers(dev, &x1);
     bus_pub_get_stats(pub, &ps);
+    if (put) /* the producer (this thread), the announcer, the driver's threads */
+        print_task_times("publisher", &tasks0, &tasks1, (double)put);
     sub_figures figs[MAX_SUBS] = {{0}};
     for (int i = 0; i < o->subscribers; i++) {
         if (kids[i] > 0) {
@@ -599,14 +622,15 @@ static void report(const bench_opts *o, const mode_result *r)
                 r->sub_cpu_us - r->sub_thread_us);
     if (o->json)
         printf("{\"bench\":\"bus\",\"mode\":\"%s\",\"cameras\":%d,\"subscribers\":%d,"
-               "\"width\":%d,\"height\":%d,\"phase\":\"%s\",\"fps\":%s%.3f,\"published_fps\":%.2f,"
+               "\"width\":%d,\"height\":%d,\"phase\":\"%s\",\"fps\":%s%.3f,\"announce_spin_us\":%d,"
+               "\"published_fps\":%.2f,"
                "\"delivered_fps_mean\":%.2f,\"delivered_fps_min\":%.2f,\"missed_per_subscriber\":"
                "%.1f,\"latency_ms_p50\":%.4f,\"latency_ms_p99\":%.4f,\"subscriber_cpu_us_per_"
                "frame\":%.3f,\"publisher_cpu_us_per_frame\":%.3f,\"h2d_bytes_per_frame\":%.1f,"
                "\"d2h_bytes_per_frame\":%.1f,\"subscriber_thread_us\":%.3f,\"subscriber_next_us\":"
                "%.3f,\"subscriber_release_us\":%.3f,\"subscribers_measured\":%d}\n",
                r->mode, o->cameras, o->subscribers, o->width, o->height,
-               o->aligned ? "aligned" : "spread", "", o->fps, r->published_fps,
+               o->aligned ? "aligned" : "spread", "", o->fps, o->announce_spin_us, r->published_fps,
                r->delivered_fps_mean, r->delivered_fps_min, r->missed_per_sub, r->p50_ms, r->p99_ms,
                r->sub_cpu_us, r->pub_cpu_us, r->h2d_per_frame, r->d2h_per_frame, r->sub_thread_us,
                r->sub_next_us, r->sub_release_us, r->ok_subs);
@@ -614,7 +638,7 @@ static void report(const bench_opts *o, const mode_result *r)
 
 int cli_bench_bus(int argc, char **argv)
 {
-    bench_opts o = {64, 16, 1920, 1080, 1, 0, 0, 30.0, 10.0};
+    bench_opts o = {64, 16, 1920, 1080, 1, 0, 0, 50, 30.0, 10.0};
     const char *child = NULL;
     cli_args args;
     cli_args_init(&args, "bench bus", options, argc, argv);
@@ -658,6 +682,8 @@ int cli_bench_bus(int argc, char **argv)
             static const char *const onoff[] = {"on", "off"};
             int c = 0;
             ok = cli_arg_choice(opt->name, v, onoff, 2, &c) && (o.baseline = c == 0, 1);
+        } else if (id == OPT_ANNOUNCE_SPIN) {
+            ok = cli_arg_long(opt->name, v, 0, 1000000, &n) && (o.announce_spin_us = (int)n, 1);
         } else if (id == OPT_JSON)
             o.json = 1;
         else if (id == OPT_CHILD)

@@ -1,4 +1,4 @@
-#define _GNU_SOURCE /* pipe2 */
+#define _GNU_SOURCE /* pipe2, pthread_setname_np */
 /* The publishing side of a frame bus (see bus_publisher.h). One mutex
  * guards the hold bookkeeping and the seats; the socket thread does the
  * slow parts (handshakes, event creation) outside it. */
@@ -29,7 +29,9 @@
 #define BUS_QUEUE 4096 /* frames enqueued and not yet announced, all cameras */
 #define HELLO_MS 2000 /* a connection must say HELLO within this */
 #define CONTROL_MS 1000 /* handshake messages must be taken within this */
-#define SPIN_NS 50000 /* the announcer polls a frame's write this long, then sleeps */
+#define SPIN_US                                                                                    \
+    50 /* the announcer polls a frame's write this long, then sleeps                               \
+        * (bus_pub_options.announce_spin_us) */
 
 /* A frame whose write is enqueued, to announce once its event completes. */
 typedef struct pending {
@@ -101,11 +103,13 @@ omma_status bus_pub_create(const bus_pub_options *opt, bus_pub **out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "bus_pub_create: options are NULL");
     OMMA_TRY(bus_name_check("bus name", opt->name));
     if (opt->cameras < 1 || opt->cameras > BUS_MAX_CAMERAS || opt->max_faces < 1 ||
-        opt->max_faces > 64 || opt->max_subscribers < 1 || opt->max_subscribers > BUS_MAX_SEATS)
+        opt->max_faces > 64 || opt->max_subscribers < 1 || opt->max_subscribers > BUS_MAX_SEATS ||
+        opt->announce_spin_us > 1000000)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG,
-                         "bus %s: %d cameras (1..%d), %d faces (1..64) or %d subscribers (1..%d)",
+                         "bus %s: %d cameras (1..%d), %d faces (1..64), %d subscribers (1..%d) or "
+                         "%d us of polling (up to 1000000)",
                          opt->name, opt->cameras, BUS_MAX_CAMERAS, opt->max_faces,
-                         opt->max_subscribers, BUS_MAX_SEATS);
+                         opt->max_subscribers, BUS_MAX_SEATS, opt->announce_spin_us);
     bus_pub *p = calloc(1, sizeof *p);
     if (!p)
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: publisher state", opt->name);
@@ -361,17 +365,20 @@ static void announce_frames(bus_pub *p, const pending *take, int n, batch *batch
 }
 
 /* Waits until a frame is in its slot: a write takes microseconds, so the
- * thread polls for up to SPIN_NS before it sleeps (omma's contexts block
- * on synchronization), which would add the driver's wake-up to the
- * frame's latency. (Polling up to 300 us, for a 64-camera burst, gave no
- * better p99 on the H200: 2.17 ms aligned, and 1.7 ms spread.) */
-static void wait_written(CUevent written)
+ * thread polls for up to spin_ns (SPIN_US) before it sleeps (omma's
+ * contexts block on synchronization), which would add the driver's
+ * wake-up to the frame's latency. (Polling up to 300 us, for a 64-camera
+ * burst, gave no better p99 on the H200: 2.17 ms aligned, and 1.7 ms
+ * spread.) */
+static void wait_written(CUevent written, uint64_t spin_ns)
 {
-    uint64_t until = core_now_ns() + SPIN_NS;
-    do {
+    uint64_t until = core_now_ns() + spin_ns;
+    while (spin_ns) {
         if (gpu_cu.cuEventQuery(written) != CUDA_ERROR_NOT_READY)
             return;
-    } while (core_now_ns() < until);
+        if (core_now_ns() >= until)
+            break;
+    }
     (void)gpu_cu.cuEventSynchronize(written);
 }
 
@@ -410,6 +417,8 @@ static void *announce(void *arg)
 {
     bus_pub *p = arg;
     static const int most = BUS_MAX_BATCH;
+    int spin_us = p->opt.announce_spin_us ? p->opt.announce_spin_us : SPIN_US;
+    uint64_t spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000u : 0;
     pending *take = malloc(sizeof *take * (size_t)most);
     batch *batches = calloc((size_t)p->opt.max_subscribers, sizeof *batches);
     int n = 0;
@@ -424,7 +433,7 @@ static void *announce(void *arg)
         omma_scope scope;
         entered = announcer_enter(p->cams[take[0].camera].dev, entered, &scope);
         if (entered)
-            wait_written(take[0].written);
+            wait_written(take[0].written, spin_ns);
         int k = 1; /* take[0..k) are in their slots */
         for (int more = 1; more;) {
             for (; k < n; k++) {
@@ -799,6 +808,9 @@ omma_status bus_pub_start(bus_pub *p)
         atomic_store(&p->stop, 0);
         return OMMA_FAIL(OMMA_ERR_OUT_OF_MEMORY, "bus %s: pthread_create", p->name);
     }
+    /* Named for the thread listings (omma bench bus prints CPU by name). */
+    (void)pthread_setname_np(p->thread, "bus-serve");
+    (void)pthread_setname_np(p->announcer, "bus-announce");
     p->started = 1;
     omma_log(OMMA_LOG_INFO, "bus %s: publishing %d cameras at %s", p->name, p->opt.cameras,
              p->path);

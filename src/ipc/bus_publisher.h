@@ -46,6 +46,9 @@ typedef struct bus_pub_options {
     int max_faces; /* faces per frame kept in the results (1..64) */
     int max_subscribers; /* 1..BUS_MAX_SEATS */
     long allow_gid; /* also admit this group's members (-1: the user only) */
+    int announce_spin_us; /* the announcer polls a frame's write this long
+                           * before it sleeps in its event (0: 50; < 0: it
+                           * sleeps at once) */
 } bus_pub_options;
 
 /* A camera's slot memory, owned by the publisher. */

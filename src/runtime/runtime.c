@@ -289,7 +289,8 @@ static omma_status open_all(rt_gpu_runtime *rt)
                               rt->n_cams,
                               rt->cfg.pipeline.max_faces,
                               rt->cfg.publish_subscribers,
-                              -1};
+                              -1,
+                              0};
         OMMA_TRY(bus_pub_create(&bo, &rt->bus));
     }
     for (int i = 0; i < rt->n_cams; i++)

@@ -114,7 +114,7 @@ static int publisher_main(const char *name, const char *status_path, int blockin
     omma_scope scope;
     omma_device_enter(dev, &scope);
     size_t free0 = 0, total = 0;
-    bus_pub_options bo = {name, NULL, CAMS, 4, 16, -1};
+    bus_pub_options bo = {name, NULL, CAMS, 4, 16, -1, 0};
     bus_pub *pub = NULL;
     rt_ring *rings[CAMS] = {0};
     CUstream up = NULL, cons = NULL;
@@ -801,7 +801,7 @@ static void test_fault_walk(void)
     /* The publishing side, in this process. */
     int walked = 0, bad = 0, done = 0;
     for (long n = 1; n < 400 && !done; n++) {
-        bus_pub_options bo = {"tfault", NULL, CAMS, 4, 4, -1};
+        bus_pub_options bo = {"tfault", NULL, CAMS, 4, 4, -1, 0};
         bus_pub *pub = NULL;
         rt_ring *rings[CAMS] = {0};
         rt_ring_format fmt = {W, H, OMMA_PIXEL_RGB};
