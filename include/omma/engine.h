@@ -235,7 +235,9 @@ omma_status omma_exec_output(omma_exec *exec, int i, float **ptr);
 
 /* Runs the model on the first `batch` items of the inputs. Each item's
  * results are bitwise the same whatever the batch size and whatever else runs
- * concurrently. CPU: returns when the outputs are ready. CUDA: enqueues the
+ * concurrently. CUDA: the kernels are chosen as for max_batch items, at
+ * every batch, so execs of different max_batch may differ in the last bits
+ * (fp16): size max_batch to the batches the exec runs. CPU: returns when the outputs are ready. CUDA: enqueues the
  * run on the exec's stream and returns (see top: omma_exec_wait).
  * Errors: OMMA_ERR_INVALID_ARG (NULL exec, batch < 1 or > max_batch),
  * OMMA_ERR_BUSY (another thread is using this exec right now: use one exec

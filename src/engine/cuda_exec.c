@@ -534,8 +534,9 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *n = &g->nodes[i];
-        if (e->step_end && e->step_end[i] > i && cuda_op_step_pays(g, i)) {
-            OMMA_TRY(cuda_op_launch_step(g, i, e->step_end[i], w, batch, c->acts, c->out_f32, s));
+        if (e->step_end && e->step_end[i] > i && cuda_op_step_pays(g, i, x->max_batch)) {
+            OMMA_TRY(cuda_op_launch_step(g, i, e->step_end[i], w, batch, x->max_batch, c->acts,
+                                         c->out_f32, s));
             ++*launches;
             i = e->step_end[i];
             continue;
@@ -556,12 +557,13 @@ static omma_status enqueue(omma_exec *x, int batch, int *launches)
         int nb = p->slots[n->out].batched ? batch : 1;
         int out_f32 = f16 ? direct_output(x, i) : -1;
         if (out_f32 >= 0) {
-            OMMA_TRY(cuda_op_launch_f32_output(g, n, w, nb, in, residual, c->out[out_f32], s));
+            OMMA_TRY(cuda_op_launch_f32_output(g, n, w, nb, x->max_batch, in, residual,
+                                               c->out[out_f32], s));
         } else if (direct >= 0) {
             in[0] = c->in[direct];
-            OMMA_TRY(cuda_op_launch_f32_input(g, n, w, nb, in, residual, out, s));
+            OMMA_TRY(cuda_op_launch_f32_input(g, n, w, nb, x->max_batch, in, residual, out, s));
         } else {
-            OMMA_TRY(cuda_op_launch(g, n, w, nb, in, residual, out, s));
+            OMMA_TRY(cuda_op_launch(g, n, w, nb, x->max_batch, in, residual, out, s));
         }
         ++*launches;
     }

@@ -59,6 +59,7 @@ typedef struct launch {
     int idx; /* node index */
     const cuda_weights *w;
     int b0, nb;
+    int choice_batch; /* cuda_op_launch's */
     size_t es;
     bool in0_f32; /* inputs[0] is float32 (cuda_op_launch_f32_input) */
     bool out_f32; /* out is float32 (cuda_op_launch_f32_output) */
@@ -119,7 +120,7 @@ void cuda_conv_shape(const gr_tensor *x, const gr_tensor *y, const gr_window *wi
                      cuda_conv_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->batch = 1;
+    a->batch = a->choice_batch = 1;
     a->ih = x->dims[1], a->iw = x->dims[2], a->cin = x->dims[3];
     a->oh = y->dims[1], a->ow = y->dims[2], a->cout = y->dims[3];
     a->kh = win->kh, a->kw = win->kw, a->sh = win->stride_h, a->sw = win->stride_w;
@@ -140,6 +141,7 @@ static omma_status run_conv(const launch *l, bool pool)
     OMMA_TRY(input(l, 0, &a.x, NULL));
     a.y = output(l);
     a.batch = l->nb;
+    a.choice_batch = l->choice_batch;
     a.x_f32 = l->in0_f32;
     if (pool)
         return OMMA_CK(cuda_launch_maxpool(&a, l->s));
@@ -171,7 +173,7 @@ void cuda_dwpw_shape(const gr_graph *g, const gr_node *n, cuda_prec prec, cuda_d
     const gr_window *win = &n->p.conv.win;
     memset(a, 0, sizeof *a);
     a->prec = prec;
-    a->batch = 1;
+    a->batch = a->choice_batch = 1;
     a->ih = x->dims[1], a->iw = x->dims[2], a->c = x->dims[3];
     a->oh = y->dims[1], a->ow = y->dims[2], a->cout = y->dims[3];
     a->kh = win->kh, a->kw = win->kw, a->sh = win->stride_h, a->sw = win->stride_w;
@@ -203,6 +205,7 @@ static omma_status run_dwpw(const launch *l)
     OMMA_TRY(input(l, 0, &a.x, NULL));
     a.y = output(l);
     a.batch = l->nb;
+    a.choice_batch = l->choice_batch;
     if (n->p.conv.residual >= 0) {
         if (!l->residual)
             return fail_node(l, OMMA_ERR_INVALID_ARG, "the residual pointer is NULL");
@@ -509,8 +512,9 @@ static omma_status run_items(const launch *l)
 }
 
 static omma_status launch_node(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
-                               int batch, const void *const *inputs, const void *residual,
-                               void *out, cudaStream_t stream, bool in0_f32, bool out_f32)
+                               int batch, int choice_batch, const void *const *inputs,
+                               const void *residual, void *out, cudaStream_t stream, bool in0_f32,
+                               bool out_f32)
 {
     if (!g || !n || !w || !out)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda op: NULL graph, node, weights or output");
@@ -521,10 +525,12 @@ static omma_status launch_node(const gr_graph *g, const gr_node *n, const struct
                          "cuda op: weights of a graph with %d nodes and %d tensors, this one has "
                          "%d and %d", w->n_nodes, w->n_tensors, g->n_nodes, g->n_tensors);
     launch l = {.g = g, .n = n, .idx = (int)(n - g->nodes), .w = w, .es = cuda_prec_size(w->prec),
-                .inputs = inputs, .residual = residual, .out = out, .s = stream,
-                .in0_f32 = in0_f32, .out_f32 = out_f32};
+                .choice_batch = choice_batch, .inputs = inputs, .residual = residual, .out = out,
+                .s = stream, .in0_f32 = in0_f32, .out_f32 = out_f32};
     if (batch < 1)
         return fail_node(&l, OMMA_ERR_INVALID_ARG, "batch below 1");
+    if (choice_batch < batch)
+        return fail_node(&l, OMMA_ERR_INVALID_ARG, "choice batch below the batch");
     if (n->op == GR_RESHAPE && inputs && inputs[0] == out)
         return OMMA_OK;
     /* Split the batch so that no launch spans LAUNCH_ELEMS_MAX elements of a tensor. */
@@ -546,10 +552,10 @@ static omma_status launch_node(const gr_graph *g, const gr_node *n, const struct
 }
 
 omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
-                           int batch, const void *const *inputs, const void *residual, void *out,
-                           cudaStream_t stream)
+                           int batch, int choice_batch, const void *const *inputs,
+                           const void *residual, void *out, cudaStream_t stream)
 {
-    return launch_node(g, n, w, batch, inputs, residual, out, stream, false, false);
+    return launch_node(g, n, w, batch, choice_batch, inputs, residual, out, stream, false, false);
 }
 
 bool cuda_op_reads_f32(const gr_graph *g, const gr_node *n, cuda_prec p)
@@ -564,14 +570,14 @@ bool cuda_op_reads_f32(const gr_graph *g, const gr_node *n, cuda_prec p)
 }
 
 omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
-                                     const struct cuda_weights *w, int batch,
+                                     const struct cuda_weights *w, int batch, int choice_batch,
                                      const void *const *inputs, const void *residual, void *out,
                                      cudaStream_t stream)
 {
     if (!w || !cuda_op_reads_f32(g, n, w->prec))
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                          "cuda op: this node cannot read float32 input in this precision");
-    return launch_node(g, n, w, batch, inputs, residual, out, stream, true, false);
+    return launch_node(g, n, w, batch, choice_batch, inputs, residual, out, stream, true, false);
 }
 
 bool cuda_op_writes_f32(const gr_graph *g, const gr_node *n, cuda_prec p)
@@ -580,14 +586,14 @@ bool cuda_op_writes_f32(const gr_graph *g, const gr_node *n, cuda_prec p)
 }
 
 omma_status cuda_op_launch_f32_output(const gr_graph *g, const gr_node *n,
-                                      const struct cuda_weights *w, int batch,
+                                      const struct cuda_weights *w, int batch, int choice_batch,
                                       const void *const *inputs, const void *residual, void *out,
                                       cudaStream_t stream)
 {
     if (!w || !cuda_op_writes_f32(g, n, w->prec))
         return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
                          "cuda op: this node cannot write float32 output in this precision");
-    return launch_node(g, n, w, batch, inputs, residual, out, stream, false, true);
+    return launch_node(g, n, w, batch, choice_batch, inputs, residual, out, stream, false, true);
 }
 
 omma_status cuda_convert(void *dst, cuda_prec dst_prec, const void *src, cuda_prec src_prec,

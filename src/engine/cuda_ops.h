@@ -155,19 +155,23 @@ struct cuda_weights;
  *   output. Activations hold `batch` items in w's precision.
  * batch: 1.. for batched tensors; the executor passes 1 for nodes computed
  *   from constants only (a DEQUANTIZE left in an unrewritten graph).
+ * choice_batch: the batch every kernel choice is made at, whatever `batch`
+ *   (see "Batch invariance" below): the executor passes its max_batch, so
+ *   that an item's results never depend on the batch it runs in. At least
+ *   `batch`.
  * w: the constants of this same graph (cuda_weights_upload(g, ...)).
  * RESHAPE with out == inputs[0] does nothing. Outputs must not overlap the
  * inputs otherwise.
  * The launch is asynchronous; errors of the launch itself are reported
  * (OMMA_ERR_CUDA, naming the kernel's launcher and the CUDA error), faults
  * during execution surface at the caller's next synchronization.
- * Errors: OMMA_ERR_INVALID_ARG (NULL, n not in g, batch < 1, w of another
- * graph), OMMA_ERR_UNSUPPORTED (a shape the kernels cannot index, e.g. one
- * item of 2^28 elements or more), OMMA_ERR_CUDA. Thread safety: any thread, the
- * graph and weights are only read. */
+ * Errors: OMMA_ERR_INVALID_ARG (NULL, n not in g, batch < 1, choice_batch
+ * < batch, w of another graph), OMMA_ERR_UNSUPPORTED (a shape the kernels
+ * cannot index, e.g. one item of 2^28 elements or more), OMMA_ERR_CUDA.
+ * Thread safety: any thread, the graph and weights are only read. */
 omma_status cuda_op_launch(const gr_graph *g, const gr_node *n, const struct cuda_weights *w,
-                           int batch, const void *const *inputs, const void *residual, void *out,
-                           cudaStream_t stream);
+                           int batch, int choice_batch, const void *const *inputs,
+                           const void *residual, void *out, cudaStream_t stream);
 
 /* True when node n of an fp16 graph can read its input 0 as float32
  * directly (an fp16 stem convolution, cuda_ops_stem.cu): the executor then
@@ -184,14 +188,14 @@ bool cuda_op_writes_f32(const gr_graph *g, const gr_node *n, cuda_prec p);
 /* cuda_op_launch() with `out` float32 (n such that cuda_op_writes_f32(g,
  * n, w's precision)); OMMA_ERR_UNSUPPORTED otherwise. */
 omma_status cuda_op_launch_f32_output(const gr_graph *g, const gr_node *n,
-                                      const struct cuda_weights *w, int batch,
+                                      const struct cuda_weights *w, int batch, int choice_batch,
                                       const void *const *inputs, const void *residual, void *out,
                                       cudaStream_t stream);
 
 /* cuda_op_launch() with inputs[0] holding float32 (n such that
  * cuda_op_reads_f32(g, n, w's precision)); OMMA_ERR_UNSUPPORTED otherwise. */
 omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
-                                     const struct cuda_weights *w, int batch,
+                                     const struct cuda_weights *w, int batch, int choice_batch,
                                      const void *const *inputs, const void *residual, void *out,
                                      cudaStream_t stream);
 
@@ -213,29 +217,31 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
  * with the step as one (plan_build's step_end): its nodes run at once, so
  * every tensor they read stays alive until its last node.
  * cuda_op_step_pays: whether the step is faster than its nodes one by one
- * on the current device, at CUDA_CHOICE_BATCH items whatever the batch: a
- * step's sums are not its nodes' (the chain's depthwise convolution on the
- * tensor cores, for one), so running it at some batch sizes and not at
- * others would make an item's results depend on its batch. A chain's
- * thread block takes whole images (H100: a chain at batch 1 is 30-50%
- * slower than its nodes, at batch 128 5-15% faster; the batch 1 loss is
- * the price of the invariance); a pair pays where cuda_dwpw_pair_pays
- * says; the convolution + upsample + add and a block with heads always
- * pay.
+ * on the current device at choice_batch items (the exec's max_batch),
+ * whatever the batch: a step's sums are not its nodes' (the chain's
+ * depthwise convolution on the tensor cores, for one), so running it at
+ * some batch sizes and not at others would make an item's results depend
+ * on its batch. A chain's thread block takes whole images (H100: a chain
+ * at batch 1 is 30-50% slower than its nodes, at batch 128 5-15% faster:
+ * an exec for a few cameras runs the nodes); a pair pays where
+ * cuda_dwpw_pair_pays says; the convolution + upsample + add and a block
+ * with heads always pay. The plan (cuda_op_step_end) is the engine's, made
+ * at load; this choice is the exec's.
  * cuda_op_launch_step: runs nodes first..last (a step from
  * cuda_op_step_end) as one launch; acts[t] is the device pointer of
- * activation tensor t (batch items in w's precision). It writes the last
- * node's output, and of a chain the other nodes' outputs that a later node
- * reads or the graph outputs; not the rest. f32 (or NULL): per tensor, a
+ * activation tensor t (batch items in w's precision); choice_batch as in
+ * cuda_op_launch (the one the caller gave cuda_op_step_pays). It writes
+ * the last node's output, and of a chain the other nodes' outputs that a
+ * later node reads or the graph outputs; not the rest. f32 (or NULL): per tensor, a
  * float32 buffer to write it to instead of acts[t], for tensors where
  * cuda_op_step_writes_f32 holds (else NULL). Errors as cuda_op_launch.
  * cuda_op_step_writes_f32: whether the step at first (found in fp16)
  * writes tensor t and can write it as float32: a head's output. */
 int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p);
-bool cuda_op_step_pays(const gr_graph *g, int first);
+bool cuda_op_step_pays(const gr_graph *g, int first, int choice_batch);
 omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
-                                const struct cuda_weights *w, int batch, void *const *acts,
-                                void *const *f32, cudaStream_t stream);
+                                const struct cuda_weights *w, int batch, int choice_batch,
+                                void *const *acts, void *const *f32, cudaStream_t stream);
 bool cuda_op_step_writes_f32(const gr_graph *g, int first, int t);
 
 /* Converts n elements between precisions (dst and src may not overlap unless
@@ -262,15 +268,21 @@ bool cuda_conv_is_pointwise(const gr_graph *g, const gr_node *n);
  * every launch covers fewer than 2^31 elements per tensor (cuda_op_launch
  * splits large batches).
  *
- * Batch invariance: an item's outputs are bitwise the same whatever the
- * batch it runs in and its row there (the runtime's batches depend on
- * timing). So which kernel, and which arithmetic, computes an output
- * depends on the item's shapes, the pointers' alignment and the device
- * only, never on the batch: where a kernel's choice weighs the work against
- * the GPU, it is made as at CUDA_CHOICE_BATCH items. What may follow the
- * batch (grids, tiles, images per thread block, channels split over
- * blocks) never changes the sequence of fp32 operations of one output. */
-#define CUDA_CHOICE_BATCH 128
+ * Batch invariance: within one exec, an item's outputs are bitwise the
+ * same whatever the batch it runs in and its row there (the runtime's
+ * batches depend on timing). So which kernel, and which arithmetic,
+ * computes an output depends on the item's shapes, the pointers' alignment,
+ * the device and the choice batch only, never on the batch: where a
+ * kernel's choice weighs the work against the GPU, it is made as at
+ * choice_batch items (the args' field, at least batch: the exec's
+ * max_batch, which cuda_op_launch passes on). An exec for a few cameras
+ * thus runs the kernels fast at a few items, one for 128 those fast at
+ * 128, at every batch; two execs with different max_batch may differ in
+ * the last bits at fp16. What may follow the batch (grids, tiles, images
+ * per thread block, channels split over blocks) never changes the
+ * sequence of fp32 operations of one output. The launchers that choose
+ * (cuda_launch_conv_pointwise, cuda_launch_conv_dot, cuda_launch_dwpw)
+ * return cudaErrorInvalidValue where choice_batch < batch. */
 
 typedef struct cuda_conv_args {
     cuda_prec prec;
@@ -281,6 +293,7 @@ typedef struct cuda_conv_args {
     const float *alpha;   /* [cout] when act is PRELU */
     void *y;              /* [batch, oh, ow, cout] */
     int batch, ih, iw, cin, oh, ow, cout;
+    int choice_batch; /* kernel choices as at this many items ("Batch invariance") */
     int kh, kw, sh, sw, dh, dw, pt, pl; /* window; depthwise/pool use it too */
     int mult;             /* depthwise multiplier (cout = cin * mult) */
     int act;              /* gr_act */
@@ -319,17 +332,17 @@ bool cuda_conv_dot_fits(int n, int k);
 cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s);
 /* GEMM-form convolutions that cuda_launch_conv_pointwise would give
  * gemm_simt's 64x64 tiles in fewer blocks than a GPU has SMs at
- * CUDA_CHOICE_BATCH items of `item_rows` rows each (BlazePose's dense
- * heads: a row per item, K = 1152, N = 195): warps' dot products over K
+ * choice_batch items of `item_rows` rows each (BlazePose's dense heads: a
+ * row per item, K = 1152, N = 195): warps' dot products over K
  * (cuda_ops_dot.cu), where the X rows of a block fit in shared memory. By
- * the item's shape only: its sums are ordered differently from gemm_simt's
- * and conv_dot's. */
-bool cuda_gemm_wdot_pays(int item_rows, int K, int N);
+ * the item's shape and the choice batch only: its sums are ordered
+ * differently from gemm_simt's and conv_dot's. */
+bool cuda_gemm_wdot_pays(int item_rows, int choice_batch, int K, int N);
 cudaError_t cuda_launch_gemm_wdot(const cuda_conv_args *a, cudaStream_t s);
 /* Thin 1x1 convolutions that cuda_launch_conv_pointwise hands on where
  * cuda_conv_thin_ok holds (and cuda_conv_rows_ok does not): fp16, K a multiple of
  * 8 up to 128, N from 8 to 1024 (odd too), 4096 16-row tiles x 128-column
- * blocks or more at CUDA_CHOICE_BATCH items (whatever the batch: with odd
+ * blocks or more at choice_batch items (whatever the batch: with odd
  * N the alternative is gemm_simt's FFMAs), with or without a residual, x
  * and w 16-byte aligned (cuda_ops_gemm_thin.cu). */
 bool cuda_conv_thin_ok(const cuda_conv_args *a);
@@ -359,6 +372,7 @@ typedef struct cuda_dwpw_args {
     const float *alpha;    /* [cout] when act is PRELU */
     void *y;               /* [batch, oh, ow, cout] */
     int batch, ih, iw, c, oh, ow, cout;
+    int choice_batch; /* kernel choices as at this many items ("Batch invariance") */
     int kh, kw, sh, sw, dh, dw, pt, pl; /* the depthwise window */
     int rc, pool_residual;
     int act;
@@ -431,10 +445,10 @@ typedef struct cuda_chain_args {
 /* True when the blocks' shapes fit the kernel (pointers are not looked at). */
 bool cuda_dwpw_chain_fits(const cuda_chain_args *a);
 cudaError_t cuda_launch_dwpw_chain(const cuda_chain_args *a, cudaStream_t s);
-/* True when CUDA_CHOICE_BATCH images give at least half the SMs a thread
- * block (the chain's arithmetic is not its blocks' one by one, so whether
- * it runs may not follow the batch). */
-bool cuda_dwpw_chain_pays(void);
+/* True when choice_batch images give at least half the SMs a thread block
+ * (the chain's arithmetic is not its blocks' one by one, so whether it runs
+ * may not follow the batch). */
+bool cuda_dwpw_chain_pays(int choice_batch);
 
 /* Two GR_DWPW blocks on large images in one kernel (cuda_ops_dwpw_pair.cu):
  * z = B(A(x)), A's output never written to memory (b.x is not read).
@@ -455,7 +469,7 @@ bool cuda_dwpw_pair_fits(const cuda_pair_args *p);
 /* True where the pair measured faster than its blocks one by one: on
  * images of at least 32x32, where a block would not run on the tensor
  * cores throughout, narrow-then-wide pairs with at most 16 channels
- * between the blocks, and CUDA_CHOICE_BATCH items giving the current
+ * between the blocks, and a.choice_batch items giving the current
  * device's SMs two tiles each (not a.batch: the pair's sums are not its
  * blocks'). */
 bool cuda_dwpw_pair_pays(const cuda_pair_args *p);

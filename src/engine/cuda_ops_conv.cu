@@ -16,9 +16,9 @@
  *   of the level below, ADD, in one kernel).
  * - gemm_simt (fp32, or fp16 with odd sizes): 64x64x16 tiles, 256 threads of
  *   4x4 outputs each (strided by 16 so that stores coalesce), FFMA; where
- *   those tiles would be too few blocks for the GPU at CUDA_CHOICE_BATCH
- *   items (by the item's shape, not the batch: the sums differ), gemm_wdot
- *   (cuda_ops_dot.cu) instead.
+ *   those tiles would be too few blocks for the GPU at choice_batch
+ *   items (by the item's shape and the choice batch, not the batch: the
+ *   sums differ), gemm_wdot (cuda_ops_dot.cu) instead.
  * The stems (square 5x5 or 3x3 window, stride 2, 3 input channels, Cout <=
  * 32) have kernels of their own (cuda_ops_stem.cu). Direct form: one thread
  * = one output pixel x 8 output channels (the group index varies fastest so
@@ -310,7 +310,7 @@ extern "C" bool cuda_conv_up_ok(const cuda_conv_args *a)
 extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaStream_t s)
 {
     int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
-    if (a->up && !cuda_conv_up_ok(a))
+    if ((a->up && !cuda_conv_up_ok(a)) || a->choice_batch < a->batch)
         return cudaErrorInvalidValue;
     const up_addend u = up_addend_of(a);
 
@@ -343,8 +343,8 @@ extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaS
             return cuda_ops_start(gemm_tc, grid, 128, 0, s, x, w, a->bias, r, a->alpha, y, M, K, N,
                                   a->act, u);
     } else {
-        /* A few tiles at CUDA_CHOICE_BATCH items: warps' dot products. */
-        if (cuda_gemm_wdot_pays(a->oh * a->ow, K, N))
+        /* A few tiles at choice_batch items: warps' dot products. */
+        if (cuda_gemm_wdot_pays(a->oh * a->ow, a->choice_batch, K, N))
             return cuda_launch_gemm_wdot(a, s);
         dim3 grid((M + SIMT_BM - 1) / SIMT_BM, (N + SIMT_BN - 1) / SIMT_BN);
         if (a->prec == CUDA_PREC_F16)

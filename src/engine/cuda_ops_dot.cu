@@ -65,7 +65,7 @@ extern "C" bool cuda_conv_dot_fits(int n, int k)
     return n >= 1 && n <= CUDA_DOT_MAX_N && (size_t)n * k * sizeof(float) <= 48 * 1024;
 }
 
-/* Below this many rows at CUDA_CHOICE_BATCH items, a long dot product (K
+/* Below this many rows at choice_batch items, a long dot product (K
  * from DOT_WDOT_MIN_K) goes to gemm_wdot's warps: one thread a row would
  * leave the GPU nearly idle (BlazePose's pose flag: 128 items, K = 1152,
  * one block). By the item's shape, whatever the batch: gemm_wdot's sums are
@@ -76,12 +76,14 @@ extern "C" bool cuda_conv_dot_fits(int n, int k)
 static bool dot_goes_wdot(const cuda_conv_args *a, int K)
 {
     const long long item = (long long)a->oh * a->ow;
-    return item * CUDA_CHOICE_BATCH < DOT_WDOT_MAX_ROWS && K >= DOT_WDOT_MIN_K &&
-           cuda_gemm_wdot_pays((int)item, K, a->cout);
+    return item * a->choice_batch < DOT_WDOT_MAX_ROWS && K >= DOT_WDOT_MIN_K &&
+           cuda_gemm_wdot_pays((int)item, a->choice_batch, K, a->cout);
 }
 
 extern "C" cudaError_t cuda_launch_conv_dot(const cuda_conv_args *a, cudaStream_t s)
 {
+    if (a->choice_batch < a->batch)
+        return cudaErrorInvalidValue;
     int rows = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin;
     if (rows == 0)
         return cudaSuccess;
@@ -195,11 +197,11 @@ static bool wdot_fits(int K)
     return K > 0 && (size_t)WDOT_MB * K * sizeof(float) <= WDOT_SMEM_MAX;
 }
 
-extern "C" bool cuda_gemm_wdot_pays(int item_rows, int K, int N)
+extern "C" bool cuda_gemm_wdot_pays(int item_rows, int choice_batch, int K, int N)
 {
     /* gemm_simt's grid of 64x64 tiles against a hundred SMs, at
-     * CUDA_CHOICE_BATCH items whatever the batch. */
-    const long long M = (long long)item_rows * CUDA_CHOICE_BATCH;
+     * choice_batch items whatever the batch. */
+    const long long M = (long long)item_rows * choice_batch;
     const long long tiles = (M + 63) / 64 * ((N + 63) / 64);
     return item_rows > 0 && N > 0 && tiles < 128 && wdot_fits(K);
 }

@@ -691,6 +691,8 @@ extern "C" bool cuda_dwpw_fits(const cuda_dwpw_args *a)
 extern "C" cudaError_t cuda_launch_dwpw(const cuda_dwpw_args *a, cudaStream_t s)
 {
     const int M = a->batch * a->oh * a->ow, kp = (a->c + 15) / 16 * 16;
+    if (a->choice_batch < a->batch)
+        return cudaErrorInvalidValue;
     if (M <= 0 || a->cout <= 0)
         return cudaSuccess;
     if (!cuda_dwpw_fits(a))

@@ -563,10 +563,10 @@ static bool ch_pointers_ok(const cuda_chain_args *a)
     return true;
 }
 
-extern "C" bool cuda_dwpw_chain_pays(void)
+extern "C" bool cuda_dwpw_chain_pays(int choice_batch)
 {
     int sms = 0;
-    return cuda_ops_sm_count(&sms) == cudaSuccess && 2 * CUDA_CHOICE_BATCH >= sms;
+    return cuda_ops_sm_count(&sms) == cudaSuccess && 2LL * choice_batch >= sms;
 }
 
 extern "C" cudaError_t cuda_launch_dwpw_chain(const cuda_chain_args *a, cudaStream_t s)

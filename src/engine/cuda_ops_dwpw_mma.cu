@@ -693,9 +693,9 @@ static cudaError_t dt_launch_nt(const cuda_dwpw_args *a, const dt_shape *s, dim3
  *   range 48x48 16 -> 64 54 -> 66 us), and so do 12x12 images (96 -> 48
  *   13 -> 21 us: their tiles of a few rows leave warps idle).
  * With 128 output channels dwpw_tc is up to 1.6x faster. The pixels are
- * counted at CUDA_CHOICE_BATCH items, whatever the batch: this form's
+ * counted at choice_batch items, whatever the batch: this form's
  * depthwise sums (tensor cores) are not dwpw_tc's (FFMA), so the choice
- * may follow the item's shape only. */
+ * may follow the item's shape and the choice batch only. */
 #define DT_MAX_CHANNELS 32
 #define DT_NARROW_MAX_IN 128
 #define DT_NARROW_MAX_OUT 64
@@ -710,7 +710,7 @@ static bool dt_faster(const cuda_dwpw_args *a)
         return true;
     const long long image = (long long)a->oh * a->ow;
     return a->cout <= a->c && a->c <= DT_NARROW_MAX_IN && a->cout <= DT_NARROW_MAX_OUT &&
-           image >= DT_NARROW_MIN_IMAGE && image * CUDA_CHOICE_BATCH >= DT_NARROW_MIN_PIXELS;
+           image >= DT_NARROW_MIN_IMAGE && image * a->choice_batch >= DT_NARROW_MIN_PIXELS;
 }
 
 /* The plan with the largest tiles dt_plan makes for a's shapes at any batch

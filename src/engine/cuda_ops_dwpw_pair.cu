@@ -485,7 +485,7 @@ extern "C" bool cuda_dwpw_pair_fits(const cuda_pair_args *p)
  * - nor for narrow-then-wide pairs (CUDA_PAIR_SPAN) with more than 16
  *   channels between the blocks: full range 48x48 48 -> 24 -> 48 took
  *   40 + 57 -> 104 us at batch 128, 126 + 204 -> 347 us at 512.
- * And only with two tiles per SM at CUDA_CHOICE_BATCH items, whatever the
+ * And only with two tiles per SM at choice_batch items, whatever the
  * batch (the pair's sums are not its blocks' one by one). */
 #define PR_MIN_IMAGE (32 * 32)
 #define PR_SPAN_MAX_MID 16
@@ -500,7 +500,7 @@ extern "C" bool cuda_dwpw_pair_pays(const cuda_pair_args *p)
         (cuda_dwpw_mma_ok(&p->a) && cuda_dwpw_mma_ok(&p->b)) ||
         (p->form == CUDA_PAIR_SPAN && p->b.c > PR_SPAN_MAX_MID))
         return false;
-    return (long long)CUDA_CHOICE_BATCH * s.tiles_y * s.tiles_x >= 2LL * sms;
+    return (long long)p->a.choice_batch * s.tiles_y * s.tiles_x >= 2LL * sms;
 }
 
 template <int NTA, int NTB, int FORM>

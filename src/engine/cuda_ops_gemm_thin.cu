@@ -34,7 +34,7 @@
 /* Blocks a SM holds: __launch_bounds__'s minimum, which the registers set
  * (the staged filter, 34 KB at most, leaves room for them). */
 #define THIN_PER_SM(ks) ((ks) <= 2 ? 3 : 2)
-/* Fewer 16-row tiles x column blocks at CUDA_CHOICE_BATCH items: too
+/* Fewer 16-row tiles x column blocks at choice_batch items: too
  * little work for the warps of a GPU (gemm_tc16's 64x64 blocks). Counted
  * at that batch whatever the batch, so that the choice follows the item's
  * shape only: with odd N the alternative is gemm_simt, whose FFMA sums
@@ -149,7 +149,7 @@ extern "C" bool cuda_conv_thin_ok(const cuda_conv_args *a)
 {
     const int K = a->kh * a->kw * a->cin, N = a->cout;
     const long long M = (long long)a->batch * a->oh * a->ow;
-    const long long M_choice = (long long)CUDA_CHOICE_BATCH * a->oh * a->ow;
+    const long long M_choice = (long long)a->choice_batch * a->oh * a->ow;
     const size_t align = (size_t)a->x | (size_t)a->w;
     const size_t out = (size_t)a->y | (size_t)a->residual;
     const long long tasks = (M_choice + 15) / 16 * ((N + THIN_NCH - 1) / THIN_NCH);

@@ -1,7 +1,7 @@
 /* The host side of the CUDA ops' multi-node steps (cuda_ops.h, "steps"):
  * which nodes from a given one run as one kernel (a chain of blocks on
  * small images, a pair of blocks on large ones, an FPN level, a block and
- * its heads), whether that pays at a batch size, and the launch. Single
+ * its heads), whether that pays at the exec's choice batch, and the launch. Single
  * nodes are cuda_ops.c's. */
 #include <string.h>
 
@@ -80,8 +80,8 @@ static const void *items_on(const void *p, int b0, size_t n, size_t es)
 }
 
 static omma_status launch_chain(const gr_graph *g, int first, int last,
-                                const struct cuda_weights *w, int batch, void *const *acts,
-                                cudaStream_t stream)
+                                const struct cuda_weights *w, int batch, int choice_batch,
+                                void *const *acts, cudaStream_t stream)
 {
     cuda_chain_args a;
     if (!chain_shape(g, first, last, w->prec, &a))
@@ -115,6 +115,7 @@ static omma_status launch_chain(const gr_graph *g, int first, int last,
             cuda_dwpw_args *b = &part.block[k];
             size_t r = (size_t)b->oh * b->ow * b->rc * (b->pool_residual ? 4 : 1);
             b->batch = batch - b0 < per ? batch - b0 : per;
+            b->choice_batch = choice_batch;
             b->x = items_on(b->x, b0, cuda_item_elems(&g->tensors[n->in[0]]), es);
             b->residual = items_on(b->residual, b0, r, es);
             b->y = (void *)items_on(b->y, b0, cuda_item_elems(&g->tensors[n->out]), es);
@@ -153,7 +154,7 @@ static bool pair_shape(const gr_graph *g, int first, cuda_prec p, cuda_pair_args
 }
 
 static omma_status launch_pair(const gr_graph *g, int first, const struct cuda_weights *w,
-                               int batch, void *const *acts, cudaStream_t stream)
+                               int batch, int choice_batch, void *const *acts, cudaStream_t stream)
 {
     cuda_pair_args a;
     if (!pair_shape(g, first, w->prec, &a))
@@ -177,6 +178,7 @@ static omma_status launch_pair(const gr_graph *g, int first, const struct cuda_w
     size_t es = cuda_prec_size(w->prec);
     for (int b0 = 0; b0 < batch; b0 += per) {
         a.a.batch = a.b.batch = batch - b0 < per ? batch - b0 : per;
+        a.a.choice_batch = a.b.choice_batch = choice_batch;
         a.a.x = items_on(x, b0, xi, es);
         a.b.y = (void *)items_on(z, b0, zi, es);
         OMMA_TRY(OMMA_CK(cuda_launch_dwpw_pair(&a, stream)));
@@ -223,7 +225,8 @@ static bool up_add_shape(const gr_graph *g, int first, cuda_prec p, cuda_conv_ar
 }
 
 static omma_status launch_up_add(const gr_graph *g, int first, const struct cuda_weights *w,
-                                 int batch, void *const *acts, cudaStream_t stream)
+                                 int batch, int choice_batch, void *const *acts,
+                                 cudaStream_t stream)
 {
     const gr_node *c = &g->nodes[first], *r = &g->nodes[first + 1], *d = &g->nodes[first + 2];
     const cuda_node_weights *nw = &w->nodes[first];
@@ -250,6 +253,7 @@ static omma_status launch_up_add(const gr_graph *g, int first, const struct cuda
     size_t es = cuda_prec_size(w->prec);
     for (int b0 = 0; b0 < batch; b0 += per) {
         a.batch = batch - b0 < per ? batch - b0 : per;
+        a.choice_batch = choice_batch;
         a.x = items_on(x, b0, xi, es);
         a.up = items_on(up, b0, ui, es);
         a.y = (void *)items_on(y, b0, yi, es);
@@ -297,8 +301,8 @@ static int heads_end(const gr_graph *g, int first, cuda_prec p)
 }
 
 static omma_status launch_heads(const gr_graph *g, int first, int last,
-                                const struct cuda_weights *w, int batch, void *const *acts,
-                                void *const *f32, cudaStream_t stream)
+                                const struct cuda_weights *w, int batch, int choice_batch,
+                                void *const *acts, void *const *f32, cudaStream_t stream)
 {
     cuda_heads_args a;
     if (!heads_shape(g, first, last, w->prec, &a))
@@ -336,6 +340,7 @@ static omma_status launch_heads(const gr_graph *g, int first, int last,
     size_t es = cuda_prec_size(w->prec);
     for (int b0 = 0; b0 < batch; b0 += per) {
         a.block.batch = batch - b0 < per ? batch - b0 : per;
+        a.block.choice_batch = choice_batch;
         a.block.x = items_on(x, b0, xi, es);
         a.block.residual = items_on(res, b0, ri, es);
         for (int j = 0; j < a.n_heads; j++)
@@ -379,7 +384,7 @@ bool cuda_op_step_writes_f32(const gr_graph *g, int first, int t)
     return false;
 }
 
-bool cuda_op_step_pays(const gr_graph *g, int first)
+bool cuda_op_step_pays(const gr_graph *g, int first, int choice_batch)
 {
     /* A block with heads (the step's second node a convolution, not a
      * block) always pays. */
@@ -390,28 +395,29 @@ bool cuda_op_step_pays(const gr_graph *g, int first)
     cuda_pair_args pair;
     if (!chain_shape(g, first, first + 1, CUDA_PREC_F16, &chain) &&
         pair_shape(g, first, CUDA_PREC_F16, &pair)) {
+        pair.a.choice_batch = pair.b.choice_batch = choice_batch;
         return cuda_dwpw_pair_pays(&pair);
     }
-    return cuda_dwpw_chain_pays();
+    return cuda_dwpw_chain_pays(choice_batch);
 }
 
 omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
-                                const struct cuda_weights *w, int batch, void *const *acts,
-                                void *const *f32, cudaStream_t stream)
+                                const struct cuda_weights *w, int batch, int choice_batch,
+                                void *const *acts, void *const *f32, cudaStream_t stream)
 {
     if (!g || !w || !acts)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: NULL graph, weights or tensors");
     if (w->n_nodes != g->n_nodes || w->n_tensors != g->n_tensors)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: weights of another graph");
-    if (first < 0 || last >= g->n_nodes || first >= last || batch < 1)
-        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d, batch %d", first, last,
-                         batch);
+    if (first < 0 || last >= g->n_nodes || first >= last || batch < 1 || choice_batch < batch)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d, batch %d, choice batch %d",
+                         first, last, batch, choice_batch);
     if (g->nodes[first].op == GR_CONV2D && last == first + 2)
-        return launch_up_add(g, first, w, batch, acts, stream);
+        return launch_up_add(g, first, w, batch, choice_batch, acts, stream);
     if (g->nodes[first + 1].op == GR_CONV2D)
-        return launch_heads(g, first, last, w, batch, acts, f32, stream);
+        return launch_heads(g, first, last, w, batch, choice_batch, acts, f32, stream);
     cuda_chain_args chain;
     if (last == first + 1 && !chain_shape(g, first, last, w->prec, &chain))
-        return launch_pair(g, first, w, batch, acts, stream);
-    return launch_chain(g, first, last, w, batch, acts, stream);
+        return launch_pair(g, first, w, batch, choice_batch, acts, stream);
+    return launch_chain(g, first, last, w, batch, choice_batch, acts, stream);
 }

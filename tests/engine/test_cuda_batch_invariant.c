@@ -1,20 +1,24 @@
-/* Batch invariance of the CUDA engine: an item's outputs are bitwise the
- * same whatever the batch it runs in and its row there, CUDA graphs on or
- * off (cuda_ops.h, "Batch invariance"). The runtime's batches depend on
+/* Batch invariance of the CUDA engine: within one exec, an item's outputs
+ * are bitwise the same whatever the batch it runs in and its row there,
+ * CUDA graphs on or off (cuda_ops.h, "Batch invariance": kernels are chosen
+ * as at the exec's max_batch items). The runtime's batches depend on
  * timing, so a kernel chosen by the batch size whose sums run in another
  * order than the one it replaces would make a camera's results depend on
  * which batch it landed in.
  *
  * For each model in models/ (the face and pose models; absent ones are
- * skipped with a message), fp16 and fp32: the batch-1 outputs of a probe
- * input X (node by node) are the reference; then at batch sizes 1, 2, 3, 5,
- * 8, 13, 32, 64, 128 and 131, with graphs off and on, every row holds a
+ * skipped with a message), fp16 and fp32, for two pairs of execs (graphs
+ * off and on) of one max_batch each: the largest batch run (131), and 4 (a
+ * few cameras, whose kernels are those fast at a few items). In the
+ * graphs-off exec the batch-1 outputs of a probe input X (node by node) are
+ * the reference; then at batch sizes 1, 2, 3, 5, 8, 13, 32, 64, 128 and 131
+ * (1 to 4 in the small execs), with graphs off and on, every row holds a
  * different pseudo-random input except rows 0, batch / 2 and batch - 1,
  * which hold X, and every output of those rows must equal the reference
- * (memcmp). The first difference found per model, precision and graph mode
- * is printed (output, batch, row, index, values and their bits).
- * OMMA_TEST_QUICK=1 (and under compute-sanitizer): batches 1, 3 and 70 of
- * three models.
+ * (memcmp). The first difference found per model, precision, max_batch and
+ * graph mode is printed (output, batch, row, index, values and their bits).
+ * OMMA_TEST_QUICK=1 (and under compute-sanitizer): batches 1, 3 and 70
+ * (max_batch 70) and 1 to 4 of three models.
  *
  * Exits 77 where there is no GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -40,6 +44,9 @@ static const int all_batches[] = {1, 2, 3, 5, 8, 13, 32, 64, 128, MAX_BATCH};
 static const int quick_batches[] = {1, 3, 70};
 static const int *batches = all_batches;
 static int n_batches = (int)(sizeof all_batches / sizeof all_batches[0]);
+/* The execs for a few cameras: max_batch SMALL_BATCH, every batch up to it. */
+#define SMALL_BATCH 4
+static const int small_batches[SMALL_BATCH] = {1, 2, 3, 4};
 static bool quick;
 
 static const char *const models[] = {
@@ -233,8 +240,12 @@ static int compare(const char *model, omma_precision p, bool graphs, const model
     return bad;
 }
 
-static void check_model(const char *name, const char *path, omma_precision p)
+/* Runs the batches bs[0 .. nb-1] in two execs of max_batch bs[nb - 1]
+ * (graphs off, on), their probe rows against the probe at batch 1 in the
+ * first. */
+static void check_model(const char *name, const char *path, omma_precision p, const int *bs, int nb)
 {
+    const int max_batch = bs[nb - 1];
     omma_engine_options opt;
     omma_engine_options_init(&opt);
     opt.backend = OMMA_BACKEND_CUDA;
@@ -248,7 +259,7 @@ static void check_model(const char *name, const char *path, omma_precision p)
         omma_exec_options o;
         omma_exec_options_init(&o);
         o.graphs = g;
-        st = omma_exec_create_with(e, MAX_BATCH, &o, &x[g]);
+        st = omma_exec_create_with(e, max_batch, &o, &x[g]);
     }
     /* The reference: the probe alone, node by node. */
     if (st == OMMA_OK)
@@ -258,24 +269,24 @@ static void check_model(const char *name, const char *path, omma_precision p)
     int bad[2] = {0, 0}, runs = 0;
     for (int g = 0; st == OMMA_OK && g < 2; g++) {
         bool printed = false;
-        for (int b = 0; st == OMMA_OK && b < n_batches; b++) {
-            st = run_batch(x[g], &m, batches[b]);
+        for (int b = 0; st == OMMA_OK && b < nb; b++) {
+            st = run_batch(x[g], &m, bs[b]);
             if (st == OMMA_OK) {
-                bad[g] += compare(name, p, g == 1, &m, batches[b], &printed);
+                bad[g] += compare(name, p, g == 1, &m, bs[b], &printed);
                 runs++;
             }
         }
     }
     CHECK(st == OMMA_OK);
     if (st != OMMA_OK)
-        fprintf(stderr, "%s %s: %s: %s\n", name, prec_name(p), omma_status_str(st),
-                omma_last_error());
+        fprintf(stderr, "%s %s max_batch %d: %s: %s\n", name, prec_name(p), max_batch,
+                omma_status_str(st), omma_last_error());
     CHECK(bad[0] == 0);
     CHECK(bad[1] == 0);
     fprintf(stderr,
-            "%s %s: %d runs at batch 1..%d, probe rows vs batch 1: %d differing outputs "
-            "(graphs off), %d (graphs on), of %d outputs\n",
-            name, prec_name(p), runs, batches[n_batches - 1], bad[0], bad[1], m.n_out);
+            "%s %s: an exec of max_batch %d, %d runs at batch 1..%d, probe rows vs batch 1: "
+            "%d differing outputs (graphs off), %d (graphs on), of %d outputs\n",
+            name, prec_name(p), max_batch, runs, max_batch, bad[0], bad[1], m.n_out);
     omma_exec_destroy(x[0]);
     omma_exec_destroy(x[1]);
     io_free(&m);
@@ -301,8 +312,11 @@ static void test_models_batch_invariant(void)
             fprintf(stderr, "%s: absent, skipped\n", path);
             continue;
         }
-        check_model(models[i], path, OMMA_PRECISION_FP16);
-        check_model(models[i], path, OMMA_PRECISION_FP32);
+        for (int k = 0; k < 2; k++) {
+            const omma_precision p = k == 0 ? OMMA_PRECISION_FP16 : OMMA_PRECISION_FP32;
+            check_model(models[i], path, p, batches, n_batches);
+            check_model(models[i], path, p, small_batches, SMALL_BATCH);
+        }
         models_checked++;
     }
 }

@@ -3,9 +3,10 @@
  * - each whole model (BlazeFace short and full range, FaceMesh) on inputs
  *   made from testdata/astronaut.png, GPU vs CPU: same best anchor, box
  *   corners within 0.5% of the input size; FaceMesh landmarks within 0.5 px
- *   (fp32) / 1.5 px (fp16) at 192x192; fp16 also at batch CHAIN_BATCH
- *   (the blocks on small images run as chains at every batch,
- *   cuda_op_step_pays; test_cuda_batch_invariant checks the batches agree);
+ *   (fp32) / 1.5 px (fp16) at 192x192; fp16 also at batch CHAIN_BATCH in
+ *   an exec of that max_batch, where the blocks on small images run as
+ *   chains (cuda_op_step_pays; test_cuda_batch_invariant checks the batches
+ *   of one exec agree);
  * - the per-device engine cache (same file and precision: same engine);
  * - CUDA graph replay bitwise equal to node-by-node launches at batch 1, 3,
  *   8 and CHAIN_BATCH;
@@ -124,7 +125,7 @@ static void make_input(const char *model, int k, float *out)
         out[i] = out[i] * (1.0f - 0.03f * (float)(k % 9)) + 0.01f * (float)(k % 13) * sinf((float)i * 0.37f);
 }
 
-/* A large batch, where the kernels' grids fill the GPU. */
+/* A max_batch at which chains run on GPUs of up to 192 SMs. */
 #define CHAIN_BATCH 96
 
 /* Runs model on one item on the CPU or the GPU; fills the outputs. On the

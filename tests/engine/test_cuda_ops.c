@@ -1084,7 +1084,7 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
         CUDA_GO(cudaMemsetAsync(f32_out[t], 0xFF, b.elems[t] * sizeof(float) + GUARD, stream));
     }
     if (as_step) {
-        GO_OK(cuda_op_launch_step(g, 0, g->n_nodes - 1, w, batch, (void *const *)b.dev,
+        GO_OK(cuda_op_launch_step(g, 0, g->n_nodes - 1, w, batch, batch, (void *const *)b.dev,
                                   f32 ? f32_out : NULL, stream));
         CUDA_GO(cudaStreamSynchronize(stream));
         CUDA_GO(cudaGetLastError());
@@ -1112,7 +1112,7 @@ static void run_graph(const gr_graph *g, int batch, cuda_prec p, const char *lab
             if (!out)
                 continue;
         } else {
-            GO_OK(cuda_op_launch(g, n, w, nb, din, rt >= 0 ? b.dev[rt] : NULL, b.dev[n->out],
+            GO_OK(cuda_op_launch(g, n, w, nb, batch, din, rt >= 0 ? b.dev[rt] : NULL, b.dev[n->out],
                                  stream));
         }
         CUDA_GO(cudaStreamSynchronize(stream));
@@ -1647,16 +1647,19 @@ static void test_errors(void)
         cudaMalloc(&y, 4 * 4 * 8 * 4) != cudaSuccess)
         goto done;
     const void *in[GR_MAX_INPUTS] = {x};
-    CHECK_FAILS(cuda_op_launch(g, &g->nodes[0], w, 0, in, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
+    CHECK_FAILS(cuda_op_launch(g, &g->nodes[0], w, 0, 1, in, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
                 "batch");
-    CHECK_FAILS(cuda_op_launch(other, &other->nodes[0], w, 1, in, NULL, y, NULL),
+    /* Choices made as at fewer items than run: not a choice batch. */
+    CHECK_FAILS(cuda_op_launch(g, &g->nodes[0], w, 2, 1, in, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
+                "choice batch below the batch");
+    CHECK_FAILS(cuda_op_launch(other, &other->nodes[0], w, 1, 1, in, NULL, y, NULL),
                 OMMA_ERR_INVALID_ARG, "weights of a graph");
-    CHECK_FAILS(cuda_op_launch(g, &other->nodes[0], w, 1, in, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
-                "not one of the graph");
+    CHECK_FAILS(cuda_op_launch(g, &other->nodes[0], w, 1, 1, in, NULL, y, NULL),
+                OMMA_ERR_INVALID_ARG, "not one of the graph");
     const void *none[GR_MAX_INPUTS] = {NULL};
-    CHECK_FAILS(cuda_op_launch(g, &g->nodes[0], w, 1, none, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
+    CHECK_FAILS(cuda_op_launch(g, &g->nodes[0], w, 1, 1, none, NULL, y, NULL), OMMA_ERR_INVALID_ARG,
                 "NULL");
-    CHECK(cuda_op_launch(g, &g->nodes[0], w, 1, in, NULL, y, NULL) == OMMA_OK);
+    CHECK(cuda_op_launch(g, &g->nodes[0], w, 1, 1, in, NULL, y, NULL) == OMMA_OK);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
 done:
     cudaFree(x);
