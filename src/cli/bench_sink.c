@@ -90,6 +90,8 @@ typedef struct bench_opts {
     int json;
 } bench_opts;
 
+#if OMMA_HAVE_NATS || OMMA_HAVE_MOSQUITTO || OMMA_HAVE_RDKAFKA
+/* Helpers of the brokers' benches (none without a broker library). */
 static void sleep_us(long us)
 {
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
@@ -165,6 +167,7 @@ static void stop(pid_t pid)
 }
 
 /* ---- Subscribers: each puts the latency of every message it gets -------- */
+#endif
 
 typedef struct latencies {
     pthread_mutex_t lock;
@@ -172,6 +175,7 @@ typedef struct latencies {
     size_t n, cap;
 } latencies;
 
+#if OMMA_HAVE_NATS || OMMA_HAVE_MOSQUITTO || OMMA_HAVE_RDKAFKA
 static void record(latencies *l, const void *data, size_t len)
 {
     uint64_t now = unix_ns();
@@ -188,6 +192,7 @@ static void record(latencies *l, const void *data, size_t len)
         l->ms[l->n++] = (double)(int64_t)(now - t) / 1e6;
     pthread_mutex_unlock(&l->lock);
 }
+#endif
 
 typedef struct subscriber {
     sink_kind kind;
@@ -260,6 +265,7 @@ typedef struct result {
     uint64_t acked, dropped, received, sent_latency;
 } result;
 
+#if OMMA_HAVE_NATS || OMMA_HAVE_MOSQUITTO || OMMA_HAVE_RDKAFKA
 static void fill_message(char *buf, int size, int camera, uint64_t seq, uint64_t t)
 {
     int n = snprintf(buf, (size_t)size + 1,
@@ -384,6 +390,7 @@ static int latency(const char *url, subscriber *sub, const bench_opts *o, result
     pthread_mutex_unlock(&sub->lat->lock);
     return r->received > 0;
 }
+#endif
 
 static void report(const bench_opts *o, const char *kind, const result *r)
 {
