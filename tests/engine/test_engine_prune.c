@@ -16,6 +16,7 @@
 
 #include "omma/engine.h"
 #include "support/png_image.h"
+#include "support/pose_outputs.h"
 #include "testing.h"
 
 #define POSE_LITE OMMA_MODELS_DIR "/pose_landmark_lite.tflite"
@@ -26,43 +27,10 @@
 static rgb_image photo;
 static float input[SIZE * SIZE * 3];
 
-/* The landmark model's outputs by shape. */
-typedef struct pose_outputs {
-    const char *used[4]; /* landmarks [1, 195], flag [1, 1], world [1, 117],
-                          * heatmap [1, 64, 64, 39]: what the pipeline reads */
-    const char *mask; /* segmentation [1, 256, 256, 1] */
-} pose_outputs;
-
-static bool is_shape(const omma_tensor_info *t, int rank, int d1, int d2, int d3)
-{
-    int want[4] = {1, d1, d2, d3};
-    if (t->rank != rank)
-        return false;
-    for (int d = 0; d < rank; d++)
-        if (t->dims[d] != want[d])
-            return false;
-    return true;
-}
-
+/* The four used outputs and the mask, all there (an unpruned model). */
 static bool find_outputs(const omma_engine *e, pose_outputs *p)
 {
-    memset(p, 0, sizeof *p);
-    for (int o = 0; o < omma_engine_output_count(e); o++) {
-        omma_tensor_info t;
-        if (omma_engine_output_info(e, o, &t) != OMMA_OK)
-            return false;
-        if (is_shape(&t, 2, 195, 0, 0))
-            p->used[0] = t.name;
-        else if (is_shape(&t, 2, 1, 0, 0))
-            p->used[1] = t.name;
-        else if (is_shape(&t, 2, 117, 0, 0))
-            p->used[2] = t.name;
-        else if (is_shape(&t, 4, 64, 64, 39))
-            p->used[3] = t.name;
-        else if (is_shape(&t, 4, 256, 256, 1))
-            p->mask = t.name;
-    }
-    return p->used[0] && p->used[1] && p->used[2] && p->used[3] && p->mask;
+    return pose_outputs_find(e, p) && p->mask;
 }
 
 static omma_status load(const char *path, const char *const *names, int count, omma_engine **e)

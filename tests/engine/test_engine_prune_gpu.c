@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "omma/omma.h"
 #include "support/png_image.h"
+#include "support/pose_outputs.h"
 #include "testing.h"
 
 #define POSE_LITE OMMA_MODELS_DIR "/pose_landmark_lite.tflite"
@@ -29,37 +30,6 @@
 
 static omma_device *dev;
 static float *inputs; /* MAX_BATCH crops */
-
-static bool is_shape(const omma_tensor_info *t, int rank, int d1, int d2, int d3)
-{
-    int want[4] = {1, d1, d2, d3};
-    if (t->rank != rank)
-        return false;
-    for (int d = 0; d < rank; d++)
-        if (t->dims[d] != want[d])
-            return false;
-    return true;
-}
-
-/* The four outputs the pose pipeline reads, by shape. */
-static bool used_outputs(const omma_engine *e, const char *used[4])
-{
-    memset(used, 0, 4 * sizeof *used);
-    for (int o = 0; o < omma_engine_output_count(e); o++) {
-        omma_tensor_info t;
-        if (omma_engine_output_info(e, o, &t) != OMMA_OK)
-            return false;
-        if (is_shape(&t, 2, 195, 0, 0))
-            used[0] = t.name;
-        else if (is_shape(&t, 2, 1, 0, 0))
-            used[1] = t.name;
-        else if (is_shape(&t, 2, 117, 0, 0))
-            used[2] = t.name;
-        else if (is_shape(&t, 4, 64, 64, 39))
-            used[3] = t.name;
-    }
-    return used[0] && used[1] && used[2] && used[3];
-}
 
 static omma_status load(const char *path, omma_precision p, const char *const *names, int count,
                         omma_engine **e)
@@ -112,9 +82,10 @@ static void check_model(const char *path, omma_precision p)
     const char *prec = p == OMMA_PRECISION_FP16 ? "fp16" : "fp32";
     omma_engine *all = NULL, *kept = NULL;
     omma_exec *xa = NULL, *xk = NULL;
-    const char *used[4];
+    pose_outputs po;
+    const char *const *used = po.used;
     REQUIRE_OK(load(path, p, NULL, 0, &all));
-    if (!used_outputs(all, used) || load(path, p, used, 4, &kept) != OMMA_OK ||
+    if (!pose_outputs_find(all, &po) || load(path, p, used, 4, &kept) != OMMA_OK ||
         omma_exec_create(all, MAX_BATCH, &xa) != OMMA_OK ||
         omma_exec_create(kept, MAX_BATCH, &xk) != OMMA_OK) {
         fprintf(stderr, "%s %s: %s\n", path, prec, omma_last_error());
@@ -194,9 +165,10 @@ static void test_heavy(void)
 static void test_cache(void)
 {
     omma_engine *all = NULL, *k1 = NULL, *k2 = NULL, *other = NULL, *all2 = NULL;
-    const char *used[4];
+    pose_outputs po;
+    const char *const *used = po.used;
     REQUIRE_OK(load(POSE_FULL, OMMA_PRECISION_FP16, NULL, 0, &all));
-    if (used_outputs(all, used)) {
+    if (pose_outputs_find(all, &po)) {
         const char *reordered[] = {used[1], used[0], used[2], used[3]};
         CHECK(load(POSE_FULL, OMMA_PRECISION_FP16, used, 4, &k1) == OMMA_OK);
         CHECK(load(POSE_FULL, OMMA_PRECISION_FP16, used, 4, &k2) == OMMA_OK);
