@@ -263,6 +263,26 @@ static int ipc_owner(int wfd, int rfd, long period_us)
 /* Runs case k in this (fresh) process with scheduling flag sched; its
  * figures in *r. pt: one of --procs's processes (ipc_wait then waits on
  * the publisher's event), else alone. */
+/* The window's figures: from its start (wall and process CPU clocks, the
+ * threads' times in t0) to now, over `ticks` ticks. */
+static void window_figures(long ticks, uint64_t start, uint64_t cpu0, uint64_t in_call,
+                           uint64_t in_wait, uint64_t polls, const tasks *t0, result *out)
+{
+    static tasks t1;
+    uint64_t wall = now_ns(CLOCK_MONOTONIC) - start;
+    uint64_t cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    read_tasks(&t1);
+    double per = 1e3 * (double)ticks;
+    out->ticks = ticks;
+    out->period_us = (double)wall / 1e3 / (double)ticks;
+    out->call_us = (double)in_call / per;
+    out->wait_us = (double)in_wait / per;
+    out->polls = (double)polls / (double)ticks;
+    out->process_us = (double)cpu / per;
+    thread_figures(t0, &t1, (int)getpid(), per, out);
+    out->ok = 1;
+}
+
 static int run_case(int k, unsigned sched, const opts *o, const party *pt, result *out)
 {
     const char *name = case_names[k][0];
@@ -327,7 +347,7 @@ static int run_case(int k, unsigned sched, const opts *o, const party *pt, resul
         ticks = 10;
     uint64_t in_call = 0, in_wait = 0, polls = 0;
     int pending = 0; /* record_query_next: a record not looked at yet */
-    static tasks t0, t1;
+    static tasks t0;
     uint64_t start = 0, cpu0 = 0;
     CK(cuEventRecord(ev, s));
     CK(cuStreamSynchronize(s));
@@ -401,18 +421,7 @@ static int run_case(int k, unsigned sched, const opts *o, const party *pt, resul
             return 2;
         }
     }
-    uint64_t wall = now_ns(CLOCK_MONOTONIC) - start;
-    uint64_t cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-    read_tasks(&t1);
-    double per = 1e3 * (double)ticks;
-    out->ticks = ticks;
-    out->period_us = (double)wall / 1e3 / (double)ticks;
-    out->call_us = (double)in_call / per;
-    out->wait_us = (double)in_wait / per;
-    out->polls = (double)polls / (double)ticks;
-    out->process_us = (double)cpu / per;
-    thread_figures(&t0, &t1, (int)getpid(), per, out);
-    out->ok = 1;
+    window_figures(ticks, start, cpu0, in_call, in_wait, polls, &t0, out);
     if (owner > 0) {
         close(ipc_to[1]);
         waitpid(owner, NULL, 0);
@@ -468,7 +477,7 @@ static int run_publisher(unsigned sched, const opts *o, const party *pt, result 
     if (ticks < 10)
         ticks = 10;
     uint64_t in_call = 0, in_wait = 0, polls = 0, start = 0, cpu0 = 0;
-    static tasks t0, t1;
+    static tasks t0;
     for (long i = 0;; i++) {
         if (i == warm) {
             read_tasks(&t0);
@@ -476,18 +485,7 @@ static int run_publisher(unsigned sched, const opts *o, const party *pt, result 
             cpu0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
             in_call = in_wait = polls = 0;
         } else if (i == warm + ticks) {
-            uint64_t wall = now_ns(CLOCK_MONOTONIC) - start;
-            uint64_t cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-            read_tasks(&t1);
-            double per = 1e3 * (double)ticks;
-            out->ticks = ticks;
-            out->period_us = (double)wall / 1e3 / (double)ticks;
-            out->call_us = (double)in_call / per;
-            out->wait_us = (double)in_wait / per;
-            out->polls = (double)polls / (double)ticks;
-            out->process_us = (double)cpu / per;
-            thread_figures(&t0, &t1, (int)getpid(), per, out);
-            out->ok = 1;
+            window_figures(ticks, start, cpu0, in_call, in_wait, polls, &t0, out);
         }
         if (i >= warm + ticks) { /* until the others are done */
             char c;
