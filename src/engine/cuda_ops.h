@@ -212,6 +212,9 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
  * - A GR_DWPW node and the 1x1 convolutions (heads) right after it that
  *   read its output, which nothing else reads (cuda_dwpw_heads_fits): its
  *   epilogue computes the heads, so the block's output is never written.
+ * - A DEPTHWISE_CONV_2D and a 1x1 CONV_2D of its output, which nothing
+ *   else reads, on images of few channels (cuda_dwproj_fits): one kernel,
+ *   bitwise the two nodes' results, so it always pays.
  * cuda_op_step_end: the last node of the step starting at node `first` in
  * precision p, or `first` when none starts there. Memory must be planned
  * with the step as one (plan_build's step_end): its nodes run at once, so
@@ -474,6 +477,32 @@ bool cuda_dwpw_pair_fits(const cuda_pair_args *p);
  * blocks'). */
 bool cuda_dwpw_pair_pays(const cuda_pair_args *p);
 cudaError_t cuda_launch_dwpw_pair(const cuda_pair_args *p, cudaStream_t s);
+
+/* A depthwise convolution and the 1x1 convolution of its output, which
+ * nothing else reads, in one kernel on images of few channels
+ * (cuda_ops_dwproj.cu): y = act(pw(actd(dw(x) + bd)) + bias + residual),
+ * the depthwise output never written to memory, the results bitwise those
+ * of the two nodes one by one. fp16; 8 channels in and out; a k x k
+ * window (3 or 5) at stride 1 without dilation, padding pt / pl before
+ * (any after); outputs at least 16 pixels wide; acts NONE, RELU or RELU6;
+ * 16-byte aligned buffers. */
+typedef struct cuda_dwproj_args {
+    cuda_prec prec;
+    const void *x;        /* [batch, ih, iw, c] */
+    const void *wd;       /* [kh][kw][c] */
+    const float *bd;      /* [c] or NULL */
+    const void *w;        /* [cout][c] */
+    const float *bias;    /* [cout] or NULL */
+    const void *residual; /* [batch, oh, ow, cout] or NULL */
+    void *y;              /* [batch, oh, ow, cout] */
+    int batch, ih, iw, c, oh, ow, cout;
+    int kh, kw, sh, sw, dh, dw, pt, pl;
+    int actd, act; /* gr_act */
+} cuda_dwproj_args;
+
+/* True when the shapes fit the kernel (pointers are not looked at). */
+bool cuda_dwproj_fits(const cuda_dwproj_args *a);
+cudaError_t cuda_launch_dwproj(const cuda_dwproj_args *a, cudaStream_t s);
 
 /* y = act(a + b) (b may be NULL: y = act(a)), n elements, c channels (the
  * innermost dimension, for alpha). b_period: b repeats every b_period

@@ -1,8 +1,9 @@
 /* The host side of the CUDA ops' multi-node steps (cuda_ops.h, "steps"):
  * which nodes from a given one run as one kernel (a chain of blocks on
  * small images, a pair of blocks on large ones, an FPN level, a block and
- * its heads), whether that pays at the exec's choice batch, and the launch. Single
- * nodes are cuda_ops.c's. */
+ * its heads, a depthwise + 1x1 pair on few channels), whether that pays
+ * at the exec's choice batch, and the launch. Single nodes are
+ * cuda_ops.c's. */
 #include <string.h>
 
 #include "core/error.h"
@@ -350,12 +351,88 @@ static omma_status launch_heads(const gr_graph *g, int first, int last,
     return OMMA_OK;
 }
 
+/* ---- a depthwise convolution and the 1x1 convolution of its output ------ */
+
+/* Nodes first, first+1 as a depthwise convolution and a 1x1 convolution
+ * of its output (GEMM form, no PRELU), the depthwise output read by
+ * nothing else, that cuda_dwproj_fits takes. Fills a's shapes (no
+ * pointers). */
+static bool dwproj_shape(const gr_graph *g, int first, cuda_prec p, cuda_dwproj_args *a)
+{
+    memset(a, 0, sizeof *a);
+    if (p != CUDA_PREC_F16 || first + 1 >= g->n_nodes)
+        return false;
+    const gr_node *d = &g->nodes[first], *q = &g->nodes[first + 1];
+    if (d->op != GR_DWCONV2D || d->p.conv.depth_multiplier != 1 || d->p.conv.residual >= 0 ||
+        d->p.conv.act == GR_ACT_PRELU || gr_is_const(g, d->in[0]) || q->op != GR_CONV2D ||
+        q->in[0] != d->out || q->p.conv.win.kh != 1 || q->p.conv.win.kw != 1 ||
+        !cuda_conv_is_pointwise(g, q) || q->p.conv.act == GR_ACT_PRELU ||
+        q->p.conv.residual == d->out || read_outside(g, d->out, first + 1, first + 1))
+        return false;
+    const gr_tensor *x = &g->tensors[d->in[0]], *xd = &g->tensors[d->out];
+    const gr_tensor *y = &g->tensors[q->out];
+    if (x->rank != 4 || xd->rank != 4 || y->rank != 4 || x->dims[3] != xd->dims[3] ||
+        memcmp(xd->dims + 1, y->dims + 1, 2 * sizeof(int)) != 0)
+        return false;
+    if (q->p.conv.residual >= 0) {
+        const gr_tensor *rt = &g->tensors[q->p.conv.residual];
+        if (rt->rank != 4 || memcmp(rt->dims + 1, y->dims + 1, 3 * sizeof(int)) != 0)
+            return false;
+    }
+    const gr_window *win = &d->p.conv.win;
+    a->prec = p;
+    a->batch = 1;
+    a->ih = x->dims[1], a->iw = x->dims[2], a->c = x->dims[3];
+    a->oh = y->dims[1], a->ow = y->dims[2], a->cout = y->dims[3];
+    a->kh = win->kh, a->kw = win->kw, a->sh = win->stride_h, a->sw = win->stride_w;
+    a->dh = win->dil_h, a->dw = win->dil_w, a->pt = win->pad_top, a->pl = win->pad_left;
+    a->actd = (int)d->p.conv.act, a->act = (int)q->p.conv.act;
+    return cuda_dwproj_fits(a);
+}
+
+static omma_status launch_dwproj(const gr_graph *g, int first, const struct cuda_weights *w,
+                                 int batch, void *const *acts, cudaStream_t stream)
+{
+    cuda_dwproj_args a;
+    if (!dwproj_shape(g, first, w->prec, &a))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED,
+                         "cuda step: nodes %d..%d are not a depthwise and 1x1 convolution", first,
+                         first + 1);
+    const gr_node *d = &g->nodes[first], *q = &g->nodes[first + 1];
+    const cuda_node_weights *wd = &w->nodes[first], *wq = &w->nodes[first + 1];
+    a.wd = wd->filter, a.bd = wd->bias;
+    a.w = wq->filter, a.bias = wq->bias;
+    if (!a.wd || !a.w || (d->in[2] >= 0 && !a.bd) || (q->in[2] >= 0 && !a.bias))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d: weights of another graph",
+                         first, first + 1);
+    const int rt = q->p.conv.residual;
+    const void *x = acts[d->in[0]], *res = rt >= 0 ? acts[rt] : NULL;
+    void *y = acts[q->out];
+    if (!x || !y || (rt >= 0 && !res))
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d: a NULL activation", first,
+                         first + 1);
+    size_t xi = cuda_item_elems(&g->tensors[d->in[0]]), yi = cuda_item_elems(&g->tensors[q->out]);
+    int per = (int)(LAUNCH_ELEMS_MAX / (xi > yi ? xi : yi));
+    size_t es = cuda_prec_size(w->prec);
+    for (int b0 = 0; b0 < batch; b0 += per) {
+        a.batch = batch - b0 < per ? batch - b0 : per;
+        a.x = items_on(x, b0, xi, es);
+        a.residual = items_on(res, b0, yi, es);
+        a.y = (void *)items_on(y, b0, yi, es);
+        OMMA_TRY(OMMA_CK(cuda_launch_dwproj(&a, stream)));
+    }
+    return OMMA_OK;
+}
+
 /* ---- steps ------------------------------------------------------------------ */
 
 int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p)
 {
     if (!g || first < 0 || first >= g->n_nodes || p != CUDA_PREC_F16)
         return first;
+    cuda_dwproj_args dp;
+    if (dwproj_shape(g, first, p, &dp))
+        return first + 1;
     cuda_conv_args a;
     if (up_add_shape(g, first, p, &a))
         return first + 2;
@@ -412,6 +489,8 @@ omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
     if (first < 0 || last >= g->n_nodes || first >= last || batch < 1 || choice_batch < batch)
         return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d, batch %d, choice batch %d",
                          first, last, batch, choice_batch);
+    if (g->nodes[first].op == GR_DWCONV2D)
+        return launch_dwproj(g, first, w, batch, acts, stream);
     if (g->nodes[first].op == GR_CONV2D && last == first + 2)
         return launch_up_add(g, first, w, batch, choice_batch, acts, stream);
     if (g->nodes[first + 1].op == GR_CONV2D)

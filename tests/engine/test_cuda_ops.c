@@ -1606,6 +1606,181 @@ static void test_heads(void)
                          heads_cases[i].batch, true);
 }
 
+/* ---- a depthwise convolution and a 1x1 convolution of its output -------- */
+
+/* DEPTHWISE_CONV_2D (actd) then CONV_2D 1x1 (act, residual) on 8 channels:
+ * the dwproj kernel (cuda_ops_dwproj.cu), TFLite's SAME padding, partial
+ * tiles in both directions, the residual the block's input or another
+ * tensor. */
+typedef struct dwproj_case {
+    const char *name;
+    int batch, h, w, k;
+    res_mode res; /* RES_NONE, RES_INPUT or RES_PIXEL */
+    gr_act actd, act;
+    bool no_bias;
+} dwproj_case;
+
+static const dwproj_case dwproj_cases[] = {
+    {"segmentation decoder block, 3x3, residual = the input, 33x29", 3, 33, 29, 3, RES_INPUT,
+     GR_ACT_RELU6, GR_ACT_RELU6, false},
+    {"3x3, 64x128 (several tiles a row), residual = the input", 2, 64, 128, 3, RES_INPUT,
+     GR_ACT_RELU6, GR_ACT_RELU6, false},
+    {"5x5, 20x40, residual of another tensor, no bias", 2, 20, 40, 5, RES_PIXEL, GR_ACT_RELU,
+     GR_ACT_NONE, true},
+    {"3x3, 9x16 (a half-empty tile), no residual", 5, 9, 16, 3, RES_NONE, GR_ACT_NONE, GR_ACT_RELU,
+     false},
+    {"5x5, 3x17 (window taller than the image)", 4, 3, 17, 5, RES_INPUT, GR_ACT_RELU6, GR_ACT_RELU6,
+     false},
+};
+
+static gr_graph *build_dwproj(int h, int w, int c, int k, res_mode res, gr_act actd, gr_act act,
+                              bool no_bias)
+{
+    gr_graph *g = NULL;
+    if (gr_create(&g) != OMMA_OK)
+        return NULL;
+    spec s;
+    memset(&s, 0, sizeof s);
+    s.kh = s.kw = k;
+    s.sh = s.sw = s.dil = s.mult = 1;
+    s.no_bias = no_bias;
+    s.act = actd;
+    same_pad(h, k, 1, 1, &s.pt, &s.pb);
+    same_pad(w, k, 1, 1, &s.pl, &s.pr);
+    int x = input(g, 4, h, w, c);
+    int d = build_conv(g, &s, GR_DWCONV2D, x, h, w, c, c);
+    s.kh = s.kw = 1;
+    s.pt = s.pl = s.pb = s.pr = 0;
+    s.act = act;
+    s.residual = res == RES_PIXEL;
+    int y = build_conv(g, &s, GR_CONV2D, d, h, w, c, c);
+    if (res == RES_INPUT && g->n_nodes > 0)
+        g->nodes[g->n_nodes - 1].p.conv.residual = x;
+    if (x < 0 || d < 0 || y < 0) {
+        gr_free(g);
+        return NULL;
+    }
+    g->outputs[g->n_outputs++] = y;
+    return g;
+}
+
+/* A graph that is one step against its nodes one by one on the GPU in
+ * fp16, the same inputs and weights, choices as at `batch` items: the
+ * outputs must be the same bits. */
+static void step_bitwise(const gr_graph *g, int batch, const char *kind, const char *name)
+{
+    const int y = g->outputs[0];
+    bufs b = {0};
+    cuda_weights *w = NULL;
+    cudaStream_t stream = NULL;
+    float *host = NULL;
+    void *dtmp = NULL;
+    uint16_t *fused = NULL, *nodes = NULL;
+    b.n = g->n_tensors;
+    b.dev = calloc((size_t)b.n, sizeof *b.dev);
+    b.elems = calloc((size_t)b.n, sizeof *b.elems);
+    GO(b.dev && b.elems);
+    CUDA_GO(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (g->tensors[t].data)
+            continue;
+        b.elems[t] = item_of(&g->tensors[t]) * (size_t)batch;
+        CUDA_GO(cudaMalloc((void **)&b.dev[t], b.elems[t] * 2));
+        CUDA_GO(cudaMemsetAsync(b.dev[t], 0xFF, b.elems[t] * 2, stream));
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        int t = g->inputs[i];
+        size_t e = b.elems[t];
+        host = malloc(e * sizeof(float));
+        GO(host);
+        tg_fill(host, e, rnd(), -1.0f, 1.0f);
+        CUDA_GO(cudaMalloc(&dtmp, e * sizeof(float)));
+        CUDA_GO(cudaMemcpyAsync(dtmp, host, e * sizeof(float), cudaMemcpyHostToDevice, stream));
+        GO_OK(cuda_convert(b.dev[t], CUDA_PREC_F16, dtmp, CUDA_PREC_F32, e, stream));
+        CUDA_GO(cudaStreamSynchronize(stream));
+        CUDA_GO(cudaFree(dtmp));
+        dtmp = NULL;
+        free(host);
+        host = NULL;
+    }
+    GO_OK(cuda_weights_upload(g, CUDA_PREC_F16, &w));
+    size_t n = b.elems[y];
+    fused = malloc(n * 2);
+    nodes = malloc(n * 2);
+    GO(fused && nodes);
+    GO_OK(cuda_op_launch_step(g, 0, g->n_nodes - 1, w, batch, batch, (void *const *)b.dev, NULL,
+                              stream));
+    CUDA_GO(cudaMemcpyAsync(fused, b.dev[y], n * 2, cudaMemcpyDeviceToHost, stream));
+    CUDA_GO(cudaStreamSynchronize(stream));
+    CUDA_GO(cudaMemsetAsync(b.dev[y], 0xFF, n * 2, stream));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *nd = &g->nodes[i];
+        const void *din[GR_MAX_INPUTS] = {0};
+        for (int k = 0; k < nd->n_in; k++)
+            if (nd->in[k] >= 0 && !g->tensors[nd->in[k]].data)
+                din[k] = b.dev[nd->in[k]];
+        int rt = nd->p.conv.residual;
+        GO_OK(cuda_op_launch(g, nd, w, batch, batch, din, rt >= 0 ? b.dev[rt] : NULL,
+                             b.dev[nd->out], stream));
+    }
+    CUDA_GO(cudaMemcpyAsync(nodes, b.dev[y], n * 2, cudaMemcpyDeviceToHost, stream));
+    CUDA_GO(cudaStreamSynchronize(stream));
+    CUDA_GO(cudaGetLastError());
+    size_t diff = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fused[i] != nodes[i] && !diff++)
+            first = i;
+    if (diff)
+        fprintf(stderr,
+                "FAIL %s %s: %zu of %zu fp16 outputs differ from the nodes one by one, "
+                "first at %zu (0x%04x, nodes 0x%04x)\n",
+                kind, name, diff, n, first, fused[first], nodes[first]);
+    CHECK(diff == 0);
+done:
+    free(host);
+    free(fused);
+    free(nodes);
+    if (dtmp)
+        cudaFree(dtmp);
+    cuda_weights_free(w);
+    for (int t = 0; b.dev && t < b.n; t++)
+        if (b.dev[t])
+            cudaFree(b.dev[t]);
+    free(b.dev);
+    free(b.elems);
+    if (stream)
+        cudaStreamDestroy(stream);
+}
+
+/* Each case as one step against the CPU, node by node in both precisions,
+ * and bitwise against its nodes (at a batch of 1 too: the nodes' kernels
+ * differ there); shapes the kernel does not take stay two nodes. */
+static void test_dwproj(void)
+{
+    for (size_t i = 0; i < sizeof dwproj_cases / sizeof dwproj_cases[0]; i++) {
+        const dwproj_case *dc = &dwproj_cases[i];
+        gr_graph *g = build_dwproj(dc->h, dc->w, 8, dc->k, dc->res, dc->actd, dc->act, dc->no_bias);
+        if (g && gr_validate(g) == OMMA_OK && cuda_op_step_end(g, 0, CUDA_PREC_F16) == 1) {
+            step_bitwise(g, dc->batch, "dwproj", dc->name);
+            step_bitwise(g, 1, "dwproj batch 1", dc->name);
+        }
+        check_step_graph(g, "dwproj", dc->name, dc->batch, true);
+    }
+    /* 16 channels, an image 15 wide, stride 2: the nodes run. */
+    static const int other[][4] = {{16, 20, 20, 1}, {8, 20, 15, 1}, {8, 20, 20, 2}};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        gr_graph *g = build_dwproj(other[i][1], other[i][2], other[i][0], 3, RES_INPUT,
+                                   GR_ACT_RELU6, GR_ACT_RELU6, false);
+        CHECK(g != NULL);
+        if (!g)
+            continue;
+        if (other[i][3] == 2)
+            g->nodes[0].p.conv.win.stride_h = g->nodes[0].p.conv.win.stride_w = 2;
+        CHECK(cuda_op_step_end(g, 0, CUDA_PREC_F16) == 0);
+        gr_free(g);
+    }
+}
+
 /* ---- API misuse and memory ------------------------------------------------ */
 
 static gr_graph *small_conv_graph(void)
@@ -1737,5 +1912,6 @@ int main(int argc, char **argv)
     RUN(test_up_add);
     RUN(test_pairs);
     RUN(test_heads);
+    RUN(test_dwproj);
     return testing_finish();
 }
