@@ -51,26 +51,30 @@ static __device__ __forceinline__ void dp_unpack(uint4 v, float *f)
     }
 }
 
+/* Blocks a SM holds (__launch_bounds__: at most 64 registers a thread, the
+ * depthwise filter read from shared memory). */
+#define DP_PER_SM 4
+
 template <int K>
-__global__ void __launch_bounds__(DP_THREADS)
+__global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
     dwproj_few(const uint4 *__restrict__ x, const __half *__restrict__ wd,
                const float *__restrict__ bd, const __half *__restrict__ w,
                const float *__restrict__ bias, const __half *__restrict__ res,
                __half *__restrict__ y, dp_shape s)
 {
     constexpr int WH = DP_TH + K - 1, WW = DP_TW + K - 1;
-    __shared__ uint4 win[WH * WW];     /* the input window */
-    __shared__ uint4 dwo[DP_TH * DP_TW]; /* the depthwise outputs, half */
+    __shared__ uint4 win[WH * WW];       /* the input window */
+    __shared__ uint4 dwo[DP_TH * DP_TW];   /* the depthwise outputs, half */
+    __shared__ float4 wds[K * K][DP_C / 4]; /* the depthwise filter as floats */
 
     /* The filters first (constants), then the input (the previous kernel's). */
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
-    float wv[K * K][DP_C], bdv[DP_C];
-#pragma unroll
-    for (int k = 0; k < K * K; k++)
-        dp_unpack(__ldg(reinterpret_cast<const uint4 *>(wd) + k), wv[k]);
-#pragma unroll
-    for (int c = 0; c < DP_C; c++)
-        bdv[c] = bd ? __ldg(bd + c) : 0.0f;
+    if (threadIdx.x < K * K) {
+        float f[DP_C];
+        dp_unpack(__ldg(reinterpret_cast<const uint4 *>(wd) + threadIdx.x), f);
+        wds[threadIdx.x][0] = make_float4(f[0], f[1], f[2], f[3]);
+        wds[threadIdx.x][1] = make_float4(f[4], f[5], f[6], f[7]);
+    }
     /* The 1x1 filter's B fragment: output channel g, input channels 2t, 2t + 1
      * (the upper 8 of the k16 step are zeros). */
     const unsigned b[2] = {__ldg(reinterpret_cast<const unsigned *>(w + g * DP_C) + t), 0u};
@@ -112,9 +116,11 @@ __global__ void __launch_bounds__(DP_THREADS)
                     continue;
                 float xv[DP_C];
                 dp_unpack(win[(warp + ky) * WW + lane + kx], xv);
+                const float4 w0 = wds[ky * K + kx][0], w1 = wds[ky * K + kx][1];
+                const float wv[DP_C] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
 #pragma unroll
                 for (int c = 0; c < DP_C; c++)
-                    acc[c] = fmaf(xv[c], wv[ky * K + kx][c], acc[c]);
+                    acc[c] = fmaf(xv[c], wv[c], acc[c]);
             }
         }
         unsigned h[DP_C / 2];
@@ -122,8 +128,8 @@ __global__ void __launch_bounds__(DP_THREADS)
         for (int c = 0; c < DP_C; c += 2) {
             float v0 = acc[c], v1 = acc[c + 1];
             if (bd) {
-                v0 += bdv[c];
-                v1 += bdv[c + 1];
+                v0 += __ldg(bd + c);
+                v1 += __ldg(bd + c + 1);
             }
             h[c / 2] = pack_half2(activate_slope(v0, s.actd, 0.0f), activate_slope(v1, s.actd, 0.0f));
         }
