@@ -316,6 +316,17 @@ static void make_cases(void)
     s = add_case(GR_CONV2D, 1, 9, 9, 16);
     window(s, 3, 1, 1, 2);
     s->cout = 2, s->act = GR_ACT_RELU, s->no_bias = true;
+    /* 8 channels at stride 1 from a window in shared memory
+     * (conv_window_few): partial tiles both ways, 5x5, VALID, PRELU. */
+    s = add_case(GR_CONV2D, 2, 20, 40, 8);
+    window(s, 5, 1, 1, 1);
+    s->cout = 3, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 3, 9, 70, 8);
+    window(s, 3, 1, 1, 1);
+    s->cout = 8, s->act = GR_ACT_RELU6;
+    s = add_case(GR_CONV2D, 1, 19, 18, 8);
+    window(s, 3, 1, 1, 0);
+    s->cout = 2, s->no_bias = true;
     for (int i = 0; i < 30; i++) {
         s = add_case(GR_CONV2D, PICK(1, 3, 8), PICK(1, 4, 7, 12), PICK(1, 5, 9, 12),
                      PICK(1, 2, 3, 4, 5, 16, 32));
