@@ -215,6 +215,9 @@ omma_status cuda_op_launch_f32_input(const gr_graph *g, const gr_node *n,
  * - A DEPTHWISE_CONV_2D and a 1x1 CONV_2D of its output, which nothing
  *   else reads, on images of few channels (cuda_dwproj_fits): one kernel,
  *   bitwise the two nodes' results, so it always pays.
+ * - A RESIZE_BILINEAR and the ADD of its output and another tensor, the
+ *   resized tensor read by nothing else (an FPN merge whose lateral
+ *   convolution runs elsewhere): one kernel, bitwise the two nodes.
  * cuda_op_step_end: the last node of the step starting at node `first` in
  * precision p, or `first` when none starts there. Memory must be planned
  * with the step as one (plan_build's step_end): its nodes run at once, so
@@ -551,6 +554,11 @@ typedef struct cuda_resize_args {
     void *y;
     int batch, ih, iw, c, oh, ow;
     bool align_corners, half_pixel_centers;
+    /* An ADD of the resized tensor and another one fused (a step, fp16):
+     * addend like y, added to each resized value after its rounding to the
+     * storage precision, then act (gr_act, not PRELU); or NULL. */
+    const void *addend;
+    int act;
 } cuda_resize_args;
 
 cudaError_t cuda_launch_resize_bilinear(const cuda_resize_args *a, cudaStream_t s);

@@ -27,6 +27,17 @@ static __device__ __forceinline__ void st(__half *p, float v)
     *p = __float2half_rn(v);
 }
 
+/* v as st would store it and ld read it back: rounded to T. */
+template <typename T> static __device__ __forceinline__ float ld_as_stored(float v);
+template <> __device__ __forceinline__ float ld_as_stored<float>(float v)
+{
+    return v;
+}
+template <> __device__ __forceinline__ float ld_as_stored<__half>(float v)
+{
+    return __half2float(__float2half_rn(v));
+}
+
 /* Elements in 16 bytes. */
 template <typename T> struct vec16 {
     enum { n = 16 / sizeof(T) };

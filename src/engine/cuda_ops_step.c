@@ -1,9 +1,9 @@
 /* The host side of the CUDA ops' multi-node steps (cuda_ops.h, "steps"):
  * which nodes from a given one run as one kernel (a chain of blocks on
  * small images, a pair of blocks on large ones, an FPN level, a block and
- * its heads, a depthwise + 1x1 pair on few channels), whether that pays
- * at the exec's choice batch, and the launch. Single nodes are
- * cuda_ops.c's. */
+ * its heads, a depthwise + 1x1 pair on few channels, a resize and an
+ * add), whether that pays at the exec's choice batch, and the launch.
+ * Single nodes are cuda_ops.c's. */
 #include <string.h>
 
 #include "core/error.h"
@@ -424,6 +424,70 @@ static omma_status launch_dwproj(const gr_graph *g, int first, const struct cuda
     return OMMA_OK;
 }
 
+/* ---- a resize and the ADD of its output ------------------------------------- */
+
+/* Nodes first, first+1 as a RESIZE_BILINEAR of an activation and the ADD
+ * of its output and another activation of the same shape (no PRELU), the
+ * resized tensor read by nothing else. Fills a's shapes and the addend's
+ * tensor (no pointers). */
+static bool resize_add_shape(const gr_graph *g, int first, cuda_prec p, cuda_resize_args *a,
+                             int *addend)
+{
+    memset(a, 0, sizeof *a);
+    if (p != CUDA_PREC_F16 || first + 1 >= g->n_nodes)
+        return false;
+    const gr_node *r = &g->nodes[first], *d = &g->nodes[first + 1];
+    if (r->op != GR_RESIZE_BILINEAR || d->op != GR_ADD || d->n_in != 2 ||
+        d->p.add.act == GR_ACT_PRELU || gr_is_const(g, r->in[0]) ||
+        read_outside(g, r->out, first + 1, first + 1))
+        return false;
+    const int other = d->in[0] == r->out ? d->in[1] : d->in[0];
+    if ((d->in[0] != r->out && d->in[1] != r->out) || other == r->out || gr_is_const(g, other))
+        return false;
+    const gr_tensor *x = &g->tensors[r->in[0]], *y = &g->tensors[r->out];
+    const gr_tensor *o = &g->tensors[other], *z = &g->tensors[d->out];
+    if (x->rank != 4 || y->rank != 4 || o->rank != 4 || z->rank != 4 ||
+        memcmp(y->dims + 1, o->dims + 1, 3 * sizeof(int)) != 0 ||
+        memcmp(y->dims + 1, z->dims + 1, 3 * sizeof(int)) != 0)
+        return false;
+    a->prec = p;
+    a->batch = 1;
+    a->ih = x->dims[1], a->iw = x->dims[2], a->c = x->dims[3];
+    a->oh = y->dims[1], a->ow = y->dims[2];
+    a->align_corners = r->p.resize.align_corners;
+    a->half_pixel_centers = r->p.resize.half_pixel_centers;
+    a->act = (int)d->p.add.act;
+    *addend = other;
+    return true;
+}
+
+static omma_status launch_resize_add(const gr_graph *g, int first, int batch, void *const *acts,
+                                     cudaStream_t stream)
+{
+    cuda_resize_args a;
+    int other;
+    if (!resize_add_shape(g, first, CUDA_PREC_F16, &a, &other))
+        return OMMA_FAIL(OMMA_ERR_UNSUPPORTED, "cuda step: nodes %d..%d are not a resize and add",
+                         first, first + 1);
+    const gr_node *r = &g->nodes[first], *d = &g->nodes[first + 1];
+    const void *x = acts[r->in[0]], *u = acts[other];
+    void *y = acts[d->out];
+    if (!x || !u || !y)
+        return OMMA_FAIL(OMMA_ERR_INVALID_ARG, "cuda step: nodes %d..%d: a NULL activation", first,
+                         first + 1);
+    size_t xi = cuda_item_elems(&g->tensors[r->in[0]]), yi = cuda_item_elems(&g->tensors[d->out]);
+    int per = (int)(LAUNCH_ELEMS_MAX / (xi > yi ? xi : yi));
+    size_t es = cuda_prec_size(CUDA_PREC_F16);
+    for (int b0 = 0; b0 < batch; b0 += per) {
+        a.batch = batch - b0 < per ? batch - b0 : per;
+        a.x = items_on(x, b0, xi, es);
+        a.addend = items_on(u, b0, yi, es);
+        a.y = (void *)items_on(y, b0, yi, es);
+        OMMA_TRY(OMMA_CK(cuda_launch_resize_bilinear(&a, stream)));
+    }
+    return OMMA_OK;
+}
+
 /* ---- steps ------------------------------------------------------------------ */
 
 int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p)
@@ -432,6 +496,10 @@ int cuda_op_step_end(const gr_graph *g, int first, cuda_prec p)
         return first;
     cuda_dwproj_args dp;
     if (dwproj_shape(g, first, p, &dp))
+        return first + 1;
+    cuda_resize_args ra;
+    int addend;
+    if (resize_add_shape(g, first, p, &ra, &addend))
         return first + 1;
     cuda_conv_args a;
     if (up_add_shape(g, first, p, &a))
@@ -491,6 +559,8 @@ omma_status cuda_op_launch_step(const gr_graph *g, int first, int last,
                          first, last, batch, choice_batch);
     if (g->nodes[first].op == GR_DWCONV2D)
         return launch_dwproj(g, first, w, batch, acts, stream);
+    if (g->nodes[first].op == GR_RESIZE_BILINEAR)
+        return launch_resize_add(g, first, batch, acts, stream);
     if (g->nodes[first].op == GR_CONV2D && last == first + 2)
         return launch_up_add(g, first, w, batch, choice_batch, acts, stream);
     if (g->nodes[first + 1].op == GR_CONV2D)

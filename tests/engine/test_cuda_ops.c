@@ -1730,7 +1730,7 @@ static void step_bitwise(const gr_graph *g, int batch, const char *kind, const c
         for (int k = 0; k < nd->n_in; k++)
             if (nd->in[k] >= 0 && !g->tensors[nd->in[k]].data)
                 din[k] = b.dev[nd->in[k]];
-        int rt = nd->p.conv.residual;
+        int rt = nd->op == GR_CONV2D || nd->op == GR_DWCONV2D ? nd->p.conv.residual : -1;
         GO_OK(cuda_op_launch(g, nd, w, batch, batch, din, rt >= 0 ? b.dev[rt] : NULL,
                              b.dev[nd->out], stream));
     }
@@ -1789,6 +1789,61 @@ static void test_dwproj(void)
             g->nodes[0].p.conv.win.stride_h = g->nodes[0].p.conv.win.stride_w = 2;
         CHECK(cuda_op_step_end(g, 0, CUDA_PREC_F16) == 0);
         gr_free(g);
+    }
+}
+
+/* ---- a resize and the ADD of its output ------------------------------------- */
+
+typedef struct resize_add_case {
+    const char *name;
+    int batch, ih, iw, oh, ow, c;
+    int mode; /* 1 align_corners, 2 half_pixel_centers */
+    gr_act act;
+    bool resize_second; /* ADD(other, resize) */
+} resize_add_case;
+
+static const resize_add_case resize_add_cases[] = {
+    {"BlazePose FPN 32x32 -> 64x64, 48 channels", 3, 32, 32, 64, 64, 48, 2, GR_ACT_NONE, false},
+    {"segmentation decoder 64x64 -> 128x128, 8 channels, ReLU6", 2, 16, 16, 32, 32, 8, 2,
+     GR_ACT_RELU6, true},
+    {"align_corners 7x5 -> 13x9, 24 channels", 4, 7, 5, 13, 9, 24, 1, GR_ACT_RELU, false},
+    {"neither mode, 3 channels (scalar path), 4x6 -> 9x10", 2, 4, 6, 9, 10, 3, 0, GR_ACT_RELU6,
+     true},
+};
+
+static gr_graph *build_resize_add(const resize_add_case *rc)
+{
+    gr_graph *g = NULL;
+    if (gr_create(&g) != OMMA_OK)
+        return NULL;
+    gr_node r = tg_node(GR_RESIZE_BILINEAR);
+    r.n_in = 1;
+    r.in[0] = input(g, 4, rc->ih, rc->iw, rc->c);
+    r.p.resize.align_corners = rc->mode == 1;
+    r.p.resize.half_pixel_centers = rc->mode == 2;
+    r.out = tensor(g, 4, rc->oh, rc->ow, rc->c);
+    int up = add_node(g, &r);
+    int other = input(g, 4, rc->oh, rc->ow, rc->c);
+    gr_node a = tg_node(GR_ADD);
+    a.n_in = 2;
+    a.in[0] = rc->resize_second ? other : up;
+    a.in[1] = rc->resize_second ? up : other;
+    a.p.add.act = rc->act;
+    a.out = tensor(g, 4, rc->oh, rc->ow, rc->c);
+    g->outputs[g->n_outputs++] = add_node(g, &a);
+    return g;
+}
+
+/* Each case as one step against the CPU and node by node, and bitwise
+ * against its nodes. */
+static void test_resize_add(void)
+{
+    for (size_t i = 0; i < sizeof resize_add_cases / sizeof resize_add_cases[0]; i++) {
+        const resize_add_case *rc = &resize_add_cases[i];
+        gr_graph *g = build_resize_add(rc);
+        if (g && gr_validate(g) == OMMA_OK && cuda_op_step_end(g, 0, CUDA_PREC_F16) == 1)
+            step_bitwise(g, rc->batch, "resize-add", rc->name);
+        check_step_graph(g, "resize-add", rc->name, rc->batch, true);
     }
 }
 
@@ -1924,5 +1979,6 @@ int main(int argc, char **argv)
     RUN(test_pairs);
     RUN(test_heads);
     RUN(test_dwproj);
+    RUN(test_resize_add);
     return testing_finish();
 }
