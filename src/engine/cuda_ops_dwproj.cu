@@ -23,7 +23,9 @@
  * (DP_TW + k - 1) pixels of 16 bytes), each thread computes one pixel's 8
  * depthwise outputs from it into shared memory, and each warp multiplies
  * its row as two 16-pixel m tiles, the accumulator fragments stored as
- * pairs: a warp's store covers 8 consecutive pixels, 128 contiguous bytes. */
+ * pairs: a warp's store covers 8 consecutive pixels, 128 contiguous bytes.
+ * A residual that is the block's input (the decoder's blocks) is read from
+ * the window, not again from memory. */
 #include <climits>
 
 #include "engine/cuda_ops_device.h"
@@ -38,6 +40,7 @@ struct dp_shape {
     int ih, iw, oh, ow, pt, pl;
     int tiles_x, tiles_y;
     int actd, act;
+    int res_in; /* the residual is the input (same size): read from the window */
 };
 
 static __device__ __forceinline__ void dp_unpack(uint4 v, float *f)
@@ -51,9 +54,9 @@ static __device__ __forceinline__ void dp_unpack(uint4 v, float *f)
     }
 }
 
-/* Blocks a SM holds (__launch_bounds__: at most 64 registers a thread, the
+/* Blocks a SM holds (__launch_bounds__: at most 40 registers a thread, the
  * depthwise filter read from shared memory). */
-#define DP_PER_SM 4
+#define DP_PER_SM 6
 
 template <int K>
 __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
@@ -155,7 +158,12 @@ __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
             const size_t o = (((size_t)item * s.oh + oy) * s.ow + ox) * DP_C + n;
             float v0 = acc[2 * hh] + b0, v1 = acc[2 * hh + 1] + b1;
             if (res) {
-                const float2 r = __half22float2(*reinterpret_cast<const __half2 *>(res + o));
+                const __half2 *rp =
+                    s.res_in ? reinterpret_cast<const __half2 *>(
+                                   win + (warp + s.pt) * WW + 16 * mt + g + 8 * hh + s.pl) +
+                                   t
+                             : reinterpret_cast<const __half2 *>(res + o);
+                const float2 r = __half22float2(*rp);
                 v0 += r.x;
                 v1 += r.y;
             }
@@ -204,5 +212,6 @@ extern "C" cudaError_t cuda_launch_dwproj(const cuda_dwproj_args *a, cudaStream_
     s.tiles_x = (a->ow + DP_TW - 1) / DP_TW;
     s.tiles_y = (a->oh + DP_TH - 1) / DP_TH;
     s.actd = a->actd, s.act = a->act;
+    s.res_in = a->residual == a->x && a->oh == a->ih && a->ow == a->iw;
     return a->kh == 3 ? dp_start<3>(a, s, st) : dp_start<5>(a, s, st);
 }
