@@ -72,22 +72,29 @@ static __device__ __forceinline__ void thin_fetch_a(__half *sa, const __half *__
     }
 }
 
+/* How a pass's halves reach y: from the accumulator fragments (pairs, or
+ * elements for odd N); through the warp's output stage as rows of 8-half
+ * vectors (N % 8 == 0), 16-byte stores of each row's segment; or through
+ * the stage as the whole tile (N <= 64 in one column block: the tile's 16
+ * rows are 32 N contiguous bytes of y), 16-byte stores of all of it. */
+enum { THIN_FRAG, THIN_ROWS, THIN_TILE };
+#define THIN_ACT_ANY (-1) /* thin_epilogue's activation: its argument act */
+
 /* The epilogue of one pass: accumulator j holds rows m0 + g (+ 8), local
  * columns nc + 8j + 2t, + 1 of the block's (global n0 + those). Bias
- * (staged, zeros without one), residual, activation ACT, one rounding to
- * half; where VEC into the warp's output stage so and from there 16-byte
- * stores of the rows' segments, else pair or element stores. */
-template <int ACT, bool VEC>
+ * (staged, zeros without one), residual, activation ACT (or act), one
+ * rounding to half, stored as MODE says (so: the warp's output stage). */
+template <int ACT, int MODE>
 static __device__ __forceinline__ void
 thin_epilogue(float (*acc)[4], const float *sb, const __half *__restrict__ res,
               const float *__restrict__ alpha, __half *__restrict__ y, __half *so, int M, int N,
-              int n0, int nn, int nc, int m0)
+              int n0, int nn, int nc, int m0, int act)
 {
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, fn = ACT < 0 ? act : ACT;
 #pragma unroll
     for (int j = 0; j < THIN_PW / 8; j++) {
         const int nl = nc + 8 * j + 2 * t, n = n0 + nl;
-        if (VEC) {
+        if (MODE == THIN_ROWS) {
             if (nc + 8 * j >= nn) /* nn % 8 == 0: all lanes alike */
                 break;
             const float2 b = *reinterpret_cast<const float2 *>(sb + nl);
@@ -101,8 +108,8 @@ thin_epilogue(float (*acc)[4], const float *sb, const __half *__restrict__ res,
                     v0 += q.x;
                     v1 += q.y;
                 }
-                v0 = activate(v0, ACT, alpha, n);
-                v1 = activate(v1, ACT, alpha, n + 1);
+                v0 = activate(v0, fn, alpha, n);
+                v1 = activate(v1, fn, alpha, n + 1);
                 *reinterpret_cast<__half2 *>(so + r * THIN_OLD + 8 * j + 2 * t) =
                     __floats2half2_rn(v0, v1);
             }
@@ -114,26 +121,36 @@ thin_epilogue(float (*acc)[4], const float *sb, const __half *__restrict__ res,
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int m = m0 + g + 8 * h;
-                if (m >= M)
+                if (MODE == THIN_FRAG && m >= M)
                     continue;
                 const size_t o = (size_t)m * N + n;
                 float v0 = acc[j][2 * h] + b0, v1 = acc[j][2 * h + 1] + b1;
-                if (N % 2 == 0) {
-                    store_pair_f16(y, res, o, v0, v1, ACT, alpha, n);
+                if (MODE == THIN_TILE) { /* n0 = nc = 0, nn = N */
+                    if (res && m < M) {
+                        v0 += __half2float(res[o]);
+                        if (two)
+                            v1 += __half2float(res[o + 1]);
+                    }
+                    so[(g + 8 * h) * N + nl] = __float2half_rn(activate(v0, fn, alpha, n));
+                    if (two)
+                        so[(g + 8 * h) * N + nl + 1] =
+                            __float2half_rn(activate(v1, fn, alpha, n + 1));
+                } else if (N % 2 == 0) {
+                    store_pair_f16(y, res, o, v0, v1, fn, alpha, n);
                 } else { /* rows of odd length: elements */
                     if (res)
                         v0 += __half2float(res[o]);
-                    y[o] = __float2half_rn(activate(v0, ACT, alpha, n));
+                    y[o] = __float2half_rn(activate(v0, fn, alpha, n));
                     if (two) {
                         if (res)
                             v1 += __half2float(res[o + 1]);
-                        y[o + 1] = __float2half_rn(activate(v1, ACT, alpha, n + 1));
+                        y[o + 1] = __float2half_rn(activate(v1, fn, alpha, n + 1));
                     }
                 }
             }
         }
     }
-    if (VEC) {
+    if (MODE == THIN_ROWS) {
         __syncwarp();
         /* vr 16-byte vectors per row: lanes 8 apart write a row's 128 bytes. */
         const int vr = min(THIN_PW, nn - nc) / 8;
@@ -144,18 +161,28 @@ thin_epilogue(float (*acc)[4], const float *sb, const __half *__restrict__ res,
                     *reinterpret_cast<const uint4 *>(so + r * THIN_OLD + 8 * c);
         }
         __syncwarp();
+    } else if (MODE == THIN_TILE) {
+        __syncwarp();
+        /* The tile's rows below M: 16-byte vectors, then the odd halves. */
+        const int halves = min(16, M - m0) * N, nv = halves / 8;
+        __half *yt = y + (size_t)m0 * N;
+        for (int i = lane; i < nv; i += 32)
+            reinterpret_cast<uint4 *>(yt)[i] = reinterpret_cast<const uint4 *>(so)[i];
+        for (int i = 8 * nv + lane; i < halves; i += 32)
+            yt[i] = so[i];
+        __syncwarp();
     }
 }
 
 /* Shared memory of a block: the filter [rows][LD] halves, its bias [rows]
  * floats (rows: the block's columns rounded up to 16), each warp's ring
- * of A tiles [stages][16][LD] halves and (VEC) output stage
+ * of A tiles [stages][16][LD] halves and (MODE != THIN_FRAG) output stage
  * [16][THIN_OLD] halves. */
-static inline size_t thin_smem_bytes(int ks, int cw, bool vec, int stages)
+static inline size_t thin_smem_bytes(int ks, int cw, int mode, int stages)
 {
     const size_t rows = (size_t)(cw + 15) / 16 * 16, ld = (size_t)THIN_LD(ks);
     return rows * ld * 2 + rows * 4 + (size_t)THIN_WARPS * stages * 16 * ld * 2 +
-           (vec ? THIN_WARPS * 16 * THIN_OLD * 2 : 0);
+           (mode != THIN_FRAG ? THIN_WARPS * 16 * THIN_OLD * 2 : 0);
 }
 
 static __device__ __forceinline__ void thin_commit()
@@ -184,7 +211,7 @@ static __device__ __forceinline__ void thin_wait(int n)
 
 /* cw: the columns of a block (a multiple of 8 where less than N); tp: the
  * passes of 64 columns per task; stages: the A tiles of a warp's ring. */
-template <int KS, bool VEC>
+template <int KS, int MODE>
 __global__ void __launch_bounds__(THIN_THREADS, THIN_PER_SM(KS))
 gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
           const float *__restrict__ bias, const __half *__restrict__ res,
@@ -272,20 +299,18 @@ gemm_thin(const __half *__restrict__ x, const __half *__restrict__ w,
                         mma_16816(acc[2 * jp + 1], a[ks], b + 2);
                 }
             }
-            switch (act) {
-            case GR_ACT_RELU:
-                thin_epilogue<GR_ACT_RELU, VEC>(acc, sb, res, alpha, y, so, M, N, n0, nn, nc, m0);
-                break;
-            case GR_ACT_RELU6:
-                thin_epilogue<GR_ACT_RELU6, VEC>(acc, sb, res, alpha, y, so, M, N, n0, nn, nc, m0);
-                break;
-            case GR_ACT_PRELU:
-                thin_epilogue<GR_ACT_PRELU, VEC>(acc, sb, res, alpha, y, so, M, N, n0, nn, nc, m0);
-                break;
-            default:
-                thin_epilogue<GR_ACT_NONE, VEC>(acc, sb, res, alpha, y, so, M, N, n0, nn, nc, m0);
-                break;
-            }
+            /* The activation a constant where it is common (BlazePose's
+             * expansions and projections), fewer kernels' worth of code
+             * elsewhere. */
+            if (MODE != THIN_FRAG && act == GR_ACT_RELU6)
+                thin_epilogue<GR_ACT_RELU6, MODE>(acc, sb, res, alpha, y, so, M, N, n0, nn, nc, m0,
+                                                  act);
+            else if (MODE != THIN_FRAG && act == GR_ACT_NONE)
+                thin_epilogue<GR_ACT_NONE, MODE>(acc, sb, res, alpha, y, so, M, N, n0, nn, nc, m0,
+                                                 act);
+            else
+                thin_epilogue<THIN_ACT_ANY, MODE>(acc, sb, res, alpha, y, so, M, N, n0, nn, nc, m0,
+                                                  act);
         }
     }
 }
@@ -303,14 +328,24 @@ extern "C" bool cuda_conv_thin_ok(const cuda_conv_args *a)
            (align & 15) == 0 && (out & (N % 2 == 0 ? 3 : 1)) == 0;
 }
 
-/* The grid: blocks of cw columns (all N where their filter fits
- * THIN_FILTER_BYTES, else equal shares rounded to 8), one wave of them per
- * column block; tasks of whole tiles where each warp gets 4 or more, else
- * of single passes. */
-template <int KS, bool VEC>
-static cudaError_t thin_start(int M, int K, int N, const __half *x, const __half *w,
-                              const float *bias, const __half *r, const float *alpha, __half *y,
-                              int act, cudaStream_t s)
+/* The columns of a block: all N where their filter fits
+ * THIN_FILTER_BYTES, else equal shares rounded up to 8. */
+static void thin_columns(int ks, int N, int *cw, int *chunks)
+{
+    const size_t fb = (size_t)(N + 15) / 16 * 16 * THIN_LD(ks) * 2;
+    *cw = N, *chunks = 1;
+    if (fb > THIN_FILTER_BYTES) {
+        const int c = (int)((fb + THIN_FILTER_BYTES - 1) / THIN_FILTER_BYTES);
+        *cw = ((N + c - 1) / c + 7) / 8 * 8;
+        *chunks = (N + *cw - 1) / *cw;
+    }
+}
+
+/* The grid: one wave of blocks per column block; tasks of whole tiles
+ * where each warp gets 4 or more, else of single passes. */
+template <int KS, int MODE>
+static cudaError_t thin_start(const cuda_conv_args *a, int M, int K, int N, int cw, int chunks,
+                              cudaStream_t s)
 {
     int dev = 0, sms = 0, per_sm = 0, sm_smem = 0, block_smem = 0;
     cudaError_t e = cudaGetDevice(&dev);
@@ -322,26 +357,19 @@ static cudaError_t thin_start(int M, int K, int N, const __half *x, const __half
         e = cudaDeviceGetAttribute(&block_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     if (e != cudaSuccess)
         return e;
-    int cw = N, chunks = 1;
-    const size_t fb = (size_t)(N + 15) / 16 * 16 * THIN_LD(KS) * 2;
-    if (fb > THIN_FILTER_BYTES) {
-        chunks = (int)((fb + THIN_FILTER_BYTES - 1) / THIN_FILTER_BYTES);
-        cw = ((N + chunks - 1) / chunks + 7) / 8 * 8;
-        chunks = (N + cw - 1) / cw;
-    }
     /* Ring slots: as many as fit beside the filter and output stages in
      * the shared memory of THIN_PER_SM blocks (one at least; H100: 228 KB
      * a SM, 1 KB of it reserved per block). */
-    const size_t fixed = thin_smem_bytes(KS, cw, VEC, 0),
+    const size_t fixed = thin_smem_bytes(KS, cw, MODE, 0),
                  slot = (size_t)THIN_WARPS * 16 * THIN_LD(KS) * 2,
                  room = (size_t)sm_smem / THIN_PER_SM(KS) - 1024;
     int stages = room > fixed ? (int)((room - fixed) / slot) : 1;
     stages = stages < 1 ? 1 : stages > THIN_MAX_STAGES ? THIN_MAX_STAGES : stages;
-    while (stages > 1 && thin_smem_bytes(KS, cw, VEC, stages) > (size_t)block_smem)
+    while (stages > 1 && thin_smem_bytes(KS, cw, MODE, stages) > (size_t)block_smem)
         stages--;
-    const size_t smem = thin_smem_bytes(KS, cw, VEC, stages);
+    const size_t smem = thin_smem_bytes(KS, cw, MODE, stages);
     void (*kernel)(const __half *, const __half *, const float *, const __half *, const float *,
-                   __half *, int, int, int, int, int, int, int) = gemm_thin<KS, VEC>;
+                   __half *, int, int, int, int, int, int, int) = gemm_thin<KS, MODE>;
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                              cudaSharedmemCarveoutMaxShared);
     if (e == cudaSuccess && smem > 48 * 1024)
@@ -358,19 +386,22 @@ static cudaError_t thin_start(int M, int K, int N, const __half *x, const __half
     const long long tasks = tiles * ((passes + tp - 1) / tp);
     const long long need = (tasks + THIN_WARPS - 1) / THIN_WARPS;
     dim3 grid((unsigned)(need < cap ? need : cap), (unsigned)chunks);
-    return cuda_ops_start(kernel, grid, THIN_THREADS, smem, s, x, w, bias, r, alpha, y, M, K, N,
-                          act, cw, tp, stages);
+    return cuda_ops_start(kernel, grid, THIN_THREADS, smem, s, (const __half *)a->x,
+                          (const __half *)a->w, a->bias, (const __half *)a->residual, a->alpha,
+                          (__half *)a->y, M, K, N, a->act, cw, tp, stages);
 }
 
 template <int KS>
 static cudaError_t thin_pick(const cuda_conv_args *a, int M, int K, int N, cudaStream_t s)
 {
-    const __half *x = (const __half *)a->x, *w = (const __half *)a->w;
-    const __half *r = (const __half *)a->residual;
-    __half *y = (__half *)a->y;
-    if (N % 8 == 0 && ((size_t)y & 15) == 0)
-        return thin_start<KS, true>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
-    return thin_start<KS, false>(M, K, N, x, w, a->bias, r, a->alpha, y, a->act, s);
+    int cw, chunks;
+    thin_columns(KS, N, &cw, &chunks);
+    const bool y16 = ((size_t)a->y & 15) == 0;
+    if (N % 8 == 0 && y16)
+        return thin_start<KS, THIN_ROWS>(a, M, K, N, cw, chunks, s);
+    if (chunks == 1 && N <= THIN_PW && y16)
+        return thin_start<KS, THIN_TILE>(a, M, K, N, cw, chunks, s);
+    return thin_start<KS, THIN_FRAG>(a, M, K, N, cw, chunks, s);
 }
 
 extern "C" cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream_t s)

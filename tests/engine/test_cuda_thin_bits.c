@@ -200,7 +200,9 @@ static void test_thin_is_tc16(void)
     /* BlazePose's thin expansions (landmark full and the detector), its
      * 24 -> 48, a residual with each activation, no bias, K = 8 and 120
      * (half a k16 step of zeros, as gemm_tc16's 32-deep tiles pad), N = 16
-     * (gemm_tc16_narrow at one item) and N = 88 (a pass of 24 columns). */
+     * (gemm_tc16_narrow at one item), N = 88 (a pass of 24 columns), N = 10
+     * and 22 (whole tiles through shared memory, rows not 16-byte
+     * multiples). */
     static const shape shapes[] = {
         {24, 144, GR_ACT_RELU6, false, true}, {32, 192, GR_ACT_RELU6, false, true},
         {64, 384, GR_ACT_RELU6, false, true}, {88, 528, GR_ACT_RELU6, false, true},
@@ -208,7 +210,8 @@ static void test_thin_is_tc16(void)
         {24, 48, GR_ACT_RELU6, false, true},  {32, 96, GR_ACT_PRELU, true, true},
         {40, 200, GR_ACT_RELU, true, false},  {24, 88, GR_ACT_NONE, true, true},
         {8, 40, GR_ACT_RELU, false, true},    {120, 24, GR_ACT_NONE, true, true},
-        {24, 16, GR_ACT_NONE, false, true},
+        {24, 16, GR_ACT_NONE, false, true},   {40, 10, GR_ACT_RELU, true, true},
+        {48, 22, GR_ACT_PRELU, true, false},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         CHECK(check_shape(&shapes[i]) == 0);
