@@ -26,7 +26,6 @@
 #define GW_WARPS (GW_THREADS / 32)
 #define GW_MAX_K 256
 #define GW_MAX_N 96
-#define GW_SMEM_SM (227 * 1024) /* H100: shared memory per SM for blocks */
 
 /* The GEMM's sizes and the shared-memory strides: A and B rows kp = K + 8
  * halves (an odd number of 16-byte units: the rows an ldmatrix reads fall
@@ -296,17 +295,32 @@ extern "C" bool cuda_conv_rows_ok(const cuda_conv_args *a)
            M * (K > N ? K : N) < (1LL << 31);
 }
 
+/* One wave of persistent blocks: as many as the SMs hold at once (the
+ * occupancy calculator: registers and shared memory), so that none waits
+ * for a second wave while SMs idle (108 registers held gemm_rows<8> to 2
+ * blocks a SM where the shared memory allowed 3: 1.5 waves). */
 template <int NT>
 static cudaError_t gw_launch(const cuda_conv_args *a, const gw_shape &s, const up_addend &u,
-                             unsigned grid, size_t smem, cudaStream_t st)
+                             int sms, size_t smem, cudaStream_t st)
 {
     const __half *x = static_cast<const __half *>(a->x), *w = static_cast<const __half *>(a->w);
     __half *y = static_cast<__half *>(a->y);
-    if (a->up)
-        return cuda_ops_start(gemm_rows<NT, true>, grid, GW_THREADS, smem, st, x, w, a->bias,
-                              a->alpha, y, a->act, s, u);
-    return cuda_ops_start(gemm_rows<NT, false>, grid, GW_THREADS, smem, st, x, w, a->bias, a->alpha,
-                          y, a->act, s, u);
+    void (*kernel)(const __half *, const __half *, const float *, const float *, __half *, int,
+                   gw_shape, up_addend) = a->up ? gemm_rows<NT, true> : gemm_rows<NT, false>;
+    int per_sm = 0;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared);
+    if (e == cudaSuccess && smem > 48 * 1024)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, GW_THREADS, smem);
+    if (e != cudaSuccess)
+        return e;
+    long long grid = (long long)sms * (per_sm > 0 ? per_sm : 1);
+    const long long need = (s.tiles + GW_WARPS - 1) / GW_WARPS;
+    grid = grid < need ? grid : need;
+    return cuda_ops_start(kernel, (unsigned)grid, GW_THREADS, smem, st, x, w, a->bias, a->alpha, y,
+                          a->act, s, u);
 }
 
 extern "C" cudaError_t cuda_launch_conv_rows(const cuda_conv_args *a, cudaStream_t st)
@@ -329,17 +343,13 @@ extern "C" cudaError_t cuda_launch_conv_rows(const cuda_conv_args *a, cudaStream
     if (e != cudaSuccess)
         return e;
     const size_t smem = gw_smem(s).total;
-    long long per_sm = GW_SMEM_SM / (long long)smem;
-    per_sm = per_sm < 1 ? 1 : per_sm > 3 ? 3 : per_sm;
-    long long grid = (long long)sms * per_sm, need = (s.tiles + GW_WARPS - 1) / GW_WARPS;
-    grid = grid < need ? grid : need;
     if (s.np <= 16)
-        return gw_launch<2>(a, s, u, (unsigned)grid, smem, st);
+        return gw_launch<2>(a, s, u, sms, smem, st);
     if (s.np <= 32)
-        return gw_launch<4>(a, s, u, (unsigned)grid, smem, st);
+        return gw_launch<4>(a, s, u, sms, smem, st);
     if (s.np <= 48)
-        return gw_launch<6>(a, s, u, (unsigned)grid, smem, st);
+        return gw_launch<6>(a, s, u, sms, smem, st);
     if (s.np <= 64)
-        return gw_launch<8>(a, s, u, (unsigned)grid, smem, st);
-    return gw_launch<12>(a, s, u, (unsigned)grid, smem, st);
+        return gw_launch<8>(a, s, u, sms, smem, st);
+    return gw_launch<12>(a, s, u, sms, smem, st);
 }

@@ -204,6 +204,26 @@ static void make_cases(void)
     s->cout = 144, s->act = GR_ACT_RELU6;
     s = add_case(GR_CONV2D, 2, 64, 64, 72);
     s->cout = 1000, s->act = GR_ACT_RELU, s->residual = true;
+    /* Its shape classes: the columns split into blocks of equal width
+     * (the filter over 40 KB; odd N, the last block short), tasks of one
+     * 64-column pass (32 -> 192 on few tiles for the warps), K = 8 (one
+     * k16 step, half zeros), 112 (seven steps) and 120 (eight, half a
+     * step of zeros), N = 16 (a pass of 16-byte stores), N = 88 (a pass
+     * of 24 columns), partial last tiles. */
+    s = add_case(GR_CONV2D, 1, 151, 149, 40);
+    s->cout = 379, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 2, 128, 128, 32);
+    s->cout = 192, s->act = GR_ACT_PRELU, s->residual = true;
+    s = add_case(GR_CONV2D, 1, 255, 257, 8);
+    s->cout = 40, s->act = GR_ACT_RELU;
+    s = add_case(GR_CONV2D, 1, 256, 256, 112);
+    s->cout = 24, s->residual = true, s->act = GR_ACT_RELU6;
+    s = add_case(GR_CONV2D, 1, 256, 255, 120);
+    s->cout = 24, s->residual = true, s->no_bias = true;
+    s = add_case(GR_CONV2D, 1, 257, 255, 24);
+    s->cout = 16;
+    s = add_case(GR_CONV2D, 1, 256, 256, 24);
+    s->cout = 88, s->act = GR_ACT_RELU6, s->residual = true;
     /* Long K (gemm_deep's ring of cp.async stages): BlazePose's 864 ->
      * 144 at 8x8 and 288 -> 288 at 4x4, a partial last K step and N tile,
      * K = 256 (8 steps), 144 -> 864. */
