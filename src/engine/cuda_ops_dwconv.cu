@@ -193,15 +193,16 @@ dwconv_rows(cuda_conv_args a)
 }
 
 /* Tiles in shared memory: a thread block stages the input window of a tile
- * (th output rows x tw output columns x cs channel vectors of one image,
- * with its halo) with cp.async, the filter of its channels as float, and
- * computes every output of the tile from there: a thread takes DW_ROW_R
- * outputs along W of one channel vector on rpt rows (tr rows of threads).
+ * (th output rows x tw output columns x cs 16-byte channel vectors of one
+ * image, with its halo) with cp.async, the filter of its channels as
+ * float, and computes every output of the tile from there: a thread takes
+ * DW_ROW_R outputs along W of 4 channels (8 bytes of halves, 16 of floats:
+ * fp16's registers no more than fp32's) on rpt rows (tr rows of threads).
  * dwconv_rows read its window from global memory row by row, each input
- * pixel by K rows of threads, at 25-37% occupancy: its warps stalled on
- * the loads. The sums are dwconv_rows' (ky, then kx, skipping taps outside
- * the input; then bias, residual, activation, one rounding), so the
- * results are its own and dwconv_vec's. */
+ * pixel by K rows of threads, at 25-37% occupancy (80-96 registers): its
+ * warps stalled on the loads. The sums are dwconv_rows' (ky, then kx,
+ * skipping taps outside the input; then bias, residual, activation, one
+ * rounding), so the results are its own and dwconv_vec's. */
 struct dw_tile {
     int cs, tw, tr, rpt; /* channel vectors, output columns (a multiple of
                           * DW_ROW_R), rows of threads, rows per thread */
@@ -209,7 +210,7 @@ struct dw_tile {
     int nslab, ncol, nrow; /* tiles along channels, W and H of an image */
 };
 
-#define DW_TILE_MAX_THREADS 256
+#define DW_TILE_MAX_THREADS 512
 #define DW_TILE_MAX_SMEM (48 * 1024)
 
 static __device__ __forceinline__ void dw_cp16(void *s, const void *g)
@@ -218,37 +219,52 @@ static __device__ __forceinline__ void dw_cp16(void *s, const void *g)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(g));
 }
 
-/* 16 bytes of shared memory at p into vec16<T>::n floats. */
-static __device__ __forceinline__ void lds16(const float *p, float *v)
+/* 4 elements at p (8 or 16 bytes, aligned to that; shared or global
+ * memory through a generic load, or __ldg) into floats, and back. */
+static __device__ __forceinline__ void ld4(const float *p, float *v)
 {
     float4 q = *reinterpret_cast<const float4 *>(p);
-    v[0] = q.x;
-    v[1] = q.y;
-    v[2] = q.z;
-    v[3] = q.w;
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
 }
 
-static __device__ __forceinline__ void lds16(const __half *p, float *v)
+static __device__ __forceinline__ void ld4(const __half *p, float *v)
 {
-    uint4 q = *reinterpret_cast<const uint4 *>(p);
-    const __half2 *h = reinterpret_cast<const __half2 *>(&q);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        float2 f = __half22float2(h[i]);
-        v[2 * i] = f.x;
-        v[2 * i + 1] = f.y;
-    }
+    uint2 q = *reinterpret_cast<const uint2 *>(p);
+    float2 f0 = __half22float2(*reinterpret_cast<const __half2 *>(&q.x));
+    float2 f1 = __half22float2(*reinterpret_cast<const __half2 *>(&q.y));
+    v[0] = f0.x, v[1] = f0.y, v[2] = f1.x, v[3] = f1.y;
 }
 
-static __host__ __device__ __forceinline__ int dw_tile_threads(const dw_tile &t)
+static __device__ __forceinline__ void ldg4(const float *p, float *v)
 {
-    return t.cs * (t.tw / DW_ROW_R) * t.tr;
+    ldv(p, v, 4);
 }
 
-/* Shared memory of a tile: the filter [K * K][V / 4][cs] of float4, then
- * the input window, (th - 1) * S + K rows of (tw - 1) * S + K columns of
- * cs 16-byte vectors, with `pad` vectors after every DW_ROW_R * S columns
- * (a thread's step along W): the lanes of a quarter warp, which read
+static __device__ __forceinline__ void ldg4(const __half *p, float *v)
+{
+    ldv(p, v, 4);
+}
+
+static __device__ __forceinline__ void st4(float *p, const float *v)
+{
+    stv(p, v, 4);
+}
+
+static __device__ __forceinline__ void st4(__half *p, const float *v)
+{
+    stv(p, v, 4);
+}
+
+/* Threads of a tile: 4 channels each (V / 4 a 16-byte vector). */
+static __host__ __device__ __forceinline__ int dw_tile_threads(const dw_tile &t, int V)
+{
+    return t.cs * (V / 4) * (t.tw / DW_ROW_R) * t.tr;
+}
+
+/* Shared memory of a tile: the filter [K * K][cs * V / 4][4] as float,
+ * then the input window, (th - 1) * S + K rows of (tw - 1) * S + K columns
+ * of cs 16-byte vectors, with `pad` vectors after every DW_ROW_R * S
+ * columns (a thread's step along W): the lanes of a wavefront, which read
  * columns DW_ROW_R * S apart, then hit different banks. In 16-byte units. */
 static __host__ __device__ __forceinline__ int dw_tile_filter_units(const dw_tile &t, int K, int V)
 {
@@ -272,7 +288,7 @@ __global__ void __launch_bounds__(DW_TILE_MAX_THREADS)
 dwconv_tile(cuda_conv_args a, dw_tile t)
 {
     extern __shared__ __align__(16) unsigned char dw_smem[];
-    const int V = vec16<T>::n, R = DW_ROW_R, NX = (R - 1) * S + K;
+    const int V = vec16<T>::n, Q = V / 4, R = DW_ROW_R, NX = (R - 1) * S + K;
     const int groups = a.cout / V, cs = t.cs;
     const int th = t.tr * t.rpt, iwt = (t.tw - 1) * S + K, iht = (th - 1) * S + K;
     const int rowu = dw_tile_row_units(t, S, K), pad = t.pad;
@@ -299,7 +315,7 @@ dwconv_tile(cuda_conv_args a, dw_tile t)
                 v[i] = 0.0f;
 #pragma unroll
         for (int i = 0; i < V; i += 4)
-            *reinterpret_cast<float4 *>(ws + ((size_t)(tap * (V / 4) + i / 4) * cs + c) * 4) =
+            *reinterpret_cast<float4 *>(ws + ((size_t)tap * cs * Q + c * Q + i / 4) * 4) =
                 make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
     }
     pdl_begin();
@@ -321,49 +337,49 @@ dwconv_tile(cuda_conv_args a, dw_tile t)
     asm volatile("cp.async.wait_all;\n" ::);
     __syncthreads();
 
-    const int c = threadIdx.x % cs, q = threadIdx.x / cs, xg = q % (t.tw / R), tr = q / (t.tw / R);
+    /* The thread's 4 channels: c4 of the slab's cs * Q. */
+    const int c4 = threadIdx.x % (cs * Q), q = threadIdx.x / (cs * Q);
+    const int xg = q % (t.tw / R), tr = q / (t.tw / R);
     const int lx = xg * R, ox = ox0 + lx; /* the thread's first output column */
-    if (tr >= t.tr || cv0 + c >= groups || ox >= a.ow)
+    const int ch = cv0 * V + c4 * 4;     /* its first channel */
+    if (tr >= t.tr || ch >= a.cout || ox >= a.ow)
         return;
     const int ixt = ix0 + lx * S; /* the input column of its first tap */
     for (int rr = 0; rr < t.rpt; rr++) {
         const int ly = tr * t.rpt + rr, oy = oy0 + ly;
         if (oy >= a.oh)
             break;
-        float acc[R][V];
+        float acc[R][4];
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
-            for (int i = 0; i < V; i++)
+            for (int i = 0; i < 4; i++)
                 acc[r][i] = 0.0f;
 #pragma unroll
         for (int ky = 0; ky < K; ky++) {
             const int iy = oy * S - a.pt + ky;
             if (iy < 0 || iy >= a.ih)
                 continue;
-            float wv[K][V];
+            float wv[K][4];
 #pragma unroll
             for (int kx = 0; kx < K; kx++)
-#pragma unroll
-                for (int i = 0; i < V; i += 4)
-                    lds16(ws + ((size_t)((ky * K + kx) * (V / 4) + i / 4) * cs + c) * 4,
-                          &wv[kx][i]);
+                ld4(ws + ((size_t)(ky * K + kx) * cs * Q + c4) * 4, wv[kx]);
             const T *xr =
-                xs + ((size_t)(ly * S + ky) * rowu + xg * (R * S * cs + pad) + c) * V;
+                xs + (size_t)((ly * S + ky) * rowu + xg * (R * S * cs + pad)) * V + c4 * 4;
 #pragma unroll
             for (int j = 0; j < NX; j++) {
                 const int ix = ixt + j;
                 if (ix < 0 || ix >= a.iw)
                     continue;
-                float xv[V];
-                lds16(xr + (size_t)(j * cs + j / (R * S) * pad) * V, xv);
+                float xv[4];
+                ld4(xr + (size_t)(j * cs + j / (R * S) * pad) * V, xv);
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     const int kx = j - r * S; /* a constant after unrolling */
                     if (kx < 0 || kx >= K)
                         continue;
 #pragma unroll
-                    for (int i = 0; i < V; i++)
+                    for (int i = 0; i < 4; i++)
                         acc[r][i] = fmaf(xv[i], wv[kx][i], acc[r][i]);
                 }
             }
@@ -372,22 +388,22 @@ dwconv_tile(cuda_conv_args a, dw_tile t)
         for (int r = 0; r < R; r++) {
             if (ox + r >= a.ow)
                 break;
-            size_t o = (((size_t)b * a.oh + oy) * a.ow + ox + r) * a.cout + (cv0 + c) * V;
+            size_t o = (((size_t)b * a.oh + oy) * a.ow + ox + r) * a.cout + ch;
             if (a.bias)
 #pragma unroll
-                for (int i = 0; i < V; i++)
-                    acc[r][i] += __ldg(a.bias + (cv0 + c) * V + i);
+                for (int i = 0; i < 4; i++)
+                    acc[r][i] += __ldg(a.bias + ch + i);
             if (a.residual) {
-                float rv[V];
-                ld16(static_cast<const T *>(a.residual) + o, rv);
+                float rv[4];
+                ldg4(static_cast<const T *>(a.residual) + o, rv);
 #pragma unroll
-                for (int i = 0; i < V; i++)
+                for (int i = 0; i < 4; i++)
                     acc[r][i] += rv[i];
             }
 #pragma unroll
-            for (int i = 0; i < V; i++)
-                acc[r][i] = activate(acc[r][i], a.act, a.alpha, (cv0 + c) * V + i);
-            st16(static_cast<T *>(a.y) + o, acc[r]);
+            for (int i = 0; i < 4; i++)
+                acc[r][i] = activate(acc[r][i], a.act, a.alpha, ch + i);
+            st4(static_cast<T *>(a.y) + o, acc[r]);
         }
     }
 }
@@ -429,23 +445,28 @@ static int dw_tile_slab(int groups)
 }
 
 /* The fewest vectors of padding per DW_ROW_R * S columns that leave the
- * fewest bank conflicts when the lanes of each quarter warp read a column
- * of their window (lds16: 8 lanes x 16 bytes a wavefront). */
-static int dw_tile_pad(int cs, int tw, int tr, int rpt, int K, int S)
+ * fewest bank conflicts when the lanes of each wavefront read a column of
+ * their window (4 elements a lane: 8 or 16 bytes, so 16 or 8 lanes a
+ * 128-byte wavefront). */
+static int dw_tile_pad(const dw_tile &t0, int K, int S, int V)
 {
-    const int xgs = tw / DW_ROW_R, threads = cs * xgs * tr;
+    const int Q = V / 4, xgs = t0.tw / DW_ROW_R, threads = dw_tile_threads(t0, V);
+    const int slots = 2 * V; /* lanes a wavefront: 128 bytes / (4 elements) */
     int best = 0, best_deg = 99;
     for (int pad = 0; pad < 8; pad++) {
-        const dw_tile p = {cs, tw, tr, rpt, pad, 0, 0, 0};
+        dw_tile p = t0;
+        p.pad = pad;
         const int rowu = dw_tile_row_units(p, S, K);
         int deg = 1;
-        for (int t0 = 0; t0 < threads; t0 += 8) {
-            int count[8] = {0};
-            for (int t = t0; t < t0 + 8 && t < threads; t++) {
-                const int c = t % cs, xg = (t / cs) % xgs, trow = t / (cs * xgs);
-                const int unit = trow * rpt * S * rowu + xg * (DW_ROW_R * S * cs + pad) + c;
-                if (++count[unit % 8] > deg)
-                    deg = count[unit % 8];
+        for (int w0 = 0; w0 < threads; w0 += slots) {
+            int count[16] = {0};
+            for (int i = w0; i < w0 + slots && i < threads; i++) {
+                const int c4 = i % (t0.cs * Q), xg = (i / (t0.cs * Q)) % xgs;
+                const int trow = i / (t0.cs * Q * xgs);
+                const int unit =
+                    (trow * t0.rpt * S * rowu + xg * (DW_ROW_R * S * t0.cs + pad)) * Q + c4;
+                if (++count[unit % slots] > deg)
+                    deg = count[unit % slots];
             }
         }
         if (deg < best_deg) {
@@ -460,8 +481,8 @@ static int dw_tile_pad(int cs, int tw, int tr, int rpt, int K, int S)
  * tiles that fit (DW_TILE_MAX_THREADS threads, DW_TILE_MAX_SMEM bytes),
  * the one that moves the fewest bytes per image through shared memory
  * (window with halo, outputs including those past the edges, the filter,
- * and a block's fixed cost), fewer than 128 threads counted dearer. By the
- * shape only. False where none fits. */
+ * and a block's fixed cost), counted dearer where an SM holds fewer than
+ * 768 of its threads. By the shape only. False where none fits. */
 static bool dw_tile_pick(const cuda_conv_args *a, int K, int S, int V, dw_tile *out)
 {
     const int groups = a->cout / V, cs = dw_tile_slab(groups);
@@ -473,7 +494,7 @@ static bool dw_tile_pick(const cuda_conv_args *a, int K, int S, int V, dw_tile *
         for (int tr = 1; tr <= a->oh; tr++) {
             for (int rpt = 1; rpt <= 4 && (tr * rpt <= a->oh || rpt == 1); rpt++) {
                 dw_tile t = {cs, tw, tr, rpt, 7, 0, 0, 0}; /* the most padding */
-                const int threads = dw_tile_threads(t);
+                const int threads = dw_tile_threads(t, V);
                 if (threads > DW_TILE_MAX_THREADS)
                     break;
                 if (dw_tile_smem(t, K, S, V) > DW_TILE_MAX_SMEM)
@@ -485,9 +506,16 @@ static bool dw_tile_pick(const cuda_conv_args *a, int K, int S, int V, dw_tile *
                 const double blocks = (double)t.nslab * t.ncol * t.nrow;
                 const double bytes = (double)((th - 1) * S + K) * ((tw - 1) * S + K) * cs * 16 +
                                      (double)th * tw * cs * 16 + K * K * cs * 16 + 4096;
+                /* Threads an SM holds: 228 KB of shared memory (1 KB a block
+                 * reserved), 64K registers at 64 a thread; below 768, the
+                 * latency of the staging and the shared-memory loads shows. */
+                int per_sm = 228 * 1024 / (dw_tile_smem(t, K, S, V) + 1024);
+                if (per_sm > 1024 / threads)
+                    per_sm = 1024 / threads;
+                const int occ = per_sm * threads;
                 double cost = blocks * bytes;
-                if (threads < 128)
-                    cost *= 1.0 + (128 - threads) / 256.0;
+                if (occ < 768)
+                    cost *= 1.0 + (768 - occ) / 768.0;
                 if (!found || cost < best) {
                     best = cost;
                     *out = t;
@@ -497,7 +525,7 @@ static bool dw_tile_pick(const cuda_conv_args *a, int K, int S, int V, dw_tile *
         }
     }
     if (found)
-        out->pad = dw_tile_pad(out->cs, out->tw, out->tr, out->rpt, K, S);
+        out->pad = dw_tile_pad(*out, K, S, V);
     return found;
 }
 
@@ -518,7 +546,7 @@ static cudaError_t dw_tile_start(const cuda_conv_args *a, const dw_tile &t, cuda
 {
     const int K = a->kh, S = a->sh, V = vec16<T>::n;
     const unsigned blocks = (unsigned)((long long)a->batch * t.nrow * t.ncol * t.nslab);
-    const int threads = dw_tile_threads(t);
+    const int threads = dw_tile_threads(t, V);
     const size_t smem = (size_t)dw_tile_smem(t, K, S, V);
     if (K == 3)
         return S == 1 ? cuda_ops_start(dwconv_tile<T, 3, 1>, blocks, threads, smem, s, *a, t)
