@@ -3,7 +3,9 @@
  * writes contiguous channel runs with 16-byte accesses; the filter
  * ([kh][kw][C], a few KB) stays in L1. Odd channel counts and depth
  * multipliers above 1 take the scalar kernel (one thread per output
- * element, channel fastest). */
+ * element, channel fastest). Large grids of 3x3 and 5x5 windows at stride
+ * 1 or 2 take dwconv_tile (tiles staged in shared memory); all sum the
+ * same taps in the same order, so they give the same bits. */
 #include "engine/cuda_ops_device.h"
 
 template <typename T>
