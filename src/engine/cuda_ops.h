@@ -60,7 +60,9 @@
  *                      pixel x 16 bytes of channels (float4 / 8 halves), or
  *                      8 / 4 bytes when the channel count is even but not a
  *                      multiple of that (28, 36, 42 halves); scalar fallback
- *                      for odd channel counts and depth multipliers.
+ *                      for odd channel counts and depth multipliers; large
+ *                      3x3 / 5x5 grids: tiles staged in shared memory
+ *                      (cp.async), 4 outputs x 4 channels a thread.
  *   cuda_ops_pool.cu   max pooling, vectorized the same way.
  *   cuda_ops_eltwise.cu ADD (+activation), RELU, PRELU, PAD, CONCAT,
  *                      precision conversion.
@@ -361,6 +363,20 @@ cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream_t s);
 bool cuda_conv_deep_ok(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_deep(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);
+/* The depthwise kernels, for tests that compare them bitwise (same sums in
+ * the same order): the launcher's choice, or one of them, which gives
+ * cudaErrorNotSupported where it does not take the convolution (scalar:
+ * any; vec: whole 4-16 byte vectors of channels, multiplier 1; rows and
+ * tile: 16-byte vectors, 3x3 or 5x5, stride 1 or 2, at least 4 output
+ * columns; tile also a tile that fits its shared memory). */
+typedef enum cuda_dw_kernel {
+    CUDA_DW_AUTO,
+    CUDA_DW_SCALAR,
+    CUDA_DW_VEC,
+    CUDA_DW_ROWS,
+    CUDA_DW_TILE
+} cuda_dw_kernel;
+cudaError_t cuda_launch_dwconv_as(const cuda_conv_args *a, cuda_dw_kernel k, cudaStream_t s);
 cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s); /* w, bias unused */
 
 /* GR_DWPW (cuda_ops_dwpw.cu): y = act(pw(dw(x) + dw_bias) + bias + r), r

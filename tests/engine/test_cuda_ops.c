@@ -381,6 +381,15 @@ static void make_cases(void)
     s = add_case(GR_DWCONV2D, 4, 91, 93, 256);
     window(s, 5, 2, 1, 2);
     s->residual = true;
+    /* Tiles in shared memory (dwconv_tile, the same grids): 3 channel
+     * vectors a pixel in fp16 (padded columns); 9 vectors a tile with a
+     * partial last tile along W and H, 5x5 at stride 2. */
+    s = add_case(GR_DWCONV2D, 6, 128, 128, 24);
+    window(s, 3, 1, 1, 1);
+    s->act = GR_ACT_RELU6;
+    s = add_case(GR_DWCONV2D, 29, 64, 61, 72);
+    window(s, 5, 2, 1, 1);
+    s->act = GR_ACT_PRELU, s->residual = true;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_DWCONV2D, PICK(1, 3, 8), PICK(1, 3, 6, 11, 16), PICK(1, 4, 9, 16),
                      PICK(1, 3, 4, 8, 16, 24, 28, 42, 64, 127, 128));
