@@ -349,10 +349,11 @@ bool cuda_gemm_wdot_pays(int item_rows, int choice_batch, int K, int N);
 cudaError_t cuda_launch_gemm_wdot(const cuda_conv_args *a, cudaStream_t s);
 /* Thin 1x1 convolutions that cuda_launch_conv_pointwise hands on where
  * cuda_conv_thin_ok holds (and cuda_conv_rows_ok does not): fp16, K a multiple of
- * 8 up to 128, N from 8 to 1024 (odd too), 4096 16-row tiles x 128-column
- * blocks or more at choice_batch items (whatever the batch: with odd
- * N the alternative is gemm_simt's FFMAs), with or without a residual, x
- * and w 16-byte aligned (cuda_ops_gemm_thin.cu). */
+ * 8 up to 128 (up to 192 with even N up to 32), N from 8 to 1024 (odd too),
+ * 4096 16-row tiles x 128-column blocks or more at choice_batch items
+ * (whatever the batch: with odd N the alternative is gemm_simt's FFMAs),
+ * with or without a residual, x and w 16-byte aligned
+ * (cuda_ops_gemm_thin.cu). */
 bool cuda_conv_thin_ok(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream_t s);
 /* 1x1 convolutions with a long K that cuda_launch_conv_pointwise hands on

@@ -318,7 +318,7 @@ extern "C" cudaError_t cuda_launch_conv_pointwise(const cuda_conv_args *a, cudaS
      * aligned buffers. */
     if (cuda_conv_rows_ok(a))
         return cuda_launch_conv_rows(a, s);
-    if (cuda_conv_thin_ok(a)) /* K up to 128, many pixels: cuda_ops_gemm_thin.cu */
+    if (cuda_conv_thin_ok(a)) /* K up to 128 (192), many pixels: cuda_ops_gemm_thin.cu */
         return cuda_launch_conv_thin(a, s);
     if (cuda_conv_deep_ok(a)) /* K from 256: cuda_ops_gemm_deep.cu */
         return cuda_launch_conv_deep(a, s);

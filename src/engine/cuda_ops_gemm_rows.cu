@@ -308,9 +308,8 @@ static cudaError_t gw_launch(const cuda_conv_args *a, const gw_shape &s, const u
     void (*kernel)(const __half *, const __half *, const float *, const float *, __half *, int,
                    gw_shape, up_addend) = a->up ? gemm_rows<NT, true> : gemm_rows<NT, false>;
     int per_sm = 0;
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                         cudaSharedmemCarveoutMaxShared);
-    if (e == cudaSuccess && smem > 48 * 1024)
+    cudaError_t e = cudaSuccess;
+    if (smem > 48 * 1024)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e == cudaSuccess)
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, GW_THREADS, smem);

@@ -1,8 +1,10 @@
 /* Thin pointwise convolutions in fp16 (cuda_conv_thin_ok: K a multiple of 8
- * up to 128, N from 8 to THIN_MAX_N, thousands of 16-row tiles):
+ * up to 128, N from 8 to THIN_MAX_N, thousands of 16-row tiles; or K up to
+ * 192 with even N up to 32, gemm_tc16_narrow's shapes):
  * BlazePose's expansions 24 -> 144 at 64x64 and 32 -> 192 at 32x32, its
  * heatmap 48 -> 39, and 64 -> 384, 88 -> 528 at 16x16 (batch 128), the
- * detector's 80 -> 480 and 112 -> 672 at 14x14. Their bytes are nearly all
+ * detector's 80 -> 480 and 112 -> 672 at 14x14; the projections 144 -> 24
+ * and 192 -> 32 with the block's input added. Their bytes are nearly all
  * output; gemm_tc16's short-lived 64x64x32 blocks (three quarters of the K
  * tile zeros, a 64-column tile of 16 useful ones for N = 144, a load, two
  * barriers and a multiply per 32 of K) kept few bytes in flight (1 TB/s),
@@ -18,10 +20,12 @@
  * them (a pass). A warp copies its tasks' A tiles into a ring of shared
  * memory buffers (cp.async, as many tasks ahead as there are buffers:
  * up to 4, as many as leave room for the blocks the registers allow),
- * takes a tile's A fragments with ldmatrix, and per 64 columns multiplies (m16n8k16, fp32
- * accumulators, k16 steps in order: the arithmetic of gemm_tc16, so the
- * results are its own; odd N, which gemm_tc16 does not take: the tensor
- * cores' sums in place of gemm_simt's FFMAs), adds the bias, the residual,
+ * takes a tile's A fragments with ldmatrix, and per 64 columns multiplies
+ * (m16n8k16, fp32 accumulators, k16 steps in order: the arithmetic of
+ * gemm_tc16, so the results are its own; odd N, which gemm_tc16 does not
+ * take: the tensor cores' sums in place of gemm_simt's FFMAs; K over 128:
+ * gemm_tc16's steps exactly, K zero-padded to a multiple of 32 as its
+ * tiles are), adds the bias, the residual,
  * activates and rounds to half once. Where N % 8 == 0 the halves go
  * through shared memory to 16-byte stores of whole row segments (128
  * bytes per row for 64 columns); else they are stored from the
@@ -32,6 +36,10 @@
 #define THIN_THREADS 256
 #define THIN_WARPS (THIN_THREADS / 32)
 #define THIN_MAX_K 128
+/* K up to this with even N up to THIN_NARROW_N: gemm_tc16_narrow's shapes
+ * (its 128x32 tiles' short-lived blocks: 2.3 TB/s). */
+#define THIN_NARROW_K 192
+#define THIN_NARROW_N 32
 #define THIN_MAX_N 1024
 /* Halves per staged row of the filter and of an A tile, 16 * KS + 8: an
  * odd number of 16-byte units, so the 8 rows of an ldmatrix fall in
@@ -44,6 +52,9 @@
 /* Blocks a SM holds: __launch_bounds__'s minimum, which sets the
  * registers; the launcher asks the occupancy calculator for the grid. */
 #define THIN_PER_SM(ks) ((ks) <= 2 ? 4 : (ks) <= 4 ? 3 : 2)
+/* The k16 steps of a GEMM of depth K: as gemm_tc16's 32-deep tiles over
+ * 128. */
+#define THIN_STEPS(K) ((K) <= THIN_MAX_K ? ((K) + 15) / 16 : ((K) + 31) / 32 * 2)
 #define THIN_MAX_STAGES 4
 /* Fewer 16-row tiles x 128-column blocks at choice_batch items: too
  * little work for the warps of a GPU (gemm_tc16's 64x64 blocks). Counted
@@ -323,8 +334,10 @@ extern "C" bool cuda_conv_thin_ok(const cuda_conv_args *a)
     const size_t align = (size_t)a->x | (size_t)a->w;
     const size_t out = (size_t)a->y | (size_t)a->residual;
     const long long tasks = (M_choice + 15) / 16 * ((N + THIN_CHOICE_NCH - 1) / THIN_CHOICE_NCH);
-    return a->prec == CUDA_PREC_F16 && !a->up && K % 8 == 0 && K >= 8 && K <= THIN_MAX_K &&
-           N >= 8 && N <= THIN_MAX_N && tasks >= THIN_MIN_TASKS && M < (1LL << 31) &&
+    const bool depth = K <= THIN_MAX_K ||
+                       (K <= THIN_NARROW_K && N <= THIN_NARROW_N && N % 2 == 0);
+    return a->prec == CUDA_PREC_F16 && !a->up && K % 8 == 0 && K >= 8 && depth && N >= 8 &&
+           N <= THIN_MAX_N && tasks >= THIN_MIN_TASKS && M < (1LL << 31) &&
            (align & 15) == 0 && (out & (N % 2 == 0 ? 3 : 1)) == 0;
 }
 
@@ -411,7 +424,7 @@ extern "C" cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream
     const int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
     if (M <= 0)
         return cudaSuccess;
-    switch ((K + 15) / 16) {
+    switch (THIN_STEPS(K)) {
     case 1:
         return thin_pick<1>(a, M, K, N, s);
     case 2:
@@ -426,7 +439,11 @@ extern "C" cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream
         return thin_pick<6>(a, M, K, N, s);
     case 7:
         return thin_pick<7>(a, M, K, N, s);
-    default:
+    case 8:
         return thin_pick<8>(a, M, K, N, s);
+    case 10:
+        return thin_pick<10>(a, M, K, N, s);
+    default:
+        return thin_pick<12>(a, M, K, N, s);
     }
 }

@@ -224,6 +224,13 @@ static void make_cases(void)
     s->cout = 16;
     s = add_case(GR_CONV2D, 1, 256, 256, 24);
     s->cout = 88, s->act = GR_ACT_RELU6, s->residual = true;
+    /* K over 128 with N up to 32 (gemm_tc16_narrow's shapes before):
+     * BlazePose's 144 -> 24 with the block's input, K = 184 (a last k16
+     * step of zeros) into 18 columns, a partial last tile. */
+    s = add_case(GR_CONV2D, 1, 256, 256, 144);
+    s->cout = 24, s->residual = true;
+    s = add_case(GR_CONV2D, 1, 255, 257, 184);
+    s->cout = 18, s->act = GR_ACT_PRELU, s->residual = true;
     /* Long K (gemm_deep's ring of cp.async stages): BlazePose's 864 ->
      * 144 at 8x8 and 288 -> 288 at 4x4, a partial last K step and N tile,
      * K = 256 (8 steps), 144 -> 864. */

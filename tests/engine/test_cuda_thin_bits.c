@@ -111,7 +111,9 @@ static cudaError_t run_conv(const shape *s, const uint16_t *x, const uint16_t *w
     return cuda_launch_conv_pointwise(&a, 0);
 }
 
-static bool takes_thin(const shape *s, int batch)
+/* Whether the launcher hands the convolution at `batch` items (res: the
+ * residual or NULL) to gemm_thin. */
+static bool takes_thin(const shape *s, int batch, const void *res)
 {
     cuda_conv_args a;
     memset(&a, 0, sizeof a);
@@ -123,6 +125,7 @@ static bool takes_thin(const shape *s, int batch)
     a.cout = s->N;
     a.kh = a.kw = a.sh = a.sw = 1;
     a.act = s->act;
+    a.residual = res;
     return cuda_conv_thin_ok(&a) && !cuda_conv_rows_ok(&a);
 }
 
@@ -145,7 +148,7 @@ static int check_shape(const shape *s)
         failed = 1;
         goto done;
     }
-    if (!takes_thin(s, ITEMS) || takes_thin(s, 1)) {
+    if (!takes_thin(s, ITEMS, res) || takes_thin(s, 1, res)) {
         fprintf(stderr, "K %d N %d: gemm_thin at %d items and not at 1 expected\n", s->K, s->N,
                 ITEMS);
         failed = 1;
@@ -202,7 +205,9 @@ static void test_thin_is_tc16(void)
      * (half a k16 step of zeros, as gemm_tc16's 32-deep tiles pad), N = 16
      * (gemm_tc16_narrow at one item), N = 88 (a pass of 24 columns), N = 10
      * and 22 (whole tiles through shared memory, rows not 16-byte
-     * multiples). */
+     * multiples); the projections 144 -> 24 and 192 -> 32 with the block's
+     * input added, and K = 184 (gemm_tc16_narrow's before, its K tiles of
+     * 32: the last step all zeros). */
     static const shape shapes[] = {
         {24, 144, GR_ACT_RELU6, false, true}, {32, 192, GR_ACT_RELU6, false, true},
         {64, 384, GR_ACT_RELU6, false, true}, {88, 528, GR_ACT_RELU6, false, true},
@@ -211,7 +216,8 @@ static void test_thin_is_tc16(void)
         {40, 200, GR_ACT_RELU, true, false},  {24, 88, GR_ACT_NONE, true, true},
         {8, 40, GR_ACT_RELU, false, true},    {120, 24, GR_ACT_NONE, true, true},
         {24, 16, GR_ACT_NONE, false, true},   {40, 10, GR_ACT_RELU, true, true},
-        {48, 22, GR_ACT_PRELU, true, false},
+        {48, 22, GR_ACT_PRELU, true, false},  {144, 24, GR_ACT_NONE, true, true},
+        {192, 32, GR_ACT_NONE, true, true},   {184, 18, GR_ACT_RELU6, true, false},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         CHECK(check_shape(&shapes[i]) == 0);
