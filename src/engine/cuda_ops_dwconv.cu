@@ -446,21 +446,25 @@ static int dw_tile_slab(int groups)
     return groups < 8 ? groups : 8;
 }
 
-/* The fewest vectors of padding per DW_ROW_R * S columns that leave the
- * fewest bank conflicts when the lanes of each wavefront read a column of
- * their window (4 elements a lane: 8 or 16 bytes, so 16 or 8 lanes a
- * 128-byte wavefront). */
+/* The vectors of padding per DW_ROW_R * S columns that leave the fewest
+ * bank conflicts when the lanes of a wavefront read a column of their
+ * window (4 elements a lane: 8 or 16 bytes, so 16 or 8 lanes a 128-byte
+ * wavefront), the least of equals; counted on the first two warps. Tried:
+ * 0, 1, 2, 4 and the pad that puts a row of threads' lanes on consecutive
+ * banks (a thread's step of DW_ROW_R * S * cs + pad vectors = cs mod 8). */
 static int dw_tile_pad(const dw_tile &t0, int K, int S, int V)
 {
     const int Q = V / 4, xgs = t0.tw / DW_ROW_R, threads = dw_tile_threads(t0, V);
     const int slots = 2 * V; /* lanes a wavefront: 128 bytes / (4 elements) */
+    const int pads[5] = {0, 1, 2, 4, ((t0.cs * (1 - DW_ROW_R * S)) % 8 + 8) % 8};
     int best = 0, best_deg = 99;
-    for (int pad = 0; pad < 8; pad++) {
+    for (int k = 0; k < 5; k++) {
+        const int pad = pads[k];
         dw_tile p = t0;
         p.pad = pad;
         const int rowu = dw_tile_row_units(p, S, K);
         int deg = 1;
-        for (int w0 = 0; w0 < threads; w0 += slots) {
+        for (int w0 = 0; w0 < threads && w0 < 64; w0 += slots) {
             int count[16] = {0};
             for (int i = w0; i < w0 + slots && i < threads; i++) {
                 const int c4 = i % (t0.cs * Q), xg = (i / (t0.cs * Q)) % xgs;
@@ -471,7 +475,7 @@ static int dw_tile_pad(const dw_tile &t0, int K, int S, int V)
                     deg = count[unit % slots];
             }
         }
-        if (deg < best_deg) {
+        if (deg < best_deg || (deg == best_deg && pad < best)) {
             best_deg = deg;
             best = pad;
         }
@@ -491,15 +495,23 @@ static bool dw_tile_pick(const cuda_conv_args *a, int K, int S, int V, dw_tile *
     const int ow4 = (a->ow + DW_ROW_R - 1) / DW_ROW_R * DW_ROW_R;
     double best = 0;
     bool found = false;
-    /* Widths 4 to 64, powers of 2 and the image's own (rounded up to 4). */
+    /* Widths 4 to 64, powers of 2 and the image's own (rounded up to 4);
+     * rows per thread 1, 2, 4; rows of threads: the most that fit, and
+     * those that split the image's rows into 1 to 8 tiles evenly. */
     for (int tw = DW_ROW_R; tw <= 64 && tw <= ow4; tw = tw * 2 <= ow4 || tw == ow4 ? tw * 2 : ow4) {
-        for (int tr = 1; tr <= a->oh; tr++) {
-            for (int rpt = 1; rpt <= 4 && (tr * rpt <= a->oh || rpt == 1); rpt++) {
+        const dw_tile t1 = {cs, tw, 1, 1, 7, 0, 0, 0};
+        const int tr_max = DW_TILE_MAX_THREADS / dw_tile_threads(t1, V);
+        for (int rpt = 1; rpt <= 4; rpt *= 2) {
+            const int rows = (a->oh + rpt - 1) / rpt; /* thread rows to cover the image */
+            for (int n = 0; n <= 8; n++) {
+                int tr = n ? (rows + n - 1) / n : tr_max;
+                if (tr > tr_max)
+                    continue;
+                if (tr > rows)
+                    tr = rows;
                 dw_tile t = {cs, tw, tr, rpt, 7, 0, 0, 0}; /* the most padding */
-                const int threads = dw_tile_threads(t, V);
-                if (threads > DW_TILE_MAX_THREADS)
-                    break;
-                if (dw_tile_smem(t, K, S, V) > DW_TILE_MAX_SMEM)
+                const int threads = dw_tile_threads(t, V), smem = dw_tile_smem(t, K, S, V);
+                if (tr < 1 || smem > DW_TILE_MAX_SMEM)
                     continue;
                 const int th = tr * rpt;
                 t.nslab = (groups + cs - 1) / cs;
@@ -511,7 +523,7 @@ static bool dw_tile_pick(const cuda_conv_args *a, int K, int S, int V, dw_tile *
                 /* Threads an SM holds: 228 KB of shared memory (1 KB a block
                  * reserved), 64K registers at 64 a thread; below 768, the
                  * latency of the staging and the shared-memory loads shows. */
-                int per_sm = 228 * 1024 / (dw_tile_smem(t, K, S, V) + 1024);
+                int per_sm = 228 * 1024 / (smem + 1024);
                 if (per_sm > 1024 / threads)
                     per_sm = 1024 / threads;
                 const int occ = per_sm * threads;
