@@ -217,6 +217,17 @@ static void make_cases(void)
     s->cout = 48, s->no_bias = true, s->residual = true;
     s = add_case(GR_CONV2D, 2, 8, 8, 144); /* 144 -> 864: 5 steps */
     s->cout = 864, s->act = GR_ACT_RELU6;
+    /* gemm_deep's tile shapes at 264 64x64 tiles and more: 64x64 (144 ->
+     * 864, 20 items at 8x8; N = 130, not a multiple of 8: pair stores,
+     * partial last tiles), 64x96 (N = 88, a partial last K step). */
+    s = add_case(GR_CONV2D, 20, 8, 8, 144);
+    s->cout = 864, s->act = GR_ACT_RELU6, s->residual = true;
+    s = add_case(GR_CONV2D, 1, 75, 76, 136);
+    s->cout = 130, s->act = GR_ACT_PRELU, s->no_bias = true;
+    s = add_case(GR_CONV2D, 33, 16, 16, 136);
+    s->cout = 88, s->act = GR_ACT_RELU6, s->residual = true;
+    s = add_case(GR_CONV2D, 1, 93, 91, 152);
+    s->cout = 96;
     s = add_case(GR_CONV2D, 2, 181, 183, 32);
     s->cout = 24, s->residual = true, s->act = GR_ACT_PRELU;
     s = add_case(GR_CONV2D, 1, 257, 257, 16);
