@@ -361,6 +361,21 @@ static void make_cases(void)
     s = add_case(GR_DWCONV2D, 4, 91, 93, 256);
     window(s, 5, 2, 1, 2);
     s->residual = true;
+    /* 3x3 on small images with 16-byte vectors (dwconv_vec3): BlazePose's
+     * 288-channel tail at 4x4 and 2x2, stride 2 from 8x8, dilation 2 with
+     * generous padding. */
+    s = add_case(GR_DWCONV2D, 2, 4, 4, 288);
+    window(s, 3, 1, 1, 1);
+    s->act = GR_ACT_RELU6;
+    s = add_case(GR_DWCONV2D, 2, 8, 8, 288);
+    window(s, 3, 2, 1, 1);
+    s->act = GR_ACT_RELU6;
+    s = add_case(GR_DWCONV2D, 3, 2, 2, 288);
+    window(s, 3, 1, 1, 1);
+    s->residual = true, s->no_bias = true;
+    s = add_case(GR_DWCONV2D, 1, 5, 6, 40);
+    window(s, 3, 1, 2, 3);
+    s->act = GR_ACT_PRELU, s->residual = true;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_DWCONV2D, PICK(1, 3, 8), PICK(1, 3, 6, 11, 16), PICK(1, 4, 9, 16),
                      PICK(1, 3, 4, 8, 16, 24, 28, 42, 64, 127, 128));

@@ -1,18 +1,26 @@
-/* gemm_deep (cuda_ops_gemm_deep.cu) bitwise against gemm_tc: the same
- * fp16 1x1 convolution launched through cuda_launch_conv_pointwise twice,
- * once with x 16-byte aligned (cuda_conv_deep_ok: gemm_deep, whichever of
- * its tile shapes the shape picks) and once with the same x 4 bytes off
- * (no 16-byte loader: gemm_tc, the 64x64 tiles gemm_deep's sums must
- * repeat). Every output half must be equal, bit for bit: the same fp32 sums
- * in the same order, the same epilogue. Then batch invariance: the first
- * items at a smaller batch (choice_batch kept) give the same bits.
+/* Kernels that replace others for speed give the same bits (needs a GPU).
  *
- * Shapes: BlazePose's long-K layers at batch 128 (288 -> 288 at 2x2 and
- * 4x4, 864 -> 144, 144 -> 864 and 864 -> 48 at 8x8, 528 -> 88 and 384 -> 64
- * at 16x16), partial tiles, N not a multiple of 8 (pair stores), a few
- * rows, each activation, with and without residual and bias. Inputs hold
- * zeros of both signs. Fresh random values every run (the seed is
- * printed; --seed N replays). Exits 77 where there is no GPU. */
+ * gemm_deep (cuda_ops_gemm_deep.cu) against gemm_tc: the same fp16 1x1
+ * convolution launched through cuda_launch_conv_pointwise twice, once with
+ * x 16-byte aligned (cuda_conv_deep_ok: gemm_deep, whichever of its tile
+ * shapes the shape picks) and once with the same x 4 bytes off (no
+ * 16-byte loader: gemm_tc, the 64x64 tiles gemm_deep's sums must repeat).
+ * Then batch invariance: the first items at a smaller batch (choice_batch
+ * kept) give the same bits. Shapes: BlazePose's long-K layers at batch 128
+ * (288 -> 288 at 2x2 and 4x4, 864 -> 144, 144 -> 864 and 864 -> 48 at 8x8,
+ * 528 -> 88 and 384 -> 64 at 16x16), partial tiles, N not a multiple of 8
+ * (pair stores), a few rows, each activation, with and without residual
+ * and bias.
+ *
+ * dwconv_vec3 (cuda_ops_dwconv.cu: 3x3, 16-byte vectors) against
+ * dwconv_vec with 8-byte vectors (the same x 8 bytes off), fp16 and fp32:
+ * BlazePose's 288-channel tail at 4x4 and 2x2, stride 2, dilation 2,
+ * padding on every side, residual.
+ *
+ * Every output must be equal bit for bit (the same fp32 operations in the
+ * same order, the same rounding). Inputs hold zeros of both signs; fresh
+ * random values every run (the seed is printed; --seed N replays). Exits
+ * 77 where there is no GPU. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -229,6 +237,154 @@ static void test_deep_vs_tc(void)
     }
 }
 
+/* ---- dwconv_vec3 against dwconv_vec ------------------------------------- */
+
+typedef struct dcase {
+    cuda_prec prec;
+    int batch, h, w, c, stride, dil, pt, pl, pb, pr;
+    gr_act act;
+    bool residual, bias;
+} dcase;
+
+static const dcase dcases[] = {
+    {CUDA_PREC_F16, 128, 4, 4, 288, 1, 1, 1, 1, 1, 1, GR_ACT_RELU6, false, true},
+    {CUDA_PREC_F16, 128, 8, 8, 288, 2, 1, 0, 0, 1, 1, GR_ACT_RELU6, false, true},
+    {CUDA_PREC_F16, 128, 2, 2, 288, 1, 1, 1, 1, 1, 1, GR_ACT_NONE, true, true},
+    {CUDA_PREC_F16, 3, 5, 6, 40, 1, 2, 3, 3, 3, 3, GR_ACT_PRELU, true, false},
+    {CUDA_PREC_F16, 2, 7, 9, 16, 2, 1, 1, 0, 0, 1, GR_ACT_RELU, true, true},
+    {CUDA_PREC_F32, 16, 4, 4, 288, 1, 1, 1, 1, 1, 1, GR_ACT_RELU6, true, true},
+    {CUDA_PREC_F32, 3, 5, 6, 40, 2, 2, 3, 2, 1, 3, GR_ACT_PRELU, false, true},
+};
+
+/* n random values of element size es (2: fp16 bit patterns as fill_half,
+ * 4: floats in [-2, 2), one in 16 a zero of either sign). */
+static void fill_any(void *p, size_t n, int es, unsigned e0)
+{
+    if (es == 2) {
+        fill_half(p, n, e0);
+        return;
+    }
+    float *f = p;
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = rnd();
+        f[i] = r % 16 == 0 ? (r % 32 == 0 ? -0.0f : 0.0f) : 2.0f * urand();
+    }
+}
+
+static void run_dw_case(const dcase *c)
+{
+    const int es = c->prec == CUDA_PREC_F16 ? 2 : 4, ke = 2 * c->dil + 1;
+    const int oh = (c->h + c->pt + c->pb - ke) / c->stride + 1;
+    const int ow = (c->w + c->pl + c->pr - ke) / c->stride + 1;
+    const size_t nx = (size_t)c->batch * c->h * c->w * c->c, nw = 9 * (size_t)c->c;
+    const size_t ny = (size_t)c->batch * oh * ow * c->c;
+    unsigned char *hx = malloc(nx * es), *hw = malloc(nw * es), *hr = malloc(ny * es);
+    unsigned char *hy[2] = {malloc(ny * es), malloc(ny * es)};
+    float *hb = malloc(c->c * sizeof *hb), *ha = malloc(c->c * sizeof *ha);
+    unsigned char *dx = NULL, *dw = NULL, *dr = NULL, *dy[2] = {NULL, NULL};
+    float *db = NULL, *da = NULL;
+    cudaStream_t s = NULL;
+    REQUIRE(hx && hw && hr && hy[0] && hy[1] && hb && ha);
+    fill_any(hx, nx, es, 11);
+    fill_any(hw, nw, es, 11);
+    fill_any(hr, ny, es, 11);
+    for (int i = 0; i < c->c; i++) {
+        hb[i] = urand();
+        ha[i] = 0.25f * urand();
+    }
+
+    CUDA_REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    /* x twice: at 16-byte alignment and 8 bytes after it. */
+    CUDA_REQUIRE(cudaMalloc((void **)&dx, 2 * nx * es + 64));
+    CUDA_REQUIRE(cudaMalloc((void **)&dw, nw * es));
+    CUDA_REQUIRE(cudaMalloc((void **)&dr, ny * es));
+    CUDA_REQUIRE(cudaMalloc((void **)&db, c->c * sizeof(float)));
+    CUDA_REQUIRE(cudaMalloc((void **)&da, c->c * sizeof(float)));
+    for (int i = 0; i < 2; i++) {
+        CUDA_REQUIRE(cudaMalloc((void **)&dy[i], ny * es));
+        CUDA_REQUIRE(cudaMemsetAsync(dy[i], 0xFF, ny * es, s));
+    }
+    unsigned char *x_al = dx, *x_off = dx + (nx * es + 31) / 16 * 16 + 8;
+    CUDA_REQUIRE(cudaMemcpyAsync(x_al, hx, nx * es, cudaMemcpyHostToDevice, s));
+    CUDA_REQUIRE(cudaMemcpyAsync(x_off, hx, nx * es, cudaMemcpyHostToDevice, s));
+    CUDA_REQUIRE(cudaMemcpyAsync(dw, hw, nw * es, cudaMemcpyHostToDevice, s));
+    CUDA_REQUIRE(cudaMemcpyAsync(dr, hr, ny * es, cudaMemcpyHostToDevice, s));
+    CUDA_REQUIRE(cudaMemcpyAsync(db, hb, c->c * sizeof(float), cudaMemcpyHostToDevice, s));
+    CUDA_REQUIRE(cudaMemcpyAsync(da, ha, c->c * sizeof(float), cudaMemcpyHostToDevice, s));
+
+    cuda_conv_args a;
+    memset(&a, 0, sizeof a);
+    a.prec = c->prec;
+    a.w = dw;
+    a.bias = c->bias ? db : NULL;
+    a.residual = c->residual ? dr : NULL;
+    a.alpha = c->act == GR_ACT_PRELU ? da : NULL;
+    a.batch = a.choice_batch = c->batch;
+    a.ih = c->h;
+    a.iw = c->w;
+    a.cin = a.cout = c->c;
+    a.oh = oh;
+    a.ow = ow;
+    a.kh = a.kw = 3;
+    a.sh = a.sw = c->stride;
+    a.dh = a.dw = c->dil;
+    a.pt = c->pt;
+    a.pl = c->pl;
+    a.mult = 1;
+    a.act = c->act;
+    for (int i = 0; i < 2; i++) {
+        a.x = i == 0 ? x_al : x_off;
+        a.y = dy[i];
+        CUDA_REQUIRE(cuda_launch_dwconv(&a, s));
+        CUDA_REQUIRE(cudaMemcpyAsync(hy[i], dy[i], ny * es, cudaMemcpyDeviceToHost, s));
+    }
+    CUDA_REQUIRE(cudaStreamSynchronize(s));
+    for (size_t i = 0; i < ny; i++) {
+        if (memcmp(hy[0] + i * es, hy[1] + i * es, es) != 0) {
+            fprintf(stderr, "  dw %s %dx%dx%dx%d s%d d%d: dwconv_vec3 != dwconv_vec at %zu\n",
+                    es == 2 ? "fp16" : "fp32", c->batch, c->h, c->w, c->c, c->stride, c->dil, i);
+            testing_case_failed = 1;
+            break;
+        }
+        uint32_t bits = 0;
+        memcpy(&bits, hy[1] + i * es, es);
+        if (bits == (es == 2 ? 0xFFFFu : 0xFFFFFFFFu)) {
+            fprintf(stderr, "  dw output %zu not written\n", i);
+            testing_case_failed = 1;
+            break;
+        }
+    }
+out:
+    for (int i = 0; i < 2; i++) {
+        cudaFree(dy[i]);
+        free(hy[i]);
+    }
+    cudaFree(dx);
+    cudaFree(dw);
+    cudaFree(dr);
+    cudaFree(db);
+    cudaFree(da);
+    if (s)
+        cudaStreamDestroy(s);
+    free(hx);
+    free(hw);
+    free(hr);
+    free(hb);
+    free(ha);
+}
+
+static void test_dwconv_vec3(void)
+{
+    for (size_t i = 0; i < sizeof dcases / sizeof dcases[0]; i++) {
+        const int before = testing_case_failed;
+        testing_case_failed = 0;
+        run_dw_case(&dcases[i]);
+        if (testing_case_failed)
+            fprintf(stderr, "  dw case %zu failed\n", i);
+        testing_case_failed |= before;
+    }
+}
+
 int main(int argc, char **argv)
 {
     unsigned seed = (unsigned)time(NULL);
@@ -241,5 +397,6 @@ int main(int argc, char **argv)
     fprintf(stderr, "seed %u\n", seed);
     rng_state = seed;
     RUN(test_deep_vs_tc);
+    RUN(test_dwconv_vec3);
     return testing_finish();
 }
