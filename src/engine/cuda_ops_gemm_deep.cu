@@ -1,25 +1,33 @@
 /* Pointwise convolutions with a long K in fp16 (cuda_conv_deep_ok: K a
  * multiple of 8 from DEEP_MIN_K, even N over 32; BlazePose's 864 -> 144
  * and 144 -> 864 at 8x8, 528 -> 88 at 16x16, 288 -> 288 at 4x4 and 2x2).
+ * Two kernels, chosen by the grid of 64x64 tiles at choice_batch
+ * (deep_small): both compute every output as gemm_tc16 does (one fp32
+ * accumulator from zero, the k16 steps 0, 16, ... over K rounded up to 32,
+ * zeros past K, in order, the same mma on the same fragment registers, then
+ * + bias (0 without one), + residual, the activation, one rounding to half),
+ * so the choice changes no bit.
  *
- * gemm_deep<BM, BN, WM, WN, ST>: a BM x BN block tile of WM x WN warps,
- * each warp (BM / WM) x (BN / WN) outputs in m16n8k16 fragments, the
- * BM x 32 and BN x 32 tiles of A and B in a ring of ST shared-memory
- * buffers filled by cp.async, ST - 1 steps ahead; fragments by ldmatrix.
- * Every output is gemm_tc16's: one fp32 accumulator from zero, the k16
- * steps 0, 16, ... over K rounded up to 32 (zeros past K) in order, the
- * same mma on the same fragment lanes, then + bias (0 without one),
- * + residual, the activation, one rounding to half. Only the tile shapes
- * change with the shape (deep_pick), so the bits are those of gemm_tc16
- * and of the earlier gemm_deep whatever the tile.
+ * gemm_deep (many tiles): gemm_tc16's 64x64 block tile, 2x2 warps of 32x32
+ * and m16n8k16 fragments, with the 64x32 tiles of A and B in a ring of
+ * DEEP_STAGES shared-memory buffers filled by cp.async, DEEP_STAGES - 1
+ * steps ahead, gemm_tc16's epilogue. (A session-9 variant with ldmatrix
+ * fragments, a 16-byte epilogue through shared memory and 64x96 tiles for
+ * N <= 96 was bitwise the same but 4% slower over BlazePose at batch 128 on
+ * the H200, so this one stays for large grids.)
  *
- * The epilogue goes through shared memory: each warp leaves its sums plus
- * bias (fp32) in the block's tile, then the block adds the residual,
- * activates and stores 8 outputs (16 bytes) a thread where N % 8 == 0 and
- * y and the residual are 16-byte aligned, else pairs.
- *
- * The filter's tiles of the first ST - 1 steps are requested before
- * pdl_begin (constants), so they load while the kernel before finishes. */
+ * gemm_deep_small<BM, BN, WM, WN, ST> (grids of fewer than DEEP_SMALL_GRID
+ * 64x64 tiles: every layer at batch 1, the 288-channel tail at 4x4 and 2x2
+ * at batch 128): 32x32 block tiles of 2x2 warps of 16x16, so 4x the blocks,
+ * and an 8-stage ring (K = 288 nearly all in flight at once); fragments by
+ * ldmatrix (the registers gemm_tc16 loads word by word); the filter's tiles
+ * of the first ST - 1 steps requested before pdl_begin (constants), so they
+ * load while the kernel before finishes; the epilogue through shared
+ * memory: each warp leaves its sums plus bias (fp32) in the block's tile,
+ * then the block adds the residual, activates and stores 8 outputs (16
+ * bytes) a thread where N % 8 == 0 and y and the residual are 16-byte
+ * aligned, else pairs. On the H200 it took BlazePose full from 0.554 to
+ * 0.420 ms at batch 1. */
 #include "engine/cuda_ops_device.h"
 #include "engine/cuda_ops_mma.h"
 
@@ -27,12 +35,10 @@
 #define DEEP_LD (DEEP_BK + 8) /* halves per shared row: 80 bytes, ldmatrix conflict-free */
 #define DEEP_MIN_K 128        /* 4 steps and more */
 
-/* Tile shapes (deep_pick): 64x64 of 2x2 warps of 32x32 (gemm_tc16's);
- * 64x96 of 2x2 warps of 32x48 for N in (64, 96] (BlazePose's 88: one
- * column tile, not two); 32x32 of 2x2 warps of 16x16 with 8 stages (all
- * of K = 288 nearly at once) where 64x64 tiles would leave SMs idle. */
-enum { DEEP_T64, DEEP_T64W, DEEP_T32 };
-#define DEEP_SMALL_GRID 264 /* 64x64 tiles below this at choice_batch: DEEP_T32 */
+#define DEEP_BM 64
+#define DEEP_BN 64
+#define DEEP_STAGES 4       /* gemm_deep: 4 x 10 KB of tiles */
+#define DEEP_SMALL_GRID 192 /* fewer 64x64 tiles at choice_batch: gemm_deep_small */
 
 static __device__ __forceinline__ void deep_commit()
 {
@@ -87,10 +93,10 @@ template <int R, int T> struct deep_loader {
 
 template <int BM, int BN, int WM, int WN, int ST>
 __global__ void __launch_bounds__(WM *WN * 32)
-    gemm_deep(const __half *__restrict__ x, const __half *__restrict__ w,
-              const float *__restrict__ bias, const __half *__restrict__ res,
-              const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N,
-              int act, int vec8)
+    gemm_deep_small(const __half *__restrict__ x, const __half *__restrict__ w,
+                    const float *__restrict__ bias, const __half *__restrict__ res,
+                    const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N,
+                    int act, int vec8)
 {
     constexpr int T = WM * WN * 32, MI = BM / WM / 16, NJ = BN / WN / 8;
     constexpr unsigned A_BYTES = BM * DEEP_LD * 2, B_BYTES = BN * DEEP_LD * 2;
@@ -241,6 +247,97 @@ __global__ void __launch_bounds__(WM *WN * 32)
     }
 }
 
+/* Starts copying rows [r0, r0 + 64) x columns [k0, k0 + 32) of a row-major
+ * [rows][K] half matrix into s[64][DEEP_LD]; zeros outside (K % 8 == 0: a
+ * 16-byte chunk is wholly inside or outside). */
+static __device__ __forceinline__ void deep_stage(__half *s, const __half *__restrict__ g,
+                                                  int rows, int K, int r0, int k0)
+{
+    const int chunks = DEEP_BK / 8; /* 4 per row */
+#pragma unroll
+    for (int i = 0; i < DEEP_BM * chunks / 128; i++) {
+        int idx = threadIdx.x + 128 * i;
+        int r = idx / chunks, c = idx % chunks;
+        int row = r0 + r, k = k0 + 8 * c;
+        unsigned sa = smem_addr(s + r * DEEP_LD + 8 * c);
+        if (row < rows && k < K)
+            cp_async_halves(sa, g + (size_t)row * K + k, 8);
+        else
+            st_zero_halves(sa, 8);
+    }
+}
+
+__global__ void __launch_bounds__(128)
+gemm_deep(const __half *__restrict__ x, const __half *__restrict__ w,
+          const float *__restrict__ bias, const __half *__restrict__ res,
+          const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N, int act)
+{
+    __shared__ __align__(16) __half as[DEEP_STAGES][DEEP_BM * DEEP_LD];
+    __shared__ __align__(16) __half bs[DEEP_STAGES][DEEP_BN * DEEP_LD];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4;
+    const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;
+    const int m0 = blockIdx.x * DEEP_BM, n0 = blockIdx.y * DEEP_BN;
+    const int steps = (K + DEEP_BK - 1) / DEEP_BK;
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] = 0.0f;
+
+    pdl_begin();
+    /* Steps 0 .. STAGES - 2 in flight; one commit group per step (empty
+     * past the last), so that wait<STAGES - 2> means "step kt landed". */
+#pragma unroll
+    for (int st = 0; st < DEEP_STAGES - 1; st++) {
+        if (st < steps) {
+            deep_stage(as[st], x, M, K, m0, st * DEEP_BK);
+            deep_stage(bs[st], w, N, K, n0, st * DEEP_BK);
+        }
+        deep_commit();
+    }
+    for (int kt = 0; kt < steps; kt++) {
+        deep_wait<DEEP_STAGES - 2>();
+        /* Step kt visible to all; every warp is done with step kt - 1,
+         * whose buffer the copies below refill. */
+        __syncthreads();
+        const int nx = kt + DEEP_STAGES - 1;
+        if (nx < steps) {
+            deep_stage(as[nx % DEEP_STAGES], x, M, K, m0, nx * DEEP_BK);
+            deep_stage(bs[nx % DEEP_STAGES], w, N, K, n0, nx * DEEP_BK);
+        }
+        deep_commit();
+        const __half *sa = as[kt % DEEP_STAGES], *sb = bs[kt % DEEP_STAGES];
+#pragma unroll
+        for (int kb = 0; kb < DEEP_BK; kb += 16)
+            warp_tile_mma(acc, sa, sb, DEEP_LD, wm, wn, g, t, kb);
+    }
+    deep_wait<0>();
+
+    /* Accumulator (i, j): rows m0+wm+16i+g (+8), columns n0+wn+8j+2t, +1. */
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        int n = n0 + wn + 8 * j + 2 * t;
+        if (n >= N) /* N even, so n + 1 < N too */
+            continue;
+        float b0 = bias ? __ldg(bias + n) : 0.0f, b1 = bias ? __ldg(bias + n + 1) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int m = m0 + wm + 16 * i + g + 8 * h;
+                if (m >= M)
+                    continue;
+                size_t o = (size_t)m * N + n;
+                store_pair_f16(y, res, o, acc[i][j][2 * h] + b0, acc[i][j][2 * h + 1] + b1, act,
+                               alpha, n);
+            }
+    }
+}
+
 extern "C" bool cuda_conv_deep_ok(const cuda_conv_args *a)
 {
     const int K = a->kh * a->kw * a->cin, N = a->cout;
@@ -250,24 +347,20 @@ extern "C" bool cuda_conv_deep_ok(const cuda_conv_args *a)
            N > 32 && (in & 15) == 0 && (out & 3) == 0;
 }
 
-/* The tile shape for M rows (at choice_batch items) and N columns. */
-static int deep_pick(int M, int N)
+/* True where a grid of 64x64 tiles over M rows (at choice_batch items) and
+ * N columns would leave SMs idle: gemm_deep_small's 32x32 tiles. */
+static bool deep_small(int M, int N)
 {
-    const long long blocks64 = (long long)((M + 63) / 64) * ((N + 63) / 64);
-    if (blocks64 < DEEP_SMALL_GRID)
-        return DEEP_T32;
-    if (N > 64 && N <= 96)
-        return DEEP_T64W;
-    return DEEP_T64;
+    return (long long)((M + 63) / 64) * ((N + 63) / 64) < DEEP_SMALL_GRID;
 }
 
 template <int BM, int BN, int WM, int WN, int ST>
-static cudaError_t deep_start(const cuda_conv_args *a, cudaStream_t s, int M, int K, int N,
-                              int vec8)
+static cudaError_t deep_small_start(const cuda_conv_args *a, cudaStream_t s, int M, int K, int N)
 {
     const size_t smem = (size_t)ST * (BM + BN) * DEEP_LD * 2;
+    const int vec8 = N % 8 == 0 && (((size_t)a->y | (size_t)a->residual) & 15) == 0;
     dim3 grid((M + BM - 1) / BM, (N + BN - 1) / BN);
-    return cuda_ops_start(gemm_deep<BM, BN, WM, WN, ST>, grid, WM * WN * 32, smem, s,
+    return cuda_ops_start(gemm_deep_small<BM, BN, WM, WN, ST>, grid, WM * WN * 32, smem, s,
                           (const __half *)a->x, (const __half *)a->w, a->bias,
                           (const __half *)a->residual, a->alpha, (__half *)a->y, M, K, N, a->act,
                           vec8);
@@ -280,13 +373,10 @@ extern "C" cudaError_t cuda_launch_conv_deep(const cuda_conv_args *a, cudaStream
     const int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
     if (M == 0)
         return cudaSuccess;
-    const int vec8 = N % 8 == 0 && (((size_t)a->y | (size_t)a->residual) & 15) == 0;
-    switch (deep_pick(a->choice_batch * a->oh * a->ow, N)) {
-    case DEEP_T32:
-        return deep_start<32, 32, 2, 2, 8>(a, s, M, K, N, vec8);
-    case DEEP_T64W:
-        return deep_start<64, 96, 2, 2, 4>(a, s, M, K, N, vec8);
-    default:
-        return deep_start<64, 64, 2, 2, 4>(a, s, M, K, N, vec8);
-    }
+    if (deep_small(a->choice_batch * a->oh * a->ow, N))
+        return deep_small_start<32, 32, 2, 2, 8>(a, s, M, K, N);
+    dim3 grid((M + DEEP_BM - 1) / DEEP_BM, (N + DEEP_BN - 1) / DEEP_BN);
+    return cuda_ops_start(gemm_deep, grid, 128, 0, s, (const __half *)a->x, (const __half *)a->w,
+                          a->bias, (const __half *)a->residual, a->alpha, (__half *)a->y, M, K, N,
+                          a->act);
 }

@@ -2,8 +2,8 @@
  *
  * gemm_deep (cuda_ops_gemm_deep.cu) against gemm_tc: the same fp16 1x1
  * convolution launched through cuda_launch_conv_pointwise twice, once with
- * x 16-byte aligned (cuda_conv_deep_ok: gemm_deep, whichever of its tile
- * shapes the shape picks) and once with the same x 4 bytes off (no
+ * x 16-byte aligned (cuda_conv_deep_ok: gemm_deep or, for grids of few
+ * tiles, gemm_deep_small) and once with the same x 4 bytes off (no
  * 16-byte loader: gemm_tc, the 64x64 tiles gemm_deep's sums must repeat).
  * Then batch invariance: the first items at a smaller batch (choice_batch
  * kept) give the same bits. Shapes: BlazePose's long-K layers at batch 128

@@ -217,9 +217,10 @@ static void make_cases(void)
     s->cout = 48, s->no_bias = true, s->residual = true;
     s = add_case(GR_CONV2D, 2, 8, 8, 144); /* 144 -> 864: 5 steps */
     s->cout = 864, s->act = GR_ACT_RELU6;
-    /* gemm_deep's tile shapes at 264 64x64 tiles and more: 64x64 (144 ->
-     * 864, 20 items at 8x8; N = 130, not a multiple of 8: pair stores,
-     * partial last tiles), 64x96 (N = 88, a partial last K step). */
+    /* gemm_deep (192 64x64 tiles and more; fewer: gemm_deep_small's 32x32
+     * tiles) at 144 -> 864 on 20 items at 8x8; N = 130, not a multiple of
+     * 8 (pair stores, partial last tiles); N = 88 and 96, a partial last K
+     * step. */
     s = add_case(GR_CONV2D, 20, 8, 8, 144);
     s->cout = 864, s->act = GR_ACT_RELU6, s->residual = true;
     s = add_case(GR_CONV2D, 1, 75, 76, 136);
