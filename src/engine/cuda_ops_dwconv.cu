@@ -94,11 +94,12 @@ static __device__ __forceinline__ void unpack16(const uint4 &q, float *v, const 
 
 /* dwconv_vec for a 3x3 window and whole 16-byte vectors (the small images
  * that dwconv_rows leaves, e.g. BlazePose's 4x4 and 2x2 x 288 tail): the
- * window's inputs and filter taps are all requested before the first FMA,
- * so a thread waits out one load latency, not one per tap (dwconv_vec's
- * loads sit behind its per-tap tests). The sum is dwconv_vec's: fmaf over
- * the taps inside the input in ky, kx order from +0, then + bias,
- * + residual, the activation, one rounding. */
+ * window's inputs are all requested before the first FMA, so a thread
+ * waits out one load latency, not one per tap (dwconv_vec's loads sit
+ * behind its per-tap tests); the filter taps (a few KB, in L1) are read
+ * per tap, which keeps 58 registers (4 blocks an SM). The sum is
+ * dwconv_vec's: fmaf over the taps inside the input in ky, kx order from
+ * +0, then + bias, + residual, the activation, one rounding. */
 template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 dwconv_vec3(cuda_conv_args a)
@@ -114,17 +115,15 @@ dwconv_vec3(cuda_conv_args a)
     int oy = q % a.oh, b = q / a.oh;
     const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.cin + c0;
     const T *w = static_cast<const T *>(a.w) + c0;
-    uint4 xr[9], wr[9];
+    uint4 xr[9];
     bool in[9];
 #pragma unroll
     for (int t = 0; t < 9; t++) {
         const int iy = oy * a.sh - a.pt + (t / 3) * a.dh, ix = ox * a.sw - a.pl + (t % 3) * a.dw;
         in[t] = iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw;
-        xr[t] = wr[t] = make_uint4(0, 0, 0, 0);
-        if (in[t]) {
+        xr[t] = make_uint4(0, 0, 0, 0);
+        if (in[t])
             xr[t] = __ldg(reinterpret_cast<const uint4 *>(x + ((size_t)iy * a.iw + ix) * a.cin));
-            wr[t] = __ldg(reinterpret_cast<const uint4 *>(w + (size_t)t * a.cout));
-        }
     }
     float acc[V];
 #pragma unroll
@@ -136,7 +135,7 @@ dwconv_vec3(cuda_conv_args a)
             continue;
         float xv[V], wv[V];
         unpack16(xr[t], xv, x);
-        unpack16(wr[t], wv, x);
+        unpack16(__ldg(reinterpret_cast<const uint4 *>(w + (size_t)t * a.cout)), wv, x);
 #pragma unroll
         for (int i = 0; i < V; i++)
             acc[i] = fmaf(xv[i], wv[i], acc[i]);
