@@ -359,8 +359,9 @@ cudaError_t cuda_launch_conv_thin(const cuda_conv_args *a, cudaStream_t s);
 /* 1x1 convolutions with a long K that cuda_launch_conv_pointwise hands on
  * where cuda_conv_deep_ok holds (and none of the above): fp16, K a multiple
  * of 8 from 128, even N over 32, x and w 16-byte aligned, y and the
- * residual 4-byte (cuda_ops_gemm_deep.cu: gemm_tc16 with a 4-stage cp.async
- * ring). */
+ * residual 4-byte (cuda_ops_gemm_deep.cu: gemm_tc16's sums through a ring
+ * of cp.async stages, in 64x64 tiles, or 32x32 ones where a grid of 64x64
+ * tiles at choice_batch is small). */
 bool cuda_conv_deep_ok(const cuda_conv_args *a);
 cudaError_t cuda_launch_conv_deep(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_dwconv(const cuda_conv_args *a, cudaStream_t s);

@@ -73,6 +73,93 @@ dwconv_vec(cuda_conv_args a, int V)
         dwconv_vec_body<T>(a, vec16<T>::n / 4);
 }
 
+/* 16 bytes (vec16<T>::n elements) as floats, as ld16 converts them. */
+static __device__ __forceinline__ void unpack16(const uint4 &q, float *v, const float *)
+{
+    const float4 f = *reinterpret_cast<const float4 *>(&q);
+    v[0] = f.x;
+    v[1] = f.y;
+    v[2] = f.z;
+    v[3] = f.w;
+}
+
+static __device__ __forceinline__ void unpack16(const uint4 &q, float *v, const __half *)
+{
+    const __half2 *h = reinterpret_cast<const __half2 *>(&q);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 f = __half22float2(h[i]);
+        v[2 * i] = f.x;
+        v[2 * i + 1] = f.y;
+    }
+}
+
+/* dwconv_vec for a 3x3 window and whole 16-byte vectors (the small images
+ * that dwconv_rows leaves, e.g. BlazePose's 4x4 and 2x2 x 288 tail): the
+ * window's inputs are all requested before the first FMA, so a thread
+ * waits out one load latency, not one per tap (dwconv_vec's loads sit
+ * behind its per-tap tests); the filter taps (a few KB, in L1) are read
+ * per tap, which keeps 58 registers (4 blocks an SM). The sum is
+ * dwconv_vec's: fmaf over the taps inside the input in ky, kx order from
+ * +0, then + bias, + residual, the activation, one rounding. */
+template <typename T>
+__global__ void __launch_bounds__(CUDA_OPS_THREADS)
+dwconv_vec3(cuda_conv_args a)
+{
+    constexpr int V = vec16<T>::n;
+    pdl_begin();
+    const int groups = a.cout / V;
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= a.batch * a.oh * a.ow * groups)
+        return;
+    int c0 = (idx % groups) * V, p = idx / groups;
+    int ox = p % a.ow, q = p / a.ow;
+    int oy = q % a.oh, b = q / a.oh;
+    const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.cin + c0;
+    const T *w = static_cast<const T *>(a.w) + c0;
+    uint4 xr[9];
+    bool in[9];
+#pragma unroll
+    for (int t = 0; t < 9; t++) {
+        const int iy = oy * a.sh - a.pt + (t / 3) * a.dh, ix = ox * a.sw - a.pl + (t % 3) * a.dw;
+        in[t] = iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw;
+        xr[t] = make_uint4(0, 0, 0, 0);
+        if (in[t])
+            xr[t] = __ldg(reinterpret_cast<const uint4 *>(x + ((size_t)iy * a.iw + ix) * a.cin));
+    }
+    float acc[V];
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        acc[i] = 0.0f;
+#pragma unroll
+    for (int t = 0; t < 9; t++) {
+        if (!in[t])
+            continue;
+        float xv[V], wv[V];
+        unpack16(xr[t], xv, x);
+        unpack16(__ldg(reinterpret_cast<const uint4 *>(w + (size_t)t * a.cout)), wv, x);
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            acc[i] = fmaf(xv[i], wv[i], acc[i]);
+    }
+    size_t o = (size_t)p * a.cout + c0;
+    if (a.bias)
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            acc[i] += __ldg(a.bias + c0 + i);
+    if (a.residual) {
+        float r[V];
+        ldv(static_cast<const T *>(a.residual) + o, r, V);
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            acc[i] += r[i];
+    }
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        acc[i] = activate(acc[i], a.act, a.alpha, c0 + i);
+    stv(static_cast<T *>(a.y) + o, acc, V);
+}
+
 template <typename T>
 __global__ void __launch_bounds__(CUDA_OPS_THREADS)
 dwconv_scalar(cuda_conv_args a)
@@ -575,7 +662,7 @@ extern "C" cudaError_t cuda_launch_dwconv_as(const cuda_conv_args *a, cuda_dw_ke
     int es = a->prec == CUDA_PREC_F16 ? 2 : 4;
     size_t addr = (size_t)a->x | (size_t)a->w | (size_t)a->y | (size_t)a->residual;
     int V = a->mult == 1 ? cuda_ops_vec(es, a->cout, addr) : 0;
-    const bool f16 = a->prec == CUDA_PREC_F16;
+    const bool f16 = a->prec == CUDA_PREC_F16, automatic = k == CUDA_DW_AUTO;
     dw_tile t;
     if (k == CUDA_DW_AUTO) /* the grids that dwconv_rows took: tiles, where one fits */
         k = V && dw_rows_threads(a, V, es)
@@ -598,6 +685,11 @@ extern "C" cudaError_t cuda_launch_dwconv_as(const cuda_conv_args *a, cuda_dw_ke
         return cudaErrorNotSupported;
     long long total = (long long)a->batch * a->oh * a->ow * (V ? a->cout / V : a->cout);
     unsigned blocks = cuda_ops_blocks(total, CUDA_OPS_THREADS);
+    /* 3x3 with whole 16-byte vectors where no rows kernel takes it (small
+     * images): dwconv_vec3, dwconv_vec's sums with every tap's loads first. */
+    if (k == CUDA_DW_VEC && automatic && V * es == 16 && a->kh == 3 && a->kw == 3)
+        return f16 ? cuda_ops_start(dwconv_vec3<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a)
+                   : cuda_ops_start(dwconv_vec3<float>, blocks, CUDA_OPS_THREADS, 0, s, *a);
     if (k == CUDA_DW_VEC)
         return f16 ? cuda_ops_start(dwconv_vec<__half>, blocks, CUDA_OPS_THREADS, 0, s, *a, V)
                    : cuda_ops_start(dwconv_vec<float>, blocks, CUDA_OPS_THREADS, 0, s, *a, V);

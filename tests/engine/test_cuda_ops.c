@@ -244,6 +244,18 @@ static void make_cases(void)
     s->cout = 48, s->no_bias = true, s->residual = true;
     s = add_case(GR_CONV2D, 2, 8, 8, 144); /* 144 -> 864: 5 steps */
     s->cout = 864, s->act = GR_ACT_RELU6;
+    /* gemm_deep (192 64x64 tiles and more; fewer: gemm_deep_small's 32x32
+     * tiles) at 144 -> 864 on 20 items at 8x8; N = 130, not a multiple of
+     * 8 (pair stores, partial last tiles); N = 88 and 96, a partial last K
+     * step. */
+    s = add_case(GR_CONV2D, 20, 8, 8, 144);
+    s->cout = 864, s->act = GR_ACT_RELU6, s->residual = true;
+    s = add_case(GR_CONV2D, 1, 75, 76, 136);
+    s->cout = 130, s->act = GR_ACT_PRELU, s->no_bias = true;
+    s = add_case(GR_CONV2D, 33, 16, 16, 136);
+    s->cout = 88, s->act = GR_ACT_RELU6, s->residual = true;
+    s = add_case(GR_CONV2D, 1, 93, 91, 152);
+    s->cout = 96;
     s = add_case(GR_CONV2D, 2, 181, 183, 32);
     s->cout = 24, s->residual = true, s->act = GR_ACT_PRELU;
     s = add_case(GR_CONV2D, 1, 257, 257, 16);
@@ -396,6 +408,21 @@ static void make_cases(void)
     s->act = GR_ACT_RELU6;
     s = add_case(GR_DWCONV2D, 29, 64, 61, 72);
     window(s, 5, 2, 1, 1);
+    s->act = GR_ACT_PRELU, s->residual = true;
+    /* 3x3 on small images with 16-byte vectors (dwconv_vec3): BlazePose's
+     * 288-channel tail at 4x4 and 2x2, stride 2 from 8x8, dilation 2 with
+     * generous padding. */
+    s = add_case(GR_DWCONV2D, 2, 4, 4, 288);
+    window(s, 3, 1, 1, 1);
+    s->act = GR_ACT_RELU6;
+    s = add_case(GR_DWCONV2D, 2, 8, 8, 288);
+    window(s, 3, 2, 1, 1);
+    s->act = GR_ACT_RELU6;
+    s = add_case(GR_DWCONV2D, 3, 2, 2, 288);
+    window(s, 3, 1, 1, 1);
+    s->residual = true, s->no_bias = true;
+    s = add_case(GR_DWCONV2D, 1, 5, 6, 40);
+    window(s, 3, 1, 2, 3);
     s->act = GR_ACT_PRELU, s->residual = true;
     for (int i = 0; i < 40; i++) {
         s = add_case(GR_DWCONV2D, PICK(1, 3, 8), PICK(1, 3, 6, 11, 16), PICK(1, 4, 9, 16),
