@@ -38,28 +38,6 @@ template <> __device__ __forceinline__ float ld_as_stored<__half>(float v)
     return __half2float(__float2half_rn(v));
 }
 
-/* Stages rows wy0 .. wy0 + WH - 1, columns wx0 .. wx0 + WW - 1 of one
- * 8-channel fp16 image (a 16-byte vector a pixel, ih x iw) into shared
- * memory as floats, in two planes (channels 0-3 and 4-7: a warp reading
- * consecutive pixels of a plane hits no bank twice), zeros outside the
- * image. All the block's threads; a barrier must follow. */
-template <int WH, int WW>
-static __device__ __forceinline__ void stage_window8(float4 *lo, float4 *hi, const uint4 *x, int ih,
-                                                     int iw, int wy0, int wx0)
-{
-    for (int i = threadIdx.x; i < WH * WW; i += blockDim.x) {
-        const int iy = wy0 + i / WW, ix = wx0 + i % WW;
-        uint4 q = make_uint4(0u, 0u, 0u, 0u);
-        if (iy >= 0 && iy < ih && ix >= 0 && ix < iw)
-            q = __ldg(x + (size_t)iy * iw + ix);
-        const __half2 *h = reinterpret_cast<const __half2 *>(&q);
-        const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
-        const float2 c = __half22float2(h[2]), d = __half22float2(h[3]);
-        lo[i] = make_float4(a.x, a.y, b.x, b.y);
-        hi[i] = make_float4(c.x, c.y, d.x, d.y);
-    }
-}
-
 /* Elements in 16 bytes. */
 template <typename T> struct vec16 {
     enum { n = 16 / sizeof(T) };

@@ -20,10 +20,8 @@
  *
  * A block of 8 warps takes DP_TH x DP_TW output pixels of one image, a
  * warp one row of DP_TW: it stages the input window ((DP_TH + k - 1) x
- * (DP_TW + k - 1) pixels, converted to floats once: stage_window8), each
- * thread computes one pixel's 8 depthwise outputs from it into shared
- * memory (blocks whose window lies inside the input without the per-tap
- * bounds checks), and each warp multiplies
+ * (DP_TW + k - 1) pixels of 16 bytes), each thread computes one pixel's 8
+ * depthwise outputs from it into shared memory, and each warp multiplies
  * its row as two 16-pixel m tiles, the accumulator fragments stored as
  * pairs: a warp's store covers 8 consecutive pixels, 128 contiguous bytes.
  * A residual that is the block's input (the decoder's blocks) is read from
@@ -60,36 +58,6 @@ static __device__ __forceinline__ void dp_unpack(uint4 v, float *f)
  * depthwise filter read from shared memory). */
 #define DP_PER_SM 6
 
-/* The 8 depthwise sums of one output pixel from the staged window (its
- * top-left tap at window pixel p0), taps in ky, kx order; with CHECK, the
- * taps outside the input (rows iy0 + ky, columns ix0 + kx) skipped. */
-template <int K, int WW, bool CHECK>
-static __device__ __forceinline__ void dp_taps(float *acc, const float4 *lo, const float4 *hi,
-                                               const float4 (*wds)[2], int p0, int iy0, int ix0,
-                                               int ih, int iw)
-{
-#pragma unroll
-    for (int ky = 0; ky < K; ky++) {
-        if (CHECK && (iy0 + ky < 0 || iy0 + ky >= ih))
-            continue;
-#pragma unroll
-        for (int kx = 0; kx < K; kx++) {
-            if (CHECK && (ix0 + kx < 0 || ix0 + kx >= iw))
-                continue;
-            const float4 a = lo[p0 + ky * WW + kx], b = hi[p0 + ky * WW + kx];
-            const float4 w0 = wds[ky * K + kx][0], w1 = wds[ky * K + kx][1];
-            acc[0] = fmaf(a.x, w0.x, acc[0]);
-            acc[1] = fmaf(a.y, w0.y, acc[1]);
-            acc[2] = fmaf(a.z, w0.z, acc[2]);
-            acc[3] = fmaf(a.w, w0.w, acc[3]);
-            acc[4] = fmaf(b.x, w1.x, acc[4]);
-            acc[5] = fmaf(b.y, w1.y, acc[5]);
-            acc[6] = fmaf(b.z, w1.z, acc[6]);
-            acc[7] = fmaf(b.w, w1.w, acc[7]);
-        }
-    }
-}
-
 template <int K>
 __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
     dwproj_few(const uint4 *__restrict__ x, const __half *__restrict__ wd,
@@ -98,9 +66,9 @@ __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
                __half *__restrict__ y, dp_shape s)
 {
     constexpr int WH = DP_TH + K - 1, WW = DP_TW + K - 1;
-    __shared__ float4 wlo[WH * WW], whi[WH * WW]; /* the input window, floats */
-    __shared__ uint4 dwo[DP_TH * DP_TW];         /* the depthwise outputs, half */
-    __shared__ float4 wds[K * K][2];             /* the depthwise filter as floats */
+    __shared__ uint4 win[WH * WW];       /* the input window */
+    __shared__ uint4 dwo[DP_TH * DP_TW];   /* the depthwise outputs, half */
+    __shared__ float4 wds[K * K][DP_C / 4]; /* the depthwise filter as floats */
 
     /* The filters first (constants), then the input (the previous kernel's). */
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
@@ -122,24 +90,42 @@ __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
     const int ty = tile % s.tiles_y, item = tile / s.tiles_y;
     const int oy0 = ty * DP_TH, ox0 = tx * DP_TW;
     const int wy0 = oy0 - s.pt, wx0 = ox0 - s.pl;
-    /* Every tap of every output of the block inside the input. */
-    const bool inner = wy0 >= 0 && wx0 >= 0 && wy0 + WH <= s.ih && wx0 + WW <= s.iw;
+    x += (size_t)item * s.ih * s.iw;
 
     pdl_begin();
-    stage_window8<WH, WW>(wlo, whi, x + (size_t)item * s.ih * s.iw, s.ih, s.iw, wy0, wx0);
+    for (int i = threadIdx.x; i < WH * WW; i += DP_THREADS) {
+        const int iy = wy0 + i / WW, ix = wx0 + i % WW;
+        win[i] = iy >= 0 && iy < s.ih && ix >= 0 && ix < s.iw ? __ldg(x + (size_t)iy * s.iw + ix)
+                                                              : make_uint4(0u, 0u, 0u, 0u);
+    }
     __syncthreads();
 
     /* The depthwise outputs of pixel (oy0 + warp, ox0 + lane). */
     {
+        const int oy = oy0 + warp, ox = ox0 + lane;
         float acc[DP_C];
 #pragma unroll
         for (int c = 0; c < DP_C; c++)
             acc[c] = 0.0f;
-        const int p0 = warp * WW + lane, iy0 = wy0 + warp, ix0 = wx0 + lane;
-        if (inner)
-            dp_taps<K, WW, false>(acc, wlo, whi, wds, p0, iy0, ix0, s.ih, s.iw);
-        else
-            dp_taps<K, WW, true>(acc, wlo, whi, wds, p0, iy0, ix0, s.ih, s.iw);
+#pragma unroll
+        for (int ky = 0; ky < K; ky++) {
+            const int iy = oy - s.pt + ky;
+            if (iy < 0 || iy >= s.ih)
+                continue;
+#pragma unroll
+            for (int kx = 0; kx < K; kx++) {
+                const int ix = ox - s.pl + kx;
+                if (ix < 0 || ix >= s.iw)
+                    continue;
+                float xv[DP_C];
+                dp_unpack(win[(warp + ky) * WW + lane + kx], xv);
+                const float4 w0 = wds[ky * K + kx][0], w1 = wds[ky * K + kx][1];
+                const float wv[DP_C] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+                for (int c = 0; c < DP_C; c++)
+                    acc[c] = fmaf(xv[c], wv[c], acc[c]);
+            }
+        }
         unsigned h[DP_C / 2];
 #pragma unroll
         for (int c = 0; c < DP_C; c += 2) {
@@ -172,14 +158,12 @@ __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
             const size_t o = (((size_t)item * s.oh + oy) * s.ow + ox) * DP_C + n;
             float v0 = acc[2 * hh] + b0, v1 = acc[2 * hh + 1] + b1;
             if (res) {
-                float2 r;
-                if (s.res_in) { /* channels 2t, 2t + 1 of the window's pixel */
-                    const int q = (warp + s.pt) * WW + 16 * mt + g + 8 * hh + s.pl;
-                    const float4 v = t < 2 ? wlo[q] : whi[q];
-                    r = t % 2 == 0 ? make_float2(v.x, v.y) : make_float2(v.z, v.w);
-                } else {
-                    r = __half22float2(*reinterpret_cast<const __half2 *>(res + o));
-                }
+                const __half2 *rp =
+                    s.res_in ? reinterpret_cast<const __half2 *>(
+                                   win + (warp + s.pt) * WW + 16 * mt + g + 8 * hh + s.pl) +
+                                   t
+                             : reinterpret_cast<const __half2 *>(res + o);
+                const float2 r = __half22float2(*rp);
                 v0 += r.x;
                 v1 += r.y;
             }
