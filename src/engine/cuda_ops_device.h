@@ -53,9 +53,9 @@ static __device__ __forceinline__ void ld16(const float *p, float *v)
     v[3] = q.w;
 }
 
-static __device__ __forceinline__ void ld16(const __half *p, float *v)
+/* The 8 halves of a 16-byte vector as floats. */
+static __device__ __forceinline__ void unpack16(uint4 q, float *v)
 {
-    uint4 q = __ldg(reinterpret_cast<const uint4 *>(p));
     const __half2 *h = reinterpret_cast<const __half2 *>(&q);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -63,6 +63,11 @@ static __device__ __forceinline__ void ld16(const __half *p, float *v)
         v[2 * i] = f.x;
         v[2 * i + 1] = f.y;
     }
+}
+
+static __device__ __forceinline__ void ld16(const __half *p, float *v)
+{
+    unpack16(__ldg(reinterpret_cast<const uint4 *>(p)), v);
 }
 
 static __device__ __forceinline__ void st16(float *p, const float *v)

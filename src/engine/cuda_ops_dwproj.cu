@@ -43,17 +43,6 @@ struct dp_shape {
     int res_in; /* the residual is the input (same size): read from the window */
 };
 
-static __device__ __forceinline__ void dp_unpack(uint4 v, float *f)
-{
-    const __half2 *h = reinterpret_cast<const __half2 *>(&v);
-#pragma unroll
-    for (int i = 0; i < DP_C / 2; i++) {
-        float2 p = __half22float2(h[i]);
-        f[2 * i] = p.x;
-        f[2 * i + 1] = p.y;
-    }
-}
-
 /* Blocks a SM holds (__launch_bounds__: at most 40 registers a thread, the
  * depthwise filter read from shared memory). */
 #define DP_PER_SM 6
@@ -74,7 +63,7 @@ __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
     if (threadIdx.x < K * K) {
         float f[DP_C];
-        dp_unpack(__ldg(reinterpret_cast<const uint4 *>(wd) + threadIdx.x), f);
+        unpack16(__ldg(reinterpret_cast<const uint4 *>(wd) + threadIdx.x), f);
         wds[threadIdx.x][0] = make_float4(f[0], f[1], f[2], f[3]);
         wds[threadIdx.x][1] = make_float4(f[4], f[5], f[6], f[7]);
     }
@@ -118,7 +107,7 @@ __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
                 if (ix < 0 || ix >= s.iw)
                     continue;
                 float xv[DP_C];
-                dp_unpack(win[(warp + ky) * WW + lane + kx], xv);
+                unpack16(win[(warp + ky) * WW + lane + kx], xv);
                 const float4 w0 = wds[ky * K + kx][0], w1 = wds[ky * K + kx][1];
                 const float wv[DP_C] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
 #pragma unroll
