@@ -533,6 +533,10 @@ static bool dw_tile_pick(const cuda_conv_args *a, int K, int S, int V, dw_tile *
                 double cost = blocks * bytes;
                 if (occ < 768)
                     cost *= 1.0 + (768 - occ) / 768.0;
+                /* Fewer than 4 blocks an SM: less of one's staging hides
+                 * behind another's arithmetic. */
+                if (per_sm < 4)
+                    cost *= 1.0 + 0.1 * (4 - per_sm);
                 if (!found || cost < best) {
                     best = cost;
                     *out = t;
