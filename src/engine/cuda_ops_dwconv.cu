@@ -410,14 +410,17 @@ dwconv_tile(cuda_conv_args a, dw_tile t)
     pdl_begin();
 
     /* The input window: the pixels inside the input only (the taps outside
-     * it are skipped below, never read). */
+     * it are skipped below, never read). A thread takes a vector of a row
+     * (k of span) on every rsplit-th row from r0, so all threads issue. */
     const T *x = static_cast<const T *>(a.x) + (size_t)b * a.ih * a.iw * a.cin + cv0 * V;
-    for (int k = threadIdx.x; k < iwt * cs; k += blockDim.x) {
+    const int span = iwt * cs, rsplit = (int)blockDim.x >= 2 * span ? blockDim.x / span : 1;
+    const int kstep = rsplit > 1 ? span : blockDim.x, r0 = threadIdx.x / kstep;
+    for (int k = threadIdx.x % kstep; k < span && r0 < rsplit; k += kstep) {
         const int c = k % cs, j = k / cs, ix = ix0 + j;
         if (ix < 0 || ix >= a.iw || cv0 + c >= groups)
             continue;
         T *sp = xs + (size_t)(k + j / (R * S) * pad) * V;
-        for (int r = 0; r < iht; r++) {
+        for (int r = r0; r < iht; r += rsplit) {
             const int iy = iy0 + r;
             if (iy >= 0 && iy < a.ih)
                 dw_cp16(sp + (size_t)r * rowu * V, x + ((size_t)iy * a.iw + ix) * a.cin + c * V);
@@ -617,6 +620,10 @@ static bool dw_tile_pick(const cuda_conv_args *a, int K, int S, int V, dw_tile *
                 double cost = blocks * bytes;
                 if (occ < 768)
                     cost *= 1.0 + (768 - occ) / 768.0;
+                /* Fewer than 4 blocks an SM: less of one's staging hides
+                 * behind another's arithmetic. */
+                if (per_sm < 4)
+                    cost *= 1.0 + 0.1 * (4 - per_sm);
                 if (!found || cost < best) {
                     best = cost;
                     *out = t;
