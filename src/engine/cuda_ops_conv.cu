@@ -450,6 +450,27 @@ conv_direct(cuda_conv_args a, int use_smem)
  * columns of BlazePose's segmentation output (3x3, 8 -> 1 channels at
  * 256x256) and read the input one channel at a time. The sums run in
  * conv_direct's order (ky, kx, ci), so the results are its own. */
+/* Output pixel p's sums of a few-output convolution (the first cout of
+ * NC): + bias, + residual, the activation, stored (conv_direct_few,
+ * conv_window_few). */
+template <typename T, int NC>
+static __device__ __forceinline__ void few_store(const cuda_conv_args &a, const float *acc, size_t p)
+{
+    T *y = static_cast<T *>(a.y) + p * a.cout;
+    const T *res = static_cast<const T *>(a.residual);
+#pragma unroll
+    for (int j = 0; j < NC; j++) {
+        if (j >= a.cout)
+            break;
+        float v = acc[j];
+        if (a.bias)
+            v += __ldg(a.bias + j);
+        if (res)
+            v += ld(res + p * a.cout + j);
+        st(y + j, activate(v, a.act, a.alpha, j));
+    }
+}
+
 /* One output pixel p of conv_direct_few; sw the filter as float. */
 template <typename T, int NC>
 static __device__ __forceinline__ void direct_few_pixel(const cuda_conv_args &a, const float *sw,
@@ -484,19 +505,7 @@ static __device__ __forceinline__ void direct_few_pixel(const cuda_conv_args &a,
             }
         }
     }
-    T *y = static_cast<T *>(a.y) + (size_t)p * a.cout;
-    const T *res = static_cast<const T *>(a.residual);
-#pragma unroll
-    for (int j = 0; j < NC; j++) {
-        if (j >= a.cout)
-            break;
-        float v = acc[j];
-        if (a.bias)
-            v += __ldg(a.bias + j);
-        if (res)
-            v += ld(res + (size_t)p * a.cout + j);
-        st(y + j, activate(v, a.act, a.alpha, j));
-    }
+    few_store<T, NC>(a, acc, (size_t)p);
 }
 
 /* Blocks walk the pixels (grid-stride), so that each loads the filter into
@@ -584,20 +593,7 @@ conv_window_few(cuda_conv_args a, int tiles_x, int tiles_y)
             }
         }
     }
-    const size_t p = ((size_t)b * a.oh + oy) * a.ow + ox;
-    __half *y = static_cast<__half *>(a.y) + p * a.cout;
-    const __half *res = static_cast<const __half *>(a.residual);
-#pragma unroll
-    for (int j = 0; j < NC; j++) {
-        if (j >= a.cout)
-            break;
-        float v = acc[j];
-        if (a.bias)
-            v += __ldg(a.bias + j);
-        if (res)
-            v += ld(res + p * a.cout + j);
-        st(y + j, activate(v, a.act, a.alpha, j));
-    }
+    few_store<__half, NC>(a, acc, ((size_t)b * a.oh + oy) * a.ow + ox);
 }
 
 /* Whether conv_window_few takes the convolution (fp16, 8 input channels,

@@ -8,6 +8,32 @@
  * same taps in the same order, so they give the same bits. */
 #include "engine/cuda_ops_device.h"
 
+/* V depthwise sums of channels c0.. at output element o: + bias, +
+ * residual, the activation, stored (dwconv_vec, dwconv_vec3). */
+template <typename T>
+static __device__ __forceinline__ void dw_vec_store(const cuda_conv_args &a, float *acc, size_t o,
+                                                    int c0, const int V)
+{
+    if (a.bias)
+#pragma unroll
+        for (int i = 0; i < vec16<T>::n; i++)
+            if (i < V)
+                acc[i] += __ldg(a.bias + c0 + i);
+    if (a.residual) {
+        float r[vec16<T>::n];
+        ldv(static_cast<const T *>(a.residual) + o, r, V);
+#pragma unroll
+        for (int i = 0; i < vec16<T>::n; i++)
+            if (i < V)
+                acc[i] += r[i];
+    }
+#pragma unroll
+    for (int i = 0; i < vec16<T>::n; i++)
+        if (i < V)
+            acc[i] = activate(acc[i], a.act, a.alpha, c0 + i);
+    stv(static_cast<T *>(a.y) + o, acc, V);
+}
+
 template <typename T>
 static __device__ __forceinline__ void dwconv_vec_body(const cuda_conv_args &a, const int V)
 {
@@ -40,22 +66,7 @@ static __device__ __forceinline__ void dwconv_vec_body(const cuda_conv_args &a, 
                 acc[i] = fmaf(xv[i], wv[i], acc[i]);
         }
     }
-    size_t o = (size_t)p * a.cout + c0;
-    if (a.bias)
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            acc[i] += __ldg(a.bias + c0 + i);
-    if (a.residual) {
-        float r[vec16<T>::n];
-        ldv(static_cast<const T *>(a.residual) + o, r, V);
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            acc[i] += r[i];
-    }
-#pragma unroll
-    for (int i = 0; i < V; i++)
-        acc[i] = activate(acc[i], a.act, a.alpha, c0 + i);
-    stv(static_cast<T *>(a.y) + o, acc, V);
+    dw_vec_store<T>(a, acc, (size_t)p * a.cout + c0, c0, V);
 }
 
 /* V: elements per thread, 16, 8 or 4 bytes of them (the widest that the
@@ -85,13 +96,7 @@ static __device__ __forceinline__ void unpack16(const uint4 &q, float *v, const 
 
 static __device__ __forceinline__ void unpack16(const uint4 &q, float *v, const __half *)
 {
-    const __half2 *h = reinterpret_cast<const __half2 *>(&q);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        float2 f = __half22float2(h[i]);
-        v[2 * i] = f.x;
-        v[2 * i + 1] = f.y;
-    }
+    unpack16(q, v);
 }
 
 /* dwconv_vec for a 3x3 window and whole 16-byte vectors (the small images
@@ -142,22 +147,7 @@ dwconv_vec3(cuda_conv_args a)
         for (int i = 0; i < V; i++)
             acc[i] = fmaf(xv[i], wv[i], acc[i]);
     }
-    size_t o = (size_t)p * a.cout + c0;
-    if (a.bias)
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            acc[i] += __ldg(a.bias + c0 + i);
-    if (a.residual) {
-        float r[V];
-        ldv(static_cast<const T *>(a.residual) + o, r, V);
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            acc[i] += r[i];
-    }
-#pragma unroll
-    for (int i = 0; i < V; i++)
-        acc[i] = activate(acc[i], a.act, a.alpha, c0 + i);
-    stv(static_cast<T *>(a.y) + o, acc, V);
+    dw_vec_store<T>(a, acc, (size_t)p * a.cout + c0, c0, V);
 }
 
 template <typename T>
