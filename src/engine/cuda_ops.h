@@ -379,6 +379,10 @@ typedef enum cuda_dw_kernel {
     CUDA_DW_TILE
 } cuda_dw_kernel;
 cudaError_t cuda_launch_dwconv_as(const cuda_conv_args *a, cuda_dw_kernel k, cudaStream_t s);
+/* dwconv_tile (cuda_ops_dwconv_tile.cu), what cuda_launch_dwconv_as
+ * launches for CUDA_DW_TILE: cudaErrorNotSupported where it does not take
+ * the convolution. */
+cudaError_t cuda_launch_dwconv_tile(const cuda_conv_args *a, cudaStream_t s);
 cudaError_t cuda_launch_maxpool(const cuda_conv_args *a, cudaStream_t s); /* w, bias unused */
 
 /* GR_DWPW (cuda_ops_dwpw.cu): y = act(pw(dw(x) + dw_bias) + bias + r), r
