@@ -10,12 +10,14 @@
 #   filled;
 # - `omma stream --backend gpu --face-mesh 478 --head-pose` on the video:
 #   478 landmarks and a head pose in every face of its 4 records.
-# Skipped (77) without a GPU.
+# Skipped (77) without a GPU or in a build without FFmpeg (the video).
 # usage: test_cli_mesh_gpu.sh PATH/TO/omma TESTDATA
 omma=$1 data=$2
 fail() { echo "FAIL: $*" >&2; exit 1; }
 "$omma" info >/dev/null 2>&1 || { echo "SKIP: no GPU"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+"$omma" version 2>/dev/null | grep -q " ffmpeg" ||
+    { echo "SKIP: built without FFmpeg (the test's video)"; exit 77; }
 photo=$data/astronaut.png video=$data/astronaut_pan.mp4
 [ -f "$photo" ] && [ -f "$video" ] || fail "no $photo or $video: run scripts/fetch-testdata.sh"
 work=$(mktemp -d)
