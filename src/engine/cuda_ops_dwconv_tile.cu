@@ -10,6 +10,11 @@
  * outputs along W of 4 channels (8 bytes of halves, 16 of floats: fp16's
  * registers no more than fp32's) on rpt rows (tr rows of threads).
  *
+ * The kernel is bound by the instructions it issues, not by memory: the
+ * activation is a template parameter (no switch per output), a thread
+ * loads its bias and PRELU slopes once, and its outputs of a row are
+ * addressed from one pointer.
+ *
  * The sums are dwconv_rows' (ky, then kx, skipping taps outside the
  * input; then bias, residual, activation, one rounding), so the results
  * are its own and dwconv_vec's (test_cuda_dwconv compares them bitwise). */
@@ -76,7 +81,21 @@ static __host__ __device__ __forceinline__ int dw_tile_smem(const dw_tile &t, in
                  ((t.tr * t.rpt - 1) * S + K) * dw_tile_row_units(t, S, K));
 }
 
-template <typename T, int K, int S>
+/* activate() of cuda_ops_device.h with the kind known at compile time
+ * (the same operations; PRELU's slope given). */
+template <int ACT>
+static __device__ __forceinline__ float dw_tile_act(float v, float slope)
+{
+    if (ACT == GR_ACT_RELU)
+        return fmaxf(v, 0.0f);
+    if (ACT == GR_ACT_RELU6)
+        return fminf(fmaxf(v, 0.0f), 6.0f);
+    if (ACT == GR_ACT_PRELU)
+        return v >= 0.0f ? v : v * slope;
+    return v;
+}
+
+template <typename T, int K, int S, int ACT>
 __global__ void __launch_bounds__(DW_TILE_MAX_THREADS)
 dwconv_tile(cuda_conv_args a, dw_tile t)
 {
@@ -141,6 +160,12 @@ dwconv_tile(cuda_conv_args a, dw_tile t)
     if (tr >= t.tr || ch >= a.cout || ox >= a.ow)
         return;
     const int ixt = ix0 + lx * S; /* the input column of its first tap */
+    float bv[4], slope[4]; /* the bias and PRELU's slopes of its channels */
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        bv[i] = a.bias ? __ldg(a.bias + ch + i) : 0.0f;
+        slope[i] = ACT == GR_ACT_PRELU ? __ldg(a.alpha + ch + i) : 0.0f;
+    }
     for (int rr = 0; rr < t.rpt; rr++) {
         const int ly = tr * t.rpt + rr, oy = oy0 + ly;
         if (oy >= a.oh)
@@ -180,26 +205,29 @@ dwconv_tile(cuda_conv_args a, dw_tile t)
                 }
             }
         }
+        /* The thread's outputs of the row: R pixels from o on. */
+        T *y = static_cast<T *>(a.y) + (((size_t)b * a.oh + oy) * a.ow + ox) * a.cout + ch;
+        const T *res = a.residual ? static_cast<const T *>(a.residual) + (y - static_cast<T *>(a.y))
+                                  : nullptr;
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (ox + r >= a.ow)
                 break;
-            size_t o = (((size_t)b * a.oh + oy) * a.ow + ox + r) * a.cout + ch;
             if (a.bias)
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    acc[r][i] += __ldg(a.bias + ch + i);
-            if (a.residual) {
+                    acc[r][i] += bv[i];
+            if (res) {
                 float rv[4];
-                ldv(static_cast<const T *>(a.residual) + o, rv, 4);
+                ldv(res + (size_t)r * a.cout, rv, 4);
 #pragma unroll
                 for (int i = 0; i < 4; i++)
                     acc[r][i] += rv[i];
             }
 #pragma unroll
             for (int i = 0; i < 4; i++)
-                acc[r][i] = activate(acc[r][i], a.act, a.alpha, ch + i);
-            stv(static_cast<T *>(a.y) + o, acc[r], 4);
+                acc[r][i] = dw_tile_act<ACT>(acc[r][i], slope[i]);
+            stv(y + (size_t)r * a.cout, acc[r], 4);
         }
     }
 }
@@ -326,7 +354,16 @@ static cudaError_t dw_tile_start(const cuda_conv_args *a, const dw_tile &t, cuda
     const unsigned blocks = (unsigned)((long long)a->batch * t.nrow * t.ncol * t.nslab);
     const int threads = dw_tile_threads(t, vec16<T>::n);
     const size_t smem = (size_t)dw_tile_smem(t, K, S, vec16<T>::n);
-    return cuda_ops_start(dwconv_tile<T, K, S>, blocks, threads, smem, s, *a, t);
+    switch (a->act) {
+    case GR_ACT_RELU:
+        return cuda_ops_start(dwconv_tile<T, K, S, GR_ACT_RELU>, blocks, threads, smem, s, *a, t);
+    case GR_ACT_RELU6:
+        return cuda_ops_start(dwconv_tile<T, K, S, GR_ACT_RELU6>, blocks, threads, smem, s, *a, t);
+    case GR_ACT_PRELU:
+        return cuda_ops_start(dwconv_tile<T, K, S, GR_ACT_PRELU>, blocks, threads, smem, s, *a, t);
+    default:
+        return cuda_ops_start(dwconv_tile<T, K, S, GR_ACT_NONE>, blocks, threads, smem, s, *a, t);
+    }
 }
 
 extern "C" cudaError_t cuda_launch_dwconv_tile(const cuda_conv_args *a, cudaStream_t s)
