@@ -25,7 +25,8 @@
  * its row as two 16-pixel m tiles, the accumulator fragments stored as
  * pairs: a warp's store covers 8 consecutive pixels, 128 contiguous bytes.
  * A residual that is the block's input (the decoder's blocks) is read from
- * the window, not again from memory. */
+ * the window, not again from memory. The two activations are template
+ * parameters (no switch per value). */
 #include <climits>
 
 #include "engine/cuda_ops_device.h"
@@ -39,7 +40,6 @@
 struct dp_shape {
     int ih, iw, oh, ow, pt, pl;
     int tiles_x, tiles_y;
-    int actd, act;
     int res_in; /* the residual is the input (same size): read from the window */
 };
 
@@ -47,7 +47,7 @@ struct dp_shape {
  * depthwise filter read from shared memory). */
 #define DP_PER_SM 6
 
-template <int K>
+template <int K, int ACTD, int ACT>
 __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
     dwproj_few(const uint4 *__restrict__ x, const __half *__restrict__ wd,
                const float *__restrict__ bd, const __half *__restrict__ w,
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
                 v0 += __ldg(bd + c);
                 v1 += __ldg(bd + c + 1);
             }
-            h[c / 2] = pack_half2(activate_slope(v0, s.actd, 0.0f), activate_slope(v1, s.actd, 0.0f));
+            h[c / 2] = pack_half2(activate_slope(v0, ACTD, 0.0f), activate_slope(v1, ACTD, 0.0f));
         }
         dwo[warp * DP_TW + lane] = make_uint4(h[0], h[1], h[2], h[3]);
     }
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(DP_THREADS, DP_PER_SM)
                 v1 += r.y;
             }
             *reinterpret_cast<__half2 *>(y + o) =
-                __floats2half2_rn(activate_slope(v0, s.act, 0.0f), activate_slope(v1, s.act, 0.0f));
+                __floats2half2_rn(activate_slope(v0, ACT, 0.0f), activate_slope(v1, ACT, 0.0f));
         }
     }
 }
@@ -171,15 +171,32 @@ extern "C" bool cuda_dwproj_fits(const cuda_dwproj_args *a)
            a->pl >= 0 && a->pt < a->kh && a->pl < a->kw && act_ok;
 }
 
-template <int K>
+template <int K, int ACTD, int ACT>
 static cudaError_t dp_start(const cuda_dwproj_args *a, const dp_shape &s, cudaStream_t st)
 {
     const long long blocks = (long long)a->batch * s.tiles_x * s.tiles_y;
     if (blocks > INT_MAX)
         return cudaErrorInvalidValue;
-    return cuda_ops_start(dwproj_few<K>, (unsigned)blocks, DP_THREADS, 0, st,
+    return cuda_ops_start(dwproj_few<K, ACTD, ACT>, (unsigned)blocks, DP_THREADS, 0, st,
                           (const uint4 *)a->x, (const __half *)a->wd, a->bd, (const __half *)a->w,
                           a->bias, (const __half *)a->residual, (__half *)a->y, s);
+}
+
+/* The kernel of the activations (none, ReLU or ReLU6 each: cuda_dwproj_fits). */
+template <int K, int ACTD>
+static cudaError_t dp_start_act(const cuda_dwproj_args *a, const dp_shape &s, cudaStream_t st)
+{
+    return a->act == GR_ACT_RELU6  ? dp_start<K, ACTD, GR_ACT_RELU6>(a, s, st)
+           : a->act == GR_ACT_RELU ? dp_start<K, ACTD, GR_ACT_RELU>(a, s, st)
+                                   : dp_start<K, ACTD, GR_ACT_NONE>(a, s, st);
+}
+
+template <int K>
+static cudaError_t dp_start_k(const cuda_dwproj_args *a, const dp_shape &s, cudaStream_t st)
+{
+    return a->actd == GR_ACT_RELU6  ? dp_start_act<K, GR_ACT_RELU6>(a, s, st)
+           : a->actd == GR_ACT_RELU ? dp_start_act<K, GR_ACT_RELU>(a, s, st)
+                                    : dp_start_act<K, GR_ACT_NONE>(a, s, st);
 }
 
 extern "C" cudaError_t cuda_launch_dwproj(const cuda_dwproj_args *a, cudaStream_t st)
@@ -200,7 +217,6 @@ extern "C" cudaError_t cuda_launch_dwproj(const cuda_dwproj_args *a, cudaStream_
     s.ih = a->ih, s.iw = a->iw, s.oh = a->oh, s.ow = a->ow, s.pt = a->pt, s.pl = a->pl;
     s.tiles_x = (a->ow + DP_TW - 1) / DP_TW;
     s.tiles_y = (a->oh + DP_TH - 1) / DP_TH;
-    s.actd = a->actd, s.act = a->act;
     s.res_in = a->residual == a->x && a->oh == a->ih && a->ow == a->iw;
-    return a->kh == 3 ? dp_start<3>(a, s, st) : dp_start<5>(a, s, st);
+    return a->kh == 3 ? dp_start_k<3>(a, s, st) : dp_start_k<5>(a, s, st);
 }
