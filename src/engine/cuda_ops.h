@@ -60,9 +60,10 @@
  *                      pixel x 16 bytes of channels (float4 / 8 halves), or
  *                      8 / 4 bytes when the channel count is even but not a
  *                      multiple of that (28, 36, 42 halves); scalar fallback
- *                      for odd channel counts and depth multipliers; large
- *                      3x3 / 5x5 grids: tiles staged in shared memory
- *                      (cp.async), 4 outputs x 4 channels a thread.
+ *                      for odd channel counts and depth multipliers.
+ *   cuda_ops_dwconv_tile.cu their large 3x3 / 5x5 grids: tiles staged in
+ *                      shared memory (cp.async), 4 outputs x 4 channels a
+ *                      thread, one kernel per activation.
  *   cuda_ops_pool.cu   max pooling, vectorized the same way.
  *   cuda_ops_eltwise.cu ADD (+activation), RELU, PRELU, PAD, CONCAT,
  *                      precision conversion.
