@@ -59,6 +59,7 @@ build() { # SRC BUILD TARGETS...
             "$ROOT/tools/engine_digest.c" -L"$dir" -lomma -L/usr/local/cuda/lib64/stubs -lcuda \
             -Wl,-rpath,"$dir" -o "$dir/engine_digest" >>"$OUT/build.log" 2>&1
 }
+tree_name() { if [ "$1" = "$BASE_TREE" ]; then echo base; else echo this; fi; }
 targets="omma_cli omma"
 for t in $(echo "${TESTS:-}" | tr '|' ' '); do targets="$targets ${t%\$}"; done
 build "$BASE_TREE" "$BASE_TREE/build-gpu" omma_cli omma || { echo "gpu-ab: base build failed (build.log)"; exit 1; }
@@ -100,8 +101,7 @@ done
 for round in $(seq 1 "${ROUNDS:-2}"); do
     for m in $MODELS; do
         for tree in "$BASE_TREE" "$ROOT"; do
-            name=this
-            [ "$tree" = "$BASE_TREE" ] && name=base
+            name=$(tree_name "$tree")
             r=$("$tree/build-gpu/omma" bench engine --backend gpu --model "models/$m.tflite" \
                 --batch "${BATCHES:-128}" --precision fp16 --iters "${ITERS:-100}" --warmup 10 \
                 --json 2>/dev/null | tee -a "$OUT/bench_$name.jsonl" |
@@ -113,8 +113,7 @@ done | tee "$OUT/bench.txt"
 
 if [ -n "${NCU_KERNEL:-}" ]; then
     for tree in "$BASE_TREE" "$ROOT"; do
-        name=this
-        [ "$tree" = "$BASE_TREE" ] && name=base
+        name=$(tree_name "$tree")
         /usr/local/cuda/bin/ncu --cache-control none -k "regex:$NCU_KERNEL" --csv --metrics \
 gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,\
 launch__block_size,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,\
