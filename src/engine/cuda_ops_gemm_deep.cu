@@ -1,33 +1,43 @@
 /* Pointwise convolutions with a long K in fp16 (cuda_conv_deep_ok: K a
  * multiple of 8 from DEEP_MIN_K, even N over 32; BlazePose's 864 -> 144
- * and 144 -> 864 at 8x8, 528 -> 88 at 16x16, 288 -> 288 at 4x4 and 2x2).
- * Two kernels, chosen by the grid of 64x64 tiles at choice_batch
- * (deep_small): both compute every output as gemm_tc16 does (one fp32
- * accumulator from zero, the k16 steps 0, 16, ... over K rounded up to 32,
- * zeros past K, in order, the same mma on the same fragment registers, then
- * + bias (0 without one), + residual, the activation, one rounding to half),
- * so the choice changes no bit.
+ * and 144 -> 864 at 8x8, 528 -> 88 at 16x16, 288 -> 288 at 4x4 and 2x2,
+ * heavy's 160 -> 960 and 960 -> 160 at 16x16, 272 -> 1632 and 1632 -> 272
+ * at 8x8). Three tilings, chosen by the grid of 64x64 tiles at
+ * choice_batch (deep_small) and by N (deep_wide): all compute every output
+ * as gemm_tc16 does (one fp32 accumulator from zero, the k16 steps 0, 16,
+ * ... over K rounded up to 32, zeros past K, in order, the same mma on the
+ * same fragment registers, then + bias (0 without one), + residual, the
+ * activation, one rounding to half), so the choice changes no bit. Blocks
+ * are numbered along N first: the tiles of one row of tiles run together
+ * and read its rows of x once from memory (heavy 11.72 -> 11.34 ms at
+ * batch 128, H100).
  *
- * gemm_deep (many tiles): gemm_tc16's 64x64 block tile, 2x2 warps of 32x32
- * and m16n8k16 fragments, with the 64x32 tiles of A and B in a ring of
- * DEEP_STAGES shared-memory buffers filled by cp.async, DEEP_STAGES - 1
- * steps ahead, gemm_tc16's epilogue. (A session-9 variant with ldmatrix
- * fragments, a 16-byte epilogue through shared memory and 64x96 tiles for
- * N <= 96 was bitwise the same but 4% slower over BlazePose at batch 128 on
- * the H200, so this one stays for large grids.)
+ * gemm_deep (many tiles, N leaving a 64-column tile partly empty):
+ * gemm_tc16's 64x64 block tile, 2x2 warps of 32x32 and m16n8k16
+ * fragments, with the 64x32 tiles of A and B in a ring of DEEP_STAGES
+ * shared-memory buffers filled by cp.async, DEEP_STAGES - 1 steps ahead,
+ * gemm_tc16's epilogue.
  *
- * gemm_deep_small<BM, BN, WM, WN, ST> (grids of fewer than DEEP_SMALL_GRID
- * 64x64 tiles: every layer at batch 1, the 288-channel tail at 4x4 and 2x2
- * at batch 128): 32x32 block tiles of 2x2 warps of 16x16, so 4x the blocks,
- * and an 8-stage ring (K = 288 nearly all in flight at once); fragments by
- * ldmatrix (the registers gemm_tc16 loads word by word); the filter's tiles
- * of the first ST - 1 steps requested before pdl_begin (constants), so they
- * load while the kernel before finishes; the epilogue through shared
- * memory: each warp leaves its sums plus bias (fp32) in the block's tile,
- * then the block adds the residual, activates and stores 8 outputs (16
- * bytes) a thread where N % 8 == 0 and y and the residual are 16-byte
- * aligned, else pairs. On the H200 it took BlazePose full from 0.554 to
- * 0.420 ms at batch 1. */
+ * gemm_deep_ldsm<BM, BN, WM, WN, ST>: fragments by ldmatrix (the registers
+ * gemm_tc16 loads word by word); the filter's tiles of the first ST - 1
+ * steps requested before pdl_begin (constants), so they load while the
+ * kernel before finishes; the epilogue through shared memory: each warp
+ * leaves its sums plus bias (fp32) in the block's tile, then the block
+ * adds the residual, activates and stores 8 outputs (16 bytes) a thread
+ * where N % 8 == 0 and y and the residual are 16-byte aligned, else pairs.
+ * Two tilings:
+ * - <32, 32, 2, 2, 8> for grids of fewer than DEEP_SMALL_GRID 64x64 tiles
+ *   (every layer at batch 1, the 288-channel tail at 4x4 and 2x2 at batch
+ *   128): 2x2 warps of 16x16, 4x the blocks, and an 8-stage ring (K = 288
+ *   nearly all in flight at once). On the H200 it took BlazePose full from
+ *   0.554 to 0.420 ms at batch 1.
+ * - <128, 64, 4, 2, 4> where N is a multiple of 64 or over 512
+ *   (deep_wide): 4x2 warps of 32x32. On the expansions it is 1.3-1.7x
+ *   gemm_deep (ncu, H100, batch 128: 160 -> 960 at 16x16 160 -> 92 us,
+ *   272 -> 1632 at 8x8 87 -> 67 us, 192 -> 192 at 16x16 49 -> 29 us);
+ *   on the projections to 88, 144 or 272 columns it is 1.3-1.9x slower
+ *   (528 -> 88 at 16x16 66 -> 100 us, 1632 -> 272 78 -> 100 us), so
+ *   those stay with gemm_deep. */
 #include "engine/cuda_ops_device.h"
 #include "engine/cuda_ops_mma.h"
 
@@ -38,7 +48,7 @@
 #define DEEP_BM 64
 #define DEEP_BN 64
 #define DEEP_STAGES 4       /* gemm_deep: 4 x 10 KB of tiles */
-#define DEEP_SMALL_GRID 192 /* fewer 64x64 tiles at choice_batch: gemm_deep_small */
+#define DEEP_SMALL_GRID 192 /* fewer 64x64 tiles at choice_batch: gemm_deep_ldsm */
 
 static __device__ __forceinline__ void deep_commit()
 {
@@ -93,7 +103,7 @@ template <int R, int T> struct deep_loader {
 
 template <int BM, int BN, int WM, int WN, int ST>
 __global__ void __launch_bounds__(WM *WN * 32)
-    gemm_deep_small(const __half *__restrict__ x, const __half *__restrict__ w,
+    gemm_deep_ldsm(const __half *__restrict__ x, const __half *__restrict__ w,
                     const float *__restrict__ bias, const __half *__restrict__ res,
                     const float *__restrict__ alpha, __half *__restrict__ y, int M, int K, int N,
                     int act, int vec8)
@@ -109,7 +119,8 @@ __global__ void __launch_bounds__(WM *WN * 32)
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int wm = (warp / WN) * (BM / WM), wn = (warp % WN) * (BN / WN);
-    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int nt = (N + BN - 1) / BN; /* the N tiles of a row of tiles: adjacent blocks */
+    const int m0 = (int)(blockIdx.x / nt) * BM, n0 = (int)(blockIdx.x % nt) * BN;
     const int steps = (K + DEEP_BK - 1) / DEEP_BK;
 
     deep_loader<BM, T> la;
@@ -277,7 +288,8 @@ gemm_deep(const __half *__restrict__ x, const __half *__restrict__ w,
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;
     const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;
-    const int m0 = blockIdx.x * DEEP_BM, n0 = blockIdx.y * DEEP_BN;
+    const int nt = (N + DEEP_BN - 1) / DEEP_BN;
+    const int m0 = (int)(blockIdx.x / nt) * DEEP_BM, n0 = (int)(blockIdx.x % nt) * DEEP_BN;
     const int steps = (K + DEEP_BK - 1) / DEEP_BK;
     float acc[2][4][4];
 #pragma unroll
@@ -348,19 +360,37 @@ extern "C" bool cuda_conv_deep_ok(const cuda_conv_args *a)
 }
 
 /* True where a grid of 64x64 tiles over M rows (at choice_batch items) and
- * N columns would leave SMs idle: gemm_deep_small's 32x32 tiles. */
+ * N columns would leave SMs idle: gemm_deep_ldsm's 32x32 tiles. */
 static bool deep_small(int M, int N)
 {
     return (long long)((M + 63) / 64) * ((N + 63) / 64) < DEEP_SMALL_GRID;
 }
 
+/* One block a BM x BN tile, the N tiles of a row of tiles in consecutive
+ * blocks (they read the same rows of x while these are in L2). */
+static unsigned deep_grid(int M, int N, int BM, int BN)
+{
+    return (unsigned)(((long long)M + BM - 1) / BM * ((N + BN - 1) / BN));
+}
+
+/* Where gemm_deep_wide's 128x64 tiles beat gemm_deep's 64x64 ones (H100,
+ * BlazePose at batch 128): N a multiple of the tile's 64 columns or over
+ * 512 (the expansions 160 -> 960, 272 -> 1632, 192 -> 1152, and 192 ->
+ * 192, 384 -> 64); gemm_deep keeps the columns that leave a tile partly
+ * empty (88, 112, 144, 160, 272, 288), whose long-K projections its
+ * twice as many blocks fill better. */
+static bool deep_wide(int N)
+{
+    return N % 64 == 0 || N >= 512;
+}
+
 template <int BM, int BN, int WM, int WN, int ST>
-static cudaError_t deep_small_start(const cuda_conv_args *a, cudaStream_t s, int M, int K, int N)
+static cudaError_t deep_ldsm_start(const cuda_conv_args *a, cudaStream_t s, int M, int K, int N)
 {
     const size_t smem = (size_t)ST * (BM + BN) * DEEP_LD * 2;
     const int vec8 = N % 8 == 0 && (((size_t)a->y | (size_t)a->residual) & 15) == 0;
-    dim3 grid((M + BM - 1) / BM, (N + BN - 1) / BN);
-    return cuda_ops_start(gemm_deep_small<BM, BN, WM, WN, ST>, grid, WM * WN * 32, smem, s,
+    const unsigned grid = deep_grid(M, N, BM, BN);
+    return cuda_ops_start(gemm_deep_ldsm<BM, BN, WM, WN, ST>, grid, WM * WN * 32, smem, s,
                           (const __half *)a->x, (const __half *)a->w, a->bias,
                           (const __half *)a->residual, a->alpha, (__half *)a->y, M, K, N, a->act,
                           vec8);
@@ -374,8 +404,10 @@ extern "C" cudaError_t cuda_launch_conv_deep(const cuda_conv_args *a, cudaStream
     if (M == 0)
         return cudaSuccess;
     if (deep_small(a->choice_batch * a->oh * a->ow, N))
-        return deep_small_start<32, 32, 2, 2, 8>(a, s, M, K, N);
-    dim3 grid((M + DEEP_BM - 1) / DEEP_BM, (N + DEEP_BN - 1) / DEEP_BN);
+        return deep_ldsm_start<32, 32, 2, 2, 8>(a, s, M, K, N);
+    if (deep_wide(N))
+        return deep_ldsm_start<128, 64, 4, 2, 4>(a, s, M, K, N);
+    const unsigned grid = deep_grid(M, N, DEEP_BM, DEEP_BN);
     return cuda_ops_start(gemm_deep, grid, 128, 0, s, (const __half *)a->x, (const __half *)a->w,
                           a->bias, (const __half *)a->residual, a->alpha, (__half *)a->y, M, K, N,
                           a->act);

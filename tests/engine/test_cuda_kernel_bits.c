@@ -2,8 +2,9 @@
  *
  * gemm_deep (cuda_ops_gemm_deep.cu) against gemm_tc: the same fp16 1x1
  * convolution launched through cuda_launch_conv_pointwise twice, once with
- * x 16-byte aligned (cuda_conv_deep_ok: gemm_deep or, for grids of few
- * tiles, gemm_deep_small) and once with the same x 4 bytes off (no
+ * x 16-byte aligned (cuda_conv_deep_ok: gemm_deep, or gemm_deep_ldsm's
+ * 128x64 tiles for N a multiple of 64 or over 512, or for grids of few
+ * tiles its 32x32 ones) and once with the same x 4 bytes off (no
  * 16-byte loader: gemm_tc, the 64x64 tiles gemm_deep's sums must repeat).
  * Then batch invariance: the first items at a smaller batch (choice_batch
  * kept) give the same bits. Shapes: BlazePose's long-K layers at batch 128
@@ -84,6 +85,13 @@ static const gcase gcases[] = {
     {1, 93, 91, 152, 66, GR_ACT_PRELU, true, true, 0},
     {1, 1, 3, 256, 34, GR_ACT_RELU, false, true, 0},
     {3, 5, 7, 264, 40, GR_ACT_RELU6, true, false, 1},
+    /* gemm_deep_ldsm's 128x64 tiles (N a multiple of 64 or over 512): the
+     * expansions 160 -> 960 and 272 -> 1632 (a half-empty last N tile),
+     * a partial last M tile, N = 514 (pair stores). */
+    {128, 16, 16, 160, 960, GR_ACT_RELU6, false, true, 5},
+    {128, 8, 8, 272, 1632, GR_ACT_RELU6, false, true, 3},
+    {40, 13, 15, 192, 192, GR_ACT_PRELU, true, true, 2},
+    {20, 9, 9, 136, 514, GR_ACT_PRELU, true, false, 3},
 };
 
 #define CUDA_REQUIRE(expr)                                                                         \

@@ -244,7 +244,7 @@ static void make_cases(void)
     s->cout = 48, s->no_bias = true, s->residual = true;
     s = add_case(GR_CONV2D, 2, 8, 8, 144); /* 144 -> 864: 5 steps */
     s->cout = 864, s->act = GR_ACT_RELU6;
-    /* gemm_deep (192 64x64 tiles and more; fewer: gemm_deep_small's 32x32
+    /* gemm_deep (192 64x64 tiles and more; fewer: gemm_deep_ldsm's 32x32
      * tiles) at 144 -> 864 on 20 items at 8x8; N = 130, not a multiple of
      * 8 (pair stores, partial last tiles); N = 88 and 96, a partial last K
      * step. */
