@@ -81,20 +81,6 @@ static __host__ __device__ __forceinline__ int dw_tile_smem(const dw_tile &t, in
                  ((t.tr * t.rpt - 1) * S + K) * dw_tile_row_units(t, S, K));
 }
 
-/* activate() of cuda_ops_device.h with the kind known at compile time
- * (the same operations; PRELU's slope given). */
-template <int ACT>
-static __device__ __forceinline__ float dw_tile_act(float v, float slope)
-{
-    if (ACT == GR_ACT_RELU)
-        return fmaxf(v, 0.0f);
-    if (ACT == GR_ACT_RELU6)
-        return fminf(fmaxf(v, 0.0f), 6.0f);
-    if (ACT == GR_ACT_PRELU)
-        return v >= 0.0f ? v : v * slope;
-    return v;
-}
-
 template <typename T, int K, int S, int ACT>
 __global__ void __launch_bounds__(DW_TILE_MAX_THREADS)
 dwconv_tile(cuda_conv_args a, dw_tile t)
@@ -226,7 +212,7 @@ dwconv_tile(cuda_conv_args a, dw_tile t)
             }
 #pragma unroll
             for (int i = 0; i < 4; i++)
-                acc[r][i] = dw_tile_act<ACT>(acc[r][i], slope[i]);
+                acc[r][i] = activate_slope(acc[r][i], ACT, slope[i]); /* ACT a constant */
             stv(y + (size_t)r * a.cout, acc[r], 4);
         }
     }
