@@ -533,7 +533,9 @@ conv_direct_few(cuda_conv_args a)
  * memory once, not once per tap) and every loop is unrolled; the generic
  * kernel's per-tap index arithmetic and loops made it instruction-bound
  * (84% SM throughput, 284 us at batch 128 for 150 MB). A block of 8 warps
- * takes 8 rows x 32 columns of outputs of one image, a thread one pixel. */
+ * takes 8 rows x 32 columns of outputs of one image, a thread one pixel;
+ * the filter's NC used columns are staged as floats, a tap's read in
+ * 16-byte loads (its 8 x COG layout took a 4-byte load per product). */
 #define WIN_TH 8
 #define WIN_TW 32
 
@@ -543,10 +545,11 @@ conv_window_few(cuda_conv_args a, int tiles_x, int tiles_y)
 {
     constexpr int WH = WIN_TH + K - 1, WW = WIN_TW + K - 1, C = 8;
     __shared__ uint4 win[WH * WW];
-    __shared__ float sw[K * K * C * COG];
+    __shared__ float4 sw4[K * K * C * NC / 4]; /* [tap][ci][NC]: the filter's first NC columns */
+    float *sw = reinterpret_cast<float *>(sw4);
     const __half *w = static_cast<const __half *>(a.w);
-    for (int i = threadIdx.x; i < K * K * C * COG; i += blockDim.x)
-        sw[i] = ld(w + i);
+    for (int i = threadIdx.x; i < K * K * C * NC; i += blockDim.x)
+        sw[i] = ld(w + i / NC * COG + i % NC);
     int tile = blockIdx.x;
     const int tx = tile % tiles_x;
     tile /= tiles_x;
@@ -580,16 +583,21 @@ conv_window_few(cuda_conv_args a, int tiles_x, int tiles_y)
                 continue;
             const uint4 q = win[(ry + ky) * WW + rx + kx];
             const __half2 *h = reinterpret_cast<const __half2 *>(&q);
-            const float *wp = sw + (ky * K + kx) * C * COG;
+            float wp[C * NC]; /* the tap's filter, 16 bytes a load */
+#pragma unroll
+            for (int i = 0; i < C * NC / 4; i++) {
+                const float4 f = sw4[(ky * K + kx) * C * NC / 4 + i];
+                wp[4 * i] = f.x, wp[4 * i + 1] = f.y, wp[4 * i + 2] = f.z, wp[4 * i + 3] = f.w;
+            }
 #pragma unroll
             for (int i = 0; i < C / 2; i++) {
                 const float2 xv = __half22float2(h[i]);
 #pragma unroll
                 for (int j = 0; j < NC; j++)
-                    acc[j] = fmaf(xv.x, wp[(2 * i) * COG + j], acc[j]);
+                    acc[j] = fmaf(xv.x, wp[(2 * i) * NC + j], acc[j]);
 #pragma unroll
                 for (int j = 0; j < NC; j++)
-                    acc[j] = fmaf(xv.y, wp[(2 * i + 1) * COG + j], acc[j]);
+                    acc[j] = fmaf(xv.y, wp[(2 * i + 1) * NC + j], acc[j]);
             }
         }
     }
