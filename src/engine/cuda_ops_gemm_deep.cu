@@ -36,8 +36,15 @@
  *   gemm_deep (ncu, H100, batch 128: 160 -> 960 at 16x16 160 -> 92 us,
  *   272 -> 1632 at 8x8 87 -> 67 us, 192 -> 192 at 16x16 49 -> 29 us);
  *   on the projections to 88, 144 or 272 columns it is 1.3-1.9x slower
- *   (528 -> 88 at 16x16 66 -> 100 us, 1632 -> 272 78 -> 100 us), so
- *   those stay with gemm_deep. */
+ *   (528 -> 88 at 16x16 66 -> 100 us, 1632 -> 272 78 -> 100 us).
+ * - <128, 96 | 128 | 160, 4, 2, 4>, one tile across N, for the
+ *   projections to 65-160 columns over enough rows (deep_narrow): x's
+ *   rows read once and the filter once per 128 rows, where gemm_deep's
+ *   64x64 tiles read them from L2 3x and 2x over (heavy's 960 -> 160 at
+ *   16x16: 537 -> 238 MB through L2, 115 -> 63 us; full's 528 -> 88 59 ->
+ *   41 us).
+ * The rest (N up to 64 or from 161, or few rows: heavy's 1632 -> 272 and
+ * full's 864 -> 144 at 8x8) stays with gemm_deep. */
 #include "engine/cuda_ops_device.h"
 #include "engine/cuda_ops_mma.h"
 
@@ -49,6 +56,7 @@
 #define DEEP_BN 64
 #define DEEP_STAGES 4       /* gemm_deep: 4 x 10 KB of tiles */
 #define DEEP_SMALL_GRID 192 /* fewer 64x64 tiles at choice_batch: gemm_deep_ldsm */
+#define DEEP_NARROW_GRID 192 /* 128-row tiles at choice_batch from which deep_narrow pays */
 
 static __device__ __forceinline__ void deep_commit()
 {
@@ -69,15 +77,17 @@ static __device__ __forceinline__ void deep_cp16(unsigned sa, const __half *g, i
 }
 
 /* One thread's share of a R x 32 tile of a row-major [rows][K] matrix:
- * chunk column c (8 halves) of rows r, r + T / 4, ... The rows past the
- * matrix are read as its last row (they feed only outputs that are never
- * stored); columns past K are zeros (K % 8 == 0: a chunk is wholly in or
- * out). */
+ * chunk column c (8 halves) of rows r, r + T / 4, ... below R. The rows
+ * past the matrix are read as its last row (they feed only outputs that
+ * are never stored); columns past K are zeros (K % 8 == 0: a chunk is
+ * wholly in or out). */
 template <int R, int T> struct deep_loader {
+    static constexpr int P = (R * 4 + T - 1) / T; /* passes of T / 4 rows */
     const __half *g; /* row r's chunk at k = 0 (clamped rows: per chunk below) */
-    size_t off[R * 4 / T];
+    size_t off[P];
     unsigned s; /* shared byte offset of row r's chunk */
     int c8;
+    bool last; /* the thread's row of the last pass is below R */
 
     __device__ __forceinline__ void init(const __half *base, int rows, int K, int r0)
     {
@@ -85,9 +95,10 @@ template <int R, int T> struct deep_loader {
         c8 = 8 * (threadIdx.x % 4);
         g = base + c8;
 #pragma unroll
-        for (int i = 0; i < R * 4 / T; i++)
+        for (int i = 0; i < P; i++)
             off[i] = (size_t)min(r0 + r + i * (T / 4), rows - 1) * K;
         s = (unsigned)(r * DEEP_LD + c8) * 2;
+        last = r + (P - 1) * (T / 4) < R;
     }
 
     /* Tile of step k0 into the buffer at shared address sb. */
@@ -96,8 +107,9 @@ template <int R, int T> struct deep_loader {
         const bool in = k0 + c8 < K;
         const int bytes = in ? 16 : 0, k = in ? k0 : 0;
 #pragma unroll
-        for (int i = 0; i < R * 4 / T; i++)
-            deep_cp16(sb + s + (unsigned)(i * (T / 4) * DEEP_LD * 2), g + off[i] + k, bytes);
+        for (int i = 0; i < P; i++)
+            if (i + 1 < P || R * 4 % T == 0 || last)
+                deep_cp16(sb + s + (unsigned)(i * (T / 4) * DEEP_LD * 2), g + off[i] + k, bytes);
     }
 };
 
@@ -112,7 +124,7 @@ __global__ void __launch_bounds__(WM *WN * 32)
     constexpr unsigned A_BYTES = BM * DEEP_LD * 2, B_BYTES = BN * DEEP_LD * 2;
     constexpr unsigned STAGE = A_BYTES + B_BYTES;
     constexpr int CLD = BN + 8; /* floats per epilogue tile row: float2 writes conflict-free */
-    static_assert(NJ % 2 == 0 && BM * 4 % T == 0 && BN * 4 % T == 0, "gemm_deep tile");
+    static_assert(NJ % 2 == 0 && BM * 4 % T == 0, "gemm_deep tile");
     static_assert((size_t)BM * CLD * 4 <= (size_t)ST * STAGE, "gemm_deep epilogue tile");
     extern __shared__ __align__(16) unsigned char deep_smem[];
     const unsigned sbase = smem_addr(deep_smem);
@@ -384,6 +396,18 @@ static bool deep_wide(int N)
     return N % 64 == 0 || N >= 512;
 }
 
+/* The columns of gemm_deep_ldsm's one tile across N (96, 128 or 160)
+ * where it beats gemm_deep at choice_batch's M rows, else 0: N from 65 to
+ * 160 (below, the 96-column tile is mostly empty) and at least
+ * DEEP_NARROW_GRID of its 128-row tiles (fewer leave SMs idle: full's 864
+ * -> 144 at 8x8, 64 tiles, 31 -> 37 us). */
+static int deep_narrow(int M, int N)
+{
+    if (N <= 64 || N > 160 || (M + 127) / 128 < DEEP_NARROW_GRID)
+        return 0;
+    return N <= 96 ? 96 : N <= 128 ? 128 : 160;
+}
+
 template <int BM, int BN, int WM, int WN, int ST>
 static cudaError_t deep_ldsm_start(const cuda_conv_args *a, cudaStream_t s, int M, int K, int N)
 {
@@ -407,6 +431,16 @@ extern "C" cudaError_t cuda_launch_conv_deep(const cuda_conv_args *a, cudaStream
         return deep_ldsm_start<32, 32, 2, 2, 8>(a, s, M, K, N);
     if (deep_wide(N))
         return deep_ldsm_start<128, 64, 4, 2, 4>(a, s, M, K, N);
+    switch (deep_narrow(a->choice_batch * a->oh * a->ow, N)) {
+    case 96:
+        return deep_ldsm_start<128, 96, 4, 2, 4>(a, s, M, K, N);
+    case 128:
+        return deep_ldsm_start<128, 128, 4, 2, 4>(a, s, M, K, N);
+    case 160:
+        return deep_ldsm_start<128, 160, 4, 2, 4>(a, s, M, K, N);
+    default:
+        break;
+    }
     const unsigned grid = deep_grid(M, N, DEEP_BM, DEEP_BN);
     return cuda_ops_start(gemm_deep, grid, 128, 0, s, (const __half *)a->x, (const __half *)a->w,
                           a->bias, (const __half *)a->residual, a->alpha, (__half *)a->y, M, K, N,

@@ -3,8 +3,9 @@
  * gemm_deep (cuda_ops_gemm_deep.cu) against gemm_tc: the same fp16 1x1
  * convolution launched through cuda_launch_conv_pointwise twice, once with
  * x 16-byte aligned (cuda_conv_deep_ok: gemm_deep, or gemm_deep_ldsm's
- * 128x64 tiles for N a multiple of 64 or over 512, or for grids of few
- * tiles its 32x32 ones) and once with the same x 4 bytes off (no
+ * 128x64 tiles for N a multiple of 64 or over 512, its tiles across N for
+ * 65-160 columns over many rows, or for grids of few tiles its 32x32
+ * ones) and once with the same x 4 bytes off (no
  * 16-byte loader: gemm_tc, the 64x64 tiles gemm_deep's sums must repeat).
  * Then batch invariance: the first items at a smaller batch (choice_batch
  * kept) give the same bits. Shapes: BlazePose's long-K layers at batch 128
@@ -92,6 +93,12 @@ static const gcase gcases[] = {
     {128, 8, 8, 272, 1632, GR_ACT_RELU6, false, true, 3},
     {40, 13, 15, 192, 192, GR_ACT_PRELU, true, true, 2},
     {20, 9, 9, 136, 514, GR_ACT_PRELU, true, false, 3},
+    /* Its one tile across 65-160 columns (96, 128, 160 wide): heavy's 960
+     * -> 160, the detector's 480 -> 112 at 14x14, N = 130 (pair stores)
+     * with a partial last row tile. */
+    {128, 16, 16, 960, 160, GR_ACT_NONE, true, true, 3},
+    {128, 14, 14, 480, 112, GR_ACT_RELU6, true, true, 2},
+    {100, 15, 17, 136, 130, GR_ACT_PRELU, true, false, 4},
 };
 
 #define CUDA_REQUIRE(expr)                                                                         \
