@@ -2,8 +2,9 @@
  * multiple of 8 from DEEP_MIN_K, even N over 32; BlazePose's 864 -> 144
  * and 144 -> 864 at 8x8, 528 -> 88 at 16x16, 288 -> 288 at 4x4 and 2x2,
  * heavy's 160 -> 960 and 960 -> 160 at 16x16, 272 -> 1632 and 1632 -> 272
- * at 8x8). Three tilings, chosen by the grid of 64x64 tiles at
- * choice_batch (deep_small) and by N (deep_wide): all compute every output
+ * at 8x8). Four tilings, chosen by the grid of 64x64 tiles at
+ * choice_batch (deep_small), by N (deep_wide) and by N and the rows at
+ * choice_batch (deep_narrow): all compute every output
  * as gemm_tc16 does (one fp32 accumulator from zero, the k16 steps 0, 16,
  * ... over K rounded up to 32, zeros past K, in order, the same mma on the
  * same fragment registers, then + bias (0 without one), + residual, the
@@ -12,7 +13,7 @@
  * and read its rows of x once from memory (heavy 11.72 -> 11.34 ms at
  * batch 128, H100).
  *
- * gemm_deep (many tiles, N leaving a 64-column tile partly empty):
+ * gemm_deep (the rest, below):
  * gemm_tc16's 64x64 block tile, 2x2 warps of 32x32 and m16n8k16
  * fragments, with the 64x32 tiles of A and B in a ring of DEEP_STAGES
  * shared-memory buffers filled by cp.async, DEEP_STAGES - 1 steps ahead,
@@ -25,7 +26,7 @@
  * leaves its sums plus bias (fp32) in the block's tile, then the block
  * adds the residual, activates and stores 8 outputs (16 bytes) a thread
  * where N % 8 == 0 and y and the residual are 16-byte aligned, else pairs.
- * Two tilings:
+ * Three tilings:
  * - <32, 32, 2, 2, 8> for grids of fewer than DEEP_SMALL_GRID 64x64 tiles
  *   (every layer at batch 1, the 288-channel tail at 4x4 and 2x2 at batch
  *   128): 2x2 warps of 16x16, 4x the blocks, and an 8-stage ring (K = 288
