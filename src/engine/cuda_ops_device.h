@@ -196,6 +196,26 @@ static __device__ __forceinline__ float activate(float v, int act, const float *
     }
 }
 
+/* A depthwise convolution's sums for input column j of a window row: each
+ * of the R outputs along W it reaches (tap kx = j - r * S inside the K
+ * wide window) gets acc[r][i] = fmaf(xv[i], wv[kx][i], acc[r][i]). Called
+ * with j from an unrolled loop, the tap tests fold away (dwconv_rows,
+ * dwconv_tile). */
+template <int K, int S, int R, int N>
+static __device__ __forceinline__ void dw_tap_column(int j, const float *xv, const float (*wv)[N],
+                                                     float (*acc)[N])
+{
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int kx = j - r * S; /* a constant after unrolling */
+        if (kx < 0 || kx >= K)
+            continue;
+#pragma unroll
+        for (int i = 0; i < N; i++)
+            acc[r][i] = fmaf(xv[i], wv[kx][i], acc[r][i]);
+    }
+}
+
 /* d += a * b on the tensor cores: one m16n8k16 tile, fp16 inputs (a: four
  * 32-bit registers of half pairs, b: two), fp32 accumulators (c: four). */
 static __device__ __forceinline__ void mma_16816(float *c, const unsigned *a, const unsigned *b)

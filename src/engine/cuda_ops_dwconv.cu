@@ -233,15 +233,7 @@ dwconv_rows(cuda_conv_args a)
                 continue;
             float xv[V];
             ld16(xr + (size_t)ix * a.cin, xv);
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const int kx = j - r * S; /* a constant after unrolling */
-                if (kx < 0 || kx >= K)
-                    continue;
-#pragma unroll
-                for (int i = 0; i < V; i++)
-                    acc[r][i] = fmaf(xv[i], wv[kx][i], acc[r][i]);
-            }
+            dw_tap_column<K, S, R, V>(j, xv, wv, acc);
         }
     }
     float bv[V];

@@ -180,15 +180,7 @@ dwconv_tile(cuda_conv_args a, dw_tile t)
                     continue;
                 float xv[4];
                 ld4(xr + (size_t)(j * cs + j / (R * S) * pad) * V, xv);
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    const int kx = j - r * S; /* a constant after unrolling */
-                    if (kx < 0 || kx >= K)
-                        continue;
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        acc[r][i] = fmaf(xv[i], wv[kx][i], acc[r][i]);
-                }
+                dw_tap_column<K, S, R, 4>(j, xv, wv, acc);
             }
         }
         /* The thread's outputs of the row: R pixels from o on. */
