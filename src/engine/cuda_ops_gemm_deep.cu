@@ -426,13 +426,14 @@ extern "C" cudaError_t cuda_launch_conv_deep(const cuda_conv_args *a, cudaStream
     if (!cuda_conv_deep_ok(a) || a->choice_batch < a->batch)
         return cudaErrorInvalidValue;
     const int M = a->batch * a->oh * a->ow, K = a->kh * a->kw * a->cin, N = a->cout;
+    const int M_choice = a->choice_batch * a->oh * a->ow; /* the rows every choice is made at */
     if (M == 0)
         return cudaSuccess;
-    if (deep_small(a->choice_batch * a->oh * a->ow, N))
+    if (deep_small(M_choice, N))
         return deep_ldsm_start<32, 32, 2, 2, 8>(a, s, M, K, N);
     if (deep_wide(N))
         return deep_ldsm_start<128, 64, 4, 2, 4>(a, s, M, K, N);
-    switch (deep_narrow(a->choice_batch * a->oh * a->ow, N)) {
+    switch (deep_narrow(M_choice, N)) {
     case 96:
         return deep_ldsm_start<128, 96, 4, 2, 4>(a, s, M, K, N);
     case 128:
